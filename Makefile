@@ -1,0 +1,35 @@
+# The two commands a newcomer needs: `make run` (the whole local stack) and `make test`.
+# uv is used when it is on PATH; otherwise it is bootstrapped into .tools/ through pip.
+SHELL := /bin/bash
+PYTHON ?= python3
+UV_VERSION ?= 0.9.5
+UV := $(shell command -v uv 2>/dev/null || echo .tools/bin/uv)
+export UV_PYTHON_DOWNLOADS := never
+export UV_PYTHON := $(shell command -v $(PYTHON))
+
+.PHONY: run test lint typecheck pytest sync clean
+
+.tools/bin/uv:
+	$(PYTHON) -m venv .tools
+	.tools/bin/pip install --quiet "uv>=$(UV_VERSION)"
+
+sync: $(if $(filter .tools/bin/uv,$(UV)),.tools/bin/uv)
+	$(UV) sync --frozen --all-packages --quiet
+
+run: sync
+	$(UV) run --frozen --no-sync python -m deploy.local
+
+lint: sync
+	$(UV) run --frozen --no-sync ruff check .
+	$(UV) run --frozen --no-sync ruff format --check .
+
+typecheck: sync
+	$(UV) run --frozen --no-sync mypy
+
+pytest: sync
+	$(UV) run --frozen --no-sync pytest $(PYTEST_ARGS)
+
+test: lint typecheck pytest
+
+clean:
+	rm -rf .venv .tools .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,1 @@
+"""agent-accounts's tables. Importing this package registers them on ``SQLModel.metadata``."""

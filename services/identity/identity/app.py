@@ -1,0 +1,78 @@
+"""The identity service: users, logins, tokens and the platform's signing keys."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import httpx
+from starlette.applications import Starlette
+
+from identity import auth, server, user
+from identity.auth import endpoints as auth_endpoints
+from identity.server import endpoints as server_endpoints
+from identity.settings import Settings
+from identity.signing_key.service import KeyRing, SigningKeyService
+from identity.user import endpoints as user_endpoints
+from identity.user.service import UserService
+from shared.app import State, create_service_app
+from shared.auth import TokenVerifier
+from shared.db import session_scope
+from shared.settings import PLATFORM_VERSION
+
+logger = logging.getLogger(__name__)
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+
+__all__ = ["auth", "create_app", "server", "user"]
+
+
+@asynccontextmanager
+async def _lifespan(app: Starlette, state: State) -> AsyncIterator[State]:
+    settings: Settings = state["settings"]
+    async with session_scope(state["sessionmaker"]) as session:
+        reencrypted = await SigningKeyService(session, settings).reencrypt()
+        password = settings.default_admin_password
+        generated = await UserService(session).ensure_default_admin(
+            settings.default_admin_name, password.get_secret_value() if password else None
+        )
+    if reencrypted:
+        logger.info("signing keys re-encrypted under the first key", extra={"count": reencrypted})
+    if generated is not None:
+        # Printed once, at creation; it is never stored in clear or printed again.
+        print(  # noqa: T201
+            f"\n  Created the first admin '{settings.default_admin_name}' with the generated "
+            f"password: {generated}\n  Change it after logging in.\n",
+            flush=True,
+        )
+    keyring = KeyRing(state["sessionmaker"], settings)
+    await keyring.load()
+    verifier = TokenVerifier(
+        keyring,
+        issuer=settings.jwt_issuer,
+        audience=settings.jwt_audience,
+        leeway=settings.jwt_leeway.total_seconds(),
+    )
+    yield {"keyring": keyring, "verifier": verifier}
+
+
+def create_app(
+    settings: Settings | None = None, *, http_transport: httpx.AsyncBaseTransport | None = None
+) -> Starlette:
+    settings = settings or Settings()
+    return create_service_app(
+        settings,
+        title="identity",
+        version=PLATFORM_VERSION,
+        description="Logins, devices, API tokens and the platform's signing keys.",
+        routes=[
+            *server_endpoints.routes(),
+            *auth_endpoints.routes(),
+            *user_endpoints.routes(),
+        ],
+        migrations=MIGRATIONS,
+        lifespan=_lifespan,
+        http_transport=http_transport,
+    )

@@ -1,0 +1,6 @@
+"""Identity's tables. Importing this package registers them on ``SQLModel.metadata``."""
+
+from identity.models.signing_key import SigningKey
+from identity.models.user import User
+
+__all__ = ["SigningKey", "User"]

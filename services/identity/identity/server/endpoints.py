@@ -1,0 +1,64 @@
+"""``/info`` (the server model the zenml client reads first) and the public JWKS."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from identity.server.schemas import AuthScheme, ServerModel
+from identity.settings import Settings
+from shared.db import is_sqlite
+from shared.responses import render
+from shared.routing import ApiRoute, api_route
+from shared.settings import PLATFORM_VERSION
+
+
+class JWKS(BaseModel):
+    keys: list[dict[str, Any]]
+
+
+async def info(request: Request) -> Response:
+    settings: Settings = request.state.settings
+    return render(
+        ServerModel(
+            id=settings.server_id,
+            name=settings.server_name,
+            version=PLATFORM_VERSION,
+            auth_scheme=AuthScheme.OAUTH2_PASSWORD_BEARER,
+            database_type="sqlite" if is_sqlite(settings.database_url) else "other",
+            server_url=settings.server_url,
+            dashboard_url=settings.dashboard_url,
+        )
+    )
+
+
+async def jwks(request: Request) -> Response:
+    # Public keys only; cached briefly by clients, who refetch on an unknown kid anyway.
+    document = await request.state.keyring.jwks()
+    return JSONResponse(document, headers={"Cache-Control": "public, max-age=60"})
+
+
+def routes() -> list[ApiRoute]:
+    return [
+        api_route(
+            "/api/v1/info",
+            info,
+            method="GET",
+            summary="Server Info",
+            tags=["server"],
+            auth=False,
+            response=ServerModel,
+        ),
+        api_route(
+            "/.well-known/jwks.json",
+            jwks,
+            method="GET",
+            summary="Signing keys (JWKS)",
+            tags=["server"],
+            auth=False,
+            response=JWKS,
+        ),
+    ]

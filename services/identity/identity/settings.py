@@ -1,0 +1,57 @@
+"""Identity's settings: the shared base plus token lifetimes, keys and clients."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import SettingsConfigDict
+
+from shared.settings import ServiceSettings
+
+
+class Settings(ServiceSettings):
+    model_config = SettingsConfigDict(extra="ignore", case_sensitive=False)
+
+    service_name: str = "identity"
+    database_url: str = "sqlite+aiosqlite:///./.local/data/identity.db"
+
+    # The first admin, `default`, is created at first start with this password, or with a
+    # random one printed once when it is unset.
+    default_admin_password: SecretStr | None = None
+    default_admin_name: str = "default"
+
+    # Fernet keys (comma-separated) encrypting the signing keys at rest. The first encrypts;
+    # all decrypt, so a new key can be put in front and the old one dropped later.
+    signing_key_encryption_keys: SecretStr
+    signing_key_rotation_interval: timedelta = timedelta(days=30)
+    # A rotated-in key is published this long before it signs, longer than the verifiers'
+    # JWKS refetch limit (jwks_min_refresh_interval), so no service meets an unknown kid.
+    signing_key_activation_delay: timedelta = timedelta(seconds=15)
+    # How long a superseded key keeps verifying (longer than any token it signed lives).
+    signing_key_retention: timedelta = timedelta(days=8)
+
+    access_token_lifetime: timedelta = timedelta(hours=24)
+    service_token_lifetime: timedelta = timedelta(minutes=15)
+
+    # client_id -> secret of the services allowed the client-credentials grant.
+    service_clients: dict[str, SecretStr] = Field(default_factory=dict)
+
+    server_name: str = "platform"
+    server_url: str = ""
+    dashboard_url: str = ""
+    cookie_secure: bool = False
+
+    @field_validator("signing_key_encryption_keys")
+    @classmethod
+    def _at_least_one_key(cls, value: SecretStr) -> SecretStr:
+        if not [k for k in value.get_secret_value().split(",") if k.strip()]:
+            raise ValueError("at least one Fernet key is required")
+        return value
+
+    def fernet_keys(self) -> list[bytes]:
+        return [
+            k.strip().encode()
+            for k in self.signing_key_encryption_keys.get_secret_value().split(",")
+            if k.strip()
+        ]

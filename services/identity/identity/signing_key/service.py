@@ -1,0 +1,163 @@
+"""Signing keys: creation, rotation, encryption at rest, and the in-process key ring.
+
+Rotating publishes a new key at once and lets it sign after
+``signing_key_activation_delay``, so that every verifier can fetch it before it meets a
+token it signed. The key it replaces stays in the JWKS (and keeps verifying the tokens it
+signed) for ``signing_key_retention`` after that, then leaves the set.
+Several identity replicas share the keys through the database; each replica's
+:class:`KeyRing` re-reads them every few seconds and at once on an unknown ``kid``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+import jwt
+from cryptography.fernet import Fernet, InvalidToken, MultiFernet
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from identity.models import SigningKey
+from identity.settings import Settings
+from identity.signing_key.repository import SigningKeyRepository
+from shared.auth import (
+    StaticKeySource,
+    TokenSigner,
+    generate_signing_key,
+    new_kid,
+    private_key_from_pem,
+    private_key_to_pem,
+    public_jwk,
+)
+from shared.db import SessionMaker, session_scope, utcnow
+
+
+def fernet_for(settings: Settings) -> MultiFernet:
+    return MultiFernet([Fernet(key) for key in settings.fernet_keys()])
+
+
+def _undecryptable(key: SigningKey) -> RuntimeError:
+    return RuntimeError(
+        f"signing key {key.kid} cannot be decrypted with SIGNING_KEY_ENCRYPTION_KEYS"
+    )
+
+
+class SigningKeyService:
+    def __init__(self, session: AsyncSession, settings: Settings) -> None:
+        self.settings = settings
+        self.repository = SigningKeyRepository(session)
+        self.fernet = fernet_for(settings)
+
+    async def rotate(self, *, immediate: bool = False) -> SigningKey:
+        """Create a new signing key; the current one is superseded when it activates.
+
+        ``immediate`` skips the publication delay: only for the very first key, which no
+        verifier can be waiting for.
+        """
+        now = utcnow()
+        activates_at = now if immediate else now + self.settings.signing_key_activation_delay
+        current = await self.repository.newest()
+        if current is not None and current.superseded_at is None:
+            current.superseded_at = activates_at
+            current.expires_at = activates_at + self.settings.signing_key_retention
+            self.repository.add(current)
+        private_key = generate_signing_key()
+        kid = new_kid()
+        key = SigningKey(
+            kid=kid,
+            private_key_encrypted=self.fernet.encrypt(private_key_to_pem(private_key)),
+            public_jwk=json.dumps(public_jwk(private_key, kid)),
+            created=now,
+            activates_at=activates_at,
+        )
+        self.repository.add(key)
+        await self.repository.session.flush()
+        return key
+
+    async def ensure_current(self) -> SigningKey:
+        """The key that signs now; the first key is made at once, and a rotation is
+        started (published, activating later) when the newest key is too old."""
+        now = utcnow()
+        newest = await self.repository.newest()
+        if newest is None:
+            return await self.rotate(immediate=True)
+        if now - newest.created >= self.settings.signing_key_rotation_interval:
+            await self.rotate()
+        signing = await self.repository.signing(now)
+        assert signing is not None  # the first key activates immediately
+        return signing
+
+    async def reencrypt(self) -> int:
+        """Re-encrypt every private key under the first Fernet key (after a key change)."""
+        changed = 0
+        for key in await self.repository.all():
+            try:
+                rotated = self.fernet.rotate(key.private_key_encrypted)
+            except InvalidToken:
+                raise _undecryptable(key) from None
+            if rotated != key.private_key_encrypted:
+                key.private_key_encrypted = rotated
+                self.repository.add(key)
+                changed += 1
+        return changed
+
+    def signer(self, key: SigningKey) -> TokenSigner:
+        try:
+            pem = self.fernet.decrypt(key.private_key_encrypted)
+        except InvalidToken:
+            raise _undecryptable(key) from None
+        return TokenSigner(private_key_from_pem(pem), kid=key.kid, issuer=self.settings.jwt_issuer)
+
+
+class KeyRing:
+    """This process's view of the signing keys: the current signer and the JWKS.
+
+    It is also the identity service's own :class:`~shared.auth.KeySource`, so identity
+    verifies tokens without calling itself over HTTP.
+    """
+
+    REFRESH_INTERVAL = 10.0
+    UNKNOWN_KID_INTERVAL = 1.0
+
+    def __init__(self, sessionmaker: SessionMaker, settings: Settings) -> None:
+        self._sessionmaker = sessionmaker
+        self._settings = settings
+        self._source = StaticKeySource({"keys": []})
+        self._signer: TokenSigner | None = None
+        self._jwks: dict[str, Any] = {"keys": []}
+        self._loaded_at = float("-inf")
+        self._lock = asyncio.Lock()
+
+    async def load(self) -> None:
+        """Re-read the keys from the database (rotating first if the newest is too old)."""
+        async with self._lock, session_scope(self._sessionmaker) as session:
+            service = SigningKeyService(session, self._settings)
+            current = await service.ensure_current()
+            keys = await service.repository.verifying(utcnow())
+            self._signer = service.signer(current)
+            self._jwks = {"keys": [json.loads(k.public_jwk) for k in keys]}
+            self._source.set_jwks(self._jwks)
+            self._loaded_at = time.monotonic()
+
+    async def _fresh(self, max_age: float) -> None:
+        if time.monotonic() - self._loaded_at >= max_age:
+            await self.load()
+
+    async def signer(self) -> TokenSigner:
+        await self._fresh(self.REFRESH_INTERVAL)
+        assert self._signer is not None
+        return self._signer
+
+    async def jwks(self) -> dict[str, Any]:
+        await self._fresh(self.REFRESH_INTERVAL)
+        return self._jwks
+
+    async def get(self, kid: str) -> jwt.PyJWK | None:
+        await self._fresh(self.REFRESH_INTERVAL)
+        key = await self._source.get(kid)
+        if key is None and time.monotonic() - self._loaded_at >= self.UNKNOWN_KID_INTERVAL:
+            await self.load()
+            key = await self._source.get(kid)
+        return key

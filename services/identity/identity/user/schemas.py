@@ -1,0 +1,138 @@
+"""User request and response models in the reference's shapes."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from identity.models import User
+from shared.types import WireDatetime
+
+
+def _valid_name(value: str | None) -> str | None:
+    if value is not None and (not value.strip() or any(c in value for c in "\t\n\r\v\f")):
+        raise ValueError("the name must be non-empty and contain no tabs or line breaks")
+    return value
+
+
+class UserRequest(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    name: str = Field(max_length=255)
+    full_name: str = Field(default="", max_length=255)
+    is_admin: bool
+    active: bool = False
+    email: str | None = Field(default=None, max_length=255)
+    email_opted_in: bool | None = None
+    password: str | None = Field(default=None, max_length=255)
+    external_user_id: uuid.UUID | None = None
+    user_metadata: dict[str, Any] | None = None
+    avatar_url: str | None = None
+
+    _name = field_validator("name")(_valid_name)
+
+
+class UserUpdate(BaseModel):
+    """Every field optional; unknown keys ignored (``activation_token`` is the one-time
+    token when activating)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    name: str | None = Field(default=None, max_length=255)
+    full_name: str | None = Field(default=None, max_length=255)
+    is_admin: bool | None = None
+    active: bool | None = None
+    email: str | None = Field(default=None, max_length=255)
+    email_opted_in: bool | None = None
+    password: str | None = Field(default=None, max_length=255)
+    old_password: str | None = Field(default=None, max_length=255)
+    activation_token: str | None = Field(default=None, max_length=255)
+    external_user_id: uuid.UUID | None = None
+    user_metadata: dict[str, Any] | None = None
+    avatar_url: str | None = None
+    default_project_id: uuid.UUID | None = None
+
+    _name = field_validator("name")(_valid_name)
+
+
+class UserResponseBody(BaseModel):
+    created: WireDatetime
+    updated: WireDatetime
+    active: bool = False
+    activation_token: str | None = None
+    full_name: str = ""
+    email_opted_in: bool | None = None
+    is_service_account: bool
+    is_admin: bool
+    default_project_id: uuid.UUID | None = None
+    avatar_url: str | None = None
+
+
+class UserResponseMetadata(BaseModel):
+    password_changed_at: WireDatetime | None = None
+    email: str | None = None
+    external_user_id: uuid.UUID | None = None
+    user_metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class UserResponseResources(BaseModel):
+    pass
+
+
+class UserResponse(BaseModel):
+    body: UserResponseBody | None = None
+    metadata: UserResponseMetadata | None = None
+    resources: UserResponseResources | None = None
+    id: uuid.UUID
+    permission_denied: bool = False
+    name: str
+
+
+class UserQuery(BaseModel):
+    hydrate: bool = True
+
+
+class UserListQuery(BaseModel):
+    """Paging plus plain-value filters on the user's own columns."""
+
+    hydrate: bool = False
+    sort_by: str = "created"
+    page: int = Field(default=1, ge=1)
+    size: int = Field(default=20, ge=1, le=10000)
+    name: str | None = None
+    full_name: str | None = None
+    email: str | None = None
+    active: bool | None = None
+
+
+def user_response(
+    user: User, *, hydrate: bool, activation_token: str | None = None
+) -> UserResponse:
+    """Render a user; ``activation_token`` is only ever passed right after it is made."""
+    return UserResponse(
+        id=user.id,
+        name=user.name,
+        body=UserResponseBody(
+            created=user.created,
+            updated=user.updated,
+            active=user.active,
+            activation_token=activation_token,
+            full_name=user.full_name,
+            email_opted_in=user.email_opted_in,
+            is_service_account=user.is_service_account,
+            is_admin=user.is_admin,
+            default_project_id=user.default_project_id,
+            avatar_url=user.avatar_url,
+        ),
+        metadata=UserResponseMetadata(
+            password_changed_at=user.password_changed_at,
+            email=user.email,
+            external_user_id=user.external_user_id,
+            user_metadata=user.user_metadata,
+        )
+        if hydrate
+        else None,
+        resources=UserResponseResources(),
+    )

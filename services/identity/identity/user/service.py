@@ -1,0 +1,214 @@
+"""Business rules for users: creation, updates, (de)activation, credentials."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import secrets
+from dataclasses import dataclass
+
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from identity.models import User
+from identity.passwords import MIN_PASSWORD_LENGTH, hash_password, verify_password
+from identity.user.repository import SORTABLE, UserRepository
+from identity.user.schemas import UserListQuery, UserRequest, UserUpdate
+from shared.auth import RevocationList
+from shared.db import utcnow
+from shared.errors import BadRequest, Conflict, Forbidden, NotFound, Unprocessable
+from shared.pagination import check_page
+
+logger = logging.getLogger(__name__)
+
+
+class UserNotFound(NotFound):
+    def __init__(self, name_or_id: object) -> None:
+        super().__init__(
+            f"Unable to get user with name or ID '{name_or_id}': No user with this name or ID found"
+        )
+
+
+class UserAlreadyExists(Conflict):
+    def __init__(self, name: str, action: str = "create") -> None:
+        super().__init__(
+            f"Unable to {action} the requested user with name '{name}': "
+            "Found another existing user with the same name."
+        )
+
+
+class WeakPassword(BadRequest):
+    def __init__(self) -> None:
+        super().__init__(f"The password must be at least {MIN_PASSWORD_LENGTH} characters long.")
+
+
+def _token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def new_activation_token() -> tuple[str, str]:
+    """A one-time activation token (256 bits) and the hash that is stored."""
+    token = secrets.token_urlsafe(32)
+    return token, _token_hash(token)
+
+
+@dataclass
+class Created:
+    user: User
+    activation_token: str | None
+
+
+class UserService:
+    def __init__(self, session: AsyncSession, revocations: RevocationList | None = None) -> None:
+        self.repository = UserRepository(session)
+        self.revocations = revocations
+
+    async def get(self, name_or_id: str) -> User:
+        user = await self.repository.by_name_or_id(name_or_id)
+        if user is None:
+            raise UserNotFound(name_or_id)
+        return user
+
+    async def list(self, query: UserListQuery) -> tuple[int, list[User]]:
+        direction, _, column = query.sort_by.rpartition(":")
+        if column not in SORTABLE or direction not in ("", "asc", "desc"):
+            raise Unprocessable("You can only sort by valid fields of this resource")
+        filters = {
+            name: getattr(query, name)
+            for name in ("name", "full_name", "email", "active")
+            if getattr(query, name) is not None
+        }
+        total, _ = await self.repository.page(
+            filters, sort=column, descending=direction == "desc", offset=0, limit=0
+        )
+        offset = check_page(query.page, query.size, total)
+        return await self.repository.page(
+            filters, sort=column, descending=direction == "desc", offset=offset, limit=query.size
+        )
+
+    async def create(self, request: UserRequest) -> Created:
+        if await self.repository.by_name(request.name) is not None:
+            raise UserAlreadyExists(request.name)
+        user = User(
+            name=request.name,
+            full_name=request.full_name,
+            is_admin=request.is_admin,
+            email=request.email,
+            email_opted_in=request.email_opted_in,
+            external_user_id=request.external_user_id,
+            user_metadata=request.user_metadata or {},
+            avatar_url=request.avatar_url,
+        )
+        activation_token = None
+        if request.password is not None:
+            await self._set_password(user, request.password)
+            user.active = request.active
+        else:
+            # Without a password the account waits for its owner to activate it.
+            activation_token, user.activation_token_hash = new_activation_token()
+            user.active = False
+        self.repository.add(user)
+        await self.repository.session.flush()
+        return Created(user, activation_token)
+
+    async def ensure_default_admin(self, name: str, password: str | None) -> str | None:
+        """Create the first admin when no user exists; returns a generated password."""
+        if await self.repository.count_admins() > 0 or await self.repository.by_name(name):
+            return None
+        generated = None
+        if password is None:
+            generated = password = secrets.token_urlsafe(18)
+        user = User(name=name, is_admin=True, active=True)
+        user.password_hash = await hash_password(password)
+        user.password_changed_at = utcnow()
+        self.repository.add(user)
+        await self.repository.session.flush()
+        return generated
+
+    async def update(self, user: User, update: UserUpdate, *, by_admin: bool, actor: str) -> User:
+        changes = update.model_dump(exclude_unset=True)
+        if "name" in changes and update.name and update.name != user.name:
+            if await self.repository.by_name(update.name) is not None:
+                raise UserAlreadyExists(update.name, "update")
+            user.name = update.name
+        for field in ("full_name", "email", "email_opted_in", "avatar_url", "default_project_id"):
+            if field in changes and (changes[field] is not None or field != "full_name"):
+                setattr(user, field, changes[field])
+        if update.user_metadata is not None:
+            user.user_metadata = update.user_metadata
+        if update.is_admin is not None and update.is_admin != user.is_admin:
+            if not by_admin:
+                raise Forbidden("Only admins can change the admin flag of an account.")
+            if str(user.id) == actor:
+                raise Forbidden("An account cannot change its own admin flag.")
+            user.is_admin = update.is_admin
+        if update.active is not None and update.active != user.active:
+            if not by_admin:
+                raise Forbidden("Only admins can activate or deactivate accounts.")
+            user.active = update.active
+            if not user.active:
+                await self._revoke_all(user)
+        if update.password is not None:
+            changing_own = not by_admin or str(user.id) == actor
+            if changing_own and not await verify_password(
+                user.password_hash, update.old_password or ""
+            ):
+                raise BadRequest("The current password is not correct.")
+            await self._set_password(user, update.password)
+            await self._revoke_all(user)
+        user.updated = utcnow()
+        self.repository.add(user)
+        await self.repository.session.flush()
+        return user
+
+    async def deactivate(self, user: User) -> str:
+        """Lock the user out, end their sessions, and return a fresh activation token."""
+        token, user.activation_token_hash = new_activation_token()
+        user.active = False
+        user.updated = utcnow()
+        self.repository.add(user)
+        await self._revoke_all(user)
+        await self.repository.session.flush()
+        return token
+
+    async def activate(self, user: User, update: UserUpdate) -> User:
+        """Activate with the one-time token and set the password."""
+        token = update.activation_token or ""
+        stored = user.activation_token_hash
+        if user.active or stored is None or not hmac.compare_digest(stored, _token_hash(token)):
+            raise Forbidden("The activation token is not valid for this account.")
+        if update.password is None:
+            raise BadRequest("A password is required to activate the account.")
+        await self._set_password(user, update.password)
+        user.activation_token_hash = None
+        user.active = True
+        user.updated = utcnow()
+        self.repository.add(user)
+        await self.repository.session.flush()
+        return user
+
+    async def delete(self, user: User, *, actor: str) -> None:
+        if str(user.id) == actor:
+            raise Forbidden("An account cannot delete itself.")
+        await self._revoke_all(user)
+        await self.repository.delete(user)
+        await self.repository.session.flush()
+
+    async def authenticate(self, name: str, password: str) -> User | None:
+        """The active user with these credentials, or None; equally slow either way."""
+        user = await self.repository.by_name(name)
+        ok = await verify_password(user.password_hash if user else None, password)
+        if user is None or not ok or not user.active:
+            return None
+        return user
+
+    async def _set_password(self, user: User, password: str) -> None:
+        if len(password) < MIN_PASSWORD_LENGTH:
+            raise WeakPassword()
+        user.password_hash = await hash_password(password)
+        user.password_changed_at = utcnow()
+
+    async def _revoke_all(self, user: User) -> None:
+        # Inside the transaction: if Redis cannot take it, the change rolls back (503).
+        if self.revocations is not None:
+            await self.revocations.revoke_subject(str(user.id), before=utcnow())

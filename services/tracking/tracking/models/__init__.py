@@ -1,0 +1,1 @@
+"""tracking's tables. Importing this package registers them on ``SQLModel.metadata``."""

@@ -1,0 +1,1 @@
+"""webhooks's tables. Importing this package registers them on ``SQLModel.metadata``."""

@@ -1,0 +1,247 @@
+"""The service application factory every service builds its ``create_app`` on.
+
+It assembles the same middleware, error handlers, health routes, OpenAPI document and
+lifespan for each service, so a service only contributes its routes, its migrations and
+(optionally) a lifespan hook of its own::
+
+    def create_app(settings: Settings | None = None) -> Starlette:
+        settings = settings or Settings()
+        return create_service_app(
+            settings, title="tracking", version=PLATFORM_VERSION,
+            routes=routes(), migrations=MIGRATIONS,
+        )
+
+The lifespan yields, as request state: ``settings``, ``engine``, ``sessionmaker``,
+``redis``, ``keys`` (Redis key builder), ``http`` (httpx client), ``verifier``,
+``revocations``, plus whatever the service's own hook yields.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable, Collection, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Match, Mount, Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from shared.auth import JWKSClient, JWTAuthBackend, RevocationList, TokenKind, TokenVerifier
+from shared.db import create_engine, create_sessionmaker
+from shared.errors import PlatformError
+from shared.health import health_routes
+from shared.http import create_http_client
+from shared.middleware import (
+    AccessLogMiddleware,
+    BodySizeLimitMiddleware,
+    RequestIdMiddleware,
+    SecurityHeadersMiddleware,
+    current_request_id,
+)
+from shared.migrations import upgrade
+from shared.openapi import build_openapi
+from shared.redis import Keys, create_redis
+from shared.responses import JSON, error_body, error_response
+from shared.settings import ServiceSettings
+
+logger = logging.getLogger(__name__)
+
+State = dict[str, Any]
+LifespanHook = Callable[[Starlette, State], AbstractAsyncContextManager[State]]
+
+# Tokens every platform endpoint accepts unless a route narrows it with require_principal.
+PLATFORM_TOKEN_KINDS: tuple[str, ...] = (
+    TokenKind.ACCESS,
+    TokenKind.DEVICE,
+    TokenKind.GENERIC,
+    TokenKind.WORKLOAD,
+    TokenKind.SERVICE,
+)
+
+
+async def _platform_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, PlatformError)
+    return error_response(exc, current_request_id())
+
+
+def _allowed_methods(routes: Sequence[BaseRoute], scope: Scope) -> set[str]:
+    """Every method some route serves at the scope's path."""
+    methods: set[str] = set()
+    for route in routes:
+        if isinstance(route, Mount):
+            match, child_scope = route.matches(scope)
+            if match is not Match.NONE:
+                methods |= _allowed_methods(route.routes, {**scope, **child_scope})
+        elif (
+            isinstance(route, Route) and route.methods and route.matches(scope)[0] is not Match.NONE
+        ):
+            methods |= route.methods
+    return methods
+
+
+async def _http_exception(request: Request, exc: Exception) -> Response:
+    """Starlette's own 404/405 keep the reference's ``{"detail": "Not Found"}`` shape."""
+    assert isinstance(exc, HTTPException)
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:
+        # Starlette's Allow lists only the first route matching the path, but api_route
+        # declares one route per method: collect them all (from the top, since a mount
+        # has already rewritten root_path in this scope).
+        scope = request.scope
+        top = {**scope, "root_path": scope.get("app_root_path", scope.get("root_path", ""))}
+        allowed = _allowed_methods(request.app.routes, top)
+        if allowed:
+            headers["Allow"] = ", ".join(sorted(allowed))
+    return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=headers)
+
+
+class UnhandledErrorMiddleware:
+    """Last resort: an unexpected exception becomes a generic 500 in the platform shape
+    (no traceback, SQL or secret in the body) and is logged with its request id; a
+    :class:`PlatformError` raised by middleware outside the router renders as usual."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except PlatformError as exc:
+            # Raised outside the router (e.g. by the authentication middleware).
+            if started:
+                raise
+            await error_response(exc, current_request_id())(scope, receive, send)
+        except Exception:
+            logger.exception("unhandled error", extra={"path": scope.get("path")})
+            if started:
+                raise
+            body = error_body(PlatformError("Internal server error."))
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 500,
+                    "headers": [(b"content-type", JSON.encode())],
+                }
+            )
+            await send({"type": "http.response.body", "body": body})
+
+
+@asynccontextmanager
+async def _base_state(
+    settings: ServiceSettings,
+    migrations: Path | None,
+    http_transport: httpx.AsyncBaseTransport | None,
+) -> AsyncIterator[State]:
+    engine = create_engine(
+        settings.database_url, pool_size=settings.database_pool_size, echo=settings.database_echo
+    )
+    redis = create_redis(settings.redis_url)
+    http = create_http_client(settings, transport=http_transport)
+    try:
+        if migrations is not None and settings.run_migrations:
+            await upgrade(engine, migrations, lock_name=f"{settings.service_name}-migrations")
+        keys = Keys(settings.redis_namespace)
+        jwks = JWKSClient(
+            http,
+            settings.jwks_url,
+            ttl=settings.jwks_cache_ttl.total_seconds(),
+            min_refresh_interval=settings.jwks_min_refresh_interval.total_seconds(),
+        )
+        yield {
+            "settings": settings,
+            "engine": engine,
+            "sessionmaker": create_sessionmaker(engine),
+            "redis": redis,
+            "keys": keys,
+            "http": http,
+            "verifier": TokenVerifier(
+                jwks,
+                issuer=settings.jwt_issuer,
+                audience=settings.jwt_audience,
+                leeway=settings.jwt_leeway.total_seconds(),
+            ),
+            "revocations": RevocationList(redis, keys),
+        }
+    finally:
+        await http.aclose()
+        await redis.aclose()
+        await engine.dispose()
+
+
+def create_service_app(
+    settings: ServiceSettings,
+    *,
+    title: str,
+    version: str,
+    routes: Sequence[BaseRoute],
+    migrations: Path | None,
+    lifespan: LifespanHook | None = None,
+    token_kinds: Collection[str] = PLATFORM_TOKEN_KINDS,
+    http_transport: httpx.AsyncBaseTransport | None = None,
+    description: str = "",
+) -> Starlette:
+    """Build a service: its routes plus health, ``/openapi.json``, middleware, errors."""
+    all_routes: list[BaseRoute] = [*health_routes(), *routes]
+    openapi_document = build_openapi(
+        all_routes, title=title, version=version, description=description
+    )
+
+    async def openapi(_request: Request) -> Response:
+        return JSONResponse(openapi_document)
+
+    all_routes.append(Route("/openapi.json", openapi, include_in_schema=False))
+
+    @asynccontextmanager
+    async def app_lifespan(app: Starlette) -> AsyncIterator[State]:
+        async with _base_state(settings, migrations, http_transport) as state:
+            if lifespan is None:
+                yield state
+                return
+            async with lifespan(app, state) as extra:
+                yield {**state, **extra}
+
+    middleware = [
+        Middleware(RequestIdMiddleware),
+        Middleware(AccessLogMiddleware),
+        Middleware(SecurityHeadersMiddleware, server_header=str(settings.server_id)),
+        Middleware(UnhandledErrorMiddleware),
+        Middleware(BodySizeLimitMiddleware, max_body_size=settings.max_body_size),
+        Middleware(
+            AuthenticationMiddleware,
+            backend=JWTAuthBackend(cookie_name=settings.session_cookie_name, kinds=token_kinds),
+            on_error=lambda conn, exc: _auth_error(exc),
+        ),
+    ]
+    return Starlette(
+        routes=all_routes,
+        middleware=middleware,
+        exception_handlers={PlatformError: _platform_error, HTTPException: _http_exception},
+        lifespan=app_lifespan,
+    )
+
+
+def _auth_error(exc: Exception) -> Response:
+    # Starlette calls this only for its AuthenticationError, which our backend never
+    # raises (a bad token becomes InvalidCredentials). ServiceUnavailable from the
+    # revocation check (Redis down: fail closed) escapes the middleware and is rendered
+    # as a 503 by UnhandledErrorMiddleware.
+    return error_response(PlatformError(f"Authentication failed: {exc}"), current_request_id())

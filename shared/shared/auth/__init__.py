@@ -1,0 +1,56 @@
+"""Tokens: issuing (identity only), verification, revocation, and Starlette auth.
+
+Identity signs with :class:`TokenSigner` and publishes :func:`public_jwk` keys as a JWKS.
+Every service verifies with a :class:`TokenVerifier` over a :class:`KeySource`
+(:class:`JWKSClient` for identity's JWKS, :class:`StaticKeySource` in-process), checks
+the :class:`RevocationList`, and installs :class:`JWTAuthBackend`::
+
+    verifier = TokenVerifier(JWKSClient(http, settings.jwks_url), issuer=..., audience=...)
+    Middleware(AuthenticationMiddleware, backend=JWTAuthBackend(cookie_name=..., kinds=...))
+
+    async def get(request: Request) -> Response:
+        principal = require_principal(request)
+"""
+
+from shared.auth.backend import (
+    InvalidCredentials,
+    JWTAuthBackend,
+    Principal,
+    require_admin,
+    require_principal,
+)
+from shared.auth.jwks import JWKSClient, KeySource, StaticKeySource, parse_jwks
+from shared.auth.keys import (
+    generate_signing_key,
+    new_kid,
+    private_key_from_pem,
+    private_key_to_pem,
+    public_jwk,
+)
+from shared.auth.revocation import RevocationList
+from shared.auth.signer import TokenSigner
+from shared.auth.tokens import TokenKind, VerifiedToken
+from shared.auth.verifier import InvalidToken, TokenVerifier
+
+__all__ = [
+    "InvalidCredentials",
+    "InvalidToken",
+    "JWKSClient",
+    "JWTAuthBackend",
+    "KeySource",
+    "Principal",
+    "RevocationList",
+    "StaticKeySource",
+    "TokenKind",
+    "TokenSigner",
+    "TokenVerifier",
+    "VerifiedToken",
+    "generate_signing_key",
+    "new_kid",
+    "parse_jwks",
+    "private_key_from_pem",
+    "private_key_to_pem",
+    "public_jwk",
+    "require_admin",
+    "require_principal",
+]

@@ -1,0 +1,155 @@
+"""The revocation list: tokens, subjects and devices that must no longer be accepted.
+
+Verification alone cannot take back a self-contained token, so every service also asks
+Redis, on every authenticated request, whether the token was revoked. Three entries can
+revoke a token (all under ``<namespace>:revoked:``):
+
+- ``jti:<jti>``: that one token (logout, API token revoked). Expires with the token:
+  at ``exp`` plus :data:`EXPIRY_MARGIN` (longer than any verifier leeway), or after
+  :data:`NO_EXPIRY_TTL` for tokens without ``exp``.
+- ``subject:<sub>``: a cutoff (Unix seconds, with microseconds). Every token of that
+  subject issued at or before it is revoked (user deactivated or deleted, password
+  changed). No TTL: tokens without expiry may have been issued before it.
+- ``device:<id>``: tokens carrying that ``device_id`` claim (device locked or deleted),
+  until :meth:`RevocationList.restore_device`. No TTL.
+
+When Redis cannot be reached the check fails closed with
+:class:`~shared.errors.ServiceUnavailable` (503): an unknown revocation state is never
+taken for "not revoked".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+from uuid import UUID
+
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+from shared.auth.tokens import VerifiedToken
+from shared.errors import ServiceUnavailable
+from shared.redis import Keys
+
+T = TypeVar("T")
+
+EXPIRY_MARGIN = timedelta(minutes=5)
+"""How long a revoked token's entry outlives its ``exp``; covers any verifier leeway."""
+
+NO_EXPIRY_TTL = timedelta(days=400)
+"""TTL of the entry for a revoked token without ``exp`` (a workload token).
+
+Such tokens are also bound to a run, schedule or deployment that is checked on every
+request, and revoking their subject or rotating the signing key also kills them; the
+entry bounds the memory a stream of revocations can take rather than being the only
+line of defence.
+"""
+
+# Raises the cutoff, never lowers it, in one atomic step: two revocations racing (say a
+# deactivation and a password change) must leave the later cutoff in place.
+_RAISE_CUTOFF = """
+local current = redis.call('GET', KEYS[1])
+if (not current) or tonumber(current) < tonumber(ARGV[1]) then
+    redis.call('SET', KEYS[1], ARGV[1])
+end
+return 1
+"""
+
+
+def _device_part(device_id: str | UUID) -> str:
+    # The claim and the caller may spell the same UUID differently (hex, upper case).
+    try:
+        return str(device_id if isinstance(device_id, UUID) else UUID(device_id))
+    except ValueError:
+        return str(device_id)
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class RevocationList:
+    """Revocations shared by all services through Redis."""
+
+    def __init__(self, redis: Redis, keys: Keys) -> None:
+        self._redis = redis
+        self._keys = keys
+        self._raise_cutoff = redis.register_script(_RAISE_CUTOFF)
+
+    def _jti_key(self, jti: str) -> str:
+        return self._keys("revoked", "jti", jti)
+
+    def _subject_key(self, subject: str) -> str:
+        return self._keys("revoked", "subject", subject)
+
+    def _device_key(self, device_id: str | UUID) -> str:
+        return self._keys("revoked", "device", _device_part(device_id))
+
+    async def _call(self, operation: Callable[[], Awaitable[T]]) -> T:
+        try:
+            return await operation()
+        except (RedisError, OSError) as exc:
+            raise ServiceUnavailable(
+                "The token revocation list is unavailable; try again shortly."
+            ) from exc
+
+    async def revoke_token(self, jti: str, expires_at: datetime | None) -> None:
+        """Revoke one token until it would have expired anyway."""
+        if expires_at is None:
+            ttl = NO_EXPIRY_TTL.total_seconds()
+        else:
+            ttl = (expires_at + EXPIRY_MARGIN - datetime.now(UTC)).total_seconds()
+        if ttl <= 0:
+            return  # Expired beyond every leeway: no verifier accepts it any more.
+        key = self._jti_key(jti)
+        await self._call(lambda: self._redis.set(key, b"1", ex=math.ceil(ttl)))
+
+    async def revoke_subject(self, subject: str, *, before: datetime | None = None) -> None:
+        """Revoke every token of ``subject`` issued at or before ``before`` (default now).
+
+        Our signer writes ``iat`` with microseconds, so a token issued right after the
+        cutoff (the new session after a password change) stays valid. A token whose
+        ``iat`` has whole seconds only (another issuer) is revoked when it falls in the
+        cutoff's second: the safe side of the ambiguity.
+        """
+        if before is None:
+            before = datetime.now(UTC)
+        elif before.tzinfo is None:
+            raise ValueError("before must be timezone-aware")
+        cutoff = repr(before.timestamp())
+        key = self._subject_key(subject)
+        await self._call(lambda: self._raise_cutoff(keys=[key], args=[cutoff]))
+
+    async def revoke_device(self, device_id: str | UUID) -> None:
+        """Revoke every token whose ``device_id`` claim names this device."""
+        key = self._device_key(device_id)
+        await self._call(lambda: self._redis.set(key, b"1"))
+
+    async def restore_device(self, device_id: str | UUID) -> None:
+        """Undo :meth:`revoke_device` (the device was unlocked): its tokens work again."""
+        key = self._device_key(device_id)
+        await self._call(lambda: self._redis.delete(key))
+
+    async def is_revoked(self, token: VerifiedToken) -> bool:
+        """Whether any entry revokes ``token``; one ``MGET`` round trip.
+
+        Raises :class:`~shared.errors.ServiceUnavailable` when Redis cannot answer.
+        """
+        keys = [self._jti_key(token.jti), self._subject_key(token.subject)]
+        device_id = token.claims.get("device_id")
+        if isinstance(device_id, str) and device_id:
+            keys.append(self._device_key(device_id))
+        values = await self._call(lambda: self._redis.mget(keys))
+        jti_entry, cutoff, *device_entry = (_text(v) for v in values)
+        if jti_entry is not None or any(entry is not None for entry in device_entry):
+            return True
+        if cutoff is None:
+            return False
+        try:
+            return token.issued_at.timestamp() <= float(cutoff)
+        except ValueError:
+            return True  # An unreadable cutoff must not silently un-revoke a subject.

@@ -1,0 +1,254 @@
+"""Verifying tokens: the checks every service runs on every request.
+
+The header is parsed and judged by this module before any key is looked up, so a token
+that names a forbidden algorithm or a remote key (``jku``, ``x5u``, ``jwk``) is refused
+without touching the key source. PyJWT then checks the signature with the one algorithm
+the key is bound to, and the registered claims.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import logging
+import re
+from collections.abc import Collection, Sequence
+from datetime import UTC, datetime, timedelta
+from types import MappingProxyType
+from typing import Any, NoReturn
+
+import jwt
+
+from shared.auth.jwks import KeySource
+from shared.auth.tokens import VerifiedToken
+from shared.errors import Unauthorized
+
+logger = logging.getLogger(__name__)
+
+# Asymmetric algorithms and the JWK key type each needs. Symmetric algorithms and "none"
+# are not listed, so no configuration can allow them.
+KEY_TYPES: dict[str, str] = {
+    "EdDSA": "OKP",
+    "RS256": "RSA",
+    "RS384": "RSA",
+    "RS512": "RSA",
+    "PS256": "RSA",
+    "PS384": "RSA",
+    "PS512": "RSA",
+    "ES256": "EC",
+    "ES384": "EC",
+    "ES512": "EC",
+}
+
+# Header parameters that point at or embed key material, or demand extensions. A verifier
+# that honoured them would let the token choose its own key (RFC 8725 §3.10).
+FORBIDDEN_HEADERS = frozenset({"jku", "x5u", "jwk", "x5c", "crit", "b64"})
+
+# Our tokens are a few hundred bytes; refusing huge ones bounds the parsing work an
+# anonymous caller can cause.
+MAX_TOKEN_LENGTH = 8192
+MAX_KID_LENGTH = 128
+
+_SEGMENT = re.compile(r"[A-Za-z0-9_-]+")
+_DEFAULT_REQUIRED = ("iss", "aud", "sub", "iat", "jti", "kind")
+
+
+class InvalidToken(Unauthorized):
+    """The presented token is malformed, forged, expired or not accepted here (401).
+
+    The message says why in plain words and never contains the token.
+    """
+
+    default_headers = {"WWW-Authenticate": 'Bearer error="invalid_token"'}
+
+
+def _reject(reason: str) -> NoReturn:
+    raise InvalidToken(reason)
+
+
+def _duplicate_checking_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise ValueError(f"duplicate member {key!r}")
+        result[key] = value
+    return result
+
+
+def _no_constants(name: str) -> NoReturn:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _decode_segment(segment: str, what: str) -> dict[str, Any]:
+    """Strict base64url (no padding, canonical) of a JSON object without duplicate keys."""
+    if not _SEGMENT.fullmatch(segment) or len(segment) % 4 == 1:
+        _reject(f"token {what} is not valid base64url")
+    try:
+        data = base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4))
+    except (binascii.Error, ValueError):
+        _reject(f"token {what} is not valid base64url")
+    # Non-canonical encodings (stray low bits in the last character) would let one token
+    # have many spellings; refuse them.
+    if base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii") != segment:
+        _reject(f"token {what} is not canonical base64url")
+    try:
+        value = json.loads(
+            data.decode("utf-8"),
+            object_pairs_hook=_duplicate_checking_object,
+            parse_constant=_no_constants,
+        )
+    except (ValueError, RecursionError):
+        # The parser's message could quote the token; say only what went wrong.
+        _reject(f"token {what} is not valid JSON")
+    if not isinstance(value, dict):
+        _reject(f"token {what} is not a JSON object")
+    return value
+
+
+def _numeric_date(claims: dict[str, Any], name: str) -> datetime | None:
+    value = claims.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        _reject(f"token claim '{name}' is not a timestamp")
+    try:
+        return datetime.fromtimestamp(value, UTC)
+    except (OverflowError, OSError, ValueError):
+        _reject(f"token claim '{name}' is out of range")
+
+
+def _pyjwt_reason(exc: jwt.PyJWTError) -> str:
+    match exc:
+        case jwt.ExpiredSignatureError():
+            return "token has expired"
+        case jwt.ImmatureSignatureError():
+            return "token is not valid yet"
+        case jwt.MissingRequiredClaimError():
+            return f"token lacks the required '{exc.claim}' claim"
+        case jwt.InvalidAudienceError():
+            return "token audience is not accepted here"
+        case jwt.InvalidIssuerError():
+            return "token issuer is not trusted"
+        case jwt.InvalidSignatureError():
+            return "token signature is invalid"
+        case jwt.InvalidAlgorithmError():
+            return "token algorithm is not allowed"
+        case jwt.DecodeError():
+            return "token is malformed"
+        case _:
+            return "token is invalid"
+
+
+class TokenVerifier:
+    """Checks tokens of one issuer for one audience.
+
+    ``algorithms`` is the allowlist (asymmetric algorithms only). ``leeway`` (seconds or
+    a timedelta) absorbs clock skew on ``exp``, ``nbf`` and ``iat``. Tokens of
+    ``kinds_without_exp`` may omit ``exp``; every other kind must carry it. Revocation is
+    not checked here: see :class:`~shared.auth.RevocationList`.
+    """
+
+    def __init__(
+        self,
+        keys: KeySource,
+        *,
+        issuer: str,
+        audience: str | Sequence[str],
+        algorithms: Sequence[str] = ("EdDSA",),
+        leeway: float | timedelta = 30.0,
+        kinds_without_exp: Collection[str] = ("workload",),
+    ) -> None:
+        unsupported = [alg for alg in algorithms if alg not in KEY_TYPES]
+        if unsupported or not algorithms:
+            raise ValueError(
+                f"algorithms must be non-empty and asymmetric; not allowed: {unsupported}"
+            )
+        self.keys = keys
+        self.issuer = issuer
+        self.audience: str | list[str] = audience if isinstance(audience, str) else list(audience)
+        self.algorithms = frozenset(algorithms)
+        self.leeway = leeway.total_seconds() if isinstance(leeway, timedelta) else leeway
+        self.kinds_without_exp = frozenset(kinds_without_exp)
+
+    async def verify(self, token: str, *, kinds: Collection[str]) -> VerifiedToken:
+        """Verify ``token`` and require its ``kind`` to be one of ``kinds``.
+
+        Raises :class:`InvalidToken` for every way a token can be bad; nothing else.
+        """
+        header, claims = self._parse(token)
+        alg = header["alg"]
+        kid = header["kid"]
+        key = await self.keys.get(kid)
+        if key is None:
+            _reject("token was signed by an unknown key")
+        if key.algorithm_name != alg or key.key_type != KEY_TYPES[alg]:
+            _reject("token algorithm does not match its key")
+
+        kind = claims.get("kind")
+        required = list(_DEFAULT_REQUIRED)
+        if not (isinstance(kind, str) and kind in self.kinds_without_exp):
+            required.append("exp")
+        try:
+            verified = jwt.decode(
+                token,
+                key,
+                algorithms=[alg],
+                audience=self.audience,
+                issuer=self.issuer,
+                leeway=self.leeway,
+                options={"require": required},
+            )
+        except jwt.PyJWTError as exc:
+            _reject(_pyjwt_reason(exc))
+        except (TypeError, ValueError, OverflowError) as exc:
+            # PyJWT lets a few type errors in odd claim values escape (e.g. a list as
+            # ``exp``); they are still just a bad token.
+            logger.debug("token claims failed to validate: %s", type(exc).__name__)
+            _reject("token claims are malformed")
+        return self._verified(token, verified, kid=kid, kinds=kinds)
+
+    def _parse(self, token: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        if not isinstance(token, str) or len(token) > MAX_TOKEN_LENGTH:
+            _reject("token is malformed")
+        parts = token.split(".")
+        if len(parts) != 3 or not all(parts):
+            _reject("token is malformed")
+        header = _decode_segment(parts[0], "header")
+        alg = header.get("alg")
+        if not isinstance(alg, str) or alg not in self.algorithms:
+            _reject("token algorithm is not allowed")
+        present = FORBIDDEN_HEADERS.intersection(header)
+        if present:
+            _reject(f"token header parameter '{sorted(present)[0]}' is not allowed")
+        kid = header.get("kid")
+        if not isinstance(kid, str) or not kid or len(kid) > MAX_KID_LENGTH:
+            _reject("token header has no valid key id")
+        # Parsed here (and again by PyJWT) only to refuse duplicate members, which JSON
+        # parsers resolve differently.
+        claims = _decode_segment(parts[1], "payload")
+        return header, claims
+
+    def _verified(
+        self, token: str, claims: dict[str, Any], *, kid: str, kinds: Collection[str]
+    ) -> VerifiedToken:
+        subject, kind, jti = claims["sub"], claims["kind"], claims["jti"]
+        for name, value in (("sub", subject), ("kind", kind), ("jti", jti)):
+            if not isinstance(value, str) or not value:
+                _reject(f"token claim '{name}' must be a non-empty string")
+        if kind not in kinds:
+            _reject(f"token kind {kind} not accepted here")
+        issued_at = _numeric_date(claims, "iat")
+        if issued_at is None:
+            _reject("token lacks the required 'iat' claim")
+        _numeric_date(claims, "nbf")
+        return VerifiedToken(
+            raw=token,
+            claims=MappingProxyType(claims),
+            subject=subject,
+            kind=kind,
+            jti=jti,
+            issued_at=issued_at,
+            expires_at=_numeric_date(claims, "exp"),
+            key_id=kid,
+        )

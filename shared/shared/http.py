@@ -1,0 +1,143 @@
+"""The ``httpx.AsyncClient`` factory for service-to-service calls.
+
+Clients made here have connect/read timeouts, retry idempotent requests a bounded number
+of times on connection errors and 502/503/504 (with a short backoff), and carry the
+current request's ``X-Request-ID``. Tests inject ``httpx.MockTransport`` or an
+``ASGITransport`` through ``transport``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+
+from shared.logging import request_id_var
+from shared.settings import ServiceSettings
+
+RETRY_STATUSES = frozenset({502, 503, 504})
+IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
+
+
+class RetryTransport(httpx.AsyncBaseTransport):
+    """Retry idempotent requests on transport errors and gateway failures."""
+
+    def __init__(
+        self,
+        inner: httpx.AsyncBaseTransport,
+        *,
+        retries: int,
+        backoff: float = 0.1,
+        sleep: Callable[[float], Any] = asyncio.sleep,
+    ) -> None:
+        self.inner = inner
+        self.retries = retries
+        self.backoff = backoff
+        self.sleep = sleep
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        attempts = self.retries + 1 if request.method in IDEMPOTENT_METHODS else 1
+        for attempt in range(attempts):
+            last = attempt == attempts - 1
+            try:
+                response = await self.inner.handle_async_request(request)
+            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError):
+                if last:
+                    raise
+            else:
+                if response.status_code not in RETRY_STATUSES or last:
+                    return response
+                await response.aclose()
+            await self.sleep(self.backoff * (2**attempt))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def _propagate_request_id(request: httpx.Request) -> None:
+    request_id = request_id_var.get()
+    if request_id and "x-request-id" not in request.headers:
+        request.headers["X-Request-ID"] = request_id
+
+
+def create_http_client(
+    settings: ServiceSettings,
+    *,
+    base_url: str = "",
+    transport: httpx.AsyncBaseTransport | None = None,
+    auth: httpx.Auth | None = None,
+) -> httpx.AsyncClient:
+    """A client with the service's timeouts, bounded retries and request-id propagation."""
+    timeout = httpx.Timeout(
+        settings.http_timeout.total_seconds(),
+        connect=settings.http_connect_timeout.total_seconds(),
+    )
+    inner = transport or httpx.AsyncHTTPTransport()
+    return httpx.AsyncClient(
+        base_url=base_url,
+        timeout=timeout,
+        transport=RetryTransport(inner, retries=settings.http_retries),
+        event_hooks={"request": [_propagate_request_id]},
+        auth=auth,
+        follow_redirects=False,
+    )
+
+
+class ServiceTokenAuth(httpx.Auth):
+    """Authenticate outgoing calls with a token identity issues to this service.
+
+    The token comes from identity's OAuth2 client-credentials grant and is cached until
+    shortly before it expires; a 401 answer drops it and the request is retried once
+    with a fresh one.
+    """
+
+    requires_response_body = False
+
+    def __init__(
+        self,
+        token_client: httpx.AsyncClient,
+        *,
+        client_id: str,
+        client_secret: str,
+        token_path: str = "/api/v1/login",
+    ) -> None:
+        self._client = token_client
+        self._client_id = client_id
+        self._client_secret = client_secret
+        self._token_path = token_path
+        self._token: str | None = None
+        self._expires_at = 0.0
+        self._lock = asyncio.Lock()
+
+    async def _fetch(self) -> str:
+        response = await self._client.post(
+            self._token_path,
+            data={
+                "grant_type": "client_credentials",
+                "client_id": self._client_id,
+                "client_secret": self._client_secret,
+            },
+        )
+        response.raise_for_status()
+        payload = response.json()
+        self._token = str(payload["access_token"])
+        lifetime = float(payload.get("expires_in") or 300)
+        self._expires_at = time.monotonic() + max(lifetime - 30, lifetime / 2)
+        return self._token
+
+    async def token(self, *, refresh: bool = False) -> str:
+        async with self._lock:
+            if refresh or self._token is None or time.monotonic() >= self._expires_at:
+                return await self._fetch()
+            return self._token
+
+    async def async_auth_flow(self, request: httpx.Request) -> Any:
+        request.headers["Authorization"] = f"Bearer {await self.token()}"
+        response = yield request
+        if response.status_code == 401:
+            request.headers["Authorization"] = f"Bearer {await self.token(refresh=True)}"
+            yield request

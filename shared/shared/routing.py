@@ -1,0 +1,200 @@
+"""Routes that describe themselves, and the small parsing helpers handlers use.
+
+A route is declared once with :func:`api_route`; the declaration carries the pydantic
+models its handler parses and renders, and :mod:`shared.openapi` builds the service's
+OpenAPI document from exactly those. Handlers stay thin::
+
+    async def get(request: Request) -> Response:
+        user_id = path_param(request, "user_id", UUID)
+        query = parse_query(request, HydrateQuery)
+        async with transaction(request) as session:
+            user = await UserService(session).get(user_id)
+        return render(user_response(user, hydrate=query.hydrate))
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import json
+import types
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic.fields import FieldInfo
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from shared.errors import RequestValidationFailed, UnsupportedMediaType
+
+M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+
+
+@dataclass(frozen=True)
+class Operation:
+    """What OpenAPI needs to know about one route."""
+
+    summary: str
+    tags: Sequence[str] = ()
+    query: type[BaseModel] | None = None
+    body: Any = None  # a model, or a type such as list[Model]
+    form: type[BaseModel] | None = None
+    response: Any = None  # a model, a type, or None for ``null``
+    response_media_type: str = "application/json"
+    status_code: int = 200
+    auth: bool = True
+    errors: Sequence[int] = ()
+    extra_responses: Mapping[int, str] = field(default_factory=dict)
+    operation_id: str | None = None
+
+
+class ApiRoute(Route):
+    """A Starlette route that carries its :class:`Operation`."""
+
+    def __init__(
+        self,
+        path: str,
+        endpoint: Handler,
+        *,
+        methods: Sequence[str],
+        operation: Operation,
+        name: str | None = None,
+    ) -> None:
+        super().__init__(path, endpoint, methods=list(methods), name=name)
+        self.operation = operation
+
+
+def api_route(
+    path: str,
+    endpoint: Handler,
+    *,
+    method: str,
+    summary: str,
+    **operation: Any,
+) -> ApiRoute:
+    """Declare one operation (one method on one path)."""
+    return ApiRoute(
+        path,
+        endpoint,
+        methods=[method],
+        operation=Operation(summary=summary, **operation),
+    )
+
+
+def _validation_failed(exc: ValidationError, location: str) -> RequestValidationFailed:
+    return RequestValidationFailed.from_pydantic(exc, location)
+
+
+def path_param(request: Request, name: str, kind: type[T]) -> T:
+    """A path parameter converted to ``kind`` (422 when it does not convert)."""
+    raw = request.path_params[name]
+    try:
+        return TypeAdapter(kind).validate_python(raw)
+    except ValidationError as exc:
+        raise RequestValidationFailed(
+            [
+                {"loc": ["path", name, *e["loc"]], "msg": e["msg"], "type": e["type"]}
+                for e in exc.errors(include_url=False, include_input=False)
+            ]
+        ) from None
+
+
+_MANY_ORIGINS = (list, tuple, set, frozenset, collections.abc.Sequence, collections.abc.Set)
+
+
+def _takes_many(annotation: Any) -> bool:
+    """Whether a field collects repeated parameters: ``list[str]``, ``list[str] | None``,
+    ``Optional[List[str]]``, ``Sequence[str]``, ``set[UUID]`` …"""
+    if annotation in _MANY_ORIGINS:
+        return True
+    origin = get_origin(annotation)
+    if origin in _MANY_ORIGINS:
+        return True
+    if origin is Annotated:
+        return _takes_many(get_args(annotation)[0])
+    if origin is Union or origin is types.UnionType:
+        return any(_takes_many(arg) for arg in get_args(annotation))
+    return False
+
+
+def _query_fields(model: type[BaseModel]) -> dict[str, FieldInfo]:
+    """Each query key the model accepts (field names and string aliases) → its field."""
+    keys: dict[str, FieldInfo] = {}
+    for name, info in model.model_fields.items():
+        keys[name] = info
+        for alias in (info.alias, info.validation_alias):
+            if isinstance(alias, str):
+                keys[alias] = info
+    return keys
+
+
+def parse_query(request: Request, model: type[M]) -> M:
+    """Validate the query string into ``model``.
+
+    Fields annotated as lists collect repeated parameters; other fields take the last
+    value. Unknown parameters are ignored, as the reference does. Keys are passed on as
+    sent, so the model's own alias rules decide whether a name or an alias is accepted.
+    """
+    fields = _query_fields(model)
+    data: dict[str, Any] = {}
+    for key in request.query_params:
+        info = fields.get(key)
+        if info is None:
+            continue
+        values = request.query_params.getlist(key)
+        data[key] = values if _takes_many(info.annotation) else values[-1]
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise _validation_failed(exc, "query") from None
+
+
+def _content_type(request: Request) -> str:
+    return request.headers.get("content-type", "").split(";")[0].strip().lower()
+
+
+async def parse_json(request: Request, kind: type[T]) -> T:
+    """Validate a JSON body (any type pydantic can validate: a model, ``list[Model]`` …)."""
+    content_type = _content_type(request)
+    if content_type and content_type != "application/json" and not content_type.endswith("+json"):
+        raise UnsupportedMediaType(f"Unsupported content type '{content_type}'; send JSON.")
+    raw = await request.body()
+    try:
+        payload = json.loads(raw) if raw else None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise RequestValidationFailed.single(
+            ["body"], f"Invalid JSON: {exc}", "json_invalid"
+        ) from None
+    except RecursionError:
+        # Deep nesting ("[[[[…") exhausts the decoder's stack: a bad request, not a 500.
+        raise RequestValidationFailed.single(
+            ["body"], "Invalid JSON: nested too deeply", "json_invalid"
+        ) from None
+    try:
+        result: T = TypeAdapter(kind).validate_python(payload)
+    except ValidationError as exc:
+        raise _validation_failed(exc, "body") from None
+    return result
+
+
+async def parse_form(request: Request, model: type[M]) -> M:
+    """Validate an urlencoded or multipart form. A non-form body reads as an empty form,
+    as the reference's token endpoint does."""
+    data: dict[str, Any] = {}
+    if _content_type(request) in FORM_TYPES:
+        async with request.form() as form:
+            for key in form:
+                values = form.getlist(key)
+                data[key] = [v for v in values if isinstance(v, str)]
+    flat = {k: (v[-1] if len(v) == 1 else v) for k, v in data.items() if v}
+    try:
+        return model.model_validate(flat)
+    except ValidationError as exc:
+        raise _validation_failed(exc, "body") from None

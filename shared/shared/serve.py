@@ -1,0 +1,46 @@
+"""Command-line entry point shared by every service: ``python -m <service> --port P``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+
+import uvicorn
+
+from shared.logging import configure_logging
+from shared.settings import ServiceSettings
+
+
+def main(
+    *,
+    app_factory: str,
+    settings_factory: Callable[[], ServiceSettings],
+    default_port: int,
+    argv: list[str] | None = None,
+) -> None:
+    """Parse ``--host/--port/--workers`` and run ``app_factory`` under uvicorn."""
+    parser = argparse.ArgumentParser(prog=app_factory.split(".", 1)[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=default_port)
+    parser.add_argument("--workers", type=int, default=1)
+    args = parser.parse_args(argv)
+    try:
+        settings = settings_factory()
+    except Exception as exc:  # a bad setting is a one-line message, not a traceback
+        print(f"invalid settings: {exc}", file=sys.stderr)  # noqa: T201
+        raise SystemExit(2) from None
+    configure_logging(settings.log_level, json_output=settings.log_json)
+    uvicorn.run(
+        app_factory,
+        factory=True,
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        log_config=None,
+        access_log=False,
+        proxy_headers=True,
+        forwarded_allow_ips="127.0.0.1",
+        server_header=False,
+        date_header=True,
+    )

