@@ -34,13 +34,29 @@ def new_id() -> uuid.UUID:
     return uuid.uuid4()
 
 
-def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+# Execution option naming how a SQLite transaction begins: "DEFERRED" (readers) or
+# "IMMEDIATE" (takes the write lock up front, so a read-then-write cannot lose an update).
+SQLITE_BEGIN = "sqlite_begin"
+READ_ONLY_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def _sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
+    # The sqlite3 driver would open transactions only at the first write, leaving earlier
+    # reads outside them; we emit BEGIN ourselves (SQLAlchemy's documented recipe).
+    dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA busy_timeout=10000")
     cursor.close()
+
+
+def _sqlite_begin(connection: Any) -> None:
+    mode = connection.get_execution_options().get(SQLITE_BEGIN, "DEFERRED")
+    if mode not in ("DEFERRED", "IMMEDIATE", "EXCLUSIVE"):
+        raise ValueError(f"unknown SQLite begin mode {mode!r}")
+    connection.exec_driver_sql(f"BEGIN {mode}")
 
 
 def is_sqlite(url: str) -> bool:
@@ -56,7 +72,8 @@ def create_engine(url: str, *, pool_size: int = 10, echo: bool = False) -> Async
 
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
         engine = create_async_engine(url, echo=echo, poolclass=NullPool)
-        event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+        event.listen(engine.sync_engine, "connect", _sqlite_connect)
+        event.listen(engine.sync_engine, "begin", _sqlite_begin)
         return engine
     return create_async_engine(
         url,
@@ -72,16 +89,35 @@ def create_sessionmaker(engine: AsyncEngine) -> SessionMaker:
 
 
 @asynccontextmanager
-async def session_scope(sessionmaker: SessionMaker) -> AsyncIterator[AsyncSession]:
-    """One transaction: committed when the block ends, rolled back on error."""
-    async with sessionmaker() as session, session.begin():
-        yield session
+async def session_scope(
+    sessionmaker: SessionMaker, *, write: bool = True
+) -> AsyncIterator[AsyncSession]:
+    """One transaction: committed when the block ends, rolled back on error.
+
+    On SQLite a ``write`` transaction takes the database's write lock when it begins
+    (``BEGIN IMMEDIATE``; writers queue up to the busy timeout), so what it reads cannot
+    change before it writes. PostgreSQL ignores the flag and runs READ COMMITTED: code that
+    reads a value to write it back locks the row (``SELECT ... FOR UPDATE``) or writes with
+    one atomic statement, which holds on both databases.
+    """
+    async with sessionmaker() as session:
+        try:
+            if write:
+                # Procuring the connection begins the session's transaction with this option.
+                await session.connection(execution_options={SQLITE_BEGIN: "IMMEDIATE"})
+            yield session
+            await session.commit()
+        except BaseException:
+            await session.rollback()
+            raise
 
 
 def transaction(connection: HTTPConnection) -> Any:
-    """The request's single transaction (``async with transaction(request) as session``)."""
+    """The request's single transaction (``async with transaction(request) as session``);
+    a write transaction unless the request's method only reads."""
     sessionmaker: SessionMaker = connection.state.sessionmaker
-    return session_scope(sessionmaker)
+    write = connection.scope.get("method", "GET") not in READ_ONLY_METHODS
+    return session_scope(sessionmaker, write=write)
 
 
 async def ping(engine: AsyncEngine) -> None:

@@ -38,7 +38,8 @@ _SECRET_VALUE_PATTERNS = [
 ]
 MASK = "***"
 
-_RESERVED = set(vars(logging.makeLogRecord({})).keys()) | {"message", "asctime"}
+# uvicorn adds a colour-coded copy of its message; it is noise in structured logs.
+_RESERVED = set(vars(logging.makeLogRecord({})).keys()) | {"message", "asctime", "color_message"}
 
 
 def redact_text(text: str) -> str:

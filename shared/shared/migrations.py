@@ -18,6 +18,8 @@ from sqlalchemy import MetaData, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from shared.db import SQLITE_BEGIN
+
 
 def alembic_config(script_location: Path, connection: Connection | None = None) -> Config:
     config = Config()
@@ -29,6 +31,8 @@ def alembic_config(script_location: Path, connection: Connection | None = None) 
 
 
 def _upgrade_sync(connection: Connection, script_location: Path, lock_name: str) -> None:
+    # Replicas (or uvicorn workers) starting together all get here: they take turns, so
+    # the first applies each revision and the others find the database at head.
     if connection.dialect.name == "postgresql":
         key = zlib.crc32(lock_name.encode())
         connection.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": key})
@@ -37,8 +41,12 @@ def _upgrade_sync(connection: Connection, script_location: Path, lock_name: str)
 
 async def upgrade(engine: AsyncEngine, script_location: Path, *, lock_name: str) -> None:
     """Bring the database to the newest revision of ``script_location``."""
-    async with engine.begin() as conn:
-        await conn.run_sync(_upgrade_sync, script_location, lock_name)
+    # On SQLite the transaction takes the write lock up front (see shared.db), so two
+    # starters take turns and a failed migration rolls back whole.
+    async with engine.connect() as conn:
+        conn = await conn.execution_options(**{SQLITE_BEGIN: "IMMEDIATE"})
+        async with conn.begin():
+            await conn.run_sync(_upgrade_sync, script_location, lock_name)
 
 
 def run_env(target_metadata: MetaData) -> None:

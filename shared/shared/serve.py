@@ -40,7 +40,7 @@ def main(
         log_config=None,
         access_log=False,
         proxy_headers=True,
-        forwarded_allow_ips="127.0.0.1",
+        forwarded_allow_ips=settings.forwarded_allow_ips,
         server_header=False,
         date_header=True,
     )

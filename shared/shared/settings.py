@@ -63,6 +63,9 @@ class ServiceSettings(BaseSettings):
     http_retries: int = Field(default=2, ge=0, le=10)
 
     max_body_size: int = Field(default=10 * 1024 * 1024, ge=1024)
+    # Addresses whose X-Forwarded-For/-Proto uvicorn trusts: the gateway's. Only the
+    # gateway may name the client address that login throttling counts.
+    forwarded_allow_ips: str = "127.0.0.1"
     log_level: str = "INFO"
     log_json: bool = True
 

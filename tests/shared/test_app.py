@@ -1,0 +1,410 @@
+"""The service app every service builds on: error shapes, request ids, body limits,
+security headers and health, driven in-process through ``create_service_app``."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import re
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+from pydantic import BaseModel, Field
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from shared.app import create_service_app
+from shared.errors import NotFound
+from shared.logging import JSONFormatter
+from shared.middleware import SECURITY_HEADERS
+from shared.pagination import PageParams
+from shared.responses import render
+from shared.routing import api_route, parse_json, parse_query, path_param
+from shared.settings import ServiceSettings
+from tests.support.asgi import client_for
+from tests.support.databases import sqlite_url
+from tests.support.redis_server import free_port
+
+MAX_BODY = 2048
+JWKS_URL = "http://127.0.0.1:9/.well-known/jwks.json"
+SERVER_ID = uuid.UUID("00000000-0000-4000-8000-000000000042")
+EIGHT_HEX = re.compile(r"[0-9a-f]{8}")
+SECRET_IN_ERROR = "SELECT password_hash FROM users WHERE name = 'admin'"
+
+# Bodies the upload handler has read, so a test can tell whether it ran at all.
+uploads: list[int] = []
+
+
+class ThingCreate(BaseModel):
+    name: str
+    count: int = 0
+
+
+class ThingQuery(PageParams):
+    name: str | None = None
+    tag: list[str] = Field(default_factory=list)
+
+
+async def missing(_request: Request) -> Response:
+    raise NotFound("No thing with this name.")
+
+
+async def boom(_request: Request) -> Response:
+    raise RuntimeError(SECRET_IN_ERROR)
+
+
+async def create_thing(request: Request) -> Response:
+    return render(await parse_json(request, ThingCreate))
+
+
+async def list_things(request: Request) -> Response:
+    return render(parse_query(request, ThingQuery))
+
+
+async def get_thing(request: Request) -> Response:
+    return JSONResponse({"id": str(path_param(request, "thing_id", uuid.UUID))})
+
+
+async def request_id(request: Request) -> Response:
+    upstream = await request.state.http.get("http://upstream.test/echo")
+    return JSONResponse(
+        {"request_id": request.state.request_id, "upstream_saw": upstream.json()["request_id"]}
+    )
+
+
+async def upload(request: Request) -> Response:
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+    uploads.append(size)
+    return JSONResponse({"size": size})
+
+
+async def cached(_request: Request) -> Response:
+    return JSONResponse({}, headers={"Cache-Control": "max-age=60"})
+
+
+ROUTES = [
+    api_route("/api/v1/missing", missing, method="GET", summary="Missing"),
+    api_route("/api/v1/boom", boom, method="GET", summary="Boom"),
+    api_route(
+        "/api/v1/things",
+        create_thing,
+        method="POST",
+        summary="Create",
+        body=ThingCreate,
+        response=ThingCreate,
+    ),
+    api_route(
+        "/api/v1/things",
+        list_things,
+        method="GET",
+        summary="List",
+        query=ThingQuery,
+        response=ThingQuery,
+    ),
+    api_route("/api/v1/things/{thing_id}", get_thing, method="GET", summary="Get"),
+    api_route("/api/v1/request-id", request_id, method="GET", summary="Request id"),
+    api_route("/api/v1/upload", upload, method="POST", summary="Upload"),
+    api_route("/api/v1/cached", cached, method="GET", summary="Cached"),
+]
+
+
+def upstream(request: httpx.Request) -> httpx.Response:
+    return httpx.Response(200, json={"request_id": request.headers.get("x-request-id")})
+
+
+def make_settings(database_url: str, redis_url: str) -> ServiceSettings:
+    return ServiceSettings(
+        database_url=database_url,
+        redis_url=redis_url,
+        redis_namespace=f"test-{uuid.uuid4().hex[:12]}",
+        jwks_url=JWKS_URL,
+        server_id=SERVER_ID,
+        max_body_size=MAX_BODY,
+    )
+
+
+def make_app(settings: ServiceSettings):
+    return create_service_app(
+        settings,
+        title="sample",
+        version="1.2.3",
+        routes=ROUTES,
+        migrations=None,
+        http_transport=httpx.MockTransport(upstream),
+    )
+
+
+@pytest.fixture(scope="module")
+async def client(
+    tmp_path_factory: pytest.TempPathFactory, redis_url: str
+) -> AsyncIterator[httpx.AsyncClient]:
+    settings = make_settings(sqlite_url(tmp_path_factory.mktemp("app")), redis_url)
+    async with client_for(make_app(settings)) as client:
+        yield client
+
+
+@contextmanager
+def json_log(logger_name: str) -> Iterator[io.StringIO]:
+    """Records of ``logger_name`` as the platform writes them (JSONFormatter lines)."""
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(JSONFormatter())
+    logger = logging.getLogger(logger_name)
+    previous = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield stream
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(previous)
+
+
+def log_records(stream: io.StringIO) -> list[dict[str, object]]:
+    return [json.loads(line) for line in stream.getvalue().splitlines()]
+
+
+def assert_validation_error(response: httpx.Response, loc: list[str | int], kind: str) -> None:
+    assert response.status_code == 422
+    errors = response.json()["detail"]
+    assert isinstance(errors, list)
+    assert all(set(error) == {"loc", "msg", "type"} for error in errors)
+    assert {"loc": loc, "type": kind} in [{"loc": e["loc"], "type": e["type"]} for e in errors]
+
+
+# Errors
+
+
+async def test_platform_error_renders_wire_name_and_message_with_request_id(client):
+    response = await client.get("/api/v1/missing", headers={"X-Request-ID": "0badc0de"})
+    assert response.status_code == 404
+    assert response.json() == {"detail": ["KeyError", "No thing with this name."]}
+    assert response.headers["x-request-id"] == "0badc0de"
+
+
+async def test_malformed_json_body_returns_422_json_invalid(client):
+    response = await client.post(
+        "/api/v1/things", content=b'{"name": ', headers={"Content-Type": "application/json"}
+    )
+    assert_validation_error(response, ["body"], "json_invalid")
+
+
+async def test_deeply_nested_json_body_returns_422_not_500(client):
+    response = await client.post(
+        "/api/v1/things", content=b"[" * 2000, headers={"Content-Type": "application/json"}
+    )
+    assert_validation_error(response, ["body"], "json_invalid")
+
+
+async def test_wrong_body_field_type_returns_422_with_its_location(client):
+    response = await client.post("/api/v1/things", json={"name": "x", "count": "many"})
+    assert_validation_error(response, ["body", "count"], "int_parsing")
+
+
+async def test_missing_body_field_returns_422_missing(client):
+    response = await client.post("/api/v1/things", json={"count": 1})
+    assert_validation_error(response, ["body", "name"], "missing")
+
+
+async def test_valid_json_body_is_parsed_into_the_model(client):
+    response = await client.post("/api/v1/things", json={"name": "x", "count": 2})
+    assert response.status_code == 200
+    assert response.json() == {"name": "x", "count": 2}
+
+
+@pytest.mark.parametrize(
+    ("size", "kind"), [("0", "greater_than_equal"), ("10001", "less_than_equal")]
+)
+async def test_page_size_out_of_range_returns_422(client, size, kind):
+    response = await client.get("/api/v1/things", params={"size": size})
+    assert_validation_error(response, ["query", "size"], kind)
+
+
+async def test_non_integer_query_value_returns_422(client):
+    response = await client.get("/api/v1/things", params={"page": "first"})
+    assert_validation_error(response, ["query", "page"], "int_parsing")
+
+
+async def test_bad_path_uuid_returns_422(client):
+    response = await client.get("/api/v1/things/not-a-uuid")
+    assert_validation_error(response, ["path", "thing_id"], "uuid_parsing")
+
+
+async def test_unsupported_content_type_returns_415(client):
+    response = await client.post(
+        "/api/v1/things", content=b"name=x", headers={"Content-Type": "text/plain"}
+    )
+    assert response.status_code == 415
+    assert response.json()["detail"][0] == "UnsupportedMediaType"
+
+
+async def test_unknown_path_returns_404_not_found(client):
+    response = await client.get("/api/v1/nothing-here")
+    assert response.status_code == 404
+    assert response.json() == {"detail": "Not Found"}
+
+
+async def test_wrong_method_returns_405_with_every_allowed_method(client):
+    response = await client.put("/api/v1/things", json={})
+    assert response.status_code == 405
+    assert response.json() == {"detail": "Method Not Allowed"}
+    # GET and POST are two api_routes on one path: Allow names both, not just the first.
+    assert response.headers["allow"] == "GET, HEAD, POST"
+
+
+async def test_unhandled_exception_returns_generic_500_without_traceback(client):
+    response = await client.get("/api/v1/boom")
+    assert response.status_code == 500
+    assert response.json() == {"detail": ["RuntimeError", "Internal server error."]}
+    assert "Traceback" not in response.text
+    assert "password_hash" not in response.text
+
+
+async def test_unhandled_exception_is_logged_with_the_request_id(client):
+    with json_log("shared.app") as stream:
+        response = await client.get("/api/v1/boom", headers={"X-Request-ID": "deadbeef"})
+    assert response.headers["x-request-id"] == "deadbeef"
+    [record] = [r for r in log_records(stream) if r["msg"] == "unhandled error"]
+    assert record["request_id"] == "deadbeef"
+    assert record["level"] == "error"
+    assert "RuntimeError" in str(record["exc"])
+
+
+# Request ids
+
+
+async def test_valid_request_id_is_echoed_and_used_in_logs(client):
+    with json_log("platform.access") as stream:
+        response = await client.get("/api/v1/things", headers={"X-Request-ID": "run-42.a_b:c"})
+    assert response.headers["x-request-id"] == "run-42.a_b:c"
+    [record] = log_records(stream)
+    assert record["request_id"] == "run-42.a_b:c"
+    assert record["status"] == 200
+
+
+async def test_missing_request_id_is_replaced_by_eight_hex_characters(client):
+    response = await client.get("/api/v1/things")
+    assert EIGHT_HEX.fullmatch(response.headers["x-request-id"])
+
+
+@pytest.mark.parametrize("incoming", ["a" * 200, "has spaces in it", "semi;colon", "ünï"])
+async def test_malformed_request_id_is_replaced_by_eight_hex_characters(client, incoming):
+    response = await client.get(
+        "/api/v1/things", headers=[(b"X-Request-ID", incoming.encode("utf-8"))]
+    )
+    assert EIGHT_HEX.fullmatch(response.headers["x-request-id"])
+
+
+async def test_outgoing_http_calls_carry_the_current_request_id(client):
+    response = await client.get("/api/v1/request-id", headers={"X-Request-ID": "cafef00d"})
+    assert response.json() == {"request_id": "cafef00d", "upstream_saw": "cafef00d"}
+
+
+# Body size limit
+
+
+async def test_declared_content_length_over_the_limit_returns_413_without_running_handler(
+    client,
+):
+    uploads.clear()
+    response = await client.post("/api/v1/upload", content=b"x" * (MAX_BODY + 1))
+    assert response.status_code == 413
+    assert response.json() == {
+        "detail": ["PayloadTooLarge", f"Request body exceeds the limit of {MAX_BODY} bytes."]
+    }
+    assert EIGHT_HEX.fullmatch(response.headers["x-request-id"])
+    assert uploads == []
+
+
+async def test_chunked_body_over_the_limit_returns_413_before_reading_it_all(client):
+    sent: list[int] = []
+
+    async def chunks() -> AsyncIterator[bytes]:
+        for _ in range(100):
+            sent.append(512)
+            yield b"x" * 512
+
+    response = await client.post("/api/v1/upload", content=chunks())
+    assert response.status_code == 413
+    assert response.json()["detail"][0] == "PayloadTooLarge"
+    assert sum(sent) < 100 * 512  # refused as soon as it crossed the limit
+
+
+async def test_body_under_the_limit_is_read_whole(client):
+    async def chunks() -> AsyncIterator[bytes]:
+        for _ in range(4):
+            yield b"x" * 512
+
+    response = await client.post("/api/v1/upload", content=chunks())
+    assert response.status_code == 200
+    assert response.json() == {"size": MAX_BODY}
+
+
+# Security headers
+
+
+async def test_security_headers_are_sent_on_api_responses(client):
+    response = await client.get("/api/v1/things")
+    for name, value in SECURITY_HEADERS:
+        assert response.headers[name] == value
+    assert response.headers["server"] == str(SERVER_ID)
+
+
+async def test_security_headers_are_sent_on_error_responses(client):
+    response = await client.get("/api/v1/boom")
+    assert response.headers["x-frame-options"] == "SAMEORIGIN"
+    assert response.headers["cache-control"] == "no-store, no-cache, must-revalidate"
+
+
+@pytest.mark.parametrize("path", ["/health", "/ready"])
+async def test_security_headers_are_absent_on_health_and_ready(client, path):
+    response = await client.get(path)
+    assert response.status_code == 200
+    for name, _ in SECURITY_HEADERS:
+        assert name not in response.headers
+
+
+async def test_handler_cache_control_wins_over_the_default(client):
+    response = await client.get("/api/v1/cached")
+    assert response.headers["cache-control"] == "max-age=60"
+    assert response.headers["x-content-type-options"] == "nosniff"
+
+
+# Health and readiness
+
+
+@pytest.mark.parametrize("method", ["GET", "HEAD", "POST"])
+async def test_health_answers_ok_as_text_for_any_method(client, method):
+    response = await client.request(method, "/health")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/plain")
+    assert response.text == ("" if method == "HEAD" else "ok")
+
+
+async def test_ready_answers_ok_with_real_database_and_redis(client):
+    response = await client.get("/ready")
+    assert response.status_code == 200
+    assert response.text == "ok"
+
+
+async def test_ready_returns_503_when_redis_is_unreachable(tmp_path: Path):
+    closed = f"redis://127.0.0.1:{free_port()}/0"
+    async with client_for(make_app(make_settings(sqlite_url(tmp_path), closed))) as client:
+        response = await client.get("/ready")
+    assert response.status_code == 503
+    assert response.json() == {"detail": ["ServiceUnavailable", "Not ready: redis unreachable."]}
+
+
+async def test_ready_returns_503_when_the_database_is_unreachable(redis_url: str):
+    closed = f"postgresql+asyncpg://postgres@127.0.0.1:{free_port()}/platform"
+    async with client_for(make_app(make_settings(closed, redis_url))) as client:
+        response = await client.get("/ready")
+    assert response.status_code == 503
+    assert response.json() == {"detail": ["ServiceUnavailable", "Not ready: database unreachable."]}

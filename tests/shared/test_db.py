@@ -1,0 +1,160 @@
+"""The engine, its SQLite pragmas, and the one-transaction-per-request helper, on a real
+SQLite file and (with TEST_DATABASE_URL) a real PostgreSQL database."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Column, ForeignKey, Integer, MetaData, String, Table, func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncEngine
+from starlette.requests import Request
+
+from shared.db import (
+    create_engine,
+    create_sessionmaker,
+    is_sqlite,
+    ping,
+    session_scope,
+    transaction,
+)
+
+# A private MetaData: the throwaway tables must not join SQLModel.metadata.
+metadata = MetaData()
+parents = Table("scratch_parent", metadata, Column("id", Integer, primary_key=True))
+children = Table(
+    "scratch_child",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("parent_id", Integer, ForeignKey("scratch_parent.id"), nullable=False),
+    Column("name", String(50)),
+)
+counters = Table(
+    "scratch_counter",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("value", Integer, nullable=False),
+)
+
+
+@pytest.fixture
+async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
+    engine = create_engine(database_url, pool_size=2)
+    async with engine.begin() as conn:
+        await conn.run_sync(metadata.create_all)
+    yield engine
+    await engine.dispose()
+
+
+async def count(engine: AsyncEngine) -> int:
+    async with engine.connect() as conn:
+        return int((await conn.execute(select(func.count()).select_from(parents))).scalar_one())
+
+
+async def test_session_scope_commits_when_the_block_ends(engine):
+    async with session_scope(create_sessionmaker(engine)) as session:
+        await session.exec(parents.insert().values(id=1))
+    assert await count(engine) == 1
+
+
+async def insert_twice_or_fail(engine: AsyncEngine, *, twice: bool) -> None:
+    async with session_scope(create_sessionmaker(engine)) as session:
+        await session.exec(parents.insert().values(id=1))
+        await session.flush()
+        if twice:
+            await session.exec(parents.insert().values(id=1))
+        raise RuntimeError("handler failed")
+
+
+async def test_session_scope_rolls_back_on_exception(engine):
+    with pytest.raises(RuntimeError, match="handler failed"):
+        await insert_twice_or_fail(engine, twice=False)
+    assert await count(engine) == 0
+
+
+async def test_session_scope_rolls_back_everything_when_a_later_statement_fails(engine):
+    with pytest.raises(IntegrityError):
+        await insert_twice_or_fail(engine, twice=True)
+    assert await count(engine) == 0
+
+
+async def test_foreign_keys_are_enforced(engine):
+    with pytest.raises(IntegrityError):
+        async with session_scope(create_sessionmaker(engine)) as session:
+            await session.exec(children.insert().values(id=1, parent_id=999, name="orphan"))
+
+
+async def test_transaction_uses_the_request_state_sessionmaker(engine):
+    scope = {"type": "http", "state": {"sessionmaker": create_sessionmaker(engine)}}
+    async with transaction(Request(scope)) as session:
+        await session.exec(parents.insert().values(id=7))
+    assert await count(engine) == 1
+
+
+async def test_ping_succeeds_on_a_live_database(engine):
+    await ping(engine)
+
+
+async def test_sqlite_engine_runs_in_wal_mode_with_foreign_keys_on(tmp_path: Path):
+    engine = create_engine(f"sqlite+aiosqlite:///{tmp_path}/wal.db")
+    try:
+        async with engine.connect() as conn:
+            journal = (await conn.exec_driver_sql("PRAGMA journal_mode")).scalar_one()
+            foreign_keys = (await conn.exec_driver_sql("PRAGMA foreign_keys")).scalar_one()
+            busy_timeout = (await conn.exec_driver_sql("PRAGMA busy_timeout")).scalar_one()
+    finally:
+        await engine.dispose()
+    assert journal == "wal"
+    assert foreign_keys == 1
+    assert busy_timeout == 10000
+
+
+async def test_sqlite_engine_creates_the_database_folder(tmp_path: Path):
+    engine = create_engine(f"sqlite+aiosqlite:///{tmp_path}/nested/deeper/service.db")
+    try:
+        await ping(engine)
+    finally:
+        await engine.dispose()
+    assert (tmp_path / "nested" / "deeper" / "service.db").exists()
+
+
+def test_is_sqlite_tells_backends_apart():
+    assert is_sqlite("sqlite+aiosqlite:///x.db")
+    assert not is_sqlite("postgresql+asyncpg://u@h/db")
+
+
+async def test_sqlite_write_transactions_cannot_lose_a_read_then_write_update(tmp_path: Path):
+    engine = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'counter.db'}")
+    async with engine.begin() as conn:
+        await conn.run_sync(metadata.create_all)
+        await conn.execute(counters.insert().values(id=1, value=0))
+    sessionmaker = create_sessionmaker(engine)
+
+    async def increment() -> None:
+        async with session_scope(sessionmaker, write=True) as session:
+            conn = await session.connection()
+            value = (await conn.execute(select(counters.c.value))).scalar_one()
+            await asyncio.sleep(0.05)  # the other writer runs now, if it can
+            await conn.execute(counters.update().values(value=value + 1))
+
+    await asyncio.gather(increment(), increment())
+    async with engine.connect() as conn:
+        assert (await conn.execute(select(counters.c.value))).scalar_one() == 2
+    await engine.dispose()
+
+
+async def test_read_only_requests_do_not_take_the_sqlite_write_lock(tmp_path: Path):
+    engine = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'locks.db'}")
+    async with engine.begin() as conn:
+        await conn.run_sync(metadata.create_all)
+    sessionmaker = create_sessionmaker(engine)
+    async with session_scope(sessionmaker, write=False) as reader:
+        await (await reader.connection()).execute(select(func.count()).select_from(parents))
+        # A writer gets through while the reader's transaction is open.
+        async with session_scope(sessionmaker, write=True) as writer:
+            await (await writer.connection()).execute(parents.insert().values(id=7))
+    assert await count(engine) == 1
+    await engine.dispose()

@@ -1,0 +1,196 @@
+"""Structured logs that never print secrets: ``redact``, the formatters, the access log."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import sys
+
+import httpx
+import pytest
+from starlette.responses import PlainTextResponse
+from starlette.types import Receive, Scope, Send
+
+from shared.logging import MASK, JSONFormatter, TextFormatter, redact, redact_text, request_id_var
+from shared.middleware import AccessLogMiddleware, RequestIdMiddleware
+
+JWT = (
+    "eyJhbGciOiJFZERTQSIsImtpZCI6ImsxIn0"
+    ".eyJzdWIiOiIxMjM0NTY3ODkwIiwiZXhwIjoxNzAwMDAwMDAwfQ"
+    ".c2lnbmF0dXJlLWJ5dGVzLWhlcmU"
+)
+
+
+def record(msg: str, *args: object, exc: bool = False, **extra: object) -> logging.LogRecord:
+    exc_info = sys.exc_info() if exc else None
+    result = logging.LogRecord("test", logging.INFO, __file__, 1, msg, args, exc_info)
+    result.__dict__.update(extra)
+    return result
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "password",
+        "new_password",
+        "client_secret",
+        "access_token",
+        "api_key",
+        "Authorization",
+        "cookie",
+        "device_code",
+        "user_code",
+    ],
+)
+def test_redact_masks_values_under_secret_keys(key):
+    assert redact({key: "s3cret", "name": "alice"}) == {key: MASK, "name": "alice"}
+
+
+def test_redact_walks_nested_dicts_and_lists():
+    value = {"users": [{"name": "a", "password": "p"}], "meta": {"token": "t"}}
+    assert redact(value) == {"users": [{"name": "a", "password": MASK}], "meta": {"token": MASK}}
+
+
+def test_redact_keeps_empty_secret_values_visible():
+    assert redact({"password": None, "token": ""}) == {"password": None, "token": ""}
+
+
+def test_redact_text_masks_jwt_looking_strings():
+    assert redact_text(f"cookie value {JWT} seen") == f"cookie value {MASK} seen"
+
+
+def test_redact_text_masks_bearer_credentials():
+    assert redact_text("Authorization: Bearer abc.def-ghi") == f"Authorization: Bearer {MASK}"
+    assert redact_text("bearer xyz, next") == f"bearer {MASK}, next"
+
+
+def test_redact_text_masks_api_keys():
+    masked = redact_text("key ZENKEY_eyJpZCI6IjEyMyIsImtleSI6ImFiYyJ9 used")
+    assert "eyJpZCI6" not in masked
+    assert masked.endswith(f"{MASK} used")
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("password=hunter2&user=a", "hunter2"),
+        ("url /data?token=dl-123 done", "dl-123"),
+        ("client_secret=abc def", "abc"),
+        ("device code=ABCD-EFGH", "ABCD-EFGH"),
+    ],
+)
+def test_redact_text_masks_key_value_pairs(text, secret):
+    masked = redact_text(text)
+    assert secret not in masked
+    assert MASK in masked
+
+
+def test_redact_text_masks_quoted_secret_keys_of_a_dict_in_a_message():
+    masked = redact_text("""body {'username': 'a', 'password': 'hunter2'} {"api_token": "t0k"}""")
+    assert "hunter2" not in masked
+    assert "t0k" not in masked
+    assert "'username': 'a'" in masked
+
+
+def test_redact_text_leaves_ordinary_text_alone():
+    text = "GET /api/v1/artifacts?page=2 200 in 3.1 ms"
+    assert redact_text(text) == text
+
+
+def test_json_formatter_writes_one_json_object_per_line():
+    line = JSONFormatter().format(record("line one\nline two"))
+    assert "\n" not in line
+    payload = json.loads(line)
+    assert payload["msg"] == "line one\nline two"
+    assert payload["level"] == "info"
+    assert payload["logger"] == "test"
+    assert payload["ts"].endswith("+00:00")
+
+
+def test_json_formatter_masks_secrets_in_message_and_extras():
+    payload = json.loads(
+        JSONFormatter().format(
+            record("login with %s", f"Bearer {JWT}", client_secret="s", user="alice")
+        )
+    )
+    assert JWT not in json.dumps(payload)
+    assert payload["client_secret"] == MASK
+    assert payload["user"] == "alice"
+
+
+def test_json_formatter_adds_the_current_request_id():
+    token = request_id_var.set("feed1234")
+    try:
+        payload = json.loads(JSONFormatter().format(record("hello")))
+    finally:
+        request_id_var.reset(token)
+    assert payload["request_id"] == "feed1234"
+
+
+def test_json_formatter_masks_secrets_in_tracebacks():
+    try:
+        raise ValueError(f"bad token={JWT}")
+    except ValueError:
+        line = JSONFormatter().format(record("failed", exc=True))
+    payload = json.loads(line)
+    assert "ValueError" in payload["exc"]
+    assert JWT not in line
+
+
+def test_text_formatter_masks_secrets_too():
+    line = TextFormatter().format(record("got %s", "password=hunter2", api_key="k"))
+    assert "hunter2" not in line
+    assert "'api_key': '***'" in line
+
+
+async def ok(scope: Scope, receive: Receive, send: Send) -> None:
+    await PlainTextResponse("ok")(scope, receive, send)
+
+
+async def test_access_log_line_masks_secret_query_values():
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(JSONFormatter())
+    logger = logging.getLogger("platform.access")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    app = RequestIdMiddleware(AccessLogMiddleware(ok))
+    try:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://test"
+        ) as client:
+            await client.get(
+                "/api/v1/artifact_versions/1/data?token=dl-secret&page=2&api_key=k3y",
+                headers={"X-Request-ID": "0123abcd"},
+            )
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(logging.NOTSET)
+    [line] = stream.getvalue().splitlines()
+    assert "dl-secret" not in line
+    assert "k3y" not in line
+    payload = json.loads(line)
+    assert payload["msg"] == (
+        "GET /api/v1/artifact_versions/1/data?token=***&page=2&api_key=*** 200"
+    )
+    assert payload["request_id"] == "0123abcd"
+    assert payload["status"] == 200
+    assert isinstance(payload["duration_ms"], float)
+
+
+async def test_access_log_skips_health():
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    logger = logging.getLogger("platform.access")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=AccessLogMiddleware(ok)), base_url="http://test"
+        ) as client:
+            await client.get("/health")
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(logging.NOTSET)
+    assert stream.getvalue() == ""

@@ -1,0 +1,49 @@
+"""``WireDatetime``: held as aware UTC, sent as the reference's naive ISO-8601 UTC."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from pydantic import BaseModel, TypeAdapter
+
+from shared.types import WireDatetime
+
+
+class Stamped(BaseModel):
+    at: WireDatetime
+
+
+def test_aware_utc_serializes_as_naive_iso_with_microseconds():
+    value = dt.datetime(2026, 11, 22, 10, 25, 49, 617843, tzinfo=dt.UTC)
+    assert Stamped(at=value).model_dump_json() == '{"at":"2026-11-22T10:25:49.617843"}'
+
+
+def test_naive_serializes_as_the_same_naive_iso():
+    value = dt.datetime(2026, 11, 22, 10, 25, 49, 617843)
+    assert Stamped(at=value).model_dump_json() == '{"at":"2026-11-22T10:25:49.617843"}'
+
+
+def test_zero_microseconds_are_dropped():
+    value = dt.datetime(2026, 11, 22, 10, 25, 49, tzinfo=dt.UTC)
+    assert Stamped(at=value).model_dump_json() == '{"at":"2026-11-22T10:25:49"}'
+
+
+def test_other_offsets_are_converted_to_utc():
+    value = dt.datetime(2026, 11, 22, 12, 0, tzinfo=dt.timezone(dt.timedelta(hours=2)))
+    assert Stamped(at=value).model_dump_json() == '{"at":"2026-11-22T10:00:00"}'
+
+
+@pytest.mark.parametrize("wire", ["2026-11-22T10:25:49.617843", "2026-11-22T10:25:49.617843Z"])
+def test_parsed_values_are_held_as_aware_utc(wire):
+    parsed = Stamped.model_validate_json(f'{{"at":"{wire}"}}').at
+    assert parsed == dt.datetime(2026, 11, 22, 10, 25, 49, 617843, tzinfo=dt.UTC)
+
+
+def test_python_dump_is_the_wire_string_too():
+    value = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
+    assert Stamped(at=value).model_dump() == {"at": "2026-01-02T03:04:05"}
+
+
+def test_json_schema_is_a_date_time_string():
+    assert TypeAdapter(WireDatetime).json_schema() == {"type": "string", "format": "date-time"}

@@ -1,0 +1,161 @@
+"""Each service's migrations create exactly the tables its models declare, on SQLite and
+PostgreSQL, and running them again changes nothing.
+
+``SQLModel.metadata`` is global: once every service's models are imported it holds all
+their tables, so each service is compared against a copy holding only its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import MetaData, Table, inspect, text
+from sqlalchemy.engine import Connection
+from sqlmodel import SQLModel
+from sqlmodel.main import default_registry
+
+from shared.db import create_engine
+from shared.migrations import pending_changes, upgrade
+
+SERVICES = ["identity", "tracking", "webhooks", "agent_accounts"]
+
+
+def migrations_of(package: str) -> Path:
+    importlib.import_module(f"{package}.models")
+    location: Path = importlib.import_module(f"{package}.app").MIGRATIONS
+    return location
+
+
+def tables_by_package() -> dict[str, list[Table]]:
+    """Every table of ``SQLModel.metadata`` under the top-level package of its model."""
+    owned: dict[str, list[Table]] = {}
+    for mapper in default_registry.mappers:
+        table = mapper.local_table
+        if isinstance(table, Table) and table.metadata is SQLModel.metadata:
+            owned.setdefault(mapper.class_.__module__.split(".")[0], []).append(table)
+    return owned
+
+
+def metadata_of(tables: Iterable[Table]) -> MetaData:
+    metadata = MetaData(naming_convention=SQLModel.metadata.naming_convention)
+    for table in tables:
+        table.to_metadata(metadata)
+    return metadata
+
+
+def schema_snapshot(connection: Connection) -> dict[str, Any]:
+    inspector = inspect(connection)
+    return {
+        name: (
+            [(c["name"], str(c["type"]), c["nullable"]) for c in inspector.get_columns(name)],
+            sorted(str(i["name"]) for i in inspector.get_indexes(name)),
+        )
+        for name in sorted(inspector.get_table_names())
+    }
+
+
+def test_every_model_table_belongs_to_a_service():
+    for package in SERVICES:
+        migrations_of(package)
+    owned = tables_by_package()
+    mapped = {table.name for tables in owned.values() for table in tables}
+    assert set(SQLModel.metadata.tables) - mapped == set(), "tables without a model class"
+    assert set(owned) - {*SERVICES, "tests"} == set(), "tables outside the service packages"
+
+
+@pytest.mark.parametrize("package", SERVICES)
+async def test_migrations_create_exactly_what_the_models_declare(package, database_url):
+    location = migrations_of(package)
+    expected = metadata_of(tables_by_package().get(package, []))
+    engine = create_engine(database_url)
+    try:
+        await upgrade(engine, location, lock_name=f"{package}-migrations")
+        async with engine.connect() as conn:
+            diffs = await conn.run_sync(pending_changes, expected)
+            tables = set(await conn.run_sync(lambda c: inspect(c).get_table_names()))
+    finally:
+        await engine.dispose()
+    assert diffs == []
+    assert tables == {*expected.tables, "alembic_version"}
+
+
+@pytest.mark.parametrize("package", SERVICES)
+async def test_running_migrations_twice_is_a_no_op(package, database_url):
+    location = migrations_of(package)
+    engine = create_engine(database_url)
+    try:
+        await upgrade(engine, location, lock_name=f"{package}-migrations")
+        async with engine.connect() as conn:
+            before = await conn.run_sync(schema_snapshot)
+            version = (await conn.execute(text("SELECT * FROM alembic_version"))).all()
+        await upgrade(engine, location, lock_name=f"{package}-migrations")
+        async with engine.connect() as conn:
+            after = await conn.run_sync(schema_snapshot)
+            version_after = (await conn.execute(text("SELECT * FROM alembic_version"))).all()
+    finally:
+        await engine.dispose()
+    assert after == before
+    assert version_after == version
+
+
+async def test_concurrent_upgrades_take_turns(database_url):
+    """Replicas (or uvicorn workers) starting together all run ``upgrade``."""
+    location = migrations_of("identity")
+    engines = [create_engine(database_url) for _ in range(3)]
+    try:
+        await asyncio.gather(
+            *(upgrade(engine, location, lock_name="identity-migrations") for engine in engines)
+        )
+        async with engines[0].connect() as conn:
+            diffs = await conn.run_sync(
+                pending_changes, metadata_of(tables_by_package()["identity"])
+            )
+    finally:
+        for engine in engines:
+            await engine.dispose()
+    assert diffs == []
+
+
+BROKEN_REVISION = """
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0001"
+down_revision = None
+branch_labels = None
+depends_on = None
+
+
+def upgrade():
+    op.create_table("scratch_first", sa.Column("id", sa.Integer, primary_key=True))
+    raise RuntimeError("migration failed halfway")
+
+
+def downgrade():
+    pass
+"""
+
+
+async def test_a_failing_migration_leaves_no_partial_schema(database_url, tmp_path):
+    location = tmp_path / "migrations"
+    (location / "versions").mkdir(parents=True)
+    (location / "env.py").write_text(
+        "from sqlalchemy import MetaData\n"
+        "from shared.migrations import run_env\n"
+        "run_env(MetaData())\n"
+    )
+    (location / "versions" / "0001_broken.py").write_text(BROKEN_REVISION)
+    engine = create_engine(database_url)
+    try:
+        with pytest.raises(RuntimeError, match="failed halfway"):
+            await upgrade(engine, location, lock_name="scratch-migrations")
+        async with engine.connect() as conn:
+            tables = await conn.run_sync(lambda c: inspect(c).get_table_names())
+    finally:
+        await engine.dispose()
+    assert tables == []
