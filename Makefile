@@ -5,7 +5,8 @@ PYTHON ?= python3
 UV_VERSION ?= 0.9.5
 UV := $(shell command -v uv 2>/dev/null || echo .tools/bin/uv)
 export UV_PYTHON_DOWNLOADS := never
-export UV_PYTHON := $(shell command -v $(PYTHON))
+# The real interpreter, not a shim (pyenv's shims are scripts uv cannot match).
+export UV_PYTHON := $(shell $(PYTHON) -c 'import sys; print(sys.executable)')
 
 .PHONY: run test lint typecheck pytest sync clean
 

@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import timedelta
 from typing import Any
 
 import httpx
 import pytest
 from cryptography.fernet import Fernet
 from pydantic import SecretStr
+from starlette.requests import Request
+from starlette.responses import Response
 
 from identity.app import create_app
 from identity.settings import Settings
-from tests.support.asgi import LifespanApp, running
+from shared.app import create_service_app
+from shared.auth import require_principal
+from shared.responses import render
+from shared.routing import api_route
+from shared.settings import ServiceSettings
+from tests.support.asgi import LifespanApp, client_for, running
 
 ADMIN = "default"
 ADMIN_PASSWORD = "correct horse battery staple"
@@ -72,3 +80,33 @@ def login(identity: httpx.AsyncClient) -> Login:
 
 def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
+
+
+async def _whoami(request: Request) -> Response:
+    return render({"sub": require_principal(request).token.subject})
+
+
+@pytest.fixture
+async def other_service(
+    identity_app: LifespanApp, database_url: str, redis_url: str, redis_namespace: str
+) -> AsyncIterator[httpx.AsyncClient]:
+    """A second service that knows identity only through its JWKS over HTTP and shares
+    its Redis (the revocation list)."""
+    settings = ServiceSettings(
+        database_url=database_url,
+        redis_url=redis_url,
+        redis_namespace=redis_namespace,
+        jwks_url="http://identity/.well-known/jwks.json",
+        jwks_min_refresh_interval=timedelta(seconds=0.2),
+        service_name="other",
+    )
+    app = create_service_app(
+        settings,
+        title="other",
+        version="0",
+        routes=[api_route("/whoami", _whoami, method="GET", summary="Who am I")],
+        migrations=None,
+        http_transport=httpx.ASGITransport(app=identity_app),
+    )
+    async with client_for(app) as client:
+        yield client

@@ -31,7 +31,9 @@ class Settings(ServiceSettings):
     # How long a superseded key keeps verifying (longer than any token it signed lives).
     signing_key_retention: timedelta = timedelta(days=8)
 
-    access_token_lifetime: timedelta = timedelta(hours=24)
+    # Session tokens are short-lived (security reference: at most 1 h); the zenml client
+    # logs in again on a 401 with the credentials it holds.
+    access_token_lifetime: timedelta = timedelta(hours=1)
     service_token_lifetime: timedelta = timedelta(minutes=15)
 
     # client_id -> secret of the services allowed the client-credentials grant.

@@ -40,7 +40,7 @@ async def test_password_login_returns_token_response_with_every_key(identity: ht
     body = response.json()
     assert set(body) == TOKEN_KEYS
     assert body["token_type"] == "bearer"
-    assert body["expires_in"] == 24 * 3600
+    assert body["expires_in"] == 3600
     assert body["refresh_token"] is None
 
 

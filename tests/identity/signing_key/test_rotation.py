@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import httpx
@@ -12,49 +11,13 @@ import pytest
 from cryptography.fernet import Fernet
 from pydantic import SecretStr
 from sqlalchemy import text
-from starlette.requests import Request
-from starlette.responses import Response
 
 from identity.app import create_app
 from identity.settings import Settings
 from identity.signing_key.service import SigningKeyService
-from shared.app import create_service_app
-from shared.auth import require_principal
 from shared.db import session_scope
-from shared.responses import render
-from shared.routing import api_route
-from shared.settings import ServiceSettings
 from tests.identity.conftest import Login, bearer, make_settings
-from tests.support.asgi import LifespanApp, client_for, running
-
-
-async def _whoami(request: Request) -> Response:
-    return render({"sub": require_principal(request).token.subject})
-
-
-@pytest.fixture
-async def other_service(
-    identity_app: LifespanApp, database_url: str, redis_url: str, redis_namespace: str
-) -> AsyncIterator[httpx.AsyncClient]:
-    """A second service that knows identity only through its JWKS over HTTP."""
-    settings = ServiceSettings(
-        database_url=database_url,
-        redis_url=redis_url,
-        redis_namespace=redis_namespace,
-        jwks_url="http://identity/.well-known/jwks.json",
-        jwks_min_refresh_interval=timedelta(seconds=0.2),
-        service_name="other",
-    )
-    app = create_service_app(
-        settings,
-        title="other",
-        version="0",
-        routes=[api_route("/whoami", _whoami, method="GET", summary="Who am I")],
-        migrations=None,
-        http_transport=httpx.ASGITransport(app=identity_app),
-    )
-    async with client_for(app) as client:
-        yield client
+from tests.support.asgi import LifespanApp, running
 
 
 @pytest.fixture
