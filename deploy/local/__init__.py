@@ -1,0 +1,1 @@
+"""The local stack launcher: ``python -m deploy.local`` (what ``make run`` runs)."""

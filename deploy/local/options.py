@@ -1,0 +1,164 @@
+"""Command line and environment of the local launcher, resolved into :class:`Options`.
+
+Every flag has an environment twin (``STACK_...``), so ``make run`` can be configured
+without editing the Makefile. One ``--<entrypoint>-port`` flag exists per entrypoint of
+the stack file, which is why the stack file is read before the full parser is built.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from deploy.config import DEFAULT_STACK_FILE, Stack, load_stack
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_DATA_DIR = REPO_ROOT / ".local"
+
+
+class UsageError(Exception):
+    """A bad flag or environment value; reported as one line with exit code 2."""
+
+
+@dataclass(frozen=True)
+class PortPlan:
+    """Every port the stack binds, after offsets and overrides."""
+
+    valkey: int
+    services: Mapping[str, int]
+    entrypoints: Mapping[str, int]
+
+    def labelled(self) -> list[tuple[str, int]]:
+        """(what, port) pairs, for checks and messages."""
+        return [
+            ("valkey", self.valkey),
+            *((f"service {name}", port) for name, port in self.services.items()),
+            *((f"gateway entrypoint {name}", port) for name, port in self.entrypoints.items()),
+        ]
+
+
+@dataclass(frozen=True)
+class Options:
+    """What one run of the launcher does."""
+
+    stack: Stack
+    data_dir: Path
+    listen: str
+    port_offset: int
+    ports: PortPlan
+    ready_timeout: float
+    log_json: bool
+
+
+def parse_options(argv: Sequence[str], environ: Mapping[str, str]) -> Options:
+    """Parse flags (falling back to ``STACK_*`` variables); :class:`UsageError` if bad."""
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--stack", type=Path, default=environ.get("STACK_FILE", DEFAULT_STACK_FILE))
+    known, _ = pre.parse_known_args(argv)
+    stack = load_stack(Path(known.stack))
+
+    parser = _parser(stack, Path(known.stack), environ)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse already printed its message
+        if exc.code in (0, None):
+            raise
+        raise UsageError("invalid arguments (see --help)") from None
+    offset = _int(args.port_offset, "--port-offset", low=-60000, high=60000)
+    overrides = {
+        e.name: _int(getattr(args, _dest(e.name)), f"--{e.name}-port", low=1, high=65535)
+        for e in stack.entrypoints
+    }
+    timeout = _int(args.ready_timeout, "--ready-timeout", low=1, high=3600)
+    return Options(
+        stack=stack,
+        data_dir=Path(args.data_dir).expanduser().resolve(),
+        listen=args.listen,
+        port_offset=offset,
+        ports=plan_ports(stack, offset, overrides),
+        ready_timeout=float(timeout),
+        log_json=args.log_json,
+    )
+
+
+def plan_ports(stack: Stack, offset: int, entrypoints: Mapping[str, int]) -> PortPlan:
+    """Internal ports shifted by ``offset``; entrypoint ports as given."""
+    plan = PortPlan(
+        valkey=stack.valkey_port + offset,
+        services={s.name: (s.port or 0) + offset for s in stack.web_services},
+        entrypoints=dict(entrypoints),
+    )
+    seen: dict[int, str] = {}
+    for what, port in plan.labelled():
+        if not 1 <= port <= 65535:
+            raise UsageError(f"{what} would listen on port {port}; pick another --port-offset")
+        if port in seen:
+            raise UsageError(f"{what} and {seen[port]} would both listen on port {port}")
+        seen[port] = what
+    return plan
+
+
+def _parser(stack: Stack, stack_file: Path, environ: Mapping[str, str]) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m deploy.local",
+        description="Run the whole local stack (Valkey, services, workers, nginx gateway) "
+        "in the foreground; Ctrl-C stops it.",
+    )
+    parser.add_argument(
+        "--stack",
+        type=Path,
+        default=stack_file,
+        help="stack file [STACK_FILE] (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--data-dir",
+        default=environ.get("STACK_DATA_DIR", str(DEFAULT_DATA_DIR)),
+        help="databases, Valkey files, generated secrets [STACK_DATA_DIR] (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--listen",
+        default=environ.get("STACK_LISTEN", stack.listen),
+        help="gateway bind address [STACK_LISTEN] (default: %(default)s)",
+    )
+    for entrypoint in stack.entrypoints:
+        var = f"STACK_{_dest(entrypoint.name).upper()}"
+        parser.add_argument(
+            f"--{entrypoint.name}-port",
+            dest=_dest(entrypoint.name),
+            default=environ.get(var, str(entrypoint.port)),
+            help=f"port of the {entrypoint.title} [{var}] (default: %(default)s)",
+        )
+    parser.add_argument(
+        "--port-offset",
+        default=environ.get("STACK_PORT_OFFSET", "0"),
+        help="added to every internal port (services, Valkey) so a second stack can run "
+        "beside the first [STACK_PORT_OFFSET] (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--ready-timeout",
+        default=environ.get("STACK_READY_TIMEOUT", "60"),
+        help="seconds each process may take to become ready (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--log-json",
+        action="store_true",
+        default=environ.get("STACK_LOG_JSON", "").lower() in ("1", "true", "yes"),
+        help="services log JSON lines instead of text [STACK_LOG_JSON]",
+    )
+    return parser
+
+
+def _dest(entrypoint: str) -> str:
+    return f"{entrypoint.replace('-', '_')}_port"
+
+
+def _int(value: object, flag: str, *, low: int, high: int) -> int:
+    try:
+        number = int(str(value))
+    except ValueError:
+        raise UsageError(f"{flag} must be an integer, not {value!r}") from None
+    if not low <= number <= high:
+        raise UsageError(f"{flag} must be between {low} and {high}, not {number}")
+    return number

@@ -1,0 +1,217 @@
+"""The gateway config, docker-compose.yml and the Dockerfiles agree with deploy/stack.toml."""
+
+from __future__ import annotations
+
+import random
+import re
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+
+from deploy.config import load_stack
+from deploy.gateway.__main__ import COMPOSE_CONF
+from deploy.gateway.render import compose_target, local_target, render
+from deploy.local.gateway import nginx_binary, worker_user
+from deploy.local.probes import port_in_use
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+STACK = load_stack()
+
+
+def nginx_test(config_text: str, prefix: Path) -> subprocess.CompletedProcess[str]:
+    """Run the real ``nginx -t`` on a configuration inside a private prefix."""
+    prefix.mkdir(parents=True, exist_ok=True)
+    config = prefix / "nginx.conf"
+    config.write_text(config_text)
+    return subprocess.run(
+        [str(nginx_binary()), "-t", "-p", f"{prefix}/", "-c", str(config), "-e", "stderr"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+
+
+def free_offset() -> int:
+    """A port offset that puts every internal port of the stack on a free port."""
+    for _ in range(100):
+        offset = random.randrange(20000, 50000)
+        ports = [STACK.valkey_port, *(s.port or 0 for s in STACK.web_services)]
+        if not any(port_in_use("127.0.0.1", port + offset) for port in ports):
+            return offset
+    raise AssertionError("no free port range found")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def locations_by_server(config_text: str) -> list[dict[str, str]]:
+    """For each ``server`` block: location → the upstream it proxies to."""
+    servers = []
+    for block in config_text.split("\n    server {")[1:]:
+        found: dict[str, str] = {}
+        for match in re.finditer(r"location (= )?(\S+) \{ proxy_pass http://(\w+)", block):
+            key = ("=" if match.group(1) else "") + match.group(2)
+            assert key not in found, f"location {key} appears twice"
+            found[key] = match.group(3)
+        servers.append(found)
+    return servers
+
+
+def test_local_config_passes_nginx_t(tmp_path):
+    target = local_target(STACK, port_offset=1000, user=worker_user())
+    result = nginx_test(render(STACK, target), tmp_path / "local")
+    assert result.returncode == 0, result.stderr
+
+
+def test_committed_compose_config_passes_nginx_t(tmp_path):
+    # Tested as committed: its upstreams use `resolve`, so nginx looks the compose service
+    # names up at run time (through Docker's DNS) and -t needs no name to resolve here.
+    result = nginx_test(COMPOSE_CONF.read_text(), tmp_path / "compose")
+    assert result.returncode == 0, result.stderr
+
+
+def test_committed_compose_config_is_current():
+    assert COMPOSE_CONF.read_text() == render(STACK, compose_target(STACK)), (
+        "deploy/gateway/nginx.compose.conf is stale: run `python -m deploy.gateway`"
+    )
+
+
+def test_every_route_prefix_maps_to_exactly_one_service():
+    servers = locations_by_server(render(STACK, local_target(STACK)))
+    assert len(servers) == len(STACK.entrypoints)
+    for entrypoint, locations in zip(STACK.entrypoints, servers, strict=True):
+        expected: dict[str, str] = {}
+        for service in STACK.web_services:
+            if service.entrypoint != entrypoint.name:
+                continue
+            upstream = f"{service.name.replace('-', '_')}_svc"
+            for route in service.routes:
+                keys = ["/"] if route == "/" else [f"={route}", f"{route}/"]
+                expected |= dict.fromkeys(keys, upstream)
+        routed = {k: v for k, v in locations.items() if not k.startswith("=/_services/")}
+        assert routed == expected
+
+
+def test_every_web_service_has_probe_routes_on_its_entrypoint():
+    servers = dict(
+        zip(
+            [e.name for e in STACK.entrypoints],
+            locations_by_server(render(STACK, local_target(STACK))),
+            strict=True,
+        )
+    )
+    for service in STACK.web_services:
+        assert service.entrypoint is not None
+        for probe in ("health", "ready", "openapi.json"):
+            assert f"=/_services/{service.name}/{probe}" in servers[service.entrypoint]
+
+
+def test_gateway_errors_are_json(tmp_path):
+    """Real nginx, no upstream running: 502 and 404 come back as JSON, not HTML."""
+    platform, agent = free_port(), free_port()
+    target = local_target(
+        STACK,
+        port_offset=free_offset(),  # nothing listens there
+        ports={"platform": platform, "agent": agent},
+        user=worker_user(),
+    )
+    prefix = tmp_path / "gw"
+    assert nginx_test(render(STACK, target), prefix).returncode == 0
+    process = subprocess.Popen(
+        [str(nginx_binary()), "-p", f"{prefix}/", "-c", str(prefix / "nginx.conf"),
+         "-e", "stderr", "-g", "daemon off;"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        with httpx.Client(timeout=5, trust_env=False) as client:
+            for _ in range(50):
+                try:
+                    unreachable = client.get(f"http://127.0.0.1:{platform}/api/v1/runs")
+                    break
+                except httpx.ConnectError:
+                    time.sleep(0.1)
+            missing = client.get(f"http://127.0.0.1:{platform}/api/v1/nope")
+            agent_down = client.get(f"http://127.0.0.1:{agent}/api/v1/info")
+    finally:
+        process.send_signal(signal.SIGQUIT)
+        process.wait(timeout=10)
+    assert unreachable.status_code == 502
+    assert unreachable.json()["detail"][0] == "ServiceUnavailable"
+    assert missing.status_code == 404
+    assert missing.json() == {"detail": "Not Found"}
+    assert missing.headers["x-request-id"]
+    assert agent_down.status_code == 502
+    assert isinstance(agent_down.json()["detail"], str)
+
+
+def load_compose() -> dict[str, dict[str, object]]:
+    loaded = yaml.safe_load((REPO_ROOT / "docker-compose.yml").read_text())
+    assert isinstance(loaded, dict)
+    return loaded
+
+
+def test_compose_names_every_stack_service():
+    services = load_compose()["services"]
+    for service in STACK.services:
+        assert service.name in services, f"{service.name} is missing from docker-compose.yml"
+    for name in ("postgres", "redis", "gateway"):
+        assert name in services
+
+
+def test_compose_builds_each_web_service_from_its_dockerfile():
+    services = load_compose()["services"]
+    for service in STACK.web_services:
+        spec = services[service.name]
+        assert isinstance(spec, dict)
+        assert spec["build"] == {
+            "context": ".",
+            "dockerfile": f"services/{service.name}/Dockerfile",
+        }
+        assert "/ready" in " ".join(spec["healthcheck"]["test"])
+
+
+def test_compose_gateway_uses_the_committed_config():
+    gateway = load_compose()["services"]["gateway"]
+    assert isinstance(gateway, dict)
+    assert gateway["image"].startswith("nginx:1.27")
+    assert "./deploy/gateway/nginx.compose.conf:/etc/nginx/nginx.conf:ro" in gateway["volumes"]
+    published = {str(port).rsplit(":", 1)[-1] for port in gateway["ports"]}
+    assert published == {str(e.port) for e in STACK.entrypoints}
+
+
+def test_compose_env_example_sets_every_required_variable():
+    text = (REPO_ROOT / "docker-compose.yml").read_text()
+    required = set(re.findall(r"\$\{(\w+):\?", text))
+    example = (REPO_ROOT / "deploy/compose/.env.example").read_text()
+    defined = set(re.findall(r"^(\w+)=", example, flags=re.MULTILINE))
+    assert required <= defined
+
+
+@pytest.mark.parametrize("name", [s.name for s in STACK.web_services])
+def test_dockerfile_is_slim_non_root_and_runs_the_stack_module(name):
+    text = (REPO_ROOT / "services" / name / "Dockerfile").read_text()
+    assert "python:3.11-slim" in text
+    users = re.findall(r"^USER (\S+)", text, flags=re.MULTILINE)
+    assert users, "no USER line"
+    assert users[-1].split(":")[0] not in ("root", "0")
+    module = STACK.service(name).module
+    assert f'CMD ["python", "-m", "{module}", "--host", "0.0.0.0", "--port", "8000"]' in text
+    assert f"--package {name}" in text
+    assert "HEALTHCHECK" in text
+
+
+def test_database_init_script_is_valid_bash():
+    script = REPO_ROOT / "deploy/compose/init-databases.sh"
+    result = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr

@@ -1,0 +1,367 @@
+"""The launcher as a real process, on a small stack of stand-in services (tests/deploy/fakes).
+
+Real Valkey and real nginx, fake web services that echo what the gateway sent them: the
+route table, forwarding headers, environment, output and shutdown are checked without
+depending on the real services (tests/e2e covers those).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support.processes import LaunchedStack, live_processes, port_free
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+FAKES = Path(__file__).resolve().parent / "fakes"
+
+FAKE_STACK = """
+[gateway]
+listen = "127.0.0.1"
+client_max_body_size = "1m"
+
+[[entrypoint]]
+name = "platform"
+title = "platform API"
+port = {platform}
+error_style = "platform"
+
+[[entrypoint]]
+name = "agent"
+title = "agent server"
+port = {agent}
+error_style = "agent"
+
+[valkey]
+port = {base}
+
+[environment]
+REDIS_NAMESPACE = "platform"
+
+[[service]]
+name = "identity"
+module = "fake_service"
+kind = "web"
+port = {identity}
+entrypoint = "platform"
+issuer = true
+env = {{ FAKE_NAME = "identity" }}
+passthrough = ["DEFAULT_ADMIN_PASSWORD"]
+secrets = {{ SIGNING_KEY_ENCRYPTION_KEYS = "fernet" }}
+routes = ["/api/v1/login", "/health"]
+
+[[service]]
+name = "tracking"
+module = "fake_service"
+kind = "web"
+port = {tracking}
+entrypoint = "platform"
+env = {{ FAKE_NAME = "tracking"{tracking_extra} }}
+routes = ["/api/v1/runs", "/api/v1/artifacts"]
+
+[[service]]
+name = "tracking-worker"
+module = "fake_worker"
+kind = "worker"
+owner = "tracking"
+
+[[service]]
+name = "later"
+module = "module_that_does_not_exist_yet"
+kind = "worker"
+owner = "tracking"
+
+[[service]]
+name = "agent-accounts"
+module = "fake_service"
+kind = "web"
+port = {agent_accounts}
+entrypoint = "agent"
+env = {{ FAKE_NAME = "agent-accounts", REDIS_NAMESPACE = "agent" }}
+routes = ["/"]
+"""
+
+
+def write_fake_stack(path: Path, *, crash_tracking: bool = False) -> dict[str, int]:
+    """A fake stack file on six consecutive free ports; returns the ports."""
+    for _ in range(200):
+        base = random.randrange(20000, 60000, 10)
+        names = ["base", "identity", "tracking", "agent_accounts", "platform", "agent"]
+        ports = {name: base + i for i, name in enumerate(names)}
+        if all(port_free(p) for p in ports.values()):
+            extra = ', FAKE_CRASH = "1"' if crash_tracking else ""
+            path.write_text(FAKE_STACK.format(**ports, tracking_extra=extra))
+            return ports
+    raise AssertionError("no free ports")
+
+
+def launcher_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STACK_")}
+    env["PYTHONPATH"] = str(FAKES)
+    return env | extra
+
+
+def launcher_argv(stack_file: Path, data_dir: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "deploy.local", "--stack", str(stack_file),
+            "--data-dir", str(data_dir), *extra]  # fmt: skip
+
+
+def run_launcher(
+    tmp_path: Path, *extra: str, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """Run the launcher on the fake stack in ``tmp_path`` until it exits by itself."""
+    return subprocess.run(
+        launcher_argv(tmp_path / "stack.toml", tmp_path / "data", *extra),
+        cwd=REPO_ROOT,
+        env=launcher_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.fixture(scope="module")
+def launched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LaunchedStack]:
+    root = tmp_path_factory.mktemp("launcher")
+    ports = write_fake_stack(root / "stack.toml")
+    log = root / "launcher.log"
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            launcher_argv(root / "stack.toml", root / "data"),
+            cwd=REPO_ROOT,
+            env=launcher_env(DEFAULT_ADMIN_PASSWORD="only-for-identity"),
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
+    running = LaunchedStack(process, root / "data", log, ports, children={})
+    try:
+        deadline = time.monotonic() + 30
+        while "the stack is up" not in running.output():
+            assert process.poll() is None, running.output()
+            assert time.monotonic() < deadline, running.output()
+            time.sleep(0.1)
+        pids = json.loads((running.data_dir / "run" / "processes.json").read_text())
+        running.children = pids["children"]
+        yield running
+    finally:
+        if process.poll() is None:
+            process.kill()  # the children follow through their parent-death signal
+            process.wait()
+
+
+@pytest.fixture
+def client(launched: LaunchedStack) -> Iterator[httpx.Client]:
+    assert launched.process.poll() is None, launched.output()
+    with httpx.Client(timeout=5.0, trust_env=False) as http:
+        yield http
+
+
+@pytest.mark.parametrize(
+    ("entrypoint", "path", "service"),
+    [
+        ("platform", "/api/v1/login", "identity"),
+        ("platform", "/health", "identity"),
+        ("platform", "/api/v1/runs", "tracking"),
+        ("platform", "/api/v1/runs/7b2c?hydrate=true&name=a%2Fb", "tracking"),
+        ("platform", "/api/v1/artifacts/x/visualize", "tracking"),
+        ("agent", "/api/v1/accounts/me", "agent-accounts"),
+        ("agent", "/", "agent-accounts"),
+    ],
+)
+def test_route_reaches_its_service_with_the_path_unchanged(
+    launched, client, entrypoint, path, service
+):
+    if path == "/health":
+        assert client.get(launched.url(entrypoint, path)).text == "ok"
+        return
+    seen = client.get(launched.url(entrypoint, path)).json()
+    assert seen["service"] == service
+    assert seen["path"] == path
+
+
+@pytest.mark.parametrize("path", ["/api/v1/runsX", "/api/v1/nope", "/", "/_services/nope/health"])
+def test_unrouted_platform_path_is_a_json_404(launched, client, path):
+    response = client.get(launched.url("platform", path))
+    assert response.status_code == 404
+    assert response.json() == {"detail": "Not Found"}
+    assert response.headers["content-type"] == "application/json"
+
+
+def test_probe_routes_reach_each_service(launched, client):
+    for entrypoint, name in [("platform", "identity"), ("platform", "tracking"),
+                             ("agent", "agent-accounts")]:  # fmt: skip
+        for probe in ("health", "ready"):
+            response = client.get(launched.url(entrypoint, f"/_services/{name}/{probe}"))
+            assert (response.status_code, response.text) == (200, "ok")
+        openapi = client.get(launched.url(entrypoint, f"/_services/{name}/openapi.json"))
+        assert openapi.json()["info"]["title"] == name
+
+
+def test_forwarding_headers_are_set_by_the_gateway(launched, client):
+    seen = client.get(
+        launched.url("platform", "/api/v1/runs"),
+        headers={"X-Forwarded-For": "203.0.113.9", "X-Request-ID": "abcd1234"},
+    ).json()["headers"]
+    # A client cannot pretend to come from elsewhere: the gateway replaces the header.
+    assert seen["x-forwarded-for"] == "127.0.0.1"
+    assert seen["x-forwarded-proto"] == "http"
+    assert seen["x-forwarded-host"] == seen["host"] == f"127.0.0.1:{launched.ports['platform']}"
+    assert seen["x-request-id"] == "abcd1234"
+    assert seen.get("connection") is None  # cleared, so upstream connections are kept alive
+
+
+def test_gateway_makes_a_request_id_when_missing_or_malformed(launched, client):
+    for headers in ({}, {"X-Request-ID": "not a valid id"}):
+        seen = client.get(launched.url("platform", "/api/v1/runs"), headers=headers).json()
+        assert len(seen["headers"]["x-request-id"]) == 32
+
+
+def test_oversized_body_is_a_json_413(launched, client):
+    body = b"x" * (1024 * 1024 + 1)
+    platform = client.post(launched.url("platform", "/api/v1/runs"), content=body)
+    assert platform.status_code == 413
+    assert platform.json()["detail"][0] == "PayloadTooLarge"
+    agent = client.post(launched.url("agent", "/api/v1/things"), content=body)
+    assert agent.status_code == 413
+    assert isinstance(agent.json()["detail"], str)
+
+
+def test_services_get_their_own_environment(launched, client):
+    tracking = client.get(launched.url("platform", "/api/v1/runs")).json()["env"]
+    agent = client.get(launched.url("agent", "/x")).json()["env"]
+    identity = client.get(launched.url("platform", "/api/v1/login")).json()["env"]
+    assert tracking == {"SERVICE_CLIENT_ID": "tracking", "REDIS_NAMESPACE": "platform"}
+    assert agent == {"SERVICE_CLIENT_ID": "agent-accounts", "REDIS_NAMESPACE": "agent"}
+    assert identity["SERVICE_CLIENT_ID"] is None  # the issuer has the clients, not an id
+
+
+def test_missing_module_is_skipped_with_a_note(launched):
+    output = launched.output()
+    assert "skipping later: module module_that_does_not_exist_yet" in output
+    assert "not running yet: later" in output
+    assert "later" not in launched.children
+
+
+def test_output_names_urls_and_admin_password_source(launched):
+    output = launched.output()
+    assert f"http://127.0.0.1:{launched.ports['platform']}" in output
+    assert f"http://127.0.0.1:{launched.ports['agent']}" in output
+    assert 'user "default", password from DEFAULT_ADMIN_PASSWORD' in output
+    assert "fake worker up (client tracking)" in output  # worker output, prefixed
+
+
+def test_secrets_are_private_and_never_printed(launched):
+    path = launched.data_dir / "secrets.json"
+    assert path.stat().st_mode & 0o777 == 0o600
+    stored = json.loads(path.read_text())
+    values = [*stored["clients"].values()]
+    values += [v for service in stored["generated"].values() for v in service.values()]
+    assert len(values) == 3  # two client secrets and identity's Fernet key
+    output = launched.output()
+    assert not [v for v in values if v in output]
+    assert "only-for-identity" not in output
+
+
+def test_sigterm_stops_everything_and_exits_0(launched):
+    """Runs last in this module: it stops the launcher."""
+    assert launched.process.poll() is None, launched.output()
+    launched.process.send_signal(signal.SIGTERM)
+    assert launched.process.wait(timeout=20) == 0, launched.output()
+    groups = set(launched.children.values())
+    assert live_processes(groups, str(launched.data_dir)) == []
+    assert not (launched.data_dir / "run" / "processes.json").exists()
+
+
+def test_a_service_that_crashes_at_start_fails_the_launch_with_its_log(tmp_path):
+    write_fake_stack(tmp_path / "stack.toml", crash_tracking=True)
+    result = run_launcher(tmp_path)
+    assert result.returncode == 1
+    errors = [line for line in result.stdout.splitlines() if "| error: tracking exited" in line]
+    assert len(errors) == 1
+    assert "code 3" in errors[0]
+    assert "last lines of tracking:" in result.stdout
+    assert "crashing on purpose" in result.stdout.split("last lines of tracking:")[1]
+    assert live_processes(set(), str(tmp_path / "data")) == []
+
+
+def start_launcher(tmp_path: Path) -> tuple[subprocess.Popen[bytes], Path, dict[str, int]]:
+    """Start a fake stack and wait until it is up; returns the process, its log and the
+    children's process groups."""
+    write_fake_stack(tmp_path / "stack.toml")
+    log = tmp_path / "launcher.log"
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            launcher_argv(tmp_path / "stack.toml", tmp_path / "data"),
+            cwd=REPO_ROOT,
+            env=launcher_env(),
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
+    deadline = time.monotonic() + 30
+    while "the stack is up" not in log.read_text():
+        assert process.poll() is None, log.read_text()
+        assert time.monotonic() < deadline, log.read_text()
+        time.sleep(0.1)
+    children = json.loads((tmp_path / "data" / "run" / "processes.json").read_text())["children"]
+    return process, log, children
+
+
+def test_killed_launcher_leaves_no_process(tmp_path):
+    process, _log, children = start_launcher(tmp_path)
+    process.kill()
+    process.wait()
+    deadline = time.monotonic() + 10
+    while live_processes(set(children.values()), str(tmp_path / "data")):
+        assert time.monotonic() < deadline, live_processes(set(children.values()), "-")
+        time.sleep(0.1)
+
+
+def test_one_ctrl_c_delivered_twice_still_stops_gracefully(tmp_path):
+    """Under `make run` the terminal and `uv run` both pass Ctrl-C on."""
+    process, log, children = start_launcher(tmp_path)
+    process.send_signal(signal.SIGINT)
+    process.send_signal(signal.SIGINT)
+    assert process.wait(timeout=20) == 0, log.read_text()
+    output = log.read_text()
+    assert "killing every process now" not in output
+    assert "stopped" in output
+    assert live_processes(set(children.values()), str(tmp_path / "data")) == []
+
+
+def test_busy_port_is_one_line_and_exit_2(tmp_path):
+    ports = write_fake_stack(tmp_path / "stack.toml")
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", ports["platform"]))
+        holder.listen()
+        result = run_launcher(tmp_path, timeout=30)
+    assert result.returncode == 2
+    assert f"port(s) already in use: {ports['platform']} (gateway platform)" in result.stdout
+    assert "Traceback" not in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--platform-port", "http"], "--platform-port must be an integer"),
+        (["--port-offset", "70000"], "--port-offset must be between"),
+        (["--stack", "/nonexistent/stack.toml"], "file not found"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
+    write_fake_stack(tmp_path / "stack.toml")
+    result = run_launcher(tmp_path, *args, timeout=30)
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: ")
+    assert message in result.stderr
+    assert result.stderr.count("\n") == 1

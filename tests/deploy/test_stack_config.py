@@ -1,0 +1,172 @@
+"""deploy/stack.toml validation, the launcher's options, secrets and child environments."""
+
+from __future__ import annotations
+
+import copy
+import json
+import stat
+import tomllib
+from typing import Any
+
+import pytest
+
+from deploy.config import DEFAULT_STACK_FILE, StackConfigError, load_stack, parse_stack
+from deploy.local.environment import service_environment
+from deploy.local.options import UsageError, parse_options, plan_ports
+from deploy.local.secrets import FILE_NAME, SecretsError, load_or_create
+
+RAW = tomllib.loads(DEFAULT_STACK_FILE.read_text())
+STACK = load_stack()
+
+
+def raw_stack() -> dict[str, Any]:
+    return copy.deepcopy(RAW)
+
+
+def test_the_committed_stack_file_is_valid():
+    assert STACK.issuer.name == "identity"
+    assert {s.name for s in STACK.web_services} == {
+        "identity",
+        "tracking",
+        "webhooks",
+        "agent-accounts",
+    }
+    assert STACK.service("webhooks-worker").owner == "webhooks"
+
+
+def _service(raw: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(s for s in raw["service"] if s["name"] == name)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda r: _service(r, "tracking").update(port="8102"), "port must be of type int"),
+        (lambda r: _service(r, "tracking").update(port=True), "port must be of type int"),
+        (lambda r: _service(r, "tracking").update(port=70000), "outside 1-65535"),
+        (lambda r: _service(r, "tracking").update(port=8101), "port 8101 is used more than once"),
+        (lambda r: _service(r, "tracking").update(kind="cron"), "kind must be 'web' or 'worker'"),
+        (lambda r: _service(r, "tracking").update(entrypoint="x"), "entrypoint 'x' is not defined"),
+        (lambda r: _service(r, "tracking").update(issuer=True), "exactly one service"),
+        (lambda r: _service(r, "tracking").update(colour="red"), "unknown key(s) colour"),
+        (lambda r: _service(r, "tracking").update(module="a-b"), "not a dotted Python module"),
+        (lambda r: _service(r, "tracking").update(routes=["api"]), "not a plain path prefix"),
+        (lambda r: _service(r, "tracking").update(routes=["/a b"]), "not a plain path prefix"),
+        (lambda r: _service(r, "tracking").update(routes=["/api/v1/login"]), "claimed by both"),
+        (lambda r: _service(r, "tracking").update(secrets={"X": "rsa"}), "has kind 'rsa'"),
+        (lambda r: _service(r, "tracking").update(env={"lower": "x"}), "upper-case name"),
+        (lambda r: _service(r, "webhooks-worker").update(port=1), "a worker has no port"),
+        (lambda r: _service(r, "webhooks-worker").update(owner="nope"), "is not a web service"),
+        (lambda r: _service(r, "tracking").update(name="Tracking"), "must be lower-case"),
+        (lambda r: r["service"].append(dict(_service(r, "tracking"))), "service name 'tracking'"),
+        (lambda r: r["gateway"].update(client_max_body_size="lots"), "is not like '10m'"),
+        (lambda r: r.pop("valkey"), "a [valkey] table is required"),
+        (lambda r: r["entrypoint"][1].update(error_style="html"), "error_style must be"),
+        (lambda r: _service(r, "tracking").update(env_prefix="svc"), "must be like 'SERVICE_'"),
+    ],
+)
+def test_invalid_stack_is_one_clear_error(change, message):
+    raw = raw_stack()
+    change(raw)
+    with pytest.raises(StackConfigError, match=None) as caught:
+        parse_stack(raw)
+    assert message in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_stack_file_errors_name_the_file(tmp_path):
+    bad = tmp_path / "stack.toml"
+    bad.write_text("[gateway\n")
+    with pytest.raises(StackConfigError, match=r"stack\.toml: not valid TOML"):
+        load_stack(bad)
+
+
+def test_port_offset_shifts_internal_ports_only():
+    plan = plan_ports(STACK, 1000, {"platform": 8080, "agent": 8090})
+    assert plan.valkey == 7399
+    assert plan.services["identity"] == 9101
+    assert plan.entrypoints == {"platform": 8080, "agent": 8090}
+
+
+def test_colliding_ports_are_refused():
+    with pytest.raises(UsageError, match="both listen on port 8101"):
+        plan_ports(STACK, 0, {"platform": 8101, "agent": 8090})
+
+
+def test_flags_fall_back_to_stack_variables(tmp_path):
+    options = parse_options(
+        ["--agent-port", "9999"],
+        {"STACK_DATA_DIR": str(tmp_path), "STACK_PLATFORM_PORT": "7070", "STACK_PORT_OFFSET": "5"},
+    )
+    assert options.data_dir == tmp_path
+    assert options.ports.entrypoints == {"platform": 7070, "agent": 9999}
+    assert options.ports.valkey == 6404
+
+
+def test_secrets_are_created_once_with_mode_0600(tmp_path):
+    first, notes = load_or_create(tmp_path, STACK)
+    path = tmp_path / FILE_NAME
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert "generated" in notes[0]
+    assert set(first.clients) == {"tracking", "webhooks", "agent-accounts"}
+    assert len(first.generated["identity"]["SIGNING_KEY_ENCRYPTION_KEYS"]) == 44
+    second, notes = load_or_create(tmp_path, STACK)
+    assert (second, notes) == (first, [])
+    assert second.clients == first.clients
+    assert second.generated == first.generated
+    assert first.clients["tracking"] not in repr(second)
+
+
+def test_secrets_file_readable_by_others_is_repaired(tmp_path):
+    load_or_create(tmp_path, STACK)
+    (tmp_path / FILE_NAME).chmod(0o644)
+    _, notes = load_or_create(tmp_path, STACK)
+    assert stat.S_IMODE((tmp_path / FILE_NAME).stat().st_mode) == 0o600
+    assert "mode is now 0600" in notes[0]
+
+
+def test_corrupt_secrets_file_is_an_error_without_its_content(tmp_path):
+    (tmp_path / FILE_NAME).write_text('{"version": 1, "server_id": "s3cr3t-value"}')
+    with pytest.raises(SecretsError) as caught:
+        load_or_create(tmp_path, STACK)
+    assert "s3cr3t" not in str(caught.value)
+
+
+def test_service_environment(tmp_path):
+    options = parse_options(["--data-dir", str(tmp_path), "--port-offset", "100"], {})
+    secrets, _ = load_or_create(tmp_path, STACK)
+    launcher_env = {
+        "PATH": "/bin",
+        "DATABASE_URL": "postgresql://elsewhere",
+        "DEFAULT_ADMIN_PASSWORD": "pw",
+    }
+
+    identity = service_environment(options, STACK.service("identity"), secrets, launcher_env)
+    assert identity["DATABASE_URL"] == f"sqlite+aiosqlite:///{tmp_path}/data/identity.db"
+    assert identity["REDIS_URL"] == "redis://127.0.0.1:6499/0"
+    assert identity["JWKS_URL"] == "http://127.0.0.1:8201/.well-known/jwks.json"
+    assert identity["DEFAULT_ADMIN_PASSWORD"] == "pw"
+    assert json.loads(identity["SERVICE_CLIENTS"]) == secrets.clients
+    assert "SERVICE_CLIENT_ID" not in identity
+
+    worker = service_environment(options, STACK.service("webhooks-worker"), secrets, launcher_env)
+    assert worker["DATABASE_URL"].endswith("/data/webhooks.db")
+    assert worker["SERVICE_CLIENT_ID"] == "webhooks"
+    assert worker["SERVICE_CLIENT_SECRET"] == secrets.clients["webhooks"]
+    assert "DEFAULT_ADMIN_PASSWORD" not in worker
+    assert worker["PATH"] == "/bin"
+
+    assert worker["REDIS_NAMESPACE"] == "platform"
+
+
+def test_env_prefix_applies_to_every_setting_but_not_to_system_variables(tmp_path):
+    options = parse_options(["--data-dir", str(tmp_path)], {})
+    secrets, _ = load_or_create(tmp_path, STACK)
+    agent = service_environment(options, STACK.service("agent-accounts"), secrets, {"PATH": "/b"})
+    assert agent["PATH"] == "/b"
+    assert agent["PYTHONUNBUFFERED"] == "1"
+    assert agent["SERVICE_REDIS_NAMESPACE"] == "agent"
+    assert agent["SERVICE_DATABASE_URL"].endswith("/data/agent-accounts.db")
+    assert agent["SERVICE_SERVER_ID"] == secrets.server_id
+    assert agent["SERVICE_SERVICE_CLIENT_ID"] == "agent-accounts"
+    assert not {"REDIS_URL", "DATABASE_URL", "SERVER_ID"} & set(agent)

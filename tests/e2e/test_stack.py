@@ -1,0 +1,205 @@
+"""The whole local stack as real processes (``python -m deploy.local``), through the gateway.
+
+One launcher is started for the module with a temporary data dir and shifted ports, so it
+runs beside a developer's own ``make run``. The last test stops it with SIGTERM and checks
+that nothing it started is left.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import random
+import secrets
+import signal
+import subprocess
+import sys
+import time
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support.processes import LaunchedStack, live_processes, port_free
+
+pytestmark = pytest.mark.e2e
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+# Read directly (not through deploy.config): this test only drives the launcher as a user.
+STACK = tomllib.loads((REPO_ROOT / "deploy" / "stack.toml").read_text())
+WEB_SERVICES = [s for s in STACK["service"] if s["kind"] == "web"]
+ADMIN_PASSWORD = f"E2e-{secrets.token_urlsafe(12)}"
+START_TIMEOUT = 60.0
+STOP_TIMEOUT = 20.0
+
+
+def _pick_ports() -> tuple[int, dict[str, int]]:
+    """A port offset with every internal port free, and two free gateway ports."""
+    internal = [STACK["valkey"]["port"], *(s["port"] for s in WEB_SERVICES)]
+    for _ in range(200):
+        offset = random.randrange(20000, 50000, 10)
+        gateway = {e["name"]: e["port"] + offset + 3 for e in STACK["entrypoint"]}
+        ports = [p + offset for p in internal] + list(gateway.values())
+        if len(set(ports)) == len(ports) and all(port_free(p) for p in ports):
+            return offset, gateway
+    raise AssertionError("no free port range for the stack")
+
+
+def _wait_for_gateway(stack: LaunchedStack) -> None:
+    deadline = time.monotonic() + START_TIMEOUT
+    with httpx.Client(timeout=2.0, trust_env=False) as client:
+        while time.monotonic() < deadline:
+            if stack.process.poll() is not None:
+                pytest.fail(
+                    f"the launcher exited with {stack.process.returncode}:\n{stack.log_tail()}"
+                )
+            try:
+                if client.get(stack.url("platform", "/health")).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.25)
+    pytest.fail(f"the gateway did not answer within {START_TIMEOUT}s:\n{stack.log_tail()}")
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LaunchedStack]:
+    data_dir = tmp_path_factory.mktemp("stack")
+    log = data_dir.parent / "launcher.log"
+    offset, ports = _pick_ports()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STACK_")}
+    env["DEFAULT_ADMIN_PASSWORD"] = ADMIN_PASSWORD
+    argv = [sys.executable, "-m", "deploy.local", "--data-dir", str(data_dir),
+            "--port-offset", str(offset)]  # fmt: skip
+    argv += [arg for name, port in ports.items() for arg in (f"--{name}-port", str(port))]
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            argv, cwd=REPO_ROOT, env=env, stdout=output, stderr=subprocess.STDOUT
+        )
+    running = LaunchedStack(process, data_dir, log, ports, children={})
+    try:
+        _wait_for_gateway(running)
+        pids = json.loads((data_dir / "run" / "processes.json").read_text())
+        running.children = pids["children"]
+        yield running
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        for pid in running.children.values():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def client(stack: LaunchedStack) -> Iterator[httpx.Client]:
+    assert stack.process.poll() is None, f"the launcher is gone:\n{stack.log_tail()}"
+    with httpx.Client(timeout=10.0, trust_env=False) as http:
+        yield http
+
+
+def _login(client: httpx.Client, stack: LaunchedStack) -> str:
+    response = client.post(
+        stack.url("platform", "/api/v1/login"),
+        data={"username": "default", "password": ADMIN_PASSWORD},
+    )
+    assert response.status_code == 200, response.text
+    token = response.json()["access_token"]
+    assert isinstance(token, str)
+    return token
+
+
+def _flip_signature_bit(token: str) -> str:
+    header, payload, signature = token.split(".")
+    raw = bytearray(base64.urlsafe_b64decode(signature + "=" * (-len(signature) % 4)))
+    raw[0] ^= 0x01
+    return ".".join([header, payload, base64.urlsafe_b64encode(raw).rstrip(b"=").decode()])
+
+
+@pytest.mark.parametrize("probe", ["health", "ready"])
+def test_every_service_answers_through_the_gateway(stack, client, probe):
+    for service in WEB_SERVICES:
+        url = stack.url(service["entrypoint"], f"/_services/{service['name']}/{probe}")
+        response = client.get(url)
+        assert response.status_code == 200, f"{service['name']}: {response.text}"
+        assert response.text == "ok"
+
+
+def test_platform_health_is_served(stack, client):
+    assert client.get(stack.url("platform", "/health")).text == "ok"
+
+
+def test_login_as_default_returns_a_token_current_user_accepts(stack, client):
+    token = _login(client, stack)
+    response = client.get(
+        stack.url("platform", "/api/v1/current-user"),
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    assert response.status_code == 200, response.text
+    assert response.json()["name"] == "default"
+
+
+def test_forged_token_is_rejected_with_401(stack, client):
+    forged = _flip_signature_bit(_login(client, stack))
+    # Login also set the session cookie, which would authenticate this request by itself.
+    client.cookies.clear()
+    response = client.get(
+        stack.url("platform", "/api/v1/current-user"),
+        headers={"Authorization": f"Bearer {forged}"},
+    )
+    assert response.status_code == 401
+    assert response.json()["detail"][0] == "CredentialsNotValid"
+
+
+def test_revoked_token_is_rejected_with_401(stack, client):
+    token = _login(client, stack)
+    client.cookies.clear()
+    headers = {"Authorization": f"Bearer {token}"}
+    assert client.get(stack.url("platform", "/api/v1/logout"), headers=headers).status_code == 200
+    response = client.get(stack.url("platform", "/api/v1/current-user"), headers=headers)
+    assert response.status_code == 401
+    assert response.json()["detail"][0] == "CredentialsNotValid"
+
+
+def test_unknown_api_path_is_a_json_404(stack, client):
+    response = client.get(stack.url("platform", "/api/v1/nope"))
+    assert response.status_code == 404
+    assert response.json() == {"detail": "Not Found"}
+
+
+def test_request_id_crosses_the_gateway(stack, client):
+    response = client.get(
+        stack.url("platform", "/api/v1/info"), headers={"X-Request-ID": "e2e0c0de"}
+    )
+    assert response.headers["x-request-id"] == "e2e0c0de"
+
+
+def test_agent_entrypoint_reaches_agent_accounts(stack, client):
+    response = client.get(stack.url("agent", "/_services/agent-accounts/health"))
+    assert response.status_code == 200
+    assert response.text == "ok"
+
+
+def test_sigterm_stops_the_stack_and_leaves_no_process(stack):
+    """Runs last: it stops the module's stack."""
+    assert stack.process.poll() is None, stack.log_tail()
+    assert set(stack.children) >= {"valkey", "gateway", *(s["name"] for s in WEB_SERVICES)}
+    started = time.monotonic()
+    stack.process.send_signal(signal.SIGTERM)
+    try:
+        code = stack.process.wait(timeout=STOP_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"the launcher did not stop within {STOP_TIMEOUT}s:\n{stack.log_tail()}")
+    assert code == 0, stack.log_tail()
+    assert time.monotonic() - started < STOP_TIMEOUT
+    leftovers = live_processes(set(stack.children.values()), str(stack.data_dir))
+    assert leftovers == [], leftovers
+    assert not (stack.data_dir / "run" / "processes.json").exists()
