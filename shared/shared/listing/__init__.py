@@ -1,0 +1,35 @@
+"""The list engine every list endpoint uses: filter expressions, sorting, pagination."""
+
+from shared.listing.engine import (
+    Listing,
+    ListParams,
+    LogicalOperator,
+    fetch_page,
+    page_of,
+    parse_list,
+    resolve_sort,
+    where_clause,
+)
+from shared.listing.expressions import Condition, FilterError, Kind, Op, parse
+from shared.listing.spec import Field, ListSpec, SortKey, column_field, name_or_id
+
+__all__ = [
+    "Condition",
+    "Field",
+    "FilterError",
+    "Kind",
+    "ListParams",
+    "ListSpec",
+    "Listing",
+    "LogicalOperator",
+    "Op",
+    "SortKey",
+    "column_field",
+    "fetch_page",
+    "name_or_id",
+    "page_of",
+    "parse",
+    "parse_list",
+    "resolve_sort",
+    "where_clause",
+]

@@ -1,0 +1,163 @@
+"""The one list path: parse a list request, filter, sort, count and page.
+
+::
+
+    listing = parse_list(request, ARTIFACTS)
+    total, rows = await fetch_page(session, ARTIFACTS, listing, select(Artifact),
+                                   scope=[Artifact.project_id == project.id])
+    return render(page_of(listing, total, [to_response(r, listing.hydrate) for r in rows]))
+
+Repeated parameters give one condition each; all conditions are joined with
+``logical_operator``; ``scope`` conditions (the project, the caller) are always ANDed on.
+The total is counted in SQL without loading rows; ``id`` breaks ties in the sort's
+direction, so pages are stable.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+from pydantic import Field as PydanticField
+from sqlalchemy import Select, and_, func, or_
+from sqlalchemy.sql.elements import ColumnElement
+from sqlmodel import select
+from sqlmodel.ext.asyncio.session import AsyncSession
+from starlette.requests import Request
+
+from shared.errors import RequestValidationFailed
+from shared.listing.expressions import Condition, FilterError, parse
+from shared.listing.spec import COMMON_PARAMS, Field, ListSpec, SortKey
+from shared.pagination import MAX_PAGE_SIZE, Page, check_page, total_pages
+from shared.routing import parse_query
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class LogicalOperator(StrEnum):
+    AND = "and"
+    OR = "or"
+
+
+class ListParams(BaseModel):
+    hydrate: bool = False
+    sort_by: str | None = None
+    logical_operator: LogicalOperator = LogicalOperator.AND
+    page: int = PydanticField(default=1, ge=1)
+    size: int = PydanticField(default=20, ge=1, le=MAX_PAGE_SIZE)
+
+
+@dataclass(frozen=True)
+class Listing:
+    """A parsed list request."""
+
+    hydrate: bool
+    page: int
+    size: int
+    logical_operator: LogicalOperator
+    conditions: Sequence[tuple[Field, Condition]]
+    sort: SortKey
+    descending: bool
+
+
+def _invalid(param: str, message: str) -> RequestValidationFailed:
+    return RequestValidationFailed.single(["query", param], message)
+
+
+def resolve_sort(spec: ListSpec, sort_by: str | None) -> tuple[SortKey, bool]:
+    """``[asc:|desc:]<key>``; an unknown prefix falls back to ascending, as the reference."""
+    text = sort_by or spec.default_sort
+    prefix, sep, name = text.partition(":")
+    descending = False
+    if not sep:
+        name = text
+    elif prefix in ("asc", "desc"):
+        descending = prefix == "desc"
+    else:
+        logger.warning("unknown sort direction; sorting ascending", extra={"sort_by": text})
+    if name in COMMON_PARAMS:
+        raise _invalid("sort_by", "This resource can not be sorted by this field.")
+    key = spec.sort_key(name)
+    if key is None:
+        raise _invalid("sort_by", "You can only sort by valid fields of this resource.")
+    return key, descending
+
+
+def parse_list(request: Request, spec: ListSpec) -> Listing:
+    """Read the common list parameters and every filter the spec declares (422 on a
+    malformed one). Parameters the spec does not declare are left to the caller."""
+    params = parse_query(request, ListParams)
+    conditions: list[tuple[Field, Condition]] = []
+    for field in spec.fields:
+        for raw in request.query_params.getlist(field.name):
+            try:
+                conditions.append((field, parse(raw, field.kind, field.enum)))
+            except FilterError as exc:
+                raise _invalid(field.name, str(exc)) from None
+    sort, descending = resolve_sort(spec, params.sort_by)
+    return Listing(
+        hydrate=params.hydrate,
+        page=params.page,
+        size=params.size,
+        logical_operator=params.logical_operator,
+        conditions=conditions,
+        sort=sort,
+        descending=descending,
+    )
+
+
+def where_clause(
+    listing: Listing, dialect: str, scope: Sequence[ColumnElement[bool]] = ()
+) -> ColumnElement[bool] | None:
+    """The scope ANDed with the filters joined by the logical operator."""
+    filters = [field.sql(cond, dialect) for field, cond in listing.conditions]
+    parts = list(scope)
+    if filters:
+        joined = or_(*filters) if listing.logical_operator is LogicalOperator.OR else and_(*filters)
+        parts.append(joined)
+    if not parts:
+        return None
+    return and_(*parts)
+
+
+async def fetch_page(
+    session: AsyncSession,
+    spec: ListSpec,
+    listing: Listing,
+    statement: Select[Any],
+    *,
+    scope: Sequence[ColumnElement[bool]] = (),
+) -> tuple[int, list[Any]]:
+    """The total and the requested page of ``statement``'s rows (400 past the last page)."""
+    dialect = session.get_bind().dialect.name
+    where = where_clause(listing, dialect, scope)
+    ids = select(spec.id_column)
+    if where is not None:
+        ids = ids.where(where)
+        statement = statement.where(where)
+    total = int((await session.exec(select(func.count()).select_from(ids.subquery()))).one())
+    offset = check_page(listing.page, listing.size, total)
+    order = (
+        [spec_expression.desc() for spec_expression in (listing.sort.expression, spec.id_column)]
+        if listing.descending
+        else [listing.sort.expression.asc(), spec.id_column.asc()]
+    )
+    page = statement.order_by(*order).offset(offset).limit(listing.size)
+    rows = list((await session.exec(page)).all())  # type: ignore[call-overload]
+    return total, rows
+
+
+def page_of(listing: Listing, total: int, items: list[T]) -> Page[T]:
+    return Page[T](
+        index=listing.page,
+        max_size=listing.size,
+        total_pages=total_pages(total, listing.size),
+        total=total,
+        items=items,
+    )

@@ -1,0 +1,191 @@
+"""Filter expressions: ``"<op>:<value>"`` parsed and typed, before any SQL.
+
+The reference's syntax: a value whose text before the first ``:`` is an operator is that
+operator applied to the rest; anything else is an ``equals`` match on the whole text (so
+``weird:value`` is a literal). Each field kind admits some operators and parses the value
+its own way; a bad value or operator is a :class:`FilterError` (422).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import uuid
+from dataclasses import dataclass
+from enum import Enum, StrEnum
+from typing import Any
+
+
+class Op(StrEnum):
+    EQUALS = "equals"
+    NOT_EQUALS = "notequals"
+    CONTAINS = "contains"
+    STARTSWITH = "startswith"
+    ENDSWITH = "endswith"
+    ONEOF = "oneof"
+    NOT_ONEOF = "notoneof"
+    NOT_CONTAINS = "notcontains"
+    IS_NULL = "isnull"
+    IS_NOT_NULL = "isnotnull"
+    GTE = "gte"
+    GT = "gt"
+    LTE = "lte"
+    LT = "lt"
+    IN = "in"
+
+
+class Kind(StrEnum):
+    STRING = "string"
+    UUID = "uuid"
+    INT = "int"
+    BOOL = "bool"
+    DATETIME = "datetime"
+    ENUM = "enum"
+
+
+NULL_OPS = frozenset({Op.IS_NULL, Op.IS_NOT_NULL})
+LIST_OPS = frozenset({Op.ONEOF, Op.NOT_ONEOF})
+TEXT_OPS = frozenset({Op.CONTAINS, Op.STARTSWITH, Op.ENDSWITH, Op.NOT_CONTAINS})
+ORDER_OPS = frozenset({Op.GT, Op.GTE, Op.LT, Op.LTE})
+EQUALITY_OPS = frozenset({Op.EQUALS, Op.NOT_EQUALS})
+
+ALLOWED: dict[Kind, frozenset[Op]] = {
+    Kind.STRING: frozenset(Op) - {Op.IN},
+    Kind.UUID: frozenset(Op) - {Op.IN},
+    Kind.INT: EQUALITY_OPS | ORDER_OPS | NULL_OPS,
+    Kind.BOOL: EQUALITY_OPS | NULL_OPS,
+    Kind.DATETIME: EQUALITY_OPS | ORDER_OPS | NULL_OPS | {Op.IN},
+    Kind.ENUM: frozenset(Op) - {Op.IN} - ORDER_OPS,
+}
+
+DATETIME_FORMAT = "%Y-%m-%d %H:%M:%S"
+_TRUE = frozenset({"true", "1"})
+_FALSE = frozenset({"false", "0"})
+
+
+class FilterError(ValueError):
+    """A filter value the field cannot take (rendered as a 422 by the engine)."""
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One parsed filter: an operator and its typed value (``None`` for null tests; a
+    tuple for ``oneof``/``notoneof``; a ``(start, end)`` pair for ``in``)."""
+
+    op: Op
+    value: Any
+
+
+def split(raw: str) -> tuple[Op, str]:
+    """The operator and the value text of ``raw`` (``equals`` when there is no operator)."""
+    head, sep, rest = raw.partition(":")
+    if sep:
+        try:
+            return Op(head), rest
+        except ValueError:
+            pass
+    return Op.EQUALS, raw
+
+
+def parse_datetime(text: str) -> dt.datetime:
+    try:
+        return dt.datetime.strptime(text.strip(), DATETIME_FORMAT).replace(tzinfo=dt.UTC)
+    except ValueError:
+        raise FilterError(
+            f"'{text}' is not a datetime in the format '{DATETIME_FORMAT}' "
+            "(for example '2026-11-22 10:25:49')."
+        ) from None
+
+
+def parse_bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in _TRUE:
+        return True
+    if lowered in _FALSE:
+        return False
+    raise FilterError(f"'{text}' is not a boolean; use true, false, 1 or 0.")
+
+
+def parse_int(text: str) -> int:
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise FilterError("The int filter only works with integer values.") from None
+
+
+def parse_uuid(text: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(text.strip())
+    except ValueError:
+        raise FilterError(f"'{text}' is not a valid UUID.") from None
+
+
+def parse_float(text: str) -> float:
+    try:
+        return float(text.strip())
+    except ValueError:
+        raise FilterError(
+            f"'{text}' is not a number; ordering a text field compares numbers."
+        ) from None
+
+
+def _scalar(kind: Kind, op: Op, text: str, enum: type[Enum] | None) -> Any:
+    if kind is Kind.INT:
+        return parse_int(text)
+    if kind is Kind.BOOL:
+        return parse_bool(text)
+    if kind is Kind.DATETIME:
+        return parse_datetime(text)
+    if kind is Kind.UUID:
+        if op in EQUALITY_OPS or op in LIST_OPS:
+            # The reference: an invalid UUID makes equals match nothing (and notequals
+            # everything) instead of failing; lists must hold real UUIDs.
+            if op in LIST_OPS:
+                return parse_uuid(text)
+            try:
+                return uuid.UUID(text.strip())
+            except ValueError:
+                return None
+        # Text operators work on the 32 hex digits, without hyphens.
+        return text.replace("-", "").lower()
+    if kind is Kind.ENUM and enum is not None and op in EQUALITY_OPS | LIST_OPS:
+        values = {str(member.value) for member in enum}
+        if text not in values:
+            raise FilterError(f"'{text}' is not one of {sorted(values)}.")
+        return text
+    if kind is Kind.STRING and op in ORDER_OPS:
+        return parse_float(text)
+    return text
+
+
+def _list(text: str) -> list[str]:
+    try:
+        items = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        items = None
+    if not isinstance(items, list) or not all(
+        isinstance(i, str | int | float | bool) for i in items
+    ):
+        raise FilterError(
+            'oneof and notoneof take a JSON list of values, for example oneof:["a","b"].'
+        )
+    return [str(i).lower() if isinstance(i, bool) else str(i) for i in items]
+
+
+def parse(raw: str, kind: Kind, enum: type[Enum] | None = None) -> Condition:
+    """Parse one filter value for a field of ``kind``."""
+    op, text = split(raw)
+    if op not in ALLOWED[kind]:
+        raise FilterError(f"The operator '{op}' is not supported for {kind} fields.")
+    if op in NULL_OPS:
+        if text:
+            raise FilterError(f"'{op}:' takes no value.")
+        return Condition(op, None)
+    if op in LIST_OPS:
+        return Condition(op, tuple(_scalar(kind, op, item, enum) for item in _list(text)))
+    if op is Op.IN:
+        start, sep, end = text.partition(",")
+        if not sep:
+            raise FilterError("'in:' takes two datetimes separated by a comma.")
+        return Condition(op, (parse_datetime(start), parse_datetime(end)))
+    return Condition(op, _scalar(kind, op, text, enum))

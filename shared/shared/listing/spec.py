@@ -1,0 +1,152 @@
+"""What a resource declares about its list endpoint, as data.
+
+A :class:`ListSpec` names the filterable query parameters (each a :class:`Field`: a column,
+or a related value reached through a subquery), and the sort keys. The engine
+(:mod:`shared.listing.engine`) never branches on a model: everything it knows comes from
+the spec.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, create_model
+from pydantic import Field as PydanticField
+from sqlalchemy import or_
+from sqlalchemy.sql.elements import ColumnElement
+
+from shared.listing.expressions import Condition, Kind
+from shared.listing.sql import condition_sql
+
+# Builds the WHERE clause of one condition for a field: (condition, dialect name) -> SQL.
+Builder = Callable[[Condition, str], ColumnElement[bool]]
+
+COMMON_PARAMS = frozenset({"hydrate", "sort_by", "logical_operator", "page", "size"})
+
+
+@dataclass(frozen=True)
+class Field:
+    """A filterable query parameter.
+
+    By default the condition applies to ``column``. ``build`` replaces that for values
+    reached another way (an EXISTS over tags, a name-or-id lookup). ``description`` goes
+    into the OpenAPI document.
+    """
+
+    name: str
+    kind: Kind
+    column: Any = None
+    enum: type[Enum] | None = None
+    build: Builder | None = None
+    description: str = ""
+
+    def sql(self, cond: Condition, dialect: str) -> ColumnElement[bool]:
+        if self.build is not None:
+            return self.build(cond, dialect)
+        return condition_sql(self.column, self.kind, cond, dialect)
+
+
+def column_field(name: str, column: Any, kind: Kind, **extra: Any) -> Field:
+    return Field(name=name, kind=kind, column=column, **extra)
+
+
+def name_or_id(
+    name: str,
+    foreign_key: Any,
+    *,
+    target_id: Any,
+    target_names: Sequence[Any],
+    description: str = "",
+) -> Field:
+    """A ``user``/``artifact``/``project``-style parameter: the operator applies to the
+    related row's id and to each of its name columns, joined by OR, and the row matches
+    when its ``foreign_key`` points at such a related row."""
+
+    def build(cond: Condition, dialect: str) -> ColumnElement[bool]:
+        from sqlalchemy import select
+
+        by_id = condition_sql(target_id, Kind.UUID, _as_uuid_condition(cond), dialect)
+        by_name = [condition_sql(col, Kind.STRING, cond, dialect) for col in target_names]
+        related = select(target_id).where(or_(by_id, *by_name))
+        return foreign_key.in_(related)  # type: ignore[no-any-return]
+
+    return Field(name=name, kind=Kind.STRING, build=build, description=description)
+
+
+def _as_uuid_condition(cond: Condition) -> Condition:
+    """The same condition read as a UUID condition (for the id side of name-or-id)."""
+    import uuid
+
+    from shared.listing.expressions import EQUALITY_OPS, LIST_OPS, ORDER_OPS, Op
+
+    if cond.op in EQUALITY_OPS:
+        try:
+            return Condition(cond.op, uuid.UUID(str(cond.value)))
+        except ValueError:
+            return Condition(cond.op, None)
+    if cond.op in LIST_OPS:
+        ids = []
+        for item in cond.value:
+            try:
+                ids.append(uuid.UUID(str(item)))
+            except ValueError:
+                continue
+        return Condition(cond.op, tuple(ids))
+    if cond.op in ORDER_OPS:
+        return Condition(Op.EQUALS, None)  # numbers never name an id
+    if cond.value is None:
+        return cond
+    return Condition(cond.op, str(cond.value).replace("-", "").lower())
+
+
+@dataclass(frozen=True)
+class SortKey:
+    """A ``sort_by`` key: a column or SQL expression (correlated subqueries allowed)."""
+
+    name: str
+    expression: Any
+
+
+@dataclass(frozen=True)
+class ListSpec:
+    """Everything the engine needs to list one resource."""
+
+    resource: str
+    id_column: Any
+    fields: Sequence[Field]
+    sort_keys: Sequence[SortKey]
+    default_sort: str = "created"
+    _by_name: Mapping[str, Field] = field(init=False, repr=False, compare=False)
+    _sorts: Mapping[str, SortKey] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_name", {f.name: f for f in self.fields})
+        object.__setattr__(self, "_sorts", {s.name: s for s in self.sort_keys})
+
+    def field(self, name: str) -> Field | None:
+        return self._by_name.get(name)
+
+    def sort_key(self, name: str) -> SortKey | None:
+        return self._sorts.get(name)
+
+    def query_model(self, *, extra: Mapping[str, Any] | None = None) -> type[BaseModel]:
+        """A pydantic model of every query parameter, for the OpenAPI document."""
+        fields: dict[str, Any] = {
+            "hydrate": (bool, False),
+            "sort_by": (str, PydanticField(default=self.default_sort)),
+            "logical_operator": (str, PydanticField(default="and", pattern="^(and|or)$")),
+            "page": (int, PydanticField(default=1, ge=1)),
+            "size": (int, PydanticField(default=20, ge=1, le=10000)),
+        }
+        for f in self.fields:
+            fields[f.name] = (
+                str | None,
+                PydanticField(default=None, description=f.description or f"{f.kind} filter"),
+            )
+        fields.update(extra or {})
+        name = "".join(part.title() for part in self.resource.split("_")) + "Filter"
+        model: type[BaseModel] = create_model(name, __config__=ConfigDict(extra="ignore"), **fields)
+        return model
