@@ -39,6 +39,7 @@ from shared.db import create_engine, create_sessionmaker
 from shared.errors import PlatformError
 from shared.health import health_routes
 from shared.http import create_http_client
+from shared.idempotency import IdempotencyMiddleware
 from shared.middleware import (
     AccessLogMiddleware,
     BodySizeLimitMiddleware,
@@ -230,6 +231,7 @@ def create_service_app(
             backend=JWTAuthBackend(cookie_name=settings.session_cookie_name, kinds=token_kinds),
             on_error=lambda conn, exc: _auth_error(exc),
         ),
+        Middleware(IdempotencyMiddleware),
     ]
     return Starlette(
         routes=all_routes,

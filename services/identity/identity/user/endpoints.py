@@ -1,11 +1,15 @@
-"""``/users``: what an admin needs to manage accounts (and activation by token)."""
+"""``/users``: what an admin needs to manage accounts (and activation by token).
+
+Other services may list users with their client-credentials token (to show a creator in
+``resources.user``); a service token may do nothing else here.
+"""
 
 from __future__ import annotations
 
 from starlette.requests import Request
 from starlette.responses import Response
 
-from identity.auth.endpoints import acting_user
+from identity.auth.endpoints import NO_STORE, acting_user
 from identity.models import User
 from identity.user.schemas import (
     UserListQuery,
@@ -16,6 +20,7 @@ from identity.user.schemas import (
     user_response,
 )
 from identity.user.service import UserService
+from shared.auth import TokenKind, require_principal
 from shared.db import transaction
 from shared.errors import Forbidden
 from shared.pagination import Page, total_pages
@@ -23,8 +28,20 @@ from shared.responses import render, render_null
 from shared.routing import ApiRoute, api_route, parse_json, parse_query
 
 
+def _is_service(request: Request) -> bool:
+    return require_principal(request).kind == TokenKind.SERVICE
+
+
+async def _actor(request: Request, users: UserService) -> User:
+    """The acting user; a service token is refused with 403 (it is valid, but may only
+    list users), not 401, which would make the service fetch a new token and retry."""
+    if _is_service(request):
+        raise Forbidden("A service token may only list users.")
+    return await acting_user(request, users)
+
+
 async def _admin(request: Request, users: UserService) -> User:
-    actor = await acting_user(request, users)
+    actor = await _actor(request, users)
     if not actor.is_admin:
         raise Forbidden("Only admins can manage other accounts.")
     return actor
@@ -36,8 +53,10 @@ async def create(request: Request) -> Response:
         users = UserService(session)
         await _admin(request, users)
         created = await users.create(body)
+    # The activation token is shown once: never cached, never kept for an idempotent replay.
     return render(
-        user_response(created.user, hydrate=True, activation_token=created.activation_token)
+        user_response(created.user, hydrate=True, activation_token=created.activation_token),
+        headers=NO_STORE,
     )
 
 
@@ -45,7 +64,8 @@ async def list_users(request: Request) -> Response:
     query = parse_query(request, UserListQuery)
     async with transaction(request) as session:
         users = UserService(session)
-        await _admin(request, users)
+        if not _is_service(request):
+            await _admin(request, users)
         total, items = await users.list(query)
     return render(
         Page[UserResponse](
@@ -62,7 +82,7 @@ async def get(request: Request) -> Response:
     query = parse_query(request, UserQuery)
     async with transaction(request) as session:
         users = UserService(session)
-        actor = await acting_user(request, users)
+        actor = await _actor(request, users)
         user = await users.get(request.path_params["user_name_or_id"])
         if user.id != actor.id and not actor.is_admin:
             raise Forbidden("Only admins can read other accounts.")
@@ -73,7 +93,7 @@ async def update(request: Request) -> Response:
     body = await parse_json(request, UserUpdate)
     async with transaction(request) as session:
         users = UserService(session, request.state.revocations)
-        actor = await acting_user(request, users)
+        actor = await _actor(request, users)
         user = await users.get(request.path_params["user_name_or_id"])
         if user.id != actor.id and not actor.is_admin:
             raise Forbidden("Only admins can update other accounts.")
@@ -89,7 +109,7 @@ async def deactivate(request: Request) -> Response:
         if user.id == actor.id:
             raise Forbidden("An account cannot deactivate itself.")
         token = await users.deactivate(user)
-    return render(user_response(user, hydrate=True, activation_token=token))
+    return render(user_response(user, hydrate=True, activation_token=token), headers=NO_STORE)
 
 
 async def activate(request: Request) -> Response:

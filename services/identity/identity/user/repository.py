@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from sqlalchemy import func
@@ -35,9 +35,18 @@ class UserRepository:
         return int((await self.session.exec(query)).one())
 
     async def page(
-        self, filters: Mapping[str, Any], *, sort: str, descending: bool, offset: int, limit: int
+        self,
+        filters: Mapping[str, Any],
+        *,
+        sort: str,
+        descending: bool,
+        offset: int,
+        limit: int,
+        ids: Collection[uuid.UUID] | None = None,
     ) -> tuple[int, list[User]]:
         conditions = [getattr(User, name) == value for name, value in filters.items()]
+        if ids is not None:
+            conditions.append(col(User.id).in_(list(ids)))
         total_query = select(func.count()).select_from(User).where(*conditions)
         total = int((await self.session.exec(total_query)).one())
         column = col(getattr(User, sort))

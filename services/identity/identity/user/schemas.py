@@ -95,7 +95,8 @@ class UserQuery(BaseModel):
 
 
 class UserListQuery(BaseModel):
-    """Paging plus plain-value filters on the user's own columns."""
+    """Paging, plain-value filters on the user's own columns, and ``id``: a UUID or the
+    reference's ``oneof:["<uuid>", …]`` (how services fetch many users in one call)."""
 
     hydrate: bool = False
     sort_by: str = "created"
@@ -105,6 +106,7 @@ class UserListQuery(BaseModel):
     full_name: str | None = None
     email: str | None = None
     active: bool | None = None
+    id: str | None = None
 
 
 def user_response(

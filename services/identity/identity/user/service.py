@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import logging
 import secrets
+import uuid
 from dataclasses import dataclass
 
 from sqlmodel.ext.asyncio.session import AsyncSession
@@ -20,6 +22,10 @@ from shared.errors import BadRequest, Conflict, Forbidden, NotFound, Unprocessab
 from shared.pagination import check_page
 
 logger = logging.getLogger(__name__)
+
+MAX_ID_FILTER = 10000
+"""The most ids one ``id=oneof:[…]`` filter may name."""
+_ONEOF = "oneof:"
 
 
 class UserNotFound(NotFound):
@@ -52,6 +58,33 @@ def new_activation_token() -> tuple[str, str]:
     return token, _token_hash(token)
 
 
+def parse_id_filter(value: str) -> list[uuid.UUID]:
+    """The ids an ``id`` filter names: one UUID, or ``oneof:["<uuid>", …]`` with at most
+    :data:`MAX_ID_FILTER` of them (422 in the reference's filter shape otherwise).
+
+    Only these two forms of the reference's filter syntax, until the generic list engine
+    takes over.
+    """
+    text = value.strip()
+    if not text.startswith(_ONEOF):
+        try:
+            return [uuid.UUID(text)]
+        except ValueError:
+            raise Unprocessable(f"Invalid id filter '{value}': expected a UUID.") from None
+    try:
+        items = json.loads(text.removeprefix(_ONEOF))
+    except (ValueError, RecursionError):
+        items = None
+    if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
+        raise Unprocessable('The oneof id filter takes a JSON list of UUIDs: oneof:["<uuid>"].')
+    if len(items) > MAX_ID_FILTER:
+        raise Unprocessable(f"The oneof id filter takes at most {MAX_ID_FILTER} ids.")
+    try:
+        return [uuid.UUID(item) for item in items]
+    except ValueError:
+        raise Unprocessable("Every id in the oneof id filter must be a UUID.") from None
+
+
 @dataclass
 class Created:
     user: User
@@ -78,12 +111,14 @@ class UserService:
             for name in ("name", "full_name", "email", "active")
             if getattr(query, name) is not None
         }
+        ids = parse_id_filter(query.id) if query.id is not None else None
+        descending = direction == "desc"
         total, _ = await self.repository.page(
-            filters, sort=column, descending=direction == "desc", offset=0, limit=0
+            filters, sort=column, descending=descending, offset=0, limit=0, ids=ids
         )
         offset = check_page(query.page, query.size, total)
         return await self.repository.page(
-            filters, sort=column, descending=direction == "desc", offset=offset, limit=query.size
+            filters, sort=column, descending=descending, offset=offset, limit=query.size, ids=ids
         )
 
     async def create(self, request: UserRequest) -> Created:

@@ -1,0 +1,168 @@
+"""Service tokens on ``/users``: they may list users (with the ``id`` filter other services
+use to fetch creators in one call) and do nothing else."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import httpx
+import pytest
+
+from identity.user.service import MAX_ID_FILTER, parse_id_filter
+from shared.errors import Unprocessable
+from tests.identity.conftest import ADMIN, TRACKING_SECRET, Login, bearer
+
+PASSWORD = "a long enough password"
+
+
+@pytest.fixture
+async def service_token(identity: httpx.AsyncClient) -> str:
+    response = await identity.post(
+        "/api/v1/login",
+        data={
+            "grant_type": "client_credentials",
+            "client_id": "tracking",
+            "client_secret": TRACKING_SECRET,
+        },
+    )
+    assert response.status_code == 200, response.text
+    token: str = response.json()["access_token"]
+    return token
+
+
+async def _create(identity: httpx.AsyncClient, admin: str, name: str) -> str:
+    response = await identity.post(
+        "/api/v1/users",
+        json={"name": name, "is_admin": False, "password": PASSWORD, "active": True},
+        headers=bearer(admin),
+    )
+    assert response.status_code == 200, response.text
+    user_id: str = response.json()["id"]
+    return user_id
+
+
+def oneof(*ids: object) -> str:
+    return "oneof:" + json.dumps([str(i) for i in ids])
+
+
+async def test_service_token_lists_users_by_ids(
+    identity: httpx.AsyncClient, login: Login, service_token: str
+):
+    admin = await login()
+    alice = await _create(identity, admin, "alice")
+    await _create(identity, admin, "bob")
+    carol = await _create(identity, admin, "carol")
+
+    response = await identity.get(
+        "/api/v1/users",
+        params={"id": oneof(alice, carol, uuid.uuid4())},
+        headers=bearer(service_token),
+    )
+
+    assert response.status_code == 200
+    page = response.json()
+    assert page["total"] == 2
+    assert {item["name"] for item in page["items"]} == {"alice", "carol"}
+    assert all(item["metadata"] is None for item in page["items"])
+
+
+async def test_service_token_lists_all_users_without_a_filter(
+    identity: httpx.AsyncClient, service_token: str
+):
+    response = await identity.get("/api/v1/users", headers=bearer(service_token))
+    assert response.status_code == 200
+    assert [item["name"] for item in response.json()["items"]] == [ADMIN]
+
+
+async def test_admin_may_use_the_id_filter_too(identity: httpx.AsyncClient, login: Login):
+    admin = await login()
+    alice = await _create(identity, admin, "alice")
+
+    single = await identity.get("/api/v1/users", params={"id": alice}, headers=bearer(admin))
+    empty = await identity.get("/api/v1/users", params={"id": "oneof:[]"}, headers=bearer(admin))
+
+    assert [item["id"] for item in single.json()["items"]] == [alice]
+    assert empty.json()["total"] == 0
+
+
+async def test_non_admin_user_still_cannot_list_users(identity: httpx.AsyncClient, login: Login):
+    await _create(identity, await login(), "alice")
+    response = await identity.get("/api/v1/users", headers=bearer(await login("alice", PASSWORD)))
+    assert response.status_code == 403
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        'oneof:["not-a-uuid"]',
+        "oneof:not-a-list",
+        'oneof:{"a": 1}',
+        "oneof:[1, 2]",
+        "oneof:" + "[" * 5000,
+        "not-a-uuid",
+    ],
+)
+async def test_malformed_id_filter_is_422(
+    identity: httpx.AsyncClient, service_token: str, value: str
+):
+    response = await identity.get(
+        "/api/v1/users", params={"id": value}, headers=bearer(service_token)
+    )
+    assert response.status_code == 422
+    assert response.json()["detail"][0] == "ValueError"
+
+
+def test_id_filter_takes_at_most_10000_ids():
+    # Checked on the parser: a URL with 10000 ids (~450 KB) is past what HTTP clients and
+    # gateways carry, so the bound only matters for requests that get that far.
+    ids = [uuid.uuid4() for _ in range(MAX_ID_FILTER + 1)]
+    assert parse_id_filter(oneof(*ids[:-1])) == ids[:-1]
+    with pytest.raises(Unprocessable, match="10000"):
+        parse_id_filter(oneof(*ids))
+
+
+async def test_a_thousand_ids_fit_in_one_call(identity: httpx.AsyncClient, service_token: str):
+    response = await identity.get(
+        "/api/v1/users",
+        params={"id": oneof(*(uuid.uuid4() for _ in range(1000))), "size": 1000},
+        headers=bearer(service_token),
+    )
+    assert response.status_code == 200
+    assert response.json()["total"] == 0
+
+
+async def test_service_token_cannot_create_users(identity: httpx.AsyncClient, service_token: str):
+    response = await identity.post(
+        "/api/v1/users",
+        json={"name": "mallory", "is_admin": True, "password": PASSWORD},
+        headers=bearer(service_token),
+    )
+    assert response.status_code == 403
+    assert response.json()["detail"][0] == "IllegalOperationError"
+
+
+@pytest.mark.parametrize(
+    ("method", "suffix", "body"),
+    [
+        ("GET", "", None),
+        ("PUT", "", {"full_name": "Changed"}),
+        ("PUT", "/deactivate", None),
+        ("DELETE", "", None),
+    ],
+)
+async def test_service_token_cannot_touch_one_user(
+    identity: httpx.AsyncClient,
+    login: Login,
+    service_token: str,
+    method: str,
+    suffix: str,
+    body: dict[str, str] | None,
+):
+    alice = await _create(identity, await login(), "alice")
+    response = await identity.request(
+        method, f"/api/v1/users/{alice}{suffix}", json=body, headers=bearer(service_token)
+    )
+    assert response.status_code == 403
+    assert response.json()["detail"][0] == "IllegalOperationError"
+    assert await login("alice", PASSWORD)
