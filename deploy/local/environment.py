@@ -80,6 +80,8 @@ def service_environment(
     for source in _sources(stack, service):
         settings |= source.env
         settings |= {k: launcher_environ[k] for k in source.passthrough if k in launcher_environ}
+    # Paths in stack.toml may name the stack's data folder as {data_dir}.
+    settings = {k: v.replace("{data_dir}", str(options.data_dir)) for k, v in settings.items()}
     prefix = service.env_prefix or owner.env_prefix
     env = {k: v for k, v in launcher_environ.items() if k in SYSTEM_VARIABLES}
     env["PYTHONUNBUFFERED"] = "1"  # lines reach the terminal as they are written

@@ -14,6 +14,7 @@ import pytest
 from pydantic import SecretStr
 
 from identity.app import create_app
+from shared.errors import ServiceUnavailable
 from shared.http import ServiceTokenAuth
 from shared.settings import ServiceSettings
 from shared.users import BATCH_SIZE, UserDirectory, UserResponse, create_user_directory
@@ -296,3 +297,29 @@ def test_nested_user_renders_metadata_and_resources_as_null():
     assert dumped["permission_denied"] is False
     assert dumped["body"]["created"] == "2026-01-02T03:04:05.123456"
     assert dumped["body"]["activation_token"] is None
+
+
+async def test_find_ids_matches_names_and_full_names_with_filter_syntax(
+    admin: httpx.AsyncClient, wire: Wire
+):
+    alice = await create_user(admin, "alice")
+    alfred = await create_user(admin, "fred", full_name="Alfred Smith")
+    await create_user(admin, "bob")
+    users = directory(wire)
+    assert await users.find_ids("startswith:al") == {alice, alfred}
+    assert await users.find_ids("alice") == {alice}
+    assert await users.find_ids("contains:nobody") == set()
+
+
+async def test_find_ids_pages_through_every_match(
+    admin: httpx.AsyncClient, wire: Wire, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr("shared.users.FIND_PAGE_SIZE", 2)
+    made = {await create_user(admin, f"bulk{i}") for i in range(5)}
+    assert await directory(wire).find_ids("startswith:bulk") == made
+
+
+async def test_find_ids_fails_closed_when_identity_is_down(wire: Wire):
+    wire.outage.down = True
+    with pytest.raises(ServiceUnavailable):
+        await directory(wire).find_ids("alice")

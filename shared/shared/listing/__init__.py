@@ -7,11 +7,12 @@ from shared.listing.engine import (
     fetch_page,
     page_of,
     parse_list,
+    read_list,
     resolve_sort,
     where_clause,
 )
 from shared.listing.expressions import Condition, FilterError, Kind, Op, parse
-from shared.listing.spec import Field, ListSpec, SortKey, column_field, name_or_id
+from shared.listing.spec import Field, ListSpec, Lookup, SortKey, column_field, name_or_id
 
 __all__ = [
     "Condition",
@@ -22,6 +23,7 @@ __all__ = [
     "ListSpec",
     "Listing",
     "LogicalOperator",
+    "Lookup",
     "Op",
     "SortKey",
     "column_field",
@@ -30,6 +32,7 @@ __all__ = [
     "page_of",
     "parse",
     "parse_list",
+    "read_list",
     "resolve_sort",
     "where_clause",
 ]

@@ -16,8 +16,9 @@ direction, so pages are stable.
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any, TypeVar
 
@@ -30,8 +31,9 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from starlette.requests import Request
 
 from shared.errors import RequestValidationFailed
-from shared.listing.expressions import Condition, FilterError, parse
-from shared.listing.spec import COMMON_PARAMS, Field, ListSpec, SortKey
+from shared.listing.expressions import Condition, FilterError, Kind, parse
+from shared.listing.spec import COMMON_PARAMS, Field, ListSpec, SortKey, as_uuid_condition
+from shared.listing.sql import condition_sql
 from shared.pagination import MAX_PAGE_SIZE, Page, check_page, total_pages
 from shared.routing import parse_query
 
@@ -110,6 +112,29 @@ def parse_list(request: Request, spec: ListSpec) -> Listing:
         sort=sort,
         descending=descending,
     )
+
+
+async def read_list(request: Request, spec: ListSpec) -> Listing:
+    """:func:`parse_list`, then every lookup answered: a condition on a field with a
+    ``lookup`` becomes "the id matches, or the related row is one of those found"."""
+    listing = parse_list(request, spec)
+    if not any(f.lookup for f, _ in listing.conditions):
+        return listing
+    conditions: list[tuple[Field, Condition]] = []
+    for field, cond in listing.conditions:
+        if field.lookup is not None:
+            found = tuple(await field.lookup(request, cond))
+            field = _resolved(field, cond, found)
+        conditions.append((field, cond))
+    return replace(listing, conditions=conditions)
+
+
+def _resolved(field: Field, cond: Condition, found: tuple[uuid.UUID, ...]) -> Field:
+    def build(_cond: Condition, dialect: str) -> ColumnElement[bool]:
+        by_id = condition_sql(field.column, Kind.UUID, as_uuid_condition(cond), dialect)
+        return or_(by_id, field.column.in_(found)) if found else by_id
+
+    return Field(name=field.name, kind=field.kind, column=field.column, build=build)
 
 
 def where_clause(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum, StrEnum
 from typing import Any
 
@@ -74,6 +74,8 @@ class Condition:
 
     op: Op
     value: Any
+    # The text it was parsed from, for passing the same filter on to another service.
+    raw: str = field(default="", compare=False)
 
 
 def split(raw: str) -> tuple[Op, str]:
@@ -180,12 +182,12 @@ def parse(raw: str, kind: Kind, enum: type[Enum] | None = None) -> Condition:
     if op in NULL_OPS:
         if text:
             raise FilterError(f"'{op}:' takes no value.")
-        return Condition(op, None)
+        return Condition(op, None, raw)
     if op in LIST_OPS:
-        return Condition(op, tuple(_scalar(kind, op, item, enum) for item in _list(text)))
+        return Condition(op, tuple(_scalar(kind, op, item, enum) for item in _list(text)), raw)
     if op is Op.IN:
         start, sep, end = text.partition(",")
         if not sep:
             raise FilterError("'in:' takes two datetimes separated by a comma.")
-        return Condition(op, (parse_datetime(start), parse_datetime(end)))
-    return Condition(op, _scalar(kind, op, text, enum))
+        return Condition(op, (parse_datetime(start), parse_datetime(end)), raw)
+    return Condition(op, _scalar(kind, op, text, enum), raw)

@@ -8,7 +8,8 @@ the spec.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import uuid
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -17,12 +18,15 @@ from pydantic import BaseModel, ConfigDict, create_model
 from pydantic import Field as PydanticField
 from sqlalchemy import or_
 from sqlalchemy.sql.elements import ColumnElement
+from starlette.requests import HTTPConnection
 
 from shared.listing.expressions import Condition, Kind
 from shared.listing.sql import condition_sql
 
 # Builds the WHERE clause of one condition for a field: (condition, dialect name) -> SQL.
 Builder = Callable[[Condition, str], ColumnElement[bool]]
+# Finds, elsewhere (another service), the ids of the related rows a condition matches.
+Lookup = Callable[[HTTPConnection, Condition], Awaitable[Collection[uuid.UUID]]]
 
 COMMON_PARAMS = frozenset({"hydrate", "sort_by", "logical_operator", "page", "size"})
 
@@ -32,8 +36,10 @@ class Field:
     """A filterable query parameter.
 
     By default the condition applies to ``column``. ``build`` replaces that for values
-    reached another way (an EXISTS over tags, a name-or-id lookup). ``description`` goes
-    into the OpenAPI document.
+    reached another way (an EXISTS over tags, a name-or-id lookup). ``lookup`` is for a
+    name-or-id parameter whose names live in another service: the condition applies to
+    ``column`` (the related id) or to the names, which ``lookup`` matches remotely
+    (see :func:`shared.listing.read_list`). ``description`` goes into the OpenAPI document.
     """
 
     name: str
@@ -41,6 +47,7 @@ class Field:
     column: Any = None
     enum: type[Enum] | None = None
     build: Builder | None = None
+    lookup: Lookup | None = None
     description: str = ""
 
     def sql(self, cond: Condition, dialect: str) -> ColumnElement[bool]:
@@ -68,7 +75,7 @@ def name_or_id(
     def build(cond: Condition, dialect: str) -> ColumnElement[bool]:
         from sqlalchemy import select
 
-        by_id = condition_sql(target_id, Kind.UUID, _as_uuid_condition(cond), dialect)
+        by_id = condition_sql(target_id, Kind.UUID, as_uuid_condition(cond), dialect)
         by_name = [condition_sql(col, Kind.STRING, cond, dialect) for col in target_names]
         related = select(target_id).where(or_(by_id, *by_name))
         return foreign_key.in_(related)  # type: ignore[no-any-return]
@@ -76,7 +83,7 @@ def name_or_id(
     return Field(name=name, kind=Kind.STRING, build=build, description=description)
 
 
-def _as_uuid_condition(cond: Condition) -> Condition:
+def as_uuid_condition(cond: Condition) -> Condition:
     """The same condition read as a UUID condition (for the id side of name-or-id)."""
     import uuid
 

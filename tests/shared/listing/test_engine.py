@@ -14,6 +14,8 @@ from starlette.requests import Request
 from shared.db import create_engine, create_sessionmaker, session_scope
 from shared.errors import RequestValidationFailed
 from shared.listing import (
+    Condition,
+    Field,
     Kind,
     ListSpec,
     LogicalOperator,
@@ -23,6 +25,7 @@ from shared.listing import (
     fetch_page,
     name_or_id,
     parse_list,
+    read_list,
 )
 from shared.listing.sql import escape_like
 from tests.shared.listing.test_engine_properties import FIELDS, SPEC
@@ -214,3 +217,41 @@ def test_spec_query_model_documents_every_filter():
     model = SPEC.query_model()
     assert set(FIELDS) <= set(model.model_fields)
     assert model.model_fields["size"].metadata  # bounds are in the schema
+
+
+async def _owners_named_like(_connection: object, cond: Condition) -> set[uuid.UUID]:
+    # Stands in for a lookup in another service: the owners whose name matches.
+    return {
+        oid
+        for oid, name in ((ANN, "ann"), (BOB, "bob"))
+        if cond.raw in (name, f"startswith:{name[0]}")
+    }
+
+
+REMOTE_PETS = ListSpec(
+    resource="pet",
+    id_column=pets.c.id,
+    fields=[
+        Field(name="owner", kind=Kind.STRING, column=pets.c.owner_id, lookup=_owners_named_like)
+    ],
+    sort_keys=[SortKey("name", pets.c.name), SortKey("created", pets.c.name)],
+)
+
+
+async def remote_names(engine: AsyncEngine, *pairs: tuple[str, str]) -> list[str]:
+    listing = await read_list(request(*pairs, ("sort_by", "name")), REMOTE_PETS)
+    async with session_scope(create_sessionmaker(engine), write=False) as session:
+        _total, rows = await fetch_page(session, REMOTE_PETS, listing, select(pets))
+    return [row.name for row in rows]
+
+
+async def test_lookup_matches_names_found_elsewhere(engine):
+    assert await remote_names(engine, ("owner", "ann")) == ["rex", "tom"]
+
+
+async def test_lookup_condition_also_matches_the_id_here(engine):
+    assert await remote_names(engine, ("owner", str(BOB))) == ["a_b", "axb", "kit"]
+
+
+async def test_lookup_that_finds_nothing_matches_nothing(engine):
+    assert await remote_names(engine, ("owner", "carol")) == []

@@ -11,8 +11,8 @@ from starlette.responses import Response
 
 from identity.auth.endpoints import NO_STORE, acting_user
 from identity.models import User
+from identity.user.repository import USERS
 from identity.user.schemas import (
-    UserListQuery,
     UserQuery,
     UserRequest,
     UserResponse,
@@ -23,7 +23,8 @@ from identity.user.service import UserService
 from shared.auth import TokenKind, require_principal
 from shared.db import transaction
 from shared.errors import Forbidden
-from shared.pagination import Page, total_pages
+from shared.listing import page_of, parse_list
+from shared.pagination import Page
 from shared.responses import render, render_null
 from shared.routing import ApiRoute, api_route, parse_json, parse_query
 
@@ -61,20 +62,14 @@ async def create(request: Request) -> Response:
 
 
 async def list_users(request: Request) -> Response:
-    query = parse_query(request, UserListQuery)
+    listing = parse_list(request, USERS)
     async with transaction(request) as session:
         users = UserService(session)
         if not _is_service(request):
             await _admin(request, users)
-        total, items = await users.list(query)
+        total, items = await users.list(listing)
     return render(
-        Page[UserResponse](
-            index=query.page,
-            max_size=query.size,
-            total=total,
-            total_pages=total_pages(total, query.size),
-            items=[user_response(u, hydrate=query.hydrate) for u in items],
-        )
+        page_of(listing, total, [user_response(u, hydrate=listing.hydrate) for u in items])
     )
 
 
@@ -141,7 +136,7 @@ def routes() -> list[ApiRoute]:
             method="GET",
             summary="List Users",
             tags=tags,
-            query=UserListQuery,
+            query=USERS.query_model(),
             response=Page[UserResponse],
             errors=(400, 403),
         ),

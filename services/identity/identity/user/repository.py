@@ -1,16 +1,31 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection, Mapping
-from typing import Any
 
 from sqlalchemy import func
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from identity.models import User
+from shared.listing import Kind, Listing, ListSpec, SortKey, column_field, fetch_page
 
-SORTABLE = {"created", "updated", "name", "full_name", "email", "active", "id"}
+USERS = ListSpec(
+    resource="user",
+    id_column=col(User.id),
+    fields=[
+        column_field("id", col(User.id), Kind.UUID),
+        column_field("created", col(User.created), Kind.DATETIME),
+        column_field("updated", col(User.updated), Kind.DATETIME),
+        column_field("name", col(User.name), Kind.STRING),
+        column_field("full_name", col(User.full_name), Kind.STRING),
+        column_field("email", col(User.email), Kind.STRING),
+        column_field("active", col(User.active), Kind.BOOL),
+    ],
+    sort_keys=[
+        SortKey(name, col(getattr(User, name)))
+        for name in ("created", "updated", "id", "name", "full_name", "email", "active")
+    ],
+)
 
 
 class UserRepository:
@@ -34,28 +49,11 @@ class UserRepository:
         query = select(func.count()).select_from(User).where(col(User.is_admin), col(User.active))
         return int((await self.session.exec(query)).one())
 
-    async def page(
-        self,
-        filters: Mapping[str, Any],
-        *,
-        sort: str,
-        descending: bool,
-        offset: int,
-        limit: int,
-        ids: Collection[uuid.UUID] | None = None,
-    ) -> tuple[int, list[User]]:
-        conditions = [getattr(User, name) == value for name, value in filters.items()]
-        if ids is not None:
-            conditions.append(col(User.id).in_(list(ids)))
-        total_query = select(func.count()).select_from(User).where(*conditions)
-        total = int((await self.session.exec(total_query)).one())
-        column = col(getattr(User, sort))
-        order = [column.desc(), col(User.id).desc()] if descending else [column, col(User.id)]
-        query = select(User).where(*conditions).order_by(*order).offset(offset).limit(limit)
-        return total, list((await self.session.exec(query)).all())
-
     def add(self, user: User) -> None:
         self.session.add(user)
 
     async def delete(self, user: User) -> None:
         await self.session.delete(user)
+
+    async def list(self, listing: Listing) -> tuple[int, list[User]]:
+        return await fetch_page(self.session, USERS, listing, select(User))

@@ -94,21 +94,6 @@ class UserQuery(BaseModel):
     hydrate: bool = True
 
 
-class UserListQuery(BaseModel):
-    """Paging, plain-value filters on the user's own columns, and ``id``: a UUID or the
-    reference's ``oneof:["<uuid>", …]`` (how services fetch many users in one call)."""
-
-    hydrate: bool = False
-    sort_by: str = "created"
-    page: int = Field(default=1, ge=1)
-    size: int = Field(default=20, ge=1, le=10000)
-    name: str | None = None
-    full_name: str | None = None
-    email: str | None = None
-    active: bool | None = None
-    id: str | None = None
-
-
 def user_response(
     user: User, *, hydrate: bool, activation_token: str | None = None
 ) -> UserResponse:

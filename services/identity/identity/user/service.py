@@ -4,28 +4,22 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import logging
 import secrets
-import uuid
 from dataclasses import dataclass
 
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from identity.models import User
 from identity.passwords import MIN_PASSWORD_LENGTH, hash_password, verify_password
-from identity.user.repository import SORTABLE, UserRepository
-from identity.user.schemas import UserListQuery, UserRequest, UserUpdate
+from identity.user.repository import UserRepository
+from identity.user.schemas import UserRequest, UserUpdate
 from shared.auth import RevocationList
 from shared.db import utcnow
-from shared.errors import BadRequest, Conflict, Forbidden, NotFound, Unprocessable
-from shared.pagination import check_page
+from shared.errors import BadRequest, Conflict, Forbidden, NotFound
+from shared.listing import Listing
 
 logger = logging.getLogger(__name__)
-
-MAX_ID_FILTER = 10000
-"""The most ids one ``id=oneof:[…]`` filter may name."""
-_ONEOF = "oneof:"
 
 
 class UserNotFound(NotFound):
@@ -58,33 +52,6 @@ def new_activation_token() -> tuple[str, str]:
     return token, _token_hash(token)
 
 
-def parse_id_filter(value: str) -> list[uuid.UUID]:
-    """The ids an ``id`` filter names: one UUID, or ``oneof:["<uuid>", …]`` with at most
-    :data:`MAX_ID_FILTER` of them (422 in the reference's filter shape otherwise).
-
-    Only these two forms of the reference's filter syntax, until the generic list engine
-    takes over.
-    """
-    text = value.strip()
-    if not text.startswith(_ONEOF):
-        try:
-            return [uuid.UUID(text)]
-        except ValueError:
-            raise Unprocessable(f"Invalid id filter '{value}': expected a UUID.") from None
-    try:
-        items = json.loads(text.removeprefix(_ONEOF))
-    except (ValueError, RecursionError):
-        items = None
-    if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
-        raise Unprocessable('The oneof id filter takes a JSON list of UUIDs: oneof:["<uuid>"].')
-    if len(items) > MAX_ID_FILTER:
-        raise Unprocessable(f"The oneof id filter takes at most {MAX_ID_FILTER} ids.")
-    try:
-        return [uuid.UUID(item) for item in items]
-    except ValueError:
-        raise Unprocessable("Every id in the oneof id filter must be a UUID.") from None
-
-
 @dataclass
 class Created:
     user: User
@@ -102,24 +69,8 @@ class UserService:
             raise UserNotFound(name_or_id)
         return user
 
-    async def list(self, query: UserListQuery) -> tuple[int, list[User]]:
-        direction, _, column = query.sort_by.rpartition(":")
-        if column not in SORTABLE or direction not in ("", "asc", "desc"):
-            raise Unprocessable("You can only sort by valid fields of this resource")
-        filters = {
-            name: getattr(query, name)
-            for name in ("name", "full_name", "email", "active")
-            if getattr(query, name) is not None
-        }
-        ids = parse_id_filter(query.id) if query.id is not None else None
-        descending = direction == "desc"
-        total, _ = await self.repository.page(
-            filters, sort=column, descending=descending, offset=0, limit=0, ids=ids
-        )
-        offset = check_page(query.page, query.size, total)
-        return await self.repository.page(
-            filters, sort=column, descending=descending, offset=offset, limit=query.size, ids=ids
-        )
+    async def list(self, listing: Listing) -> tuple[int, list[User]]:
+        return await self.repository.list(listing)
 
     async def create(self, request: UserRequest) -> Created:
         if await self.repository.by_name(request.name) is not None:
