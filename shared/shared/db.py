@@ -71,7 +71,14 @@ def create_engine(url: str, *, pool_size: int = 10, echo: bool = False) -> Async
             from pathlib import Path
 
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_async_engine(url, echo=echo, poolclass=NullPool)
+        if parsed.database in (None, "", ":memory:"):
+            engine = create_async_engine(url, echo=echo, poolclass=NullPool)
+        else:
+            # Pooled: opening a SQLite connection (a thread, the file, the pragmas) costs
+            # more than most queries. Writers still take turns on the database's lock.
+            engine = create_async_engine(
+                url, echo=echo, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=False
+            )
         event.listen(engine.sync_engine, "connect", _sqlite_connect)
         event.listen(engine.sync_engine, "begin", _sqlite_begin)
         return engine

@@ -8,14 +8,9 @@ that nothing it started is left.
 from __future__ import annotations
 
 import base64
-import contextlib
-import json
-import os
-import random
 import secrets
 import signal
 import subprocess
-import sys
 import time
 import tomllib
 from collections.abc import Iterator
@@ -24,7 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.processes import LaunchedStack, live_processes, port_free
+from tests.support.processes import LaunchedStack, StackStartError, launch_stack, live_processes
 
 pytestmark = pytest.mark.e2e
 
@@ -37,66 +32,19 @@ START_TIMEOUT = 60.0
 STOP_TIMEOUT = 20.0
 
 
-def _pick_ports() -> tuple[int, dict[str, int]]:
-    """A port offset with every internal port free, and two free gateway ports."""
-    internal = [STACK["valkey"]["port"], *(s["port"] for s in WEB_SERVICES)]
-    for _ in range(200):
-        offset = random.randrange(20000, 50000, 10)
-        gateway = {e["name"]: e["port"] + offset + 3 for e in STACK["entrypoint"]}
-        ports = [p + offset for p in internal] + list(gateway.values())
-        if len(set(ports)) == len(ports) and all(port_free(p) for p in ports):
-            return offset, gateway
-    raise AssertionError("no free port range for the stack")
-
-
-def _wait_for_gateway(stack: LaunchedStack) -> None:
-    deadline = time.monotonic() + START_TIMEOUT
-    with httpx.Client(timeout=2.0, trust_env=False) as client:
-        while time.monotonic() < deadline:
-            if stack.process.poll() is not None:
-                pytest.fail(
-                    f"the launcher exited with {stack.process.returncode}:\n{stack.log_tail()}"
-                )
-            try:
-                if client.get(stack.url("platform", "/health")).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.25)
-    pytest.fail(f"the gateway did not answer within {START_TIMEOUT}s:\n{stack.log_tail()}")
-
-
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LaunchedStack]:
     data_dir = tmp_path_factory.mktemp("stack")
-    log = data_dir.parent / "launcher.log"
-    offset, ports = _pick_ports()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("STACK_")}
-    env["DEFAULT_ADMIN_PASSWORD"] = ADMIN_PASSWORD
-    argv = [sys.executable, "-m", "deploy.local", "--data-dir", str(data_dir),
-            "--port-offset", str(offset)]  # fmt: skip
-    argv += [arg for name, port in ports.items() for arg in (f"--{name}-port", str(port))]
-    with log.open("wb") as output:
-        process = subprocess.Popen(
-            argv, cwd=REPO_ROOT, env=env, stdout=output, stderr=subprocess.STDOUT
-        )
-    running = LaunchedStack(process, data_dir, log, ports, children={})
     try:
-        _wait_for_gateway(running)
-        pids = json.loads((data_dir / "run" / "processes.json").read_text())
-        running.children = pids["children"]
-        yield running
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        for pid in running.children.values():
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pid, signal.SIGKILL)
+        with launch_stack(
+            data_dir,
+            admin_password=ADMIN_PASSWORD,
+            start_timeout=START_TIMEOUT,
+            stop_timeout=STOP_TIMEOUT,
+        ) as running:
+            yield running
+    except StackStartError as exc:
+        pytest.fail(str(exc), pytrace=False)
 
 
 @pytest.fixture

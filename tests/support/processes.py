@@ -2,10 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import random
+import signal
 import socket
 import subprocess
+import sys
+import time
+import tomllib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+import httpx
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+STACK_FILE = REPO_ROOT / "deploy" / "stack.toml"
 
 
 @dataclass
@@ -55,3 +69,96 @@ def port_free(port: int) -> bool:
         except OSError:
             return False
     return True
+
+
+class StackStartError(RuntimeError):
+    """The launched stack did not come up; the message carries the launcher's last lines."""
+
+
+def pick_stack_ports(stack_file: Path = STACK_FILE) -> tuple[int, dict[str, int]]:
+    """A port offset with every internal port free, and one free gateway port per entrypoint.
+
+    Read directly from ``stack.toml`` (not through ``deploy.config``): callers drive the
+    launcher as a user would.
+    """
+    stack = tomllib.loads(stack_file.read_text())
+    web = [s for s in stack["service"] if s["kind"] == "web"]
+    internal = [stack["valkey"]["port"], *(s["port"] for s in web)]
+    for _ in range(200):
+        offset = random.randrange(20000, 50000, 10)
+        gateway = {e["name"]: e["port"] + offset + 3 for e in stack["entrypoint"]}
+        ports = [p + offset for p in internal] + list(gateway.values())
+        if len(set(ports)) == len(ports) and all(port_free(p) for p in ports):
+            return offset, gateway
+    raise StackStartError("no free port range for the stack")
+
+
+@contextlib.contextmanager
+def launch_stack(
+    data_dir: Path,
+    *,
+    admin_password: str,
+    log: Path | None = None,
+    start_timeout: float = 90.0,
+    stop_timeout: float = 20.0,
+    extra_env: Mapping[str, str] | None = None,
+) -> Iterator[LaunchedStack]:
+    """Run ``python -m deploy.local`` on shifted ports with ``data_dir``; stop it on exit.
+
+    Waits until the platform entrypoint answers ``/health`` (the launcher starts the gateway
+    last, so the whole stack is up then). Raises :class:`StackStartError` with the log's tail
+    otherwise. On exit: SIGTERM, SIGKILL after ``stop_timeout``, then SIGKILL to every child
+    process group the launcher recorded. The launcher runs in its own session, so a Ctrl-C in
+    the caller's terminal reaches it only through this cleanup, in order.
+    """
+    log = log or data_dir.parent / f"{data_dir.name}-launcher.log"
+    offset, ports = pick_stack_ports()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STACK_")}
+    env["DEFAULT_ADMIN_PASSWORD"] = admin_password
+    env.update(extra_env or {})
+    argv = [sys.executable, "-m", "deploy.local", "--data-dir", str(data_dir),
+            "--port-offset", str(offset)]  # fmt: skip
+    argv += [arg for name, port in ports.items() for arg in (f"--{name}-port", str(port))]
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            argv,
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    running = LaunchedStack(process, data_dir, log, ports, children={})
+    try:
+        _wait_for_platform(running, start_timeout)
+        with contextlib.suppress(OSError, ValueError):
+            pids = json.loads((data_dir / "run" / "processes.json").read_text())
+            running.children = dict(pids["children"])
+        yield running
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=stop_timeout)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        for pid in running.children.values():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
+
+
+def _wait_for_platform(stack: LaunchedStack, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    with httpx.Client(timeout=2.0, trust_env=False) as client:
+        while time.monotonic() < deadline:
+            if stack.process.poll() is not None:
+                raise StackStartError(
+                    f"the launcher exited with {stack.process.returncode}:\n{stack.log_tail()}"
+                )
+            with contextlib.suppress(httpx.HTTPError):
+                if client.get(stack.url("platform", "/health")).status_code == 200:
+                    return
+            time.sleep(0.25)
+    raise StackStartError(f"the gateway did not answer within {timeout:.0f}s:\n{stack.log_tail()}")

@@ -1,17 +1,45 @@
-"""The tracking service: artifacts, artifact versions, code repositories and deployments."""
+"""The tracking service: projects, stacks, artifacts, code repositories (and, later,
+artifact versions and deployments)."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx
 from starlette.applications import Starlette
+from starlette.routing import BaseRoute
 
-from shared.app import create_service_app
+from shared.app import State, create_service_app
 from shared.settings import PLATFORM_VERSION
+from shared.users import create_user_directory
+from tracking.artifact import endpoints as artifact_endpoints
+from tracking.bootstrap import ensure_defaults
+from tracking.code_repository import endpoints as code_repository_endpoints
+from tracking.component import endpoints as component_endpoints
+from tracking.project import endpoints as project_endpoints
 from tracking.settings import Settings
+from tracking.stack import endpoints as stack_endpoints
 
 MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+def routes() -> list[BaseRoute]:
+    return [
+        *project_endpoints.routes(),
+        *stack_endpoints.routes(),
+        *component_endpoints.routes(),
+        *artifact_endpoints.routes(),
+        *code_repository_endpoints.routes(),
+    ]
+
+
+@asynccontextmanager
+async def _lifespan(app: Starlette, state: State) -> AsyncIterator[State]:
+    settings: Settings = state["settings"]
+    await ensure_defaults(state["sessionmaker"], settings.artifact_store_root)
+    yield {"users": create_user_directory(settings, state["http"])}
 
 
 def create_app(
@@ -22,8 +50,11 @@ def create_app(
         settings,
         title="tracking",
         version=PLATFORM_VERSION,
-        description="Artifacts, artifact versions, code repositories and deployments.",
-        routes=[],
+        description=(
+            "Projects, stacks, artifacts, artifact versions, code repositories and deployments."
+        ),
+        routes=routes(),
         migrations=MIGRATIONS,
+        lifespan=_lifespan,
         http_transport=http_transport,
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic_settings import SettingsConfigDict
 
 from shared.settings import ServiceSettings
@@ -12,3 +14,5 @@ class Settings(ServiceSettings):
 
     service_name: str = "tracking"
     database_url: str = "sqlite+aiosqlite:///./.local/data/tracking.db"
+    # Root of the default stack's local artifact store (created at first start).
+    artifact_store_root: Path = Path(".local/artifacts")

@@ -1,0 +1,752 @@
+"""Tracking API throughput: the ZenML 0.96.3 server against ours, side by side, same run.
+
+    uv run python bench/tracking.py                  # both servers, defaults
+    uv run python bench/tracking.py --only reference --requests 100 --time-cap 10
+
+Starts the reference (``zenml[server]==0.96.3`` from the cached environment of
+``tests/support/zenml_env.py``: uvicorn on 127.0.0.1, SQLite) and our local stack
+(``python -m deploy.local`` with a temporary data dir on shifted ports, SQLite, nginx gateway),
+logs in to both as ``default``, loads the same artifacts into both (``--rows``, concurrent
+POSTs), warms up, then measures through each front door: sequentially (one keep-alive
+connection) and with ``--concurrency`` clients (one connection each), for
+
+    create   POST /api/v1/artifacts                   (a unique name each)
+    list     GET  /api/v1/artifacts?size=50
+    get      GET  /api/v1/artifacts/{id}?hydrate=true
+    filter   GET  /api/v1/artifacts?name=contains:bench-1&sort_by=desc:created&size=50
+
+The read workloads run first (so both servers hold exactly ``--rows`` artifacts), creates last;
+each cell is measured on the reference then on ours, interleaved. The sender is one asyncio
+process (uvloop when installed) sharing the 2 cores with the servers: its own CPU per request
+is printed beside each result, and a cell whose sender used most of a core is marked
+client-bound (the server may be faster than shown). All processes are stopped on exit,
+Ctrl-C and SIGTERM included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import itertools
+import math
+import os
+import secrets
+import signal
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if __package__ in (None, ""):  # run as a script: import from the repo root, not from bench/
+    sys.path[0] = str(REPO_ROOT)
+
+import httpx  # noqa: E402
+
+from tests.support.processes import (  # noqa: E402
+    LaunchedStack,
+    StackStartError,
+    launch_stack,
+    port_free,
+)
+from tests.support.zenml_env import (  # noqa: E402
+    ZENML_VERSION,
+    ZenmlEnvError,
+    installed_versions,
+    reference_server,
+    server_venv,
+)
+
+TARGETS = ("reference", "ours")
+WORKLOADS = ("create", "list", "get", "filter")
+RUN_ORDER = ("list", "get", "filter", "create")  # reads on exactly --rows rows, creates last
+WORKLOAD_TITLES = {
+    "create": "create artifact",
+    "list": "list size=50",
+    "get": "get hydrated",
+    "filter": "list filtered",
+}
+FILTER_NAME = "contains:bench-1"
+TAGS = [f"group-{n}" for n in range(5)]
+CLIENT_BOUND_CPU = 0.85  # sender CPU seconds per wall second above which a cell is suspect
+
+
+class BenchError(Exception):
+    """A failure that ends the run with one line (no traceback)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Options
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Command-line options; argparse exits with status 2 and a usage line on bad input."""
+    parser = argparse.ArgumentParser(
+        prog="bench/tracking.py",
+        description="Tracking API throughput: ZenML 0.96.3 (reference) against our stack.",
+    )
+    parser.add_argument(
+        "--requests",
+        type=_positive,
+        default=300,
+        help="sequential requests per workload (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--concurrent-requests",
+        type=_positive,
+        default=2000,
+        help="requests per workload with --concurrency clients (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=_positive,
+        default=16,
+        help="concurrent clients, one connection each (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--time-cap",
+        type=_positive_float,
+        default=20.0,
+        help="seconds at most per measurement (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--warmup",
+        type=_non_negative,
+        default=30,
+        help="untimed requests before each measurement (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--rows",
+        type=_positive,
+        default=1000,
+        help="artifacts loaded into each server first (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--repeat",
+        type=_positive,
+        default=1,
+        help="measure every cell N times, report the median run by req/s (default: %(default)s)",
+    )
+    parser.add_argument("--only", choices=TARGETS, help="measure one server only")
+    parser.add_argument(
+        "--workloads",
+        type=_workloads,
+        default=list(WORKLOADS),
+        help=f"comma-separated subset of {','.join(WORKLOADS)} (default: all)",
+    )
+    parser.add_argument(
+        "--zenml-headers",
+        action="store_true",
+        help="send what the zenml client sends on every request "
+        "(Idempotency-Key, X-Request-ID, User-Agent, Source-Context)",
+    )
+    parser.add_argument(
+        "--keep", action="store_true", help="leave the servers' data dirs (and logs) after the run"
+    )
+    parser.add_argument(
+        "--data-dir", type=Path, help="where to put the data dirs (default: a new temporary dir)"
+    )
+    return parser.parse_args(argv)
+
+
+def _positive(text: str) -> int:
+    value = _non_negative(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
+    return value
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative: {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0 or not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a positive number: {text!r}")
+    return value
+
+
+def _workloads(text: str) -> list[str]:
+    picked = [w.strip() for w in text.split(",") if w.strip()]
+    unknown = [w for w in picked if w not in WORKLOADS]
+    if unknown or not picked:
+        raise argparse.ArgumentTypeError(
+            f"unknown workload(s) {', '.join(unknown) or '(none given)'}; "
+            f"choose from {','.join(WORKLOADS)}"
+        )
+    return [w for w in WORKLOADS if w in picked]
+
+
+# ---------------------------------------------------------------------------------------------
+# Results and the table
+
+
+@dataclass
+class Stats:
+    """One measured cell: a workload, a mode, a server."""
+
+    requests: int
+    seconds: float
+    latencies: list[float] = field(repr=False)
+    errors: int = 0
+    first_error: str = ""
+    client_cpu: float = 0.0  # seconds of this process's CPU during the measurement
+
+    @property
+    def ok(self) -> int:
+        return self.requests - self.errors
+
+    @property
+    def rps(self) -> float:
+        return self.requests / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def p50_ms(self) -> float:
+        return percentile(self.latencies, 50) * 1000
+
+    @property
+    def p99_ms(self) -> float:
+        return percentile(self.latencies, 99) * 1000
+
+    @property
+    def client_ms(self) -> float:
+        """The sender's CPU per request, in ms."""
+        return self.client_cpu / self.requests * 1000 if self.requests else 0.0
+
+    @property
+    def client_bound(self) -> bool:
+        return self.seconds > 0 and self.client_cpu / self.seconds > CLIENT_BOUND_CPU
+
+
+@dataclass
+class Row:
+    """One line of the table; a side is ``None`` when not measured, a string when it failed."""
+
+    workload: str
+    mode: str
+    reference: Stats | str | None = None
+    ours: Stats | str | None = None
+
+
+def percentile(values: Sequence[float], pct: float) -> float:
+    """Nearest-rank percentile (0 for no values)."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    rank = max(1, math.ceil(pct / 100 * len(ordered)))
+    return ordered[min(rank, len(ordered)) - 1]
+
+
+def _cells(side: Stats | str | None) -> list[str]:
+    if side is None:
+        return ["-", "-", "-", "-"]
+    if isinstance(side, str):
+        return ["failed", "", "", ""]
+    return [f"{side.rps:.1f}", f"{side.p50_ms:.1f}", f"{side.p99_ms:.1f}", f"{side.client_ms:.2f}"]
+
+
+def format_table(rows: Sequence[Row]) -> str:
+    """The results as an aligned text table, with notes (errors, client-bound cells) below."""
+    header = [
+        "workload",
+        "mode",
+        "ref req/s",
+        "ref p50 ms",
+        "ref p99 ms",
+        "ref cli ms",
+        "ours req/s",
+        "ours p50 ms",
+        "ours p99 ms",
+        "ours cli ms",
+        "ours/ref",
+    ]
+    body: list[list[str]] = []
+    notes: list[str] = []
+    for row in rows:
+        ratio = "-"
+        ref, ours = row.reference, row.ours
+        if isinstance(ref, Stats) and isinstance(ours, Stats) and ref.rps > 0:
+            ratio = f"{ours.rps / ref.rps:.2f}x"
+        body.append([row.workload, row.mode, *_cells(row.reference), *_cells(row.ours), ratio])
+        for name, side in (("reference", row.reference), ("ours", row.ours)):
+            where = f"{row.workload}, {row.mode}, {name}"
+            if isinstance(side, str):
+                notes.append(f"{where}: {side}")
+            elif isinstance(side, Stats):
+                if side.errors:
+                    notes.append(
+                        f"{where}: {side.errors}/{side.requests} errors, first: {side.first_error}"
+                    )
+                if side.client_bound:
+                    notes.append(
+                        f"{where}: client-bound (the sender used "
+                        f"{side.client_cpu / side.seconds:.0%} of a core)"
+                    )
+    widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header))]
+
+    def line(cells: list[str]) -> str:
+        left = [cells[i].ljust(widths[i]) for i in range(2)]
+        right = [cells[i].rjust(widths[i]) for i in range(2, len(cells))]
+        return "  ".join(left + right).rstrip()
+
+    out = [line(header), "  ".join("-" * w for w in widths)]
+    out += [line(cells) for cells in body]
+    if notes:
+        out += ["", "notes:", *(f"  - {note}" for note in notes)]
+    return "\n".join(out)
+
+
+def median_run(runs: Sequence[Stats | str]) -> Stats | str:
+    """The run with the median req/s (a failure if every run failed)."""
+    measured = [r for r in runs if isinstance(r, Stats)]
+    if not measured:
+        return runs[-1]
+    ordered = sorted(measured, key=lambda s: s.rps)
+    return ordered[(len(ordered) - 1) // 2]
+
+
+# ---------------------------------------------------------------------------------------------
+# Talking to a server
+
+
+@dataclass
+class Target:
+    """A logged-in server: where, who, and the artifacts loaded into it."""
+
+    name: str
+    base_url: str
+    token: str
+    project_id: str
+    server_stack: str
+    artifact_ids: list[str] = field(default_factory=list)
+    names: Iterator[int] = field(default_factory=itertools.count)
+    run_tag: str = field(default_factory=lambda: secrets.token_hex(3))
+
+
+def describe_http_error(response: httpx.Response) -> str:
+    body = response.text.replace("\n", " ")[:300]
+    return f"{response.request.method} {response.request.url.path} -> {response.status_code} {body}"
+
+
+def login(name: str, base_url: str, password: str, server_stack: str) -> Target:
+    """Log in as ``default`` (password grant) and find the default project."""
+    with httpx.Client(base_url=base_url, timeout=30.0, trust_env=False) as http:
+        response = http.post("/api/v1/login", data={"username": "default", "password": password})
+        if response.status_code != 200:
+            raise BenchError(f"{name}: login failed: {describe_http_error(response)}")
+        token = response.json()["access_token"]
+        http.cookies.clear()
+        headers = {"Authorization": f"Bearer {token}"}
+        response = http.get("/api/v1/projects", params={"name": "default"}, headers=headers)
+        if response.status_code != 200 or not response.json().get("items"):
+            raise BenchError(f"{name}: no default project: {describe_http_error(response)}")
+        project_id = str(response.json()["items"][0]["id"])
+    return Target(name, base_url, token, project_id, server_stack)
+
+
+def zenml_headers() -> dict[str, str]:
+    """What the zenml client adds to every request (see tracking-api.md)."""
+    return {
+        "User-Agent": f"zenml/{ZENML_VERSION}",
+        "Source-Context": "python",
+        "X-Request-ID": secrets.token_hex(4),
+        "Idempotency-Key": str(uuid.uuid4()),
+    }
+
+
+Request = tuple[
+    str, str, dict[str, Any] | None, dict[str, Any] | None
+]  # method, path, params, json
+
+
+def make_request(target: Target, workload: str, index: int) -> Request:
+    """The ``index``-th request of ``workload`` against ``target``."""
+    if workload == "create":
+        name = f"created-{target.run_tag}-{next(target.names)}"
+        return "POST", "/api/v1/artifacts", None, {"project": target.project_id, "name": name}
+    base = {
+        "hydrate": "false",
+        "logical_operator": "and",
+        "page": "1",
+        "size": "50",
+        "project": target.project_id,
+    }
+    if workload == "list":
+        return "GET", "/api/v1/artifacts", {**base, "sort_by": "created"}, None
+    if workload == "get":
+        artifact_id = target.artifact_ids[index % len(target.artifact_ids)]
+        return "GET", f"/api/v1/artifacts/{artifact_id}", {"hydrate": "true"}, None
+    if workload == "filter":
+        return (
+            "GET",
+            "/api/v1/artifacts",
+            {**base, "name": FILTER_NAME, "sort_by": "desc:created"},
+            None,
+        )
+    raise ValueError(f"unknown workload {workload!r}")  # pragma: no cover
+
+
+def _clients(target: Target, count: int) -> list[httpx.AsyncClient]:
+    """``count`` clients with one keep-alive connection each (a shared pool costs 3x CPU)."""
+    return [
+        httpx.AsyncClient(
+            base_url=target.base_url,
+            headers={"Authorization": f"Bearer {target.token}"},
+            limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
+            timeout=httpx.Timeout(60.0),
+            trust_env=False,
+        )
+        for _ in range(count)
+    ]
+
+
+async def drive(
+    clients: Sequence[httpx.AsyncClient],
+    total: int,
+    make: Callable[[int], Request],
+    *,
+    time_cap: float,
+    extra_headers: Callable[[], dict[str, str]] | None = None,
+    on_response: Callable[[httpx.Response], None] | None = None,
+) -> Stats:
+    """Send ``total`` requests (or until ``time_cap``) over ``clients``, one in flight each."""
+    counter = itertools.count()
+    latencies: list[float] = []
+    errors = 0
+    first_error = ""
+    deadline = time.perf_counter() + time_cap
+
+    async def worker(client: httpx.AsyncClient) -> None:
+        nonlocal errors, first_error
+        while True:
+            index = next(counter)
+            if index >= total or time.perf_counter() > deadline:
+                return
+            method, path, params, body = make(index)
+            headers = extra_headers() if extra_headers else None
+            started = time.perf_counter()
+            try:
+                response = await client.request(
+                    method, path, params=params, json=body, headers=headers
+                )
+            except httpx.HTTPError as exc:
+                latencies.append(time.perf_counter() - started)
+                errors += 1
+                first_error = first_error or f"{method} {path}: {type(exc).__name__}: {exc}"
+                continue
+            latencies.append(time.perf_counter() - started)
+            if response.status_code >= 400:
+                errors += 1
+                first_error = first_error or describe_http_error(response)
+            elif on_response is not None:
+                on_response(response)
+
+    cpu_started = time.process_time()
+    started = time.perf_counter()
+    await asyncio.gather(*(worker(client) for client in clients))
+    seconds = time.perf_counter() - started
+    cpu = time.process_time() - cpu_started
+    return Stats(len(latencies), seconds, latencies, errors, first_error, cpu)
+
+
+async def load_rows(target: Target, rows: int, concurrency: int) -> None:
+    """Create ``rows`` artifacts named ``bench-<n>`` with one of five tags, concurrently.
+
+    The first five go one by one, so every tag exists before concurrent requests share it.
+    """
+    clients = _clients(target, concurrency)
+    ids: dict[int, str] = {}
+
+    def make(index: int) -> Request:
+        body = {
+            "project": target.project_id,
+            "name": f"bench-{index}",
+            "tags": [TAGS[index % len(TAGS)]],
+        }
+        return "POST", "/api/v1/artifacts", None, body
+
+    def keep(response: httpx.Response) -> None:
+        data = response.json()
+        ids[int(data["name"].removeprefix("bench-"))] = str(data["id"])
+
+    try:
+        first = min(len(TAGS), rows)
+        stats = await drive(clients[:1], first, make, time_cap=600, on_response=keep)
+        if stats.errors == 0 and rows > first:
+            stats = await drive(
+                clients, rows - first, lambda i: make(i + first), time_cap=1800, on_response=keep
+            )
+    finally:
+        await asyncio.gather(*(client.aclose() for client in clients))
+    if stats.errors:
+        raise BenchError(f"{target.name}: loading failed: {stats.first_error}")
+    target.artifact_ids = [ids[i] for i in sorted(ids)]
+    async with _clients(target, 1)[0] as http:
+        response = await http.get("/api/v1/artifacts", params={"size": "1"})
+    if response.status_code != 200 or response.json().get("total", 0) < rows:
+        raise BenchError(f"{target.name}: after loading: {describe_http_error(response)}")
+
+
+async def measure(
+    target: Target, workload: str, concurrency: int, total: int, args: argparse.Namespace
+) -> Stats | str:
+    """One cell: warm-up over the same connections, then the timed run."""
+    clients = _clients(target, concurrency)
+    extra = zenml_headers if args.zenml_headers else None
+
+    def make(index: int) -> Request:
+        return make_request(target, workload, index)
+
+    try:
+        if args.warmup:
+            warm = await drive(
+                clients,
+                max(args.warmup, concurrency),
+                make,
+                time_cap=args.time_cap,
+                extra_headers=extra,
+            )
+            if warm.errors == warm.requests:
+                return f"every warm-up request failed; first: {warm.first_error}"
+        return await drive(clients, total, make, time_cap=args.time_cap, extra_headers=extra)
+    finally:
+        await asyncio.gather(*(client.aclose() for client in clients))
+
+
+# ---------------------------------------------------------------------------------------------
+# Servers
+
+
+def _uvicorn_stack(python: Path) -> str:
+    found = installed_versions(python, "uvicorn", "uvloop", "httptools")
+    loop = f"uvloop {found['uvloop']}" if found["uvloop"] else "asyncio"
+    http = f"httptools {found['httptools']}" if found["httptools"] else "h11"
+    return (
+        f"uvicorn {found['uvicorn']} (loop=auto -> {loop}, http=auto -> {http}), 1 worker, SQLite"
+    )
+
+
+def _free_port() -> int:
+    for port in range(46000, 47000, 11):
+        if port_free(port):
+            return port
+    raise BenchError("no free port for the reference server")
+
+
+@contextlib.contextmanager
+def start_reference(data_dir: Path, password: str) -> Iterator[Target]:
+    say("reference: preparing zenml[server]==0.96.3 (cached under .local/cache/) ...")
+    try:
+        venv = server_venv()
+    except ZenmlEnvError as exc:
+        raise BenchError(f"zenml server environment: {exc}") from None
+    say(f"reference: starting uvicorn ({data_dir}) ...")
+    try:
+        with reference_server(
+            venv.python, data_dir, port=_free_port(), password=password, start_timeout=180
+        ) as server:
+            stack = (
+                f"ZenML {ZENML_VERSION}, {_uvicorn_stack(venv.python)}, "
+                "uvicorn access log on (as `zenml login --local` runs it)"
+            )
+            yield login("reference", server.url, password, stack)
+    except ZenmlEnvError as exc:
+        raise BenchError(f"reference server: {_first_line(str(exc))} (log: {data_dir})") from None
+
+
+@contextlib.contextmanager
+def start_ours(data_dir: Path, password: str) -> Iterator[Target]:
+    say(f"ours: starting the local stack ({data_dir}) ...")
+    try:
+        with launch_stack(data_dir, admin_password=password, start_timeout=120) as stack:
+            yield login("ours", stack.url("platform", ""), password, _our_stack(stack))
+    except StackStartError as exc:
+        raise BenchError(f"our stack: {_first_line(str(exc))} (log: {data_dir.parent})") from None
+
+
+def _our_stack(stack: LaunchedStack) -> str:
+    return (
+        f"nginx gateway :{stack.ports['platform']} (keep-alive upstream) -> tracking service, "
+        f"{_uvicorn_stack(Path(sys.executable))}"
+    )
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else "failed"
+
+
+def say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# The run
+
+
+def modes(args: argparse.Namespace) -> list[tuple[str, int, int]]:
+    """(label, clients, requests) per mode."""
+    return [
+        ("sequential", 1, args.requests),
+        (f"{args.concurrency} clients", args.concurrency, args.concurrent_requests),
+    ]
+
+
+async def run_cells(targets: Sequence[Target], args: argparse.Namespace) -> list[Row]:
+    """Measure every (workload, mode) on each target, interleaved, ``--repeat`` times."""
+    results: dict[tuple[str, str], dict[str, list[Stats | str]]] = {}
+    for workload in [w for w in RUN_ORDER if w in args.workloads]:
+        for label, clients, total in modes(args):
+            for _ in range(args.repeat):
+                for target in targets:
+                    cell = await measure(target, workload, clients, total, args)
+                    results.setdefault((workload, label), {}).setdefault(target.name, []).append(
+                        cell
+                    )
+                    shown = (
+                        f"{cell.rps:.1f} req/s, p50 {cell.p50_ms:.1f} ms"
+                        if isinstance(cell, Stats)
+                        else cell
+                    )
+                    say(f"  {target.name:9} {WORKLOAD_TITLES[workload]:16} {label:12} {shown}")
+    rows = []
+    for workload in args.workloads:
+        for label, _, _ in modes(args):
+            runs = results.get((workload, label), {})
+            row = Row(WORKLOAD_TITLES[workload], label)
+            for name in TARGETS:
+                if name in runs:
+                    setattr(row, name, median_run(runs[name]))
+            rows.append(row)
+    return rows
+
+
+async def prepare(target: Target, args: argparse.Namespace) -> None:
+    say(f"{target.name}: loading {args.rows} artifacts ({args.concurrency} clients) ...")
+    started = time.perf_counter()
+    await load_rows(target, args.rows, args.concurrency)
+    say(f"{target.name}: loaded in {time.perf_counter() - started:.1f}s; warming up ...")
+    for workload in ("list", "get", "filter"):
+        await measure(target, workload, 1, 0, args)  # the warm-up part only
+
+
+def run(args: argparse.Namespace) -> int:
+    """Start the servers, load, measure, print the table; everything stopped on the way out."""
+    wanted = [args.only] if args.only else list(TARGETS)
+    base = args.data_dir or Path(tempfile.mkdtemp(prefix="bench-tracking-"))
+    base.mkdir(parents=True, exist_ok=True)
+    password = f"Bench-{secrets.token_urlsafe(12)}"
+    with contextlib.ExitStack() as stack:
+        if not args.keep and args.data_dir is None:
+            stack.callback(_remove_tree, base)
+        elif args.keep:
+            stack.callback(say, f"data dirs kept under {base}")
+        targets: list[Target] = []
+        skipped: dict[str, str] = {}
+        for name in wanted:
+            starter = start_reference if name == "reference" else start_ours
+            target = stack.enter_context(starter(base / name, password))
+            try:
+                _run_async(prepare(target, args))
+            except BenchError as exc:
+                if len(wanted) == 1:
+                    raise
+                say(f"{exc}; {name} is left out of the table")
+                skipped[name] = str(exc)
+                continue
+            targets.append(target)
+        if not targets:
+            raise BenchError("no server could be measured")
+        load_before = os.getloadavg()[0]
+        rows = _run_async(run_cells(targets, args))
+        load_after = os.getloadavg()[0]
+        for row in rows:
+            for name, reason in skipped.items():
+                setattr(row, name, reason)
+        print()
+        print(
+            f"tracking API, {args.rows} artifacts loaded; sequential = 1 keep-alive connection,"
+            f" {args.concurrency} clients = one connection each; "
+            f"{args.requests}/{args.concurrent_requests} requests or {args.time_cap:g}s per "
+            f"cell; p50/p99 in ms; cli ms = the sender's CPU per request"
+        )
+        print(format_table(rows))
+        print()
+        for target in targets:
+            print(f"{target.name}: {target.server_stack}")
+        print(
+            f"sender: python {sys.version.split()[0]}, httpx {httpx.__version__}, "
+            f"event loop {_loop_name()}, {os.cpu_count()} cores shared with the servers"
+        )
+        print(
+            f"load average (1 min) before/after measuring: {load_before:.2f}/{load_after:.2f}"
+            + (f"; each cell is the median of {args.repeat} runs" if args.repeat > 1 else "")
+        )
+    return 0
+
+
+def _remove_tree(path: Path) -> None:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _loop_name() -> str:
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        return "asyncio"
+    return "uvloop"
+
+
+def _run_async(coro: Awaitable[Any]) -> Any:
+    factory: Callable[[], asyncio.AbstractEventLoop] | None = None
+    try:
+        import uvloop
+    except ImportError:
+        pass
+    else:
+        factory = uvloop.new_event_loop
+    with asyncio.Runner(loop_factory=factory) as runner:
+        return runner.run(_as_coroutine(coro))
+
+
+async def _as_coroutine(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGHUP, _terminate)
+    try:
+        return run(args)
+    except BenchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted; every server was stopped", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,132 @@
+"""``/code_repositories`` (and the deprecated ``/workspaces/{project}/code_repositories``)."""
+
+from __future__ import annotations
+
+import uuid
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from shared.db import transaction
+from shared.listing import read_list
+from shared.pagination import Page
+from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
+from tracking.code_repository.repository import CODE_REPOSITORIES
+from tracking.code_repository.schemas import (
+    CodeRepositoryListQuery,
+    CodeRepositoryRequest,
+    CodeRepositoryResponse,
+    CodeRepositoryUpdate,
+    code_repository_response,
+)
+from tracking.code_repository.service import CodeRepositoryService
+from tracking.core.auth import caller, caller_id
+from tracking.core.schemas import HydrateQuery, ProjectQuery
+from tracking.core.scoped import (
+    delete_handler,
+    get_handler,
+    query_extras,
+    render_one,
+    render_page,
+)
+
+# On the deprecated path, the path segment of the same name wins over the query parameter.
+LIST_QUERY = CODE_REPOSITORIES.query_model(extra=query_extras(CodeRepositoryListQuery))
+
+
+def _path_project(request: Request) -> str | None:
+    """The deprecated routes' ``{project_name_or_id}`` segment."""
+    project: str | None = request.path_params.get("project_name_or_id")
+    return project
+
+
+async def list_code_repositories(request: Request) -> Response:
+    caller(request)
+    listing = await read_list(request, CODE_REPOSITORIES)
+    query = parse_query(request, CodeRepositoryListQuery)
+    if project := _path_project(request):
+        query = query.model_copy(update={"project_name_or_id": project})
+    async with transaction(request) as session:
+        total, rows = await CodeRepositoryService(session).list_page(listing, query)
+    return await render_page(request, listing, total, rows, code_repository_response)
+
+
+async def create(request: Request) -> Response:
+    user_id = caller_id(request)
+    project = _path_project(request) or parse_query(request, ProjectQuery).project_name_or_id
+    body = await parse_json(request, CodeRepositoryRequest)
+    async with transaction(request) as session:
+        row = await CodeRepositoryService(session).create(body, user_id, project)
+    return await render_one(request, row, code_repository_response, hydrate=True)
+
+
+async def update(request: Request) -> Response:
+    caller_id(request)
+    repository_id = path_param(request, "code_repository_id", uuid.UUID)
+    body = await parse_json(request, CodeRepositoryUpdate)
+    async with transaction(request) as session:
+        row = await CodeRepositoryService(session).update(repository_id, body)
+    return await render_one(request, row, code_repository_response, hydrate=True)
+
+
+get = get_handler(CodeRepositoryService, "code_repository_id", code_repository_response)
+delete = delete_handler(CodeRepositoryService, "code_repository_id")
+
+
+def routes() -> list[ApiRoute]:
+    many = "/api/v1/code_repositories"
+    one = many + "/{code_repository_id}"
+    workspace = "/api/v1/workspaces/{project_name_or_id}/code_repositories"
+    tags = ["code_repositories"]
+    return [
+        *(
+            api_route(
+                path,
+                list_code_repositories,
+                method="GET",
+                summary="List Code Repositories",
+                tags=tags,
+                query=LIST_QUERY,
+                response=Page[CodeRepositoryResponse],
+                errors=(400, 404),
+            )
+            for path in (many, workspace)
+        ),
+        *(
+            api_route(
+                path,
+                create,
+                method="POST",
+                summary="Create Code Repository",
+                tags=tags,
+                query=query,
+                body=CodeRepositoryRequest,
+                response=CodeRepositoryResponse,
+                errors=(404, 409),
+            )
+            for path, query in ((many, ProjectQuery), (workspace, None))
+        ),
+        api_route(
+            one,
+            get,
+            method="GET",
+            summary="Get Code Repository",
+            tags=tags,
+            query=HydrateQuery,
+            response=CodeRepositoryResponse,
+            errors=(404,),
+        ),
+        api_route(
+            one,
+            update,
+            method="PUT",
+            summary="Update Code Repository",
+            tags=tags,
+            body=CodeRepositoryUpdate,
+            response=CodeRepositoryResponse,
+            errors=(404, 409),
+        ),
+        api_route(
+            one, delete, method="DELETE", summary="Delete Code Repository", tags=tags, errors=(404,)
+        ),
+    ]

@@ -1,0 +1,78 @@
+"""Code repository request and response models in the reference's shapes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from shared.users import NestedUser
+from tracking.core.schemas import ProjectScopedBody, Source
+from tracking.core.scoped import (
+    NamedResponse,
+    ScopedListQuery,
+    ScopedRequest,
+    named_response,
+)
+from tracking.models import CodeRepository
+
+
+class CodeRepositoryRequest(ScopedRequest):
+    name: str = Field(max_length=255)
+    config: dict[str, Any]
+    source: Source
+    logo_url: str | None = None
+    description: str | None = Field(default=None, max_length=65535)
+
+
+class CodeRepositoryUpdate(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    name: str | None = Field(default=None, max_length=255)
+    config: dict[str, Any] | None = None
+    source: Source | None = None
+    logo_url: str | None = None
+    description: str | None = Field(default=None, max_length=65535)
+
+
+class CodeRepositoryListQuery(ScopedListQuery):
+    """``project_name_or_id`` (the query parameter, or the deprecated path's segment)
+    overrides ``project``."""
+
+    project_name_or_id: str | None = None
+
+    def scope(self) -> ScopedListQuery:
+        return ScopedListQuery(
+            project=self.project_name_or_id or self.project, scope_user=self.scope_user
+        )
+
+
+class CodeRepositoryResponseBody(ProjectScopedBody):
+    source: Source
+    logo_url: str | None = None
+
+
+class CodeRepositoryResponseMetadata(BaseModel):
+    config: dict[str, Any]
+    description: str | None = None
+
+
+class CodeRepositoryResponseResources(BaseModel):
+    user: NestedUser | None = None
+
+
+class CodeRepositoryResponse(
+    NamedResponse[
+        CodeRepositoryResponseBody,
+        CodeRepositoryResponseMetadata,
+        CodeRepositoryResponseResources,
+    ]
+):
+    pass
+
+
+def code_repository_response(
+    repository: CodeRepository, hydrate: bool, user: NestedUser | None
+) -> CodeRepositoryResponse:
+    resources = CodeRepositoryResponseResources(user=user)
+    return named_response(CodeRepositoryResponse, repository, resources, hydrate=hydrate)

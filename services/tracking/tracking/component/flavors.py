@@ -1,0 +1,160 @@
+"""The stack component flavors this server knows: a small static registry.
+
+The reference keeps flavors in its database, synced from the zenml package at start-up; we
+serve the few built-in ones our components may use. Each flavor's ``source`` names the
+zenml class the client imports to run it, so the client finds the real implementation;
+``config_schema`` is the JSON schema of the configuration *we* accept (stricter than the
+client's own class: a local artifact store needs an absolute path here, because this server
+reads the artifacts it stores).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import PurePosixPath
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from shared.errors import BadRequest, NotFound
+
+
+class StackComponentType(StrEnum):
+    ALERTER = "alerter"
+    ANNOTATOR = "annotator"
+    ARTIFACT_STORE = "artifact_store"
+    CONTAINER_REGISTRY = "container_registry"
+    DATA_VALIDATOR = "data_validator"
+    EXPERIMENT_TRACKER = "experiment_tracker"
+    FEATURE_STORE = "feature_store"
+    IMAGE_BUILDER = "image_builder"
+    LOG_STORE = "log_store"
+    MODEL_DEPLOYER = "model_deployer"
+    ORCHESTRATOR = "orchestrator"
+    STEP_OPERATOR = "step_operator"
+    MODEL_REGISTRY = "model_registry"
+    DEPLOYER = "deployer"
+    SANDBOX = "sandbox"
+
+
+MULTIPLE_PER_STACK = frozenset(
+    {
+        StackComponentType.ALERTER,
+        StackComponentType.EXPERIMENT_TRACKER,
+        StackComponentType.STEP_OPERATOR,
+        StackComponentType.SANDBOX,
+    }
+)
+"""The component types a stack may hold more than one of (the reference's rule)."""
+
+# Flavor ids are derived from (type, name), so they are the same on every replica and
+# across restarts without a table.
+_FLAVOR_NAMESPACE = uuid.UUID("0c6f2f43-8a57-4b8e-b1e6-4a0d5d8f6c21")
+# The registry is code: its rows were "created" with this release of it.
+_REGISTERED = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+_LOGOS = "https://public-flavor-logos.s3.eu-central-1.amazonaws.com"
+_SDK_DOCS = "https://sdkdocs.zenml.io/0.96.3/core_code_docs"
+
+
+class LocalArtifactStoreConfig(BaseModel):
+    """A directory on this server's filesystem."""
+
+    model_config = ConfigDict(extra="forbid", title="LocalArtifactStoreConfig")
+
+    path: str = Field(
+        min_length=1,
+        description="Absolute path of the directory that holds the artifacts.",
+    )
+
+    @field_validator("path")
+    @classmethod
+    def _absolute(cls, value: str) -> str:
+        if "\x00" in value or not PurePosixPath(value).is_absolute():
+            raise ValueError(f"The local artifact store path '{value}' is not an absolute path.")
+        return value
+
+
+class LocalOrchestratorConfig(BaseModel):
+    """Runs pipelines in the client's own process; nothing to configure."""
+
+    model_config = ConfigDict(extra="forbid", title="LocalOrchestratorConfig")
+
+
+@dataclass(frozen=True)
+class Flavor:
+    component_type: StackComponentType
+    name: str
+    config: type[BaseModel]
+    source: str
+    logo_url: str
+    docs_url: str
+    sdk_docs_url: str
+    integration: str = "built-in"
+
+    @property
+    def id(self) -> uuid.UUID:
+        return uuid.uuid5(_FLAVOR_NAMESPACE, f"{self.component_type}/{self.name}")
+
+    @property
+    def display_name(self) -> str:
+        return self.name.replace("_", " ").title()
+
+    @property
+    def created(self) -> dt.datetime:
+        return _REGISTERED
+
+    def config_schema(self) -> dict[str, Any]:
+        return self.config.model_json_schema()
+
+    def validate_config(self, configuration: dict[str, Any]) -> dict[str, Any]:
+        """The configuration as stored (400 ``ValueError`` when it does not fit)."""
+        try:
+            return self.config.model_validate(configuration).model_dump(exclude_unset=True)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'configuration'}: {e['msg']}"
+                for e in exc.errors(include_url=False)
+            )
+            raise BadRequest(
+                f"Invalid configuration for the {self.name} {self.component_type}: {problems}"
+            ) from None
+
+
+FLAVORS: tuple[Flavor, ...] = (
+    Flavor(
+        component_type=StackComponentType.ARTIFACT_STORE,
+        name="local",
+        config=LocalArtifactStoreConfig,
+        source="zenml.artifact_stores.local_artifact_store.LocalArtifactStoreFlavor",
+        logo_url=f"{_LOGOS}/artifact_store/local.svg",
+        docs_url="https://docs.zenml.io/stack-components/artifact-stores/local",
+        sdk_docs_url=f"{_SDK_DOCS}/core-artifact_stores/#zenml.artifact_stores.local_artifact_store",
+    ),
+    Flavor(
+        component_type=StackComponentType.ORCHESTRATOR,
+        name="local",
+        config=LocalOrchestratorConfig,
+        source="zenml.orchestrators.local.local_orchestrator.LocalOrchestratorFlavor",
+        logo_url=f"{_LOGOS}/orchestrator/local.png",
+        docs_url="https://docs.zenml.io/stack-components/orchestrators/local",
+        sdk_docs_url=f"{_SDK_DOCS}/core-orchestrators/#zenml.orchestrators.local.local_orchestrator",
+    ),
+)
+
+_BY_KEY = {(f.component_type, f.name): f for f in FLAVORS}
+
+
+class FlavorNotFound(NotFound):
+    def __init__(self, name: str, component_type: str) -> None:
+        super().__init__(f"No flavor with name '{name}' and type '{component_type}' exists.")
+
+
+def flavor_for(component_type: str, name: str) -> Flavor:
+    """The registered flavor (404 ``KeyError`` when unknown, as the reference)."""
+    flavor = _BY_KEY.get((StackComponentType(component_type), name))
+    if flavor is None:
+        raise FlavorNotFound(name, component_type)
+    return flavor

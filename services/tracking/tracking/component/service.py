@@ -1,0 +1,148 @@
+"""Business rules for stack components: known flavors, valid configurations, unique
+(type, name), and the default stack's components stay as they are."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from shared.db import utcnow
+from shared.errors import Conflict, Forbidden, NotFound
+from shared.listing import Listing
+from tracking.bootstrap import DEFAULT_STACK
+from tracking.component.flavors import StackComponentType, flavor_for
+from tracking.component.repository import ComponentRepository
+from tracking.component.schemas import (
+    ComponentRequest,
+    ComponentScopeQuery,
+    ComponentUpdate,
+    SecretRef,
+)
+from tracking.core.listing import flush_unique
+from tracking.models import StackComponent
+from tracking.project.service import copy_given
+
+# The reference's default stack components, which it will not modify or delete.
+PROTECTED_TYPES = frozenset(
+    {
+        StackComponentType.ORCHESTRATOR,
+        StackComponentType.DEPLOYER,
+        StackComponentType.ARTIFACT_STORE,
+    }
+)
+
+
+class ComponentNotFound(NotFound):
+    def __init__(self, component_id: object) -> None:
+        super().__init__(
+            f"Unable to get stack component with ID '{component_id}': "
+            "No stack component with this ID found"
+        )
+
+
+class ComponentAlreadyExists(Conflict):
+    def __init__(self, component_type: str, name: str) -> None:
+        super().__init__(
+            f"Unable to register '{component_type}' component with name '{name}': Found an "
+            "existing component with the same name and type."
+        )
+
+
+class SecretNotFound(NotFound):
+    def __init__(self, name_or_id: object) -> None:
+        super().__init__(
+            f"Unable to get secret with name or ID '{name_or_id}': "
+            "No secret with this name or ID found"
+        )
+
+
+class ConnectorNotFound(NotFound):
+    def __init__(self, connector_id: object) -> None:
+        super().__init__(
+            f"Unable to get service connector with ID '{connector_id}': "
+            "No service connector with this ID found"
+        )
+
+
+def refuse_secrets(secrets: Sequence[SecretRef] | None) -> None:
+    """This server keeps no secrets, so any secret a request names does not exist."""
+    if secrets:
+        raise SecretNotFound(secrets[0])
+
+
+def _check_references(secrets: Sequence[SecretRef] | None, connector: uuid.UUID | None) -> None:
+    refuse_secrets(secrets)
+    if connector is not None:
+        raise ConnectorNotFound(connector)
+
+
+def is_protected(component: StackComponent) -> bool:
+    return component.name == DEFAULT_STACK and component.type in PROTECTED_TYPES
+
+
+class ComponentService:
+    def __init__(self, session: AsyncSession) -> None:
+        self.repository = ComponentRepository(session)
+
+    async def get(self, component_id: uuid.UUID) -> StackComponent:
+        component = await self.repository.get(component_id)
+        if component is None:
+            raise ComponentNotFound(component_id)
+        return component
+
+    async def list_page(
+        self, listing: Listing, scope: ComponentScopeQuery
+    ) -> tuple[int, list[StackComponent]]:
+        return await self.repository.page(listing, scope)
+
+    async def create(self, request: ComponentRequest, user_id: uuid.UUID) -> StackComponent:
+        configuration = flavor_for(request.type, request.flavor).validate_config(
+            request.configuration
+        )
+        _check_references(request.secrets, request.connector)
+        component = StackComponent(
+            name=request.name,
+            type=request.type,
+            flavor=request.flavor,
+            configuration=configuration,
+            environment=request.environment or {},
+            labels=request.labels,
+            connector_resource_id=request.connector_resource_id,
+            user_id=user_id,
+        )
+        self.repository.add(component)
+        await flush_unique(
+            self.repository.session, ComponentAlreadyExists(request.type, request.name)
+        )
+        return component
+
+    async def update(self, component: StackComponent, update: ComponentUpdate) -> StackComponent:
+        if is_protected(component):
+            raise Forbidden(f"The default {component.type} cannot be modified.")
+        secrets = [*(update.add_secrets or []), *(update.remove_secrets or [])]
+        _check_references(secrets, update.connector)
+        if update.configuration is not None:
+            flavor = flavor_for(component.type, component.flavor)
+            component.configuration = flavor.validate_config(update.configuration)
+        copy_given(component, update, ("name", "environment", "labels", "connector_resource_id"))
+        component.updated = utcnow()
+        self.repository.add(component)
+        await flush_unique(
+            self.repository.session, ComponentAlreadyExists(component.type, component.name)
+        )
+        return component
+
+    async def delete(self, component: StackComponent) -> None:
+        if is_protected(component):
+            raise Forbidden(f"The default {component.type} cannot be deleted.")
+        stacks = await self.repository.stack_count(component.id)
+        if stacks:
+            raise Forbidden(
+                f"Stack Component `{component.name}` of type `{component.type}` cannot be "
+                f"deleted as it is part of {stacks} stacks. Before deleting this stack "
+                "component, make sure to remove it from all stacks."
+            )
+        await self.repository.delete(component)
+        await self.repository.session.flush()

@@ -1,0 +1,300 @@
+"""What every named, project-scoped resource shares (artifacts, code repositories): the
+request base, the response envelope, the list parameters and scope, the not-found and
+name-clash errors, and a repository and service base that enforce them.
+
+It lives here because artifacts were the first such resource; it belongs in
+``tracking.core`` once a third resource (pipelines, deployments …) needs it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+from sqlalchemy.sql.elements import ColumnElement
+from sqlmodel import col, select
+from sqlmodel.ext.asyncio.session import AsyncSession
+from starlette.requests import Request
+from starlette.responses import Response
+
+from shared.db import transaction
+from shared.errors import Conflict, NotFound
+from shared.listing import (
+    Field,
+    Kind,
+    Listing,
+    ListSpec,
+    SortKey,
+    column_field,
+    fetch_page,
+    page_of,
+)
+from shared.responses import render, render_null
+from shared.routing import Handler, parse_query, path_param
+from shared.users import NestedUser
+from tracking.core.auth import caller, caller_id
+from tracking.core.listing import base_fields, flush_unique
+from tracking.core.schemas import HydrateQuery
+from tracking.core.users import user_field, users_by_id
+from tracking.models import Project
+from tracking.project.scope import resolve_project
+
+
+class ScopedRow(Protocol):
+    """The columns a named, project-scoped table has."""
+
+    id: uuid.UUID
+    project_id: uuid.UUID
+    name: str
+    user_id: uuid.UUID | None
+    created: dt.datetime
+    updated: dt.datetime
+
+
+Row = TypeVar("Row", bound=ScopedRow)
+Found = TypeVar("Found", covariant=True)
+Body = TypeVar("Body", bound=BaseModel)
+Metadata = TypeVar("Metadata", bound=BaseModel)
+Resources = TypeVar("Resources", bound=BaseModel)
+
+
+class ScopedRequest(BaseModel):
+    """``user`` is accepted and ignored (the caller's token decides); unknown keys too."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    user: uuid.UUID | None = None
+    project: uuid.UUID
+
+
+class NamedResponse(BaseModel, Generic[Body, Metadata, Resources]):
+    """The reference's envelope, keys in its order; ``metadata`` only when hydrated."""
+
+    body: Body | None = None
+    metadata: Metadata | None = None
+    resources: Resources | None = None
+    id: uuid.UUID
+    permission_denied: bool = False
+    name: str
+
+
+Envelope = TypeVar("Envelope", bound=NamedResponse[Any, Any, Any])
+
+
+def named_response(
+    response: type[Envelope], row: ScopedRow, resources: BaseModel, *, hydrate: bool
+) -> Envelope:
+    """Fill ``response``'s body (and, hydrated, its metadata) from ``row``'s columns of the
+    same names."""
+    return response.model_validate(
+        {
+            "id": row.id,
+            "name": row.name,
+            "body": row,
+            "metadata": row if hydrate else None,
+            "resources": resources,
+        },
+        from_attributes=True,
+    )
+
+
+class ScopedListQuery(BaseModel):
+    """The list parameters that scope rather than filter: always ANDed on."""
+
+    project: str | None = None
+    scope_user: uuid.UUID | None = None
+
+
+def query_extras(model: type[BaseModel]) -> dict[str, Any]:
+    """``model``'s fields as extra parameters of :meth:`ListSpec.query_model` (OpenAPI)."""
+    return {name: (info.annotation, info) for name, info in model.model_fields.items()}
+
+
+def scoped_fields(model: type[ScopedRow]) -> list[Field]:
+    """``id``, ``created``, ``updated``, ``name`` and ``user`` (the creator: name, full
+    name or id, looked up in identity)."""
+    return [
+        *base_fields(col(model.id), col(model.created), col(model.updated)),
+        column_field("name", col(model.name), Kind.STRING),
+        user_field(col(model.user_id)),
+    ]
+
+
+def scoped_sort_keys(model: type[ScopedRow]) -> list[SortKey]:
+    """``user`` sorts by the creator's id: the reference sorts by user name, which lives
+    in identity's database."""
+    return [
+        SortKey("created", col(model.created)),
+        SortKey("updated", col(model.updated)),
+        SortKey("id", col(model.id)),
+        SortKey("name", col(model.name)),
+        SortKey("user", col(model.user_id)),
+    ]
+
+
+class ScopedNotFound(NotFound):
+    resource: ClassVar[str] = "resource"
+
+    def __init__(self, row_id: uuid.UUID) -> None:
+        super().__init__(
+            f"Unable to get {self.resource} with ID '{row_id}': "
+            f"No {self.resource} with this ID found"
+        )
+
+
+class NameTaken(Conflict):
+    resource: ClassVar[str] = "resource"
+
+    def __init__(self, name: str, project: str, operation: str = "create") -> None:
+        super().__init__(
+            f"Unable to {operation} the requested {self.resource} with name '{name}': "
+            f"Found another existing {self.resource} with the same name in the "
+            f"'{project}' project."
+        )
+
+
+class ScopedRepository(Generic[Row]):
+    def __init__(self, session: AsyncSession, model: type[Row]) -> None:
+        self.session = session
+        self.model = model
+
+    async def get(self, row_id: uuid.UUID) -> Row | None:
+        return await self.session.get(self.model, row_id)
+
+    async def page(
+        self,
+        spec: ListSpec,
+        listing: Listing,
+        project_id: uuid.UUID,
+        scope_user: uuid.UUID | None,
+    ) -> tuple[int, list[Row]]:
+        scope: list[ColumnElement[bool]] = [col(self.model.project_id) == project_id]
+        if scope_user is not None:
+            scope.append(col(self.model.user_id) == scope_user)
+        return await fetch_page(self.session, spec, listing, select(self.model), scope=scope)
+
+    async def save(self, row: Row, clash: Conflict) -> None:
+        """Write ``row``; the name's unique constraint answers ``clash`` (409), so
+        concurrent duplicates fail the same way as sequential ones."""
+        self.session.add(row)
+        await flush_unique(self.session, clash)
+
+    async def delete(self, row: Row) -> None:
+        await self.session.delete(row)
+        await self.session.flush()
+
+
+class ScopedService(Generic[Row]):
+    """Reading, listing, naming and deleting rows of one named, project-scoped table."""
+
+    not_found: ClassVar[type[ScopedNotFound]] = ScopedNotFound
+    name_taken: ClassVar[type[NameTaken]] = NameTaken
+
+    def __init__(self, session: AsyncSession, repository: ScopedRepository[Row]) -> None:
+        self.session = session
+        self.repository = repository
+
+    async def project(self, name_or_id: str | uuid.UUID | None) -> Project:
+        """The project (404 when unknown, the default one when not named)."""
+        return await resolve_project(self.session, name_or_id)
+
+    async def get_row(self, row_id: uuid.UUID) -> Row:
+        row = await self.repository.get(row_id)
+        if row is None:
+            raise self.not_found(row_id)
+        return row
+
+    async def list_rows(
+        self, spec: ListSpec, listing: Listing, query: ScopedListQuery
+    ) -> tuple[int, list[Row]]:
+        project = await self.project(query.project)
+        return await self.repository.page(spec, listing, project.id, query.scope_user)
+
+    async def insert(self, row: Row, project: Project) -> None:
+        await self.repository.save(row, self.name_taken(row.name, project.name))
+
+    async def rename(self, row: Row, name: str) -> None:
+        """Give ``row`` a new name (409 when another row of its project has it)."""
+        if name == row.name:
+            return
+        project = await self.project(row.project_id)
+        row.name = name
+        await self.repository.save(row, self.name_taken(name, project.name, "update"))
+
+    async def delete_row(self, row_id: uuid.UUID) -> Row:
+        row = await self.get_row(row_id)
+        await self.repository.delete(row)
+        return row
+
+
+class HasCreator(Protocol):
+    @property
+    def user_id(self) -> uuid.UUID | None: ...
+
+
+Creator = TypeVar("Creator", bound=HasCreator)
+Respond = Callable[[Creator, bool, NestedUser | None], BaseModel]
+"""Renders one item: (item, hydrate, its creator)."""
+
+
+def _creator(users: dict[uuid.UUID, NestedUser], item: HasCreator) -> NestedUser | None:
+    return users.get(item.user_id) if item.user_id is not None else None
+
+
+async def render_one(
+    request: Request, item: Creator, respond: Respond[Creator], *, hydrate: bool
+) -> Response:
+    users = await users_by_id(request, [item.user_id])
+    return render(respond(item, hydrate, _creator(users, item)))
+
+
+async def render_page(
+    request: Request,
+    listing: Listing,
+    total: int,
+    items: Sequence[Creator],
+    respond: Respond[Creator],
+) -> Response:
+    """One page, every creator looked up in one batch."""
+    users = await users_by_id(request, [item.user_id for item in items])
+    rendered = [respond(item, listing.hydrate, _creator(users, item)) for item in items]
+    return render(page_of(listing, total, rendered))
+
+
+class ReadsAndDeletes(Protocol[Found]):
+    async def get(self, row_id: uuid.UUID) -> Found: ...
+
+    async def delete(self, row_id: uuid.UUID) -> None: ...
+
+
+OpenService = Callable[[AsyncSession], ReadsAndDeletes[Found]]
+
+
+def get_handler(service: OpenService[Creator], id_param: str, respond: Respond[Creator]) -> Handler:
+    """``GET …/{id_param}?hydrate=true``."""
+
+    async def get(request: Request) -> Response:
+        caller(request)
+        row_id = path_param(request, id_param, uuid.UUID)
+        query = parse_query(request, HydrateQuery)
+        async with transaction(request) as session:
+            item = await service(session).get(row_id)
+        return await render_one(request, item, respond, hydrate=query.hydrate)
+
+    return get
+
+
+def delete_handler(service: OpenService[Any], id_param: str) -> Handler:
+    """``DELETE …/{id_param}``: 200 ``null``."""
+
+    async def delete(request: Request) -> Response:
+        caller_id(request)
+        row_id = path_param(request, id_param, uuid.UUID)
+        async with transaction(request) as session:
+            await service(session).delete(row_id)
+        return render_null()
+
+    return delete

@@ -1,0 +1,151 @@
+"""Stack request and response models in the reference's shapes."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from shared.users import NestedUser
+from tracking.component.flavors import MULTIPLE_PER_STACK, StackComponentType
+from tracking.component.schemas import (
+    ComponentResponse,
+    SecretRef,
+    UserScopedResources,
+    nested_component,
+    valid_name,
+)
+from tracking.core.schemas import UserScopedBody
+from tracking.core.scoped import NamedResponse
+from tracking.models import Stack, StackComponent
+
+Composition = dict[StackComponentType, list[uuid.UUID]]
+"""Component ids by type. Only ids of existing components: creating components inline
+(the reference's ``ComponentInfo``) is not supported."""
+
+
+def valid_composition(value: Composition | None) -> Composition | None:
+    """The reference's rules: one component per type except the repeatable types, and at
+    least an orchestrator and an artifact store."""
+    if value is None:
+        return None
+    for component_type, ids in value.items():
+        if component_type not in MULTIPLE_PER_STACK and len(ids) > 1:
+            raise ValueError(
+                f"Stack component type '{component_type}' does not support multiple "
+                "components in a single stack."
+            )
+    required = (StackComponentType.ORCHESTRATOR, StackComponentType.ARTIFACT_STORE)
+    if not all(value.get(t) for t in required):
+        raise ValueError("Stack must contain at least an orchestrator and artifact store.")
+    return value
+
+
+class StackRequest(BaseModel):
+    """``user`` is accepted and ignored: the creator is the caller."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    user: uuid.UUID | None = None
+    name: str = Field(max_length=255)
+    description: str = Field(default="", max_length=255)
+    stack_spec_path: str | None = None
+    components: Composition
+    environment: dict[str, str] | None = None
+    secrets: list[SecretRef] | None = None
+    labels: dict[str, Any] | None = None
+    service_connectors: list[uuid.UUID | dict[str, Any]] = Field(default_factory=list)
+
+    _name = field_validator("name")(valid_name)
+    _components = field_validator("components")(valid_composition)
+
+
+class StackUpdate(BaseModel):
+    """Every field optional; ``null`` leaves a field as it is; ``components`` replaces
+    the whole composition."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    name: str | None = Field(default=None, max_length=255)
+    description: str | None = Field(default=None, max_length=255)
+    stack_spec_path: str | None = None
+    components: Composition | None = None
+    environment: dict[str, str] | None = None
+    labels: dict[str, Any] | None = None
+    add_secrets: list[SecretRef] | None = None
+    remove_secrets: list[SecretRef] | None = None
+
+    _name = field_validator("name")(valid_name)
+    _components = field_validator("components")(valid_composition)
+
+
+class StackResponseBody(UserScopedBody):
+    pass
+
+
+class StackResponseMetadata(BaseModel):
+    components: dict[StackComponentType, list[ComponentResponse]]
+    description: str | None = ""
+    stack_spec_path: str | None = None
+    environment: dict[str, str] = Field(default_factory=dict)
+    secrets: list[uuid.UUID] = Field(default_factory=list)
+    labels: dict[str, Any] | None = None
+
+
+class StackResponseResources(UserScopedResources):
+    pass
+
+
+class StackResponse(
+    NamedResponse[StackResponseBody, StackResponseMetadata, StackResponseResources]
+):
+    pass
+
+
+def _by_type(
+    components: Iterable[StackComponent],
+) -> dict[StackComponentType, list[ComponentResponse]]:
+    grouped: dict[StackComponentType, list[ComponentResponse]] = {}
+    for component in components:
+        grouped.setdefault(StackComponentType(component.type), []).append(
+            nested_component(component)
+        )
+    # In the order the types are declared, so a stack always renders the same way.
+    return {t: grouped[t] for t in StackComponentType if t in grouped}
+
+
+@dataclass(frozen=True)
+class ComposedStack:
+    """A stack with its components (loaded only when the stack is to be hydrated)."""
+
+    stack: Stack
+    components: list[StackComponent] | None = None
+
+    @property
+    def user_id(self) -> uuid.UUID | None:
+        return self.stack.user_id
+
+
+def stack_response(
+    composed: ComposedStack, hydrate: bool, user: NestedUser | None
+) -> StackResponse:
+    stack, metadata = composed.stack, None
+    if hydrate and composed.components is not None:
+        metadata = StackResponseMetadata(
+            components=_by_type(composed.components),
+            description=stack.description,
+            stack_spec_path=stack.stack_spec_path,
+            environment=stack.environment,
+            secrets=[uuid.UUID(s) for s in stack.secrets],
+            labels=stack.labels,
+        )
+    return StackResponse(
+        id=stack.id,
+        name=stack.name,
+        body=StackResponseBody(created=stack.created, updated=stack.updated, user_id=stack.user_id),
+        metadata=metadata,
+        resources=StackResponseResources(user=user),
+    )

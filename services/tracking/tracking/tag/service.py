@@ -1,0 +1,176 @@
+"""Tags on resources: attach, detach, read in bulk, and filter and sort by them."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+from sqlalchemy import and_, delete, exists, func, not_
+from sqlalchemy import select as sa_select
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.sql.elements import ColumnElement
+from sqlmodel import col, select
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from shared.db import utcnow
+from shared.listing import Condition, Field, Kind, Op, SortKey
+from shared.listing.sql import condition_sql
+from tracking.models import Tag, TagResource
+from tracking.tag.schemas import ColorVariants
+
+_COLORS = list(ColorVariants)
+
+
+def tag_color(name: str) -> ColorVariants:
+    """A tag's colour follows from its name (the reference picks one at random: a defect),
+    so the same tag looks the same everywhere and every time."""
+    digest = hashlib.sha256(name.encode()).digest()
+    return _COLORS[digest[0] % len(_COLORS)]
+
+
+class TagService:
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    def _insert(self, table: Any) -> Any:
+        """An INSERT that skips rows already there (tags made by a concurrent request)."""
+        if self.session.get_bind().dialect.name == "postgresql":
+            return postgresql_insert(table).on_conflict_do_nothing()
+        return sqlite_insert(table).on_conflict_do_nothing()
+
+    async def attach(
+        self,
+        resource_type: str,
+        resource_id: uuid.UUID,
+        names: Iterable[str],
+        user_id: uuid.UUID | None,
+    ) -> list[Tag]:
+        """Tag a resource, creating the tags that do not exist yet; returns its new tags.
+
+        Safe under concurrency: two requests introducing the same tag both succeed.
+        """
+        wanted = list(dict.fromkeys(n for n in names if n))
+        if not wanted:
+            return []
+        now = utcnow()
+        await self.session.exec(
+            self._insert(Tag).values(
+                [
+                    {
+                        "id": uuid.uuid4(),
+                        "name": name,
+                        "color": tag_color(name),
+                        "exclusive": False,
+                        "user_id": user_id,
+                        "created": now,
+                        "updated": now,
+                    }
+                    for name in wanted
+                ]
+            )
+        )
+        tags = list((await self.session.exec(select(Tag).where(col(Tag.name).in_(wanted)))).all())
+        await self.session.exec(
+            self._insert(TagResource).values(
+                [
+                    {
+                        "tag_id": tag.id,
+                        "resource_id": resource_id,
+                        "resource_type": resource_type,
+                        "created": now,
+                    }
+                    for tag in tags
+                ]
+            )
+        )
+        return sorted(tags, key=lambda tag: tag.name)
+
+    async def detach(
+        self, resource_type: str, resource_id: uuid.UUID, names: Iterable[str]
+    ) -> None:
+        names = list(names)
+        if not names:
+            return
+        tag_ids = sa_select(col(Tag.id)).where(col(Tag.name).in_(names))
+        await self.session.exec(
+            delete(TagResource).where(
+                col(TagResource.resource_type) == resource_type,
+                col(TagResource.resource_id) == resource_id,
+                col(TagResource.tag_id).in_(tag_ids),
+            )
+        )
+        await self.session.flush()
+
+    async def detach_all(self, resource_type: str, resource_ids: Iterable[uuid.UUID]) -> None:
+        await self.session.exec(
+            delete(TagResource).where(
+                col(TagResource.resource_type) == resource_type,
+                col(TagResource.resource_id).in_(list(resource_ids)),
+            )
+        )
+
+    async def for_resources(
+        self, resource_type: str, resource_ids: Iterable[uuid.UUID]
+    ) -> dict[uuid.UUID, list[Tag]]:
+        ids = list(resource_ids)
+        found: dict[uuid.UUID, list[Tag]] = defaultdict(list)
+        if not ids:
+            return found
+        query = (
+            select(TagResource.resource_id, Tag)
+            .join(Tag, col(Tag.id) == col(TagResource.tag_id))
+            .where(
+                TagResource.resource_type == resource_type,
+                col(TagResource.resource_id).in_(ids),
+            )
+            .order_by(col(Tag.name))
+        )
+        for resource_id, tag in (await self.session.exec(query)).all():
+            found[resource_id].append(tag)
+        return found
+
+
+def _links(resource_type: str, id_column: Any) -> ColumnElement[bool]:
+    links: ColumnElement[bool] = and_(
+        col(TagResource.resource_type) == resource_type,
+        col(TagResource.resource_id) == id_column,
+    )
+    return links
+
+
+def tags_field(resource_type: str, id_column: Any) -> Field:
+    """The ``tags`` filter: a condition on tag names, true when any tag matches;
+    ``isnull:`` means untagged and ``isnotnull:`` tagged."""
+
+    def build(cond: Condition, dialect: str) -> ColumnElement[bool]:
+        links = _links(resource_type, id_column)
+        any_tag = exists().where(links)
+        if cond.op is Op.IS_NULL:
+            return not_(any_tag)
+        if cond.op is Op.IS_NOT_NULL:
+            return any_tag
+        matching = (
+            exists()
+            .where(links)
+            .where(col(Tag.id) == col(TagResource.tag_id))
+            .where(condition_sql(col(Tag.name), Kind.STRING, cond, dialect))
+        )
+        return matching
+
+    return Field(name="tags", kind=Kind.STRING, build=build, description="Filter by tag name")
+
+
+def tags_sort(resource_type: str, id_column: Any) -> SortKey:
+    """Sort by the alphabetically first tag; untagged rows sort as an empty name (first
+    ascending) on both databases, which order NULLs differently."""
+    first = (
+        sa_select(func.min(Tag.name))
+        .join(TagResource, col(Tag.id) == col(TagResource.tag_id))
+        .where(_links(resource_type, id_column))
+        .scalar_subquery()
+    )
+    return SortKey("tags", func.coalesce(first, ""))

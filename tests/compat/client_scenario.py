@@ -1,0 +1,470 @@
+# mypy: ignore-errors
+# (Runs inside the cached zenml 0.96.3 client environment, where zenml is installed; the
+# workspace's own environment has no zenml, so mypy cannot follow these imports.)
+"""What the unmodified zenml 0.96.3 client does against a server, step by step.
+
+Run by ``tests/compat/test_zenml_client.py`` with the client environment's interpreter and the
+environment from ``tests.support.zenml_env.client_environment`` (``ZENML_STORE_URL``,
+``ZENML_STORE_USERNAME``/``_PASSWORD``, a private ``ZENML_CONFIG_PATH``). It prints one JSON
+document as its last line:
+
+    {"prefix": "...", "project_id": "...", "requests": N, "http": ["GET <url> -> 200", ...],
+     "steps": [{"section", "step", "call", "value"}...],
+     "failures": [{"section", "step", "call", "error", "traceback", "http"}...]}
+
+Sections (connect; artifacts; artifact versions; code repositories) are independent after
+connect: a call that raises ends its section only, so one run shows every failing area. Each
+step records what the client returned (names, ids, tags, ...); the test judges the values. A
+failure names the public call, the exception and the last HTTP exchanges (method, URL,
+status, body), recorded by wrapping ``requests``' transport adapter. The zenml package itself
+is not modified; the only change to its runtime is a cap on the sleep between retries.
+"""
+
+import json
+import os
+import sys
+import traceback
+import uuid
+from typing import Any
+
+import requests.adapters
+
+HTTP_LOG: list = []
+
+
+def _record_http() -> None:
+    """Keep (method, url, status, body) of every request the client sends."""
+    original = requests.adapters.HTTPAdapter.send
+
+    def send(self, request, *args, **kwargs):
+        try:
+            response = original(self, request, *args, **kwargs)
+        except Exception as exc:
+            HTTP_LOG.append(
+                {"method": request.method, "url": request.url, "status": None, "body": repr(exc)}
+            )
+            raise
+        body = response.content[:800].decode("utf-8", "replace")
+        HTTP_LOG.append(
+            {
+                "method": request.method,
+                "url": request.url,
+                "status": response.status_code,
+                "body": body,
+            }
+        )
+        return response
+
+    requests.adapters.HTTPAdapter.send = send
+
+
+def _cap_retry_backoff(seconds: float = 1.0) -> None:
+    """Cap the sleep between the client's retries (10 on 502/503/504, backoff factor 1: up to
+    ~8 minutes against a dead upstream) so a broken server fails the test in seconds. Which
+    requests are retried, and how often, stays the client's own policy."""
+    from urllib3.util.retry import Retry
+
+    original = Retry.__init__
+
+    def __init__(self, *args, **kwargs):
+        kwargs["backoff_max"] = min(kwargs.get("backoff_max", seconds), seconds)
+        original(self, *args, **kwargs)
+
+    Retry.__init__ = __init__
+
+
+_record_http()
+_cap_retry_backoff()
+
+from zenml.client import Client  # noqa: E402
+from zenml.code_repositories import BaseCodeRepository  # noqa: E402
+from zenml.config.source import Source, SourceType  # noqa: E402
+from zenml.enums import ArtifactSaveType, ArtifactType  # noqa: E402
+from zenml.models import ArtifactRequest, ArtifactVersionRequest  # noqa: E402
+from zenml.utils import source_utils  # noqa: E402
+
+
+class CompatCodeRepository(BaseCodeRepository):
+    """A code repository implementation the client can load and validate without a network."""
+
+    def login(self) -> None:
+        pass
+
+    def download_files(self, commit: str, directory: str, repo_sub_directory: str | None):
+        raise NotImplementedError
+
+    def get_local_context(self, path: str):
+        return None
+
+
+class StepFailed(Exception):
+    pass
+
+
+RESULT: dict = {"prefix": None, "project_id": None, "steps": [], "failures": []}
+
+
+def step(section: str, name: str, call: str, func) -> Any:
+    """Run one client call; on failure record it (with the last HTTP exchanges) and stop the
+    section."""
+    mark = len(HTTP_LOG)
+    try:
+        return func()
+    except Exception as exc:
+        RESULT["failures"].append(
+            {
+                "section": section,
+                "step": name,
+                "call": call,
+                "error": f"{type(exc).__name__}: {exc}"[:2000],
+                "traceback": traceback.format_exc(limit=6)[-3000:],
+                "http": (HTTP_LOG[mark:] or HTTP_LOG)[-5:],
+            }
+        )
+        raise StepFailed from None
+
+
+def record(section: str, name: str, call: str, value: Any) -> None:
+    RESULT["steps"].append({"section": section, "step": name, "call": call, "value": value})
+
+
+def missing(func) -> dict:
+    """Call ``func`` expecting it to fail because the entity is gone."""
+    try:
+        found = func()
+    except Exception as exc:
+        return {"raised": type(exc).__name__, "message": str(exc)[:300]}
+    return {"raised": None, "found": str(getattr(found, "id", found))}
+
+
+def artifact_view(artifact) -> dict:
+    return {
+        "id": str(artifact.id),
+        "name": artifact.name,
+        "project_id": str(artifact.project_id),
+        "user": artifact.user.name if artifact.user else None,
+        "tags": sorted(tag.name for tag in artifact.tags),
+        "has_custom_name": artifact.has_custom_name,
+        "latest_version_name": artifact.latest_version_name,
+        "latest_version_id": (
+            str(artifact.latest_version_id) if artifact.latest_version_id else None
+        ),
+    }
+
+
+def repository_view(repo) -> dict:
+    return {
+        "id": str(repo.id),
+        "name": repo.name,
+        "project_id": str(repo.project_id),
+        "user": repo.user.name if repo.user else None,
+        "config": repo.config,
+        "description": repo.description,
+        "logo_url": repo.logo_url,
+        "source": {"module": repo.source.module, "attribute": repo.source.attribute},
+    }
+
+
+def connect(client, prefix: str):
+    """Log in (username/password from the environment); the active user, project and stack."""
+    section = "connect"
+    call = "Client().active_user / .active_project / .active_stack_model"
+    user = step(section, "connect", call, lambda: client.active_user)
+    project = step(section, "connect", call, lambda: client.active_project)
+    stack = step(section, "connect", call, lambda: client.active_stack_model)
+    RESULT["project_id"] = str(project.id)
+    record(
+        section,
+        "connect",
+        call,
+        {
+            "user": user.name,
+            "project_id": str(project.id),
+            "project": project.name,
+            "stack": stack.name,
+        },
+    )
+    return project
+
+
+def artifacts(client, prefix: str, project) -> None:
+    """List, create (tagged), get by name and id, filter, rename and re-tag, delete."""
+    section = "artifacts"
+    call = "Client().list_artifacts()"
+    page = step(section, "list artifacts", call, lambda: client.list_artifacts())
+    record(
+        section,
+        "list artifacts",
+        call,
+        {"total": page.total, "index": page.index, "names": [a.name for a in page.items]},
+    )
+
+    name = f"{prefix}-artifact"
+    call = f"Client().zen_store.create_artifact(ArtifactRequest(name={name!r}, tags=['compat']))"
+    created = step(
+        section,
+        "create artifact",
+        call,
+        lambda: client.zen_store.create_artifact(
+            ArtifactRequest(project=project.id, name=name, tags=["compat"])
+        ),
+    )
+    record(section, "create artifact", call, artifact_view(created))
+
+    call = f"Client().get_artifact({name!r})"
+    by_name = step(section, "get artifact by name", call, lambda: client.get_artifact(name))
+    record(section, "get artifact by name", call, artifact_view(by_name))
+
+    call = f"Client().get_artifact(UUID('{created.id}'))"
+    by_id = step(section, "get artifact by id", call, lambda: client.get_artifact(created.id))
+    record(section, "get artifact by id", call, artifact_view(by_id))
+
+    call = f"Client().list_artifacts(name='startswith:{prefix}-art')"
+    ours = step(
+        section,
+        "list artifacts by prefix",
+        call,
+        lambda: client.list_artifacts(name=f"startswith:{prefix}-art"),
+    )
+    record(
+        section,
+        "list artifacts by prefix",
+        call,
+        {"total": ours.total, "names": [a.name for a in ours]},
+    )
+
+    renamed = f"renamed-{prefix}"
+    call = (
+        f"Client().update_artifact({name!r}, new_name={renamed!r}, add_tags=['renamed'], "
+        "remove_tags=['compat'])"
+    )
+    updated = step(
+        section,
+        "update artifact",
+        call,
+        lambda: client.update_artifact(
+            name, new_name=renamed, add_tags=["renamed"], remove_tags=["compat"]
+        ),
+    )
+    record(section, "update artifact", call, artifact_view(updated))
+
+    call = f"Client().get_artifact({renamed!r}) / Client().get_artifact({name!r})"
+    after = step(section, "get renamed artifact", call, lambda: client.get_artifact(renamed))
+    record(
+        section,
+        "get renamed artifact",
+        call,
+        {"renamed": artifact_view(after), "old_name": missing(lambda: client.get_artifact(name))},
+    )
+
+    call = f"Client().delete_artifact({renamed!r})"
+    step(section, "delete artifact", call, lambda: client.delete_artifact(renamed))
+    left = step(
+        section,
+        "delete artifact",
+        call,
+        lambda: client.list_artifacts(name=f"startswith:{prefix}-art"),
+    )
+    record(
+        section,
+        "delete artifact",
+        call,
+        {"get_after": missing(lambda: client.get_artifact(created.id)), "left": left.total},
+    )
+
+
+def artifact_versions(client, prefix: str, project) -> None:
+    """A version under a new artifact name creates the artifact; read both; delete cascades."""
+    section = "artifact versions"
+    versioned = f"{prefix}-versioned"
+    call = (
+        "Client().zen_store.create_artifact_version("
+        f"ArtifactVersionRequest(artifact_name={versioned!r}, ...))"
+    )
+    version = step(
+        section,
+        "create artifact version",
+        call,
+        lambda: client.zen_store.create_artifact_version(
+            ArtifactVersionRequest(
+                project=project.id,
+                artifact_name=versioned,
+                type=ArtifactType.DATA,
+                uri=f"/tmp/{prefix}/data",  # never read: no artifact store
+                materializer=Source(
+                    module="zenml.materializers.built_in_materializer",
+                    attribute="BuiltInMaterializer",
+                    type=SourceType.INTERNAL,
+                ),
+                data_type=Source(module="builtins", attribute="int", type=SourceType.BUILTIN),
+                save_type=ArtifactSaveType.EXTERNAL,
+                tags=["compat-version"],
+            )
+        ),
+    )
+    record(
+        section,
+        "create artifact version",
+        call,
+        {
+            "id": str(version.id),
+            "version": version.version,
+            "artifact_id": str(version.artifact.id),
+            "artifact_name": version.artifact.name,
+            "project_id": str(version.project_id),
+            "user": version.user.name if version.user else None,
+            "tags": sorted(tag.name for tag in version.tags),
+            "type": str(version.type.value),
+            "save_type": str(version.save_type.value),
+            "uri": version.uri,
+        },
+    )
+
+    call = f"Client().get_artifact({versioned!r})"
+    got = step(
+        section, "get versioned artifact by name", call, lambda: client.get_artifact(versioned)
+    )
+    record(section, "get versioned artifact by name", call, artifact_view(got))
+
+    call = f"Client().get_artifact_version({versioned!r})"
+    got_version = step(
+        section,
+        "get artifact version by name",
+        call,
+        lambda: client.get_artifact_version(versioned),
+    )
+    record(
+        section,
+        "get artifact version by name",
+        call,
+        {"id": str(got_version.id), "version": got_version.version},
+    )
+
+    call = f"Client().delete_artifact({versioned!r})"
+    step(section, "delete versioned artifact", call, lambda: client.delete_artifact(versioned))
+    record(
+        section,
+        "delete versioned artifact",
+        call,
+        {
+            "get_artifact_after": missing(lambda: client.get_artifact(got.id)),
+            "get_version_after": missing(lambda: client.get_artifact_version(version.id)),
+        },
+    )
+
+
+def code_repositories(client, prefix: str, project) -> None:
+    """List, create (the public API, which validates the config locally), read back by name
+    and id, update, delete."""
+    section = "code repositories"
+    call = "Client().list_code_repositories()"
+    repos = step(section, "list code repositories", call, lambda: client.list_code_repositories())
+    record(
+        section,
+        "list code repositories",
+        call,
+        {"total": repos.total, "names": [r.name for r in repos]},
+    )
+
+    repo_name = f"{prefix}-repo"
+    config = {"url": f"https://git.example.invalid/{prefix}.git", "branch": "main"}
+    source = source_utils.resolve(CompatCodeRepository)
+    call = f"Client().create_code_repository(name={repo_name!r}, config=..., source=...)"
+    repo = step(
+        section,
+        "create code repository",
+        call,
+        lambda: client.create_code_repository(
+            name=repo_name,
+            config=config,
+            source=source,
+            description="created by the compatibility test",
+            logo_url="https://git.example.invalid/logo.png",
+        ),
+    )
+    expected_source = {"module": source.module, "attribute": source.attribute}
+    record(
+        section,
+        "create code repository",
+        call,
+        {**repository_view(repo), "expected_source": expected_source},
+    )
+
+    call = f"Client().get_code_repository({repo_name!r})"
+    by_name = step(
+        section,
+        "get code repository by name",
+        call,
+        lambda: client.get_code_repository(repo_name),
+    )
+    record(section, "get code repository by name", call, repository_view(by_name))
+
+    call = f"Client().get_code_repository(UUID('{repo.id}'))"
+    by_id = step(
+        section, "get code repository by id", call, lambda: client.get_code_repository(repo.id)
+    )
+    record(section, "get code repository by id", call, repository_view(by_id))
+
+    call = "Client().list_code_repositories()"
+    again = step(section, "list code repositories again", call, client.list_code_repositories)
+    record(section, "list code repositories again", call, {"names": [r.name for r in again]})
+
+    call = f"Client().update_code_repository({repo_name!r}, description='updated')"
+    updated = step(
+        section,
+        "update code repository",
+        call,
+        lambda: client.update_code_repository(repo_name, description="updated"),
+    )
+    record(section, "update code repository", call, repository_view(updated))
+
+    call = f"Client().delete_code_repository({repo_name!r})"
+    step(section, "delete code repository", call, lambda: client.delete_code_repository(repo_name))
+    record(
+        section,
+        "delete code repository",
+        call,
+        {"get_after": missing(lambda: client.get_code_repository(repo.id))},
+    )
+
+
+def main() -> int:
+    prefix = f"compat-{uuid.uuid4().hex[:10]}"
+    RESULT["prefix"] = prefix
+    try:
+        client = Client()
+        project = connect(client, prefix)
+    except StepFailed:
+        project = None  # nothing else can work without a project
+    if project is not None:
+        # COMPAT_SECTIONS (comma-separated) runs a subset; all of them by default.
+        chosen = os.environ.get("COMPAT_SECTIONS")
+        every = (artifacts, artifact_versions, code_repositories)
+        wanted = {name.strip() for name in chosen.split(",")} if chosen else None
+        for section in every:
+            if wanted is not None and section.__name__.replace("_", " ") not in wanted:
+                continue
+            try:
+                section(client, prefix, project)
+            except StepFailed:
+                continue  # recorded; the other sections are independent
+            except Exception as exc:  # a bug in this script, not a failed client call
+                RESULT["failures"].append(
+                    {
+                        "section": section.__name__,
+                        "step": "(outside any client call)",
+                        "call": "",
+                        "error": f"{type(exc).__name__}: {exc}",
+                        "traceback": traceback.format_exc(limit=6)[-3000:],
+                        "http": HTTP_LOG[-5:],
+                    }
+                )
+    RESULT["requests"] = len(HTTP_LOG)
+    RESULT["http"] = [f"{e['method']} {e['url']} -> {e['status']}" for e in HTTP_LOG]
+    sys.stdout.flush()
+    print(json.dumps(RESULT, default=str))  # noqa: T201 (the result, read by the test)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

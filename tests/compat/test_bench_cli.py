@@ -1,0 +1,125 @@
+"""``bench/tracking.py`` without servers: its options, statistics and table."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench import tracking
+
+
+def test_defaults_are_bounded():
+    args = tracking.parse_args([])
+    assert args.requests == 300
+    assert args.concurrent_requests == 2000
+    assert args.concurrency == 16
+    assert args.rows == 1000
+    assert args.time_cap == 20.0
+    assert args.only is None
+    assert args.keep is False
+    assert args.workloads == ["create", "list", "get", "filter"]
+
+
+def test_options_parse():
+    args = tracking.parse_args(
+        ["--requests", "10", "--concurrency", "4", "--rows", "50", "--only", "reference",
+         "--keep", "--workloads", "get,create", "--time-cap", "2.5"]
+    )  # fmt: skip
+    assert (args.requests, args.concurrency, args.rows, args.only) == (10, 4, 50, "reference")
+    assert args.keep is True
+    assert args.workloads == ["create", "get"]  # always in the table's order
+    assert args.time_cap == 2.5
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--requests", "0"],
+        ["--requests", "many"],
+        ["--concurrency", "-1"],
+        ["--only", "both"],
+        ["--workloads", "create,delete"],
+        ["--time-cap", "nan"],
+        ["--nope"],
+    ],
+)
+def test_bad_options_are_one_usage_error(argv, capsys):
+    with pytest.raises(SystemExit) as exited:
+        tracking.parse_args(argv)
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "error:" in err
+    assert "Traceback" not in err
+
+
+def test_percentile_is_nearest_rank():
+    values = [float(v) for v in range(1, 101)]
+    assert tracking.percentile(values, 50) == 50.0
+    assert tracking.percentile(values, 99) == 99.0
+    assert tracking.percentile([3.0], 99) == 3.0
+    assert tracking.percentile([], 50) == 0.0
+
+
+def _stats(rps: float, latency: float, *, errors: int = 0, cpu: float = 0.1) -> tracking.Stats:
+    requests = 100
+    return tracking.Stats(
+        requests=requests,
+        seconds=requests / rps,
+        latencies=[latency] * requests,
+        errors=errors,
+        first_error="POST /api/v1/artifacts -> 404 {}" if errors else "",
+        client_cpu=cpu,
+    )
+
+
+def test_table_has_ratio_and_notes():
+    rows = [
+        tracking.Row("create artifact", "sequential", _stats(100, 0.010), _stats(250, 0.004)),
+        tracking.Row("list size=50", "16 clients", _stats(20, 0.5), "loading failed: 404"),
+        tracking.Row("get hydrated", "sequential", _stats(200, 0.005, cpu=0.49), None),
+        tracking.Row("list filtered", "sequential", _stats(10, 0.1, errors=3), _stats(5, 0.2)),
+    ]
+    table = tracking.format_table(rows)
+    lines = table.splitlines()
+    assert lines[0].split()[:3] == ["workload", "mode", "ref"]
+    create = next(line for line in lines if line.startswith("create artifact"))
+    assert "100.0" in create
+    assert "250.0" in create
+    assert create.endswith("2.50x")
+    assert "10.0" in create  # p50 ms of the reference
+    assert next(line for line in lines if line.startswith("list size=50")).endswith("-")
+    assert "failed" in table
+    assert "list size=50, 16 clients, ours: loading failed: 404" in table
+    assert "list filtered, sequential, reference: 3/100 errors" in table
+    assert "get hydrated, sequential, reference: client-bound" in table
+    assert table.count("client-bound") == 1
+    widths = {len(line) for line in lines[:2]}
+    assert len(widths) == 1  # header and rule line up
+
+
+def test_median_run_picks_the_middle_by_throughput():
+    runs: list[tracking.Stats | str] = [_stats(10, 1), _stats(30, 1), _stats(20, 1), "failed"]
+    picked = tracking.median_run(runs)
+    assert isinstance(picked, tracking.Stats)
+    assert round(picked.rps) == 20
+    assert tracking.median_run(["failed"]) == "failed"
+
+
+def test_requests_of_each_workload():
+    target = tracking.Target(
+        "ours", "http://x", "t", "p-id", "stack", artifact_ids=["a1", "a2"], run_tag="abc"
+    )
+    method, path, params, body = tracking.make_request(target, "create", 0)
+    assert (method, path, params) == ("POST", "/api/v1/artifacts", None)
+    assert body == {"project": "p-id", "name": "created-abc-0"}
+    assert tracking.make_request(target, "create", 1)[3] == {
+        "project": "p-id",
+        "name": "created-abc-1",
+    }
+    assert tracking.make_request(target, "get", 3)[1] == "/api/v1/artifacts/a2"
+    _, _, listed, _ = tracking.make_request(target, "list", 0)
+    assert listed is not None
+    assert listed["size"] == "50"
+    _, _, filtered, _ = tracking.make_request(target, "filter", 0)
+    assert filtered is not None
+    assert filtered["name"] == "contains:bench-1"
+    assert filtered["sort_by"] == "desc:created"

@@ -1,0 +1,105 @@
+"""A tracking app per test on a real database and Redis, with an in-process identity app
+that issues its tokens, serves its JWKS and answers its user look-ups.
+
+Identity keeps its own SQLite file (it is an outside service here); tracking runs on the
+``database_url`` fixture, so every tracking test runs on SQLite and, when configured,
+PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from pydantic import SecretStr
+
+from identity.app import create_app as create_identity_app
+from tests.identity.conftest import ADMIN, ADMIN_PASSWORD, TRACKING_SECRET, bearer, make_settings
+from tests.support.asgi import LifespanApp, running
+from tests.support.databases import sqlite_url
+from tracking.app import create_app
+from tracking.settings import Settings
+
+IDENTITY_URL = "http://identity"
+
+
+def tracking_settings_for(
+    database_url: str, redis_url: str, namespace: str, artifact_root: Path, **overrides: Any
+) -> Settings:
+    """Settings for a tracking app that reaches identity at :data:`IDENTITY_URL`."""
+    values: dict[str, Any] = {
+        "database_url": database_url,
+        "redis_url": redis_url,
+        "redis_namespace": namespace,
+        "jwks_url": f"{IDENTITY_URL}/.well-known/jwks.json",
+        "identity_url": IDENTITY_URL,
+        "service_client_id": "tracking",
+        "service_client_secret": SecretStr(TRACKING_SECRET),
+        "artifact_store_root": artifact_root,
+        "environment": "test",
+        "log_json": False,
+    }
+    values.update(overrides)
+    return Settings(**values)
+
+
+@pytest.fixture
+async def identity_app(
+    tmp_path: Path, redis_url: str, redis_namespace: str
+) -> AsyncIterator[LifespanApp]:
+    settings = make_settings(sqlite_url(tmp_path, "identity"), redis_url, redis_namespace)
+    async with running(create_identity_app(settings)) as app:
+        yield app
+
+
+@pytest.fixture
+def tracking_settings(
+    database_url: str, redis_url: str, redis_namespace: str, tmp_path: Path
+) -> Settings:
+    return tracking_settings_for(database_url, redis_url, redis_namespace, tmp_path / "artifacts")
+
+
+@pytest.fixture
+async def tracking_app(
+    tracking_settings: Settings, identity_app: LifespanApp
+) -> AsyncIterator[LifespanApp]:
+    app = create_app(tracking_settings, http_transport=httpx.ASGITransport(app=identity_app))
+    async with running(app) as started:
+        yield started
+
+
+@pytest.fixture
+async def tracking(tracking_app: LifespanApp) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=tracking_app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+        yield client
+
+
+@pytest.fixture
+async def token(identity_app: LifespanApp) -> str:
+    """An access token of identity's default admin."""
+    transport = httpx.ASGITransport(app=identity_app)
+    async with httpx.AsyncClient(transport=transport, base_url=IDENTITY_URL) as client:
+        response = await client.post(
+            "/api/v1/login", data={"username": ADMIN, "password": ADMIN_PASSWORD}
+        )
+        assert response.status_code == 200, response.text
+        client.cookies.clear()
+    access_token: str = response.json()["access_token"]
+    return access_token
+
+
+@pytest.fixture
+def auth(token: str) -> dict[str, str]:
+    return bearer(token)
+
+
+@pytest.fixture
+async def default_project(tracking: httpx.AsyncClient, auth: dict[str, str]) -> dict[str, Any]:
+    response = await tracking.get("/api/v1/projects/default", headers=auth)
+    assert response.status_code == 200, response.text
+    project: dict[str, Any] = response.json()
+    return project
