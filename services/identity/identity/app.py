@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -55,7 +57,13 @@ async def _lifespan(app: Starlette, state: State) -> AsyncIterator[State]:
         audience=settings.jwt_audience,
         leeway=settings.jwt_leeway.total_seconds(),
     )
-    yield {"keyring": keyring, "verifier": verifier}
+    refresher = asyncio.create_task(keyring.run(), name="signing-key-refresh")
+    try:
+        yield {"keyring": keyring, "verifier": verifier}
+    finally:
+        refresher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await refresher
 
 
 def create_app(

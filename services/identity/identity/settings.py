@@ -28,6 +28,8 @@ class Settings(ServiceSettings):
     # A rotated-in key is published this long before it signs, longer than the verifiers'
     # JWKS refetch limit (jwks_min_refresh_interval), so no service meets an unknown kid.
     signing_key_activation_delay: timedelta = timedelta(seconds=15)
+    # How often each replica re-reads the keys (to sign with a rotated-in key).
+    signing_key_refresh_interval: timedelta = timedelta(seconds=10)
     # How long a superseded key keeps verifying (longer than any token it signed lives).
     signing_key_retention: timedelta = timedelta(days=8)
 

@@ -16,7 +16,7 @@ from identity.app import create_app
 from identity.settings import Settings
 from identity.signing_key.service import SigningKeyService
 from shared.db import session_scope
-from tests.identity.conftest import Login, bearer, make_settings
+from tests.identity.conftest import ADMIN_PASSWORD, Login, bearer, make_settings
 from tests.support.asgi import LifespanApp, running
 
 
@@ -28,6 +28,7 @@ def identity_settings(database_url: str, redis_url: str, redis_namespace: str) -
         redis_url,
         redis_namespace,
         signing_key_activation_delay=timedelta(seconds=0.3),
+        signing_key_refresh_interval=timedelta(seconds=0.05),
     )
 
 
@@ -161,3 +162,25 @@ async def test_wrong_encryption_key_fails_start_clearly(
 def test_settings_require_an_encryption_key():
     with pytest.raises(ValueError, match="Fernet"):
         Settings(signing_key_encryption_keys=SecretStr(" , "))
+
+
+async def test_login_after_the_key_refresh_interval_does_not_deadlock(
+    identity: httpx.AsyncClient,
+):
+    """On SQLite a login holds the write lock: the key ring must not open a second
+    transaction inside it (it used to, once its refresh interval had passed)."""
+    await asyncio.sleep(0.2)  # a few refresh intervals
+    response = await asyncio.wait_for(
+        identity.post("/api/v1/login", data={"username": "default", "password": ADMIN_PASSWORD}),
+        timeout=5,
+    )
+    assert response.status_code == 200
+
+
+async def test_key_ring_picks_up_a_rotation_in_the_background(
+    identity_app: LifespanApp, login: Login
+) -> None:
+    async with session_scope(identity_app.state["sessionmaker"]) as session:
+        key = await SigningKeyService(session, identity_app.state["settings"]).rotate()
+    await asyncio.sleep(0.5)  # past the activation delay and a few refreshes
+    assert jwt.get_unverified_header(await login())["kid"] == key.kid

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from typing import Any
 
@@ -32,6 +33,8 @@ from shared.auth import (
     public_jwk,
 )
 from shared.db import SessionMaker, session_scope, utcnow
+
+logger = logging.getLogger(__name__)
 
 
 def fernet_for(settings: Settings) -> MultiFernet:
@@ -115,10 +118,13 @@ class KeyRing:
     """This process's view of the signing keys: the current signer and the JWKS.
 
     It is also the identity service's own :class:`~shared.auth.KeySource`, so identity
-    verifies tokens without calling itself over HTTP.
+    verifies tokens without calling itself over HTTP. The keys are re-read by a background
+    task every ``signing_key_refresh_interval`` (see :meth:`run`), never inside a request:
+    on SQLite a request's write transaction holds the database lock, and a second one
+    opened under it would wait for itself. An unknown ``kid`` is looked up at once, from
+    the authentication middleware, which runs before any transaction.
     """
 
-    REFRESH_INTERVAL = 10.0
     UNKNOWN_KID_INTERVAL = 1.0
 
     def __init__(self, sessionmaker: SessionMaker, settings: Settings) -> None:
@@ -141,21 +147,24 @@ class KeyRing:
             self._source.set_jwks(self._jwks)
             self._loaded_at = time.monotonic()
 
-    async def _fresh(self, max_age: float) -> None:
-        if time.monotonic() - self._loaded_at >= max_age:
-            await self.load()
+    async def run(self) -> None:
+        """Refresh forever (the lifespan runs this as a task and cancels it)."""
+        while True:
+            await asyncio.sleep(self._settings.signing_key_refresh_interval.total_seconds())
+            try:
+                await self.load()
+            except Exception:
+                logger.exception("could not refresh the signing keys; keeping the current ones")
 
     async def signer(self) -> TokenSigner:
-        await self._fresh(self.REFRESH_INTERVAL)
-        assert self._signer is not None
+        if self._signer is None:
+            raise RuntimeError("the key ring has not been loaded")
         return self._signer
 
     async def jwks(self) -> dict[str, Any]:
-        await self._fresh(self.REFRESH_INTERVAL)
         return self._jwks
 
     async def get(self, kid: str) -> jwt.PyJWK | None:
-        await self._fresh(self.REFRESH_INTERVAL)
         key = await self._source.get(kid)
         if key is None and time.monotonic() - self._loaded_at >= self.UNKNOWN_KID_INTERVAL:
             await self.load()
