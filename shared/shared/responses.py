@@ -6,10 +6,11 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel, TypeAdapter
+from pydantic import BaseModel
 from starlette.responses import Response
 
 from shared.errors import PlatformError
+from shared.types import type_adapter
 
 JSON = "application/json"
 
@@ -30,7 +31,7 @@ def render(
     if isinstance(value, BaseModel):
         body = value.model_dump_json()
     else:
-        body = TypeAdapter(type(value)).dump_json(value).decode() if value is not None else "null"
+        body = type_adapter(type(value)).dump_json(value).decode() if value is not None else "null"
     return JSONBytesResponse(body, status_code=status_code, headers=dict(headers or {}))
 
 

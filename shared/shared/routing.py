@@ -21,13 +21,14 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from shared.errors import RequestValidationFailed, UnsupportedMediaType
+from shared.types import type_adapter
 
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
@@ -96,7 +97,8 @@ def path_param(request: Request, name: str, kind: type[T]) -> T:
     """A path parameter converted to ``kind`` (422 when it does not convert)."""
     raw = request.path_params[name]
     try:
-        return TypeAdapter(kind).validate_python(raw)
+        value: T = type_adapter(kind).validate_python(raw)
+        return value
     except ValidationError as exc:
         raise RequestValidationFailed(
             [
@@ -178,7 +180,7 @@ async def parse_json(request: Request, kind: type[T]) -> T:
             ["body"], "Invalid JSON: nested too deeply", "json_invalid"
         ) from None
     try:
-        result: T = TypeAdapter(kind).validate_python(payload)
+        result: T = type_adapter(kind).validate_python(payload)
     except ValidationError as exc:
         raise _validation_failed(exc, "body") from None
     return result

@@ -3,26 +3,38 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import AfterValidator, PlainSerializer, WithJsonSchema
+from pydantic import AfterValidator, TypeAdapter, WithJsonSchema
 
 
-def _to_wire(value: dt.datetime) -> str:
+def _naive_utc(value: dt.datetime) -> dt.datetime:
     if value.tzinfo is not None:
-        value = value.astimezone(dt.UTC).replace(tzinfo=None)
-    return value.isoformat()
-
-
-def _assume_utc(value: dt.datetime) -> dt.datetime:
-    return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
+        return value.astimezone(dt.UTC).replace(tzinfo=None)
+    return value
 
 
 WireDatetime = Annotated[
     dt.datetime,
-    AfterValidator(_assume_utc),
-    PlainSerializer(_to_wire, return_type=str),
+    AfterValidator(_naive_utc),
     WithJsonSchema({"type": "string", "format": "date-time"}),
 ]
-"""A datetime held as aware UTC and sent as naive ISO-8601 UTC
-(``2026-11-22T10:25:49.617843``), the way the reference sends every datetime."""
+"""A datetime held as naive UTC, so pydantic's own serializer sends it as the reference
+sends every datetime: ISO-8601 without an offset (``2026-11-22T10:25:49.617843``, the
+fraction dropped when it is zero). Aware values are converted to UTC first; naive ones
+are taken as UTC."""
+
+
+_ADAPTERS: dict[object, TypeAdapter[Any]] = {}
+
+
+def type_adapter(kind: Any) -> TypeAdapter[Any]:
+    """One :class:`~pydantic.TypeAdapter` per type, reused: building one costs far more
+    than validating or serializing with it."""
+    try:
+        return _ADAPTERS[kind]
+    except KeyError:
+        adapter = _ADAPTERS[kind] = TypeAdapter(kind)
+        return adapter
+    except TypeError:  # an unhashable type expression
+        return TypeAdapter(kind)

@@ -13,6 +13,8 @@ import binascii
 import json
 import logging
 import re
+import time
+from collections import OrderedDict
 from collections.abc import Collection, Sequence
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
@@ -49,6 +51,8 @@ FORBIDDEN_HEADERS = frozenset({"jku", "x5u", "jwk", "x5c", "crit", "b64"})
 # anonymous caller can cause.
 MAX_TOKEN_LENGTH = 8192
 MAX_KID_LENGTH = 128
+# Verified tokens remembered per process (least recently verified dropped first).
+MAX_CACHED_TOKENS = 10000
 
 _SEGMENT = re.compile(r"[A-Za-z0-9_-]+")
 _DEFAULT_REQUIRED = ("iss", "aud", "sub", "iat", "jti", "kind")
@@ -158,6 +162,7 @@ class TokenVerifier:
         algorithms: Sequence[str] = ("EdDSA",),
         leeway: float | timedelta = 30.0,
         kinds_without_exp: Collection[str] = ("workload",),
+        cache_ttl: float | timedelta = 10.0,
     ) -> None:
         unsupported = [alg for alg in algorithms if alg not in KEY_TYPES]
         if unsupported or not algorithms:
@@ -170,12 +175,29 @@ class TokenVerifier:
         self.algorithms = frozenset(algorithms)
         self.leeway = leeway.total_seconds() if isinstance(leeway, timedelta) else leeway
         self.kinds_without_exp = frozenset(kinds_without_exp)
+        self.cache_ttl = (
+            cache_ttl.total_seconds() if isinstance(cache_ttl, timedelta) else cache_ttl
+        )
+        # raw token -> (claims verified by signature, monotonic time of the check)
+        self._verified_cache: OrderedDict[str, tuple[dict[str, Any], str, float]] = OrderedDict()
 
     async def verify(self, token: str, *, kinds: Collection[str]) -> VerifiedToken:
         """Verify ``token`` and require its ``kind`` to be one of ``kinds``.
 
         Raises :class:`InvalidToken` for every way a token can be bad; nothing else.
+
+        A token whose signature and claims were verified in the last ``cache_ttl``
+        seconds is not verified again (the signature check is most of a request's auth
+        cost); its expiry and kind are checked on every call, and revocation is the
+        caller's own check. A retired key stops verifying within ``cache_ttl``.
         """
+        cached = self._cached(token)
+        if cached is not None:
+            claims, kid = cached
+            exp = claims.get("exp")
+            if isinstance(exp, int | float) and exp < time.time() - self.leeway:
+                _reject("token has expired")
+            return self._verified(token, claims, kid=kid, kinds=kinds)
         header, claims = self._parse(token)
         alg = header["alg"]
         kid = header["kid"]
@@ -206,7 +228,26 @@ class TokenVerifier:
             # ``exp``); they are still just a bad token.
             logger.debug("token claims failed to validate: %s", type(exc).__name__)
             _reject("token claims are malformed")
-        return self._verified(token, verified, kid=kid, kinds=kinds)
+        result = self._verified(token, verified, kid=kid, kinds=kinds)
+        self._remember(token, verified, kid)
+        return result
+
+    def _cached(self, token: str) -> tuple[dict[str, Any], str] | None:
+        entry = self._verified_cache.get(token)
+        if entry is None:
+            return None
+        claims, kid, checked_at = entry
+        if time.monotonic() - checked_at > self.cache_ttl:
+            del self._verified_cache[token]
+            return None
+        return claims, kid
+
+    def _remember(self, token: str, claims: dict[str, Any], kid: str) -> None:
+        if self.cache_ttl <= 0:
+            return
+        self._verified_cache[token] = (claims, kid, time.monotonic())
+        while len(self._verified_cache) > MAX_CACHED_TOKENS:
+            self._verified_cache.popitem(last=False)
 
     def _parse(self, token: str) -> tuple[dict[str, Any], dict[str, Any]]:
         if not isinstance(token, str) or len(token) > MAX_TOKEN_LENGTH:

@@ -100,7 +100,8 @@ async def client(identity: FakeIdentity, clock: Clock) -> AsyncIterator[JWKSClie
 
 @pytest.fixture
 def verifier(client: JWKSClient) -> TokenVerifier:
-    return TokenVerifier(client, issuer="iss", audience="aud")
+    # No verified-token cache: these tests follow the keys through the JWKS client alone.
+    return TokenVerifier(client, issuer="iss", audience="aud", cache_ttl=0)
 
 
 async def test_jwks_is_cached_for_its_ttl(
