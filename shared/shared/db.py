@@ -11,17 +11,19 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Any
+from contextlib import asynccontextmanager, suppress
+from typing import Any, TypeVar
 
 from sqlalchemy import event, text
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 from sqlalchemy.pool import NullPool
+from sqlmodel import SQLModel, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 from starlette.requests import HTTPConnection
 
 SessionMaker = async_sessionmaker[AsyncSession]
+Named = TypeVar("Named", bound=SQLModel)
 
 
 def utcnow() -> dt.datetime:
@@ -132,5 +134,13 @@ async def ping(engine: AsyncEngine) -> None:
         await conn.execute(text("SELECT 1"))
 
 
-def sync_engine_of(engine: AsyncEngine) -> Engine:
-    return engine.sync_engine
+async def by_name_or_id(session: AsyncSession, model: type[Named], name_or_id: str) -> Named | None:
+    """The row of ``model`` whose id is ``name_or_id`` (when it reads as a UUID), else the
+    one with that ``name``."""
+    row = None
+    with suppress(ValueError):  # not a UUID: only the name can match
+        row = await session.get(model, uuid.UUID(name_or_id))
+    if row is not None:
+        return row
+    query = select(model).where(model.name == name_or_id)  # type: ignore[attr-defined]
+    return (await session.exec(query)).first()

@@ -12,7 +12,15 @@ from shared.listing.engine import (
     where_clause,
 )
 from shared.listing.expressions import Condition, FilterError, Kind, Op, parse
-from shared.listing.spec import Field, ListSpec, Lookup, SortKey, column_field, name_or_id
+from shared.listing.spec import (
+    Field,
+    ListSpec,
+    Lookup,
+    SortKey,
+    base_fields,
+    column_field,
+    name_or_id,
+)
 
 __all__ = [
     "Condition",
@@ -26,6 +34,7 @@ __all__ = [
     "Lookup",
     "Op",
     "SortKey",
+    "base_fields",
     "column_field",
     "fetch_page",
     "name_or_id",

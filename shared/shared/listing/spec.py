@@ -16,11 +16,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, create_model
 from pydantic import Field as PydanticField
-from sqlalchemy import or_
+from sqlalchemy import or_, select
 from sqlalchemy.sql.elements import ColumnElement
 from starlette.requests import HTTPConnection
 
-from shared.listing.expressions import Condition, Kind
+from shared.listing.expressions import EQUALITY_OPS, LIST_OPS, ORDER_OPS, Condition, Kind, Op
 from shared.listing.sql import condition_sql
 
 # Builds the WHERE clause of one condition for a field: (condition, dialect name) -> SQL.
@@ -60,6 +60,15 @@ def column_field(name: str, column: Any, kind: Kind, **extra: Any) -> Field:
     return Field(name=name, kind=kind, column=column, **extra)
 
 
+def base_fields(id_column: Any, created: Any, updated: Any) -> list[Field]:
+    """The ``id``, ``created`` and ``updated`` filters every resource has."""
+    return [
+        column_field("id", id_column, Kind.UUID),
+        column_field("created", created, Kind.DATETIME),
+        column_field("updated", updated, Kind.DATETIME),
+    ]
+
+
 def name_or_id(
     name: str,
     foreign_key: Any,
@@ -73,8 +82,6 @@ def name_or_id(
     when its ``foreign_key`` points at such a related row."""
 
     def build(cond: Condition, dialect: str) -> ColumnElement[bool]:
-        from sqlalchemy import select
-
         by_id = condition_sql(target_id, Kind.UUID, as_uuid_condition(cond), dialect)
         by_name = [condition_sql(col, Kind.STRING, cond, dialect) for col in target_names]
         related = select(target_id).where(or_(by_id, *by_name))
@@ -85,10 +92,6 @@ def name_or_id(
 
 def as_uuid_condition(cond: Condition) -> Condition:
     """The same condition read as a UUID condition (for the id side of name-or-id)."""
-    import uuid
-
-    from shared.listing.expressions import EQUALITY_OPS, LIST_OPS, ORDER_OPS, Op
-
     if cond.op in EQUALITY_OPS:
         try:
             return Condition(cond.op, uuid.UUID(str(cond.value)))

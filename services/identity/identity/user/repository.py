@@ -7,15 +7,14 @@ from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from identity.models import User
-from shared.listing import Kind, Listing, ListSpec, SortKey, column_field, fetch_page
+from shared.db import by_name_or_id
+from shared.listing import Kind, Listing, ListSpec, SortKey, base_fields, column_field, fetch_page
 
 USERS = ListSpec(
     resource="user",
     id_column=col(User.id),
     fields=[
-        column_field("id", col(User.id), Kind.UUID),
-        column_field("created", col(User.created), Kind.DATETIME),
-        column_field("updated", col(User.updated), Kind.DATETIME),
+        *base_fields(col(User.id), col(User.created), col(User.updated)),
         column_field("name", col(User.name), Kind.STRING),
         column_field("full_name", col(User.full_name), Kind.STRING),
         column_field("email", col(User.email), Kind.STRING),
@@ -39,11 +38,7 @@ class UserRepository:
         return (await self.session.exec(select(User).where(User.name == name))).first()
 
     async def by_name_or_id(self, name_or_id: str) -> User | None:
-        try:
-            user = await self.get(uuid.UUID(name_or_id))
-        except ValueError:
-            user = None
-        return user or await self.by_name(name_or_id)
+        return await by_name_or_id(self.session, User, name_or_id)
 
     async def count_admins(self) -> int:
         query = select(func.count()).select_from(User).where(col(User.is_admin), col(User.active))

@@ -10,6 +10,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from identity.models import User
 from shared.types import WireDatetime
 
+# The body is the same wherever a user appears: identity and every nested UserResponse.
+from shared.users import UserResponseBody
+
 
 def _valid_name(value: str | None) -> str | None:
     if value is not None and (not value.strip() or any(c in value for c in "\t\n\r\v\f")):
@@ -55,19 +58,6 @@ class UserUpdate(BaseModel):
     default_project_id: uuid.UUID | None = None
 
     _name = field_validator("name")(_valid_name)
-
-
-class UserResponseBody(BaseModel):
-    created: WireDatetime
-    updated: WireDatetime
-    active: bool = False
-    activation_token: str | None = None
-    full_name: str = ""
-    email_opted_in: bool | None = None
-    is_service_account: bool
-    is_admin: bool
-    default_project_id: uuid.UUID | None = None
-    avatar_url: str | None = None
 
 
 class UserResponseMetadata(BaseModel):

@@ -11,16 +11,7 @@ from sqlmodel import select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from shared.errors import Conflict
-from shared.listing import Condition, Field, Kind, column_field
-
-
-def base_fields(id_column: Any, created: Any, updated: Any) -> list[Field]:
-    """The ``id``, ``created`` and ``updated`` filters every resource has."""
-    return [
-        column_field("id", id_column, Kind.UUID),
-        column_field("created", created, Kind.DATETIME),
-        column_field("updated", updated, Kind.DATETIME),
-    ]
+from shared.listing import Condition, Field
 
 
 def linked_field(

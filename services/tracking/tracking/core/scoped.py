@@ -28,6 +28,7 @@ from shared.listing import (
     Listing,
     ListSpec,
     SortKey,
+    base_fields,
     column_field,
     fetch_page,
     page_of,
@@ -36,7 +37,7 @@ from shared.responses import render, render_null
 from shared.routing import Handler, parse_query, path_param
 from shared.users import NestedUser
 from tracking.core.auth import caller, caller_id
-from tracking.core.listing import base_fields, flush_unique
+from tracking.core.listing import flush_unique
 from tracking.core.schemas import HydrateQuery
 from tracking.core.users import user_field, users_by_id
 from tracking.models import Project

@@ -41,8 +41,3 @@ def user_field(column: Any) -> Field:
         lookup=_find_users,
         description="The creator: user name, full name or id (filter syntax)",
     )
-
-
-def scope_user_field(column: Any) -> Field:
-    """``scope_user``: only rows created by this user id."""
-    return Field(name="scope_user", kind=Kind.UUID, column=column)

@@ -1,21 +1,21 @@
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from sqlalchemy import func
 from sqlmodel import SQLModel, col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from shared.db import by_name_or_id
 from shared.listing import (
     Kind,
     Listing,
     ListSpec,
     SortKey,
+    base_fields,
     column_field,
     fetch_page,
 )
-from tracking.core.listing import base_fields
 from tracking.models import Project
 
 PROJECTS = ListSpec(
@@ -38,13 +38,7 @@ class ProjectRepository:
         self.session = session
 
     async def by_name_or_id(self, name_or_id: str) -> Project | None:
-        try:
-            project = await self.session.get(Project, uuid.UUID(name_or_id))
-        except ValueError:
-            project = None
-        if project is not None:
-            return project
-        return await self.by_name(name_or_id)
+        return await by_name_or_id(self.session, Project, name_or_id)
 
     async def by_name(self, name: str) -> Project | None:
         return (await self.session.exec(select(Project).where(Project.name == name))).first()

@@ -14,7 +14,7 @@ from tracking.core.listing import flush_unique
 from tracking.models import Project
 from tracking.project.repository import ProjectRepository
 from tracking.project.schemas import ProjectRequest, ProjectUpdate
-from tracking.project.scope import DEFAULT_PROJECT, ProjectNotFound
+from tracking.project.scope import DEFAULT_PROJECT, resolve_project
 
 
 class ProjectAlreadyExists(Conflict):
@@ -46,10 +46,7 @@ class ProjectService:
         self.repository = ProjectRepository(session)
 
     async def get(self, name_or_id: str) -> Project:
-        project = await self.repository.by_name_or_id(name_or_id)
-        if project is None:
-            raise ProjectNotFound(name_or_id)
-        return project
+        return await resolve_project(self.repository.session, name_or_id)
 
     async def list_page(self, listing: Listing) -> tuple[int, list[Project]]:
         return await self.repository.page(listing)

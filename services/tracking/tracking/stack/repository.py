@@ -8,9 +8,18 @@ from sqlalchemy import delete
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from shared.listing import Kind, Listing, ListSpec, SortKey, column_field, fetch_page, name_or_id
+from shared.listing import (
+    Kind,
+    Listing,
+    ListSpec,
+    SortKey,
+    base_fields,
+    column_field,
+    fetch_page,
+    name_or_id,
+)
 from tracking.component.schemas import UserScopeQuery
-from tracking.core.listing import base_fields, linked_field, scope_conditions
+from tracking.core.listing import linked_field, scope_conditions
 from tracking.core.users import user_field
 from tracking.models import Stack, StackComponent, StackComposition
 
