@@ -22,7 +22,11 @@ from sqlmodel import SQLModel, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 from starlette.requests import HTTPConnection
 
+from shared.sqlite import inline_connect
+
 SessionMaker = async_sessionmaker[AsyncSession]
+BUSY_TIMEOUT_S = 10.0
+"""How long a SQLite writer waits for the write lock before failing."""
 Named = TypeVar("Named", bound=SQLModel)
 
 
@@ -50,7 +54,6 @@ def _sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute("PRAGMA busy_timeout=10000")
     cursor.close()
 
 
@@ -74,12 +77,22 @@ def create_engine(url: str, *, pool_size: int = 10, echo: bool = False) -> Async
 
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
         if parsed.database in (None, "", ":memory:"):
-            engine = create_async_engine(url, echo=echo, poolclass=NullPool)
+            engine = create_async_engine(
+                url, echo=echo, poolclass=NullPool, connect_args={"timeout": BUSY_TIMEOUT_S}
+            )
         else:
             # Pooled: opening a SQLite connection (a thread, the file, the pragmas) costs
             # more than most queries. Writers still take turns on the database's lock.
+            # Calls run on the event loop's thread; one that finds the database locked
+            # waits on the connection's own thread (shared.sqlite).
+            database = parsed.database
             engine = create_async_engine(
-                url, echo=echo, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=False
+                url,
+                echo=echo,
+                pool_size=pool_size,
+                max_overflow=pool_size,
+                pool_pre_ping=False,
+                async_creator=lambda: inline_connect(database, wait_ms=int(BUSY_TIMEOUT_S * 1000)),
             )
         event.listen(engine.sync_engine, "connect", _sqlite_connect)
         event.listen(engine.sync_engine, "begin", _sqlite_begin)

@@ -8,15 +8,19 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, TypeAdapter, WithJsonSchema
 
 
-def _naive_utc(value: dt.datetime) -> dt.datetime:
-    if value.tzinfo is not None:
-        return value.astimezone(dt.UTC).replace(tzinfo=None)
-    return value
+def naive_utc(value: dt.datetime) -> dt.datetime:
+    """``value`` as naive UTC (aware values converted, naive ones taken as UTC)."""
+    tz = value.tzinfo
+    if tz is None:
+        return value
+    if tz is not dt.UTC:
+        value = value.astimezone(dt.UTC)
+    return value.replace(tzinfo=None)
 
 
 WireDatetime = Annotated[
     dt.datetime,
-    AfterValidator(_naive_utc),
+    AfterValidator(naive_utc),
     WithJsonSchema({"type": "string", "format": "date-time"}),
 ]
 """A datetime held as naive UTC, so pydantic's own serializer sends it as the reference

@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
+from pydantic import BaseModel
 
 from tests.support.asgi import LifespanApp
 from tests.tracking.artifact.support import (
@@ -21,6 +22,8 @@ from tests.tracking.artifact.support import (
     new_user,
     statements,
 )
+from tracking.artifact.schemas import ArtifactResponse
+from tracking.code_repository.schemas import CodeRepositoryResponse
 
 Json = dict[str, Any]
 User = tuple[str, Headers]
@@ -600,3 +603,27 @@ async def test_listing_costs_the_same_few_queries_for_5_or_50_rows(
         selects.append([s for s in seen if s.lstrip().upper().startswith("SELECT")])
     # The project, the count, the page (and, for artifacts, every tag of the page).
     assert len(selects[0]) == len(selects[1]) == resource.list_selects
+
+
+# --- the wire dicts are the models' ---------------------------------------------------------
+
+RESPONSE_MODELS: dict[str, type[BaseModel]] = {
+    "artifact_id": ArtifactResponse,
+    "code_repository_id": CodeRepositoryResponse,
+}
+
+
+async def test_every_answer_is_exactly_what_its_response_model_sends(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json, resource: Resource
+) -> None:
+    """Reads are rendered from rows without validation (shared.shapes): each item must
+    validate as the declared model and serialize to the same JSON."""
+    model = RESPONSE_MODELS[resource.id_param]
+    # Tags where the resource has them (code repositories ignore the key).
+    created = await resource.create(tracking, auth, default_project, "one", tags=["b", "a"])
+    answers = [created, (await tracking.get(resource.one(created["id"]), headers=auth)).json()]
+    for hydrate in ("false", "true"):
+        page = await tracking.get(resource.path, params={"hydrate": hydrate}, headers=auth)
+        answers.extend(page.json()["items"])
+    for answer in answers:
+        assert model.model_validate(answer).model_dump(mode="json") == answer

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from typing import NamedTuple
 
 from sqlmodel import col
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from shared.listing import Kind, ListSpec, SortKey, column_field
-from tracking.core.scoped import ScopedRepository, scoped_fields, scoped_sort_keys
-from tracking.models import Artifact, Tag
+from tracking.core.scoped import ScopedRepository, ScopedRow, scoped_fields, scoped_sort_keys
+from tracking.models import Artifact
+from tracking.tag.schemas import TagRow
 from tracking.tag.service import tags_field, tags_sort
 
 TAG_RESOURCE = "artifact"
@@ -34,12 +36,11 @@ ARTIFACTS = ListSpec(
 )
 
 
-@dataclass(frozen=True)
-class TaggedArtifact:
+class TaggedArtifact(NamedTuple):
     """An artifact with its tags (sorted by name)."""
 
-    artifact: Artifact
-    tags: list[Tag] = field(default_factory=list)
+    artifact: ScopedRow
+    tags: Sequence[TagRow] = ()
 
     @property
     def user_id(self) -> uuid.UUID | None:

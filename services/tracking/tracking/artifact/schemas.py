@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from shared.users import NestedUser
 from tracking.artifact.repository import TaggedArtifact
 from tracking.core.schemas import ProjectScopedBody
-from tracking.core.scoped import NamedResponse, ScopedRequest, named_response
+from tracking.core.scoped import EnvelopeShape, NamedResponse, ScopedRequest
 from tracking.tag.schemas import TagResponse, nested_tag
 
 # Tags are stored in a 255-character column: longer names are a 422, not a 500.
@@ -55,9 +55,12 @@ class ArtifactResponse(
     pass
 
 
+ARTIFACT = EnvelopeShape(ArtifactResponse)
+
+
 def artifact_response(
     item: TaggedArtifact, hydrate: bool, user: NestedUser | None
-) -> ArtifactResponse:
+) -> dict[str, Any]:
     """The latest version stays null until artifact versions exist."""
-    resources = ArtifactResponseResources(user=user, tags=[nested_tag(t) for t in item.tags])
-    return named_response(ArtifactResponse, item.artifact, resources, hydrate=hydrate)
+    resources = {"user": user, "tags": [nested_tag(t) for t in item.tags]}
+    return ARTIFACT(item.artifact, resources, hydrate=hydrate)

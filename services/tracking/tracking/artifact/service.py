@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 
 from sqlmodel.ext.asyncio.session import AsyncSession
 
@@ -16,7 +17,13 @@ from tracking.artifact.repository import (
     TaggedArtifact,
 )
 from tracking.artifact.schemas import ArtifactRequest, ArtifactUpdate
-from tracking.core.scoped import NameTaken, ScopedListQuery, ScopedNotFound, ScopedService
+from tracking.core.scoped import (
+    NameTaken,
+    ScopedListQuery,
+    ScopedNotFound,
+    ScopedRow,
+    ScopedService,
+)
 from tracking.models import Artifact
 from tracking.tag.service import TagService
 
@@ -70,7 +77,7 @@ class ArtifactService(ScopedService[Artifact]):
         return total, await self._with_tags(rows)
 
     async def get(self, artifact_id: uuid.UUID) -> TaggedArtifact:
-        (item,) = await self._with_tags([await self.get_row(artifact_id)])
+        (item,) = await self._with_tags([await self.read_row(artifact_id)])
         return item
 
     async def create(self, request: ArtifactRequest, user_id: uuid.UUID) -> TaggedArtifact:
@@ -113,7 +120,7 @@ class ArtifactService(ScopedService[Artifact]):
         artifact = await self.delete_row(artifact_id)
         await self.tags.detach_all(TAG_RESOURCE, [artifact.id])
 
-    async def _with_tags(self, artifacts: list[Artifact]) -> list[TaggedArtifact]:
+    async def _with_tags(self, artifacts: Sequence[ScopedRow]) -> list[TaggedArtifact]:
         """Every artifact's tags in one query."""
         tags = await self.tags.for_resources(TAG_RESOURCE, [a.id for a in artifacts])
-        return [TaggedArtifact(a, tags.get(a.id, [])) for a in artifacts]
+        return [TaggedArtifact(a, tags.get(a.id, ())) for a in artifacts]

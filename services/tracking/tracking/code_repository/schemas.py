@@ -9,12 +9,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from shared.users import NestedUser
 from tracking.core.schemas import ProjectScopedBody, Source
 from tracking.core.scoped import (
+    EnvelopeShape,
     NamedResponse,
     ScopedListQuery,
     ScopedRequest,
-    named_response,
+    ScopedRow,
 )
-from tracking.models import CodeRepository
 
 
 class CodeRepositoryRequest(ScopedRequest):
@@ -71,8 +71,10 @@ class CodeRepositoryResponse(
     pass
 
 
+CODE_REPOSITORY = EnvelopeShape(CodeRepositoryResponse)
+
+
 def code_repository_response(
-    repository: CodeRepository, hydrate: bool, user: NestedUser | None
-) -> CodeRepositoryResponse:
-    resources = CodeRepositoryResponseResources(user=user)
-    return named_response(CodeRepositoryResponse, repository, resources, hydrate=hydrate)
+    repository: ScopedRow, hydrate: bool, user: NestedUser | None
+) -> dict[str, Any]:
+    return CODE_REPOSITORY(repository, {"user": user}, hydrate=hydrate)

@@ -14,7 +14,7 @@ from tracking.code_repository.schemas import (
     CodeRepositoryRequest,
     CodeRepositoryUpdate,
 )
-from tracking.core.scoped import NameTaken, ScopedNotFound, ScopedService
+from tracking.core.scoped import NameTaken, ScopedNotFound, ScopedRow, ScopedService
 from tracking.models import CodeRepository
 
 
@@ -35,11 +35,11 @@ class CodeRepositoryService(ScopedService[CodeRepository]):
 
     async def list_page(
         self, listing: Listing, query: CodeRepositoryListQuery
-    ) -> tuple[int, list[CodeRepository]]:
+    ) -> tuple[int, list[ScopedRow]]:
         return await self.list_rows(CODE_REPOSITORIES, listing, query.scope())
 
-    async def get(self, repository_id: uuid.UUID) -> CodeRepository:
-        return await self.get_row(repository_id)
+    async def get(self, repository_id: uuid.UUID) -> ScopedRow:
+        return await self.read_row(repository_id)
 
     async def create(
         self, request: CodeRepositoryRequest, user_id: uuid.UUID, project: str | None = None

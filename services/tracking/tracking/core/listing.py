@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.sql import Executable
 from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import select
 from sqlmodel.ext.asyncio.session import AsyncSession
@@ -33,12 +34,18 @@ def scope_conditions(pairs: Sequence[tuple[Any, object | None]]) -> list[ColumnE
     return [column == value for column, value in pairs if value is not None]
 
 
-async def flush_unique(session: AsyncSession, conflict: Conflict) -> None:
-    """Flush, answering ``conflict`` (409) when a unique name is taken: the constraint
-    decides, so concurrent duplicates fail the same way as sequential ones. (Build the
-    error before: after a failed flush the rows' attributes cannot be read.)"""
+async def flush_unique(
+    session: AsyncSession, conflict: Conflict, statement: Executable | None = None
+) -> None:
+    """Flush (or run ``statement``), answering ``conflict`` (409) when a unique name is
+    taken: the constraint decides, so concurrent duplicates fail the same way as sequential
+    ones. (Build the error before: after a failed flush the rows' attributes cannot be
+    read.)"""
     try:
-        await session.flush()
+        if statement is None:
+            await session.flush()
+        else:
+            await session.exec(statement)  # type: ignore[call-overload]
     except IntegrityError as exc:
         # SQLite: "UNIQUE constraint failed: …"; PostgreSQL: "duplicate key value violates
         # unique constraint …". Any other integrity error is a bug, not a 409.

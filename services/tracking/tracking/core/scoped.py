@@ -11,11 +11,14 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict
+from sqlalchemy import Select, Table
+from sqlalchemy import insert as sa_insert
+from sqlalchemy import select as sa_select
 from sqlalchemy.sql.elements import ColumnElement
-from sqlmodel import col, select
+from sqlmodel import col
 from sqlmodel.ext.asyncio.session import AsyncSession
 from starlette.requests import Request
 from starlette.responses import Response
@@ -35,13 +38,14 @@ from shared.listing import (
 )
 from shared.responses import render, render_null
 from shared.routing import Handler, parse_query, path_param
+from shared.shapes import Shape
 from shared.users import NestedUser
 from tracking.core.auth import caller, caller_id
 from tracking.core.listing import flush_unique
 from tracking.core.schemas import HydrateQuery
 from tracking.core.users import user_field, users_by_id
-from tracking.models import Project
-from tracking.project.scope import resolve_project
+from tracking.project.repository import ProjectRef
+from tracking.project.scope import resolve_project_ref
 
 
 class ScopedRow(Protocol):
@@ -85,21 +89,35 @@ class NamedResponse(BaseModel, Generic[Body, Metadata, Resources]):
 Envelope = TypeVar("Envelope", bound=NamedResponse[Any, Any, Any])
 
 
-def named_response(
-    response: type[Envelope], row: ScopedRow, resources: BaseModel, *, hydrate: bool
-) -> Envelope:
-    """Fill ``response``'s body (and, hydrated, its metadata) from ``row``'s columns of the
-    same names."""
-    return response.model_validate(
-        {
-            "id": row.id,
-            "name": row.name,
-            "body": row,
-            "metadata": row if hydrate else None,
-            "resources": resources,
-        },
-        from_attributes=True,
-    )
+def _part(response: type[BaseModel], name: str) -> type[BaseModel]:
+    """The model of one envelope part (``body`` …) of a parametrized response."""
+    annotation = response.model_fields[name].annotation
+    for candidate in get_args(annotation) or (annotation,):
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            return candidate
+    raise TypeError(f"{response.__name__}.{name} is not a model")
+
+
+class EnvelopeShape:
+    """A :class:`NamedResponse` subclass's wire dict, built from a row (see
+    :mod:`shared.shapes`): the body and, hydrated, the metadata from the row's columns of
+    the same names; the resources from what the caller gathered."""
+
+    def __init__(self, response: type[NamedResponse[Any, Any, Any]]) -> None:
+        self.envelope = Shape(response)
+        self.body = Shape(_part(response, "body"))
+        self.metadata = Shape(_part(response, "metadata"))
+        self.resources = Shape(_part(response, "resources"))
+
+    def __call__(
+        self, row: ScopedRow, resources: dict[str, Any], *, hydrate: bool
+    ) -> dict[str, Any]:
+        return self.envelope.of(
+            row,
+            body=self.body.of(row),
+            metadata=self.metadata.of(row) if hydrate else None,
+            resources=self.resources.of_mapping(resources),
+        )
 
 
 class ScopedListQuery(BaseModel):
@@ -163,7 +181,20 @@ class ScopedRepository(Generic[Row]):
         self.model = model
 
     async def get(self, row_id: uuid.UUID) -> Row | None:
+        """The ORM instance, to change or delete."""
         return await self.session.get(self.model, row_id)
+
+    def _table(self) -> Table:
+        return self.model.__table__  # type: ignore[attr-defined,no-any-return]
+
+    def _columns(self) -> Select[Any]:
+        return sa_select(*self._table().columns)
+
+    async def read(self, row_id: uuid.UUID) -> ScopedRow | None:
+        """The row's columns, to render: a Core row, much cheaper than an instance."""
+        query = self._columns().where(col(self.model.id) == row_id)
+        result = await self.session.exec(query)  # type: ignore[call-overload]
+        return result.first()  # type: ignore[no-any-return]
 
     async def page(
         self,
@@ -171,11 +202,19 @@ class ScopedRepository(Generic[Row]):
         listing: Listing,
         project_id: uuid.UUID,
         scope_user: uuid.UUID | None,
-    ) -> tuple[int, list[Row]]:
+    ) -> tuple[int, list[ScopedRow]]:
+        """The page's rows as Core rows (columns by name), to render."""
         scope: list[ColumnElement[bool]] = [col(self.model.project_id) == project_id]
         if scope_user is not None:
             scope.append(col(self.model.user_id) == scope_user)
-        return await fetch_page(self.session, spec, listing, select(self.model), scope=scope)
+        return await fetch_page(self.session, spec, listing, self._columns(), scope=scope)
+
+    async def insert(self, row: Row, clash: Conflict) -> None:
+        """Write the new ``row`` with one INSERT (no unit of work: ``row`` stays outside
+        the session); the name's unique constraint answers ``clash`` (409)."""
+        values = {c.name: getattr(row, c.name) for c in self._table().columns}
+        statement = sa_insert(self._table()).values(values)
+        await flush_unique(self.session, clash, statement)
 
     async def save(self, row: Row, clash: Conflict) -> None:
         """Write ``row``; the name's unique constraint answers ``clash`` (409), so
@@ -198,9 +237,9 @@ class ScopedService(Generic[Row]):
         self.session = session
         self.repository = repository
 
-    async def project(self, name_or_id: str | uuid.UUID | None) -> Project:
-        """The project (404 when unknown, the default one when not named)."""
-        return await resolve_project(self.session, name_or_id)
+    async def project(self, name_or_id: str | uuid.UUID | None) -> ProjectRef:
+        """The project's id and name (404 when unknown, the default one when not named)."""
+        return await resolve_project_ref(self.session, name_or_id)
 
     async def get_row(self, row_id: uuid.UUID) -> Row:
         row = await self.repository.get(row_id)
@@ -208,14 +247,20 @@ class ScopedService(Generic[Row]):
             raise self.not_found(row_id)
         return row
 
+    async def read_row(self, row_id: uuid.UUID) -> ScopedRow:
+        row = await self.repository.read(row_id)
+        if row is None:
+            raise self.not_found(row_id)
+        return row
+
     async def list_rows(
         self, spec: ListSpec, listing: Listing, query: ScopedListQuery
-    ) -> tuple[int, list[Row]]:
+    ) -> tuple[int, list[ScopedRow]]:
         project = await self.project(query.project)
         return await self.repository.page(spec, listing, project.id, query.scope_user)
 
-    async def insert(self, row: Row, project: Project) -> None:
-        await self.repository.save(row, self.name_taken(row.name, project.name))
+    async def insert(self, row: Row, project: ProjectRef) -> None:
+        await self.repository.insert(row, self.name_taken(row.name, project.name))
 
     async def rename(self, row: Row, name: str) -> None:
         """Give ``row`` a new name (409 when another row of its project has it)."""
@@ -237,8 +282,8 @@ class HasCreator(Protocol):
 
 
 Creator = TypeVar("Creator", bound=HasCreator)
-Respond = Callable[[Creator, bool, NestedUser | None], BaseModel]
-"""Renders one item: (item, hydrate, its creator)."""
+Respond = Callable[[Creator, bool, NestedUser | None], BaseModel | dict[str, Any]]
+"""Renders one item: (item, hydrate, its creator), as a model or a shape's dict."""
 
 
 def _creator(users: dict[uuid.UUID, NestedUser], item: HasCreator) -> NestedUser | None:

@@ -1,8 +1,10 @@
 from __future__ import annotations
 
-from typing import Any
+import uuid
+from typing import Any, NamedTuple
 
-from sqlalchemy import func
+from sqlalchemy import case, func, or_
+from sqlalchemy import select as sa_select
 from sqlmodel import SQLModel, col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
@@ -33,12 +35,33 @@ PROJECTS = ListSpec(
 )
 
 
+class ProjectRef(NamedTuple):
+    """What most requests need of a project."""
+
+    id: uuid.UUID
+    name: str
+
+
 class ProjectRepository:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
 
     async def by_name_or_id(self, name_or_id: str) -> Project | None:
         return await by_name_or_id(self.session, Project, name_or_id)
+
+    async def ref(self, name_or_id: str) -> ProjectRef | None:
+        """:meth:`by_name_or_id`'s id and name in one Core query (an id match wins)."""
+        query = sa_select(col(Project.id), col(Project.name))
+        try:
+            project_id = uuid.UUID(name_or_id)
+        except ValueError:
+            query = query.where(col(Project.name) == name_or_id)
+        else:
+            by_id = col(Project.id) == project_id
+            query = query.where(or_(by_id, col(Project.name) == name_or_id))
+            query = query.order_by(case((by_id, 0), else_=1)).limit(1)
+        row = (await self.session.exec(query)).first()  # type: ignore[call-overload]
+        return ProjectRef(row.id, row.name) if row is not None else None
 
     async def by_name(self, name: str) -> Project | None:
         return (await self.session.exec(select(Project).where(Project.name == name))).first()

@@ -8,7 +8,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from shared.errors import NotFound
 from tracking.models import Project
-from tracking.project.repository import ProjectRepository
+from tracking.project.repository import ProjectRef, ProjectRepository
 
 DEFAULT_PROJECT = "default"
 
@@ -25,6 +25,17 @@ async def resolve_project(session: AsyncSession, name_or_id: str | uuid.UUID | N
     """The named project, or the default one when none is named (404 when unknown)."""
     wanted = DEFAULT_PROJECT if name_or_id is None else str(name_or_id)
     project = await ProjectRepository(session).by_name_or_id(wanted)
+    if project is None:
+        raise ProjectNotFound(wanted)
+    return project
+
+
+async def resolve_project_ref(
+    session: AsyncSession, name_or_id: str | uuid.UUID | None
+) -> ProjectRef:
+    """:func:`resolve_project`'s id and name, without loading the row."""
+    wanted = DEFAULT_PROJECT if name_or_id is None else str(name_or_id)
+    project = await ProjectRepository(session).ref(wanted)
     if project is None:
         raise ProjectNotFound(wanted)
     return project

@@ -2,11 +2,12 @@ from __future__ import annotations
 
 import uuid
 from enum import StrEnum
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 
+from shared.shapes import Shape
 from tracking.core.schemas import UserScopedBody
-from tracking.models import Tag
 
 
 class ColorVariants(StrEnum):
@@ -21,6 +22,13 @@ class ColorVariants(StrEnum):
     TURQUOISE = "turquoise"
     MAGENTA = "magenta"
     BLUE = "blue"
+
+
+class TagRow(Protocol):
+    """A tag's columns: a :class:`~tracking.models.Tag` or a row selecting them."""
+
+    id: uuid.UUID
+    name: str
 
 
 class TagResponseBody(UserScopedBody):
@@ -41,16 +49,10 @@ class TagResponse(BaseModel):
     name: str
 
 
-def nested_tag(tag: Tag) -> TagResponse:
-    """A tag as nested in another resource: body only."""
-    return TagResponse(
-        id=tag.id,
-        name=tag.name,
-        body=TagResponseBody(
-            created=tag.created,
-            updated=tag.updated,
-            user_id=tag.user_id,
-            color=ColorVariants(tag.color),
-            exclusive=tag.exclusive,
-        ),
-    )
+_TAG = Shape(TagResponse)
+_TAG_BODY = Shape(TagResponseBody)
+
+
+def nested_tag(tag: TagRow) -> dict[str, Any]:
+    """A tag as nested in another resource: body only (a :class:`TagResponse` dict)."""
+    return _TAG.of(tag, body=_TAG_BODY.of(tag))

@@ -8,7 +8,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import and_, delete, exists, func, not_
+from sqlalchemy import Table, and_, delete, exists, func, not_
 from sqlalchemy import select as sa_select
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -20,7 +20,7 @@ from shared.db import utcnow
 from shared.listing import Condition, Field, Kind, Op, SortKey
 from shared.listing.sql import condition_sql
 from tracking.models import Tag, TagResource
-from tracking.tag.schemas import ColorVariants
+from tracking.tag.schemas import ColorVariants, TagRow
 
 _COLORS = list(ColorVariants)
 
@@ -115,22 +115,24 @@ class TagService:
 
     async def for_resources(
         self, resource_type: str, resource_ids: Iterable[uuid.UUID]
-    ) -> dict[uuid.UUID, list[Tag]]:
+    ) -> dict[uuid.UUID, list[TagRow]]:
+        """Each resource's tags (their columns, to render), sorted by name."""
         ids = list(resource_ids)
-        found: dict[uuid.UUID, list[Tag]] = defaultdict(list)
+        found: dict[uuid.UUID, list[TagRow]] = defaultdict(list)
         if not ids:
             return found
+        tag_table: Table = Tag.__table__  # type: ignore[attr-defined]
         query = (
-            select(TagResource.resource_id, Tag)
+            sa_select(col(TagResource.resource_id).label("resource_id"), *tag_table.columns)
             .join(Tag, col(Tag.id) == col(TagResource.tag_id))
             .where(
-                TagResource.resource_type == resource_type,
+                col(TagResource.resource_type) == resource_type,
                 col(TagResource.resource_id).in_(ids),
             )
             .order_by(col(Tag.name))
         )
-        for resource_id, tag in (await self.session.exec(query)).all():
-            found[resource_id].append(tag)
+        for row in (await self.session.exec(query)).all():  # type: ignore[call-overload]
+            found[row.resource_id].append(row)
         return found
 
 

@@ -1,0 +1,75 @@
+"""An aiosqlite connection that runs SQLite calls on the event loop's thread.
+
+aiosqlite hands every call to a thread of its own and back: two thread switches and a wake
+of the event loop, which cost more than the call itself does on a local file (tens of
+microseconds). :class:`InlineConnection` runs each call directly instead, with SQLite's
+busy timeout at zero, so no call ever waits on the event loop's thread. A call that finds
+the database locked by another connection (a writer taking the write lock while another
+holds it; a reader during WAL recovery) fails at once with ``SQLITE_BUSY`` without having
+changed anything, and is then run again on the connection's own thread, which waits there
+up to the real busy timeout while the event loop goes on serving other requests.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from typing import Any
+
+import aiosqlite
+
+_BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return (code & 0xFF) in _BUSY_CODES
+    return "locked" in str(exc) or "busy" in str(exc)  # pragma: no cover (Python < 3.11)
+
+
+class InlineConnection(aiosqlite.Connection):
+    """See the module's docstring. ``wait_ms`` is the busy timeout of the waiting retry."""
+
+    def __init__(
+        self, connector: Callable[[], sqlite3.Connection], iter_chunk_size: int, wait_ms: int
+    ) -> None:
+        super().__init__(connector, iter_chunk_size)
+        self.wait_ms = wait_ms
+        self.waited = 0  # calls that found the database busy and were retried on the thread
+
+    async def _execute(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        if not self._running or self._connection is None:
+            raise ValueError("Connection closed")
+        try:
+            return fn(*args, **kwargs)
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc):
+                raise
+        self.waited += 1
+        return await super()._execute(self._waiting, fn, args, kwargs)  # type: ignore[no-untyped-call]
+
+    def _waiting(self, fn: Callable[..., Any], args: Any, kwargs: Any) -> Any:
+        """On the connection's thread: ``fn`` with the real busy timeout."""
+        conn = self._conn
+        conn.execute(f"PRAGMA busy_timeout={self.wait_ms:d}")
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            conn.execute("PRAGMA busy_timeout=0")
+
+
+def inline_connect(database: str, *, wait_ms: int = 10_000, **kwargs: Any) -> InlineConnection:
+    """An :class:`InlineConnection` to ``database`` (for ``create_async_engine``'s
+    ``async_creator``); awaiting it opens the file."""
+
+    def connector() -> sqlite3.Connection:
+        conn: sqlite3.Connection = sqlite3.connect(
+            database, timeout=0, check_same_thread=False, **kwargs
+        )
+        conn.execute("PRAGMA busy_timeout=0")
+        return conn
+
+    connection = InlineConnection(connector, 64, wait_ms)
+    connection._thread.daemon = True
+    return connection

@@ -1,0 +1,92 @@
+"""Shapes build a model's wire dict from a row without validating: the dicts must be what
+the model would have sent."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from types import SimpleNamespace
+
+import pytest
+from pydantic import BaseModel, Field
+from pydantic_core import to_json
+from sqlalchemy import Column, DateTime, Integer, MetaData, String, Table, Uuid, create_engine
+from sqlalchemy import select as sa_select
+
+from shared.shapes import Shape
+from shared.types import WireDatetime
+
+
+class Body(BaseModel):
+    created: WireDatetime
+    count: int = 0
+    label: str | None = None
+    tags: list[str] = Field(default_factory=list)
+
+
+class Envelope(BaseModel):
+    body: Body | None = None
+    id: uuid.UUID
+    permission_denied: bool = False
+    name: str
+
+
+AWARE = dt.datetime(2026, 11, 22, 10, 25, 49, 617843, tzinfo=dt.timezone(dt.timedelta(hours=2)))
+
+
+def _same_as_model(model: type[BaseModel], built: dict[str, object]) -> None:
+    assert to_json(built) == model.model_validate(built).model_dump_json().encode()
+
+
+def test_an_object_row_fills_fields_by_name_and_defaults_the_rest():
+    row = SimpleNamespace(id=uuid.uuid4(), name="a", created=AWARE, count=3)
+    built = Shape(Envelope).of(row, body=Shape(Body).of(row))
+    assert list(built) == ["body", "id", "permission_denied", "name"]
+    assert built["permission_denied"] is False
+    assert built["body"] == {
+        "created": dt.datetime(2026, 11, 22, 8, 25, 49, 617843),
+        "count": 3,
+        "label": None,
+        "tags": [],
+    }
+    _same_as_model(Envelope, built)
+
+
+def test_a_default_factory_gives_each_dict_its_own_value():
+    shape = Shape(Body)
+    first = shape.of(SimpleNamespace(created=AWARE))
+    second = shape.of(SimpleNamespace(created=AWARE))
+    assert first["tags"] == []
+    assert first["tags"] is not second["tags"]
+
+
+def test_a_required_field_the_row_lacks_is_an_error_not_a_silent_null():
+    with pytest.raises(KeyError, match=r"Envelope\.name"):
+        Shape(Envelope).of(SimpleNamespace(id=uuid.uuid4()))
+
+
+@pytest.mark.parametrize("stored", [AWARE, AWARE.replace(tzinfo=None)])
+def test_core_rows_are_read_by_position_with_naive_utc_datetimes(stored: dt.datetime):
+    table = Table(
+        "things",
+        MetaData(),
+        Column("id", Uuid, primary_key=True),
+        Column("name", String),
+        Column("created", DateTime(timezone=True)),
+        Column("count", Integer),
+    )
+    engine = create_engine("sqlite://")
+    table.metadata.create_all(engine)
+    thing_id = uuid.uuid4()
+    with engine.begin() as conn:
+        conn.execute(table.insert(), {"id": thing_id, "name": "n", "created": stored, "count": 7})
+        rows = conn.execute(sa_select(*table.columns)).all()
+    body, envelope = Shape(Body), Shape(Envelope)
+    for _ in range(2):  # the second time from the cached plan
+        built = envelope.of(rows[0], body=body.of(rows[0], label="x"))
+        assert built["id"] == thing_id
+        body_dict = built["body"]
+        assert body_dict["count"] == 7
+        assert body_dict["label"] == "x"
+        assert body_dict["created"].tzinfo is None
+        _same_as_model(Envelope, built)
