@@ -33,13 +33,23 @@ def _wire_datetime(value: Any) -> Any:
     return naive_utc(value) if isinstance(value, dt.datetime) else value
 
 
+Builder = Callable[[Any, dict[str, Any]], dict[str, Any]]
+_RECENT_RESULTS = 64
+
+
 class Shape:
-    """The fields of ``model`` (its own, not its nested models'), read from a row."""
+    """The fields of ``model`` (its own, not its nested models'), read from a row.
+
+    For each kind of source (a Core row's columns, or any other object) and each set of
+    explicit values, the reading is compiled once into a function with one dict display
+    (positions and defaults resolved): several times faster than a loop over the fields.
+    """
 
     def __init__(self, model: type[BaseModel]) -> None:
         self.model = model
         self._fields: list[tuple[str, Any, Callable[[Any], Any] | None]] = []
-        self._plans: dict[tuple[str, ...], tuple[int | None, ...]] = {}
+        self._builders: dict[tuple[tuple[str, ...] | None, tuple[str, ...]], Builder] = {}
+        self._recent: dict[tuple[int, tuple[str, ...]], tuple[object, Builder]] = {}
         for name, info in model.model_fields.items():
             if info.default_factory is not None:
                 default: Any = _MISSING  # built per use, never shared between dicts
@@ -52,43 +62,61 @@ class Shape:
 
     def of(self, row: Any, **values: Any) -> dict[str, Any]:
         """``values`` first, then ``row``'s attributes, then the model's defaults."""
+        given = tuple(values)
         if isinstance(row, Row):
-            return self._of_row(row, values)
-        out: dict[str, Any] = {}
-        for name, default, convert in self._fields:
-            value = values[name] if name in values else getattr(row, name, default)
-            if value is _MISSING:
-                value = self._default(name)
-            out[name] = convert(value) if convert is not None else value
-        return out
+            # A Core row answers a name it lacks through a slow exception path: read its
+            # columns by position. The rows of one result share their metadata: remember
+            # its builder (holding the metadata, so its id cannot be reused meanwhile).
+            parent = row._parent
+            recent = self._recent.get((id(parent), given))
+            if recent is not None and recent[0] is parent:
+                return recent[1](row, values)
+            builder = self._builder(row._fields, given)
+            if len(self._recent) >= _RECENT_RESULTS:
+                self._recent.clear()
+            self._recent[(id(parent), given)] = (parent, builder)
+            return builder(row, values)
+        return self._builder(None, given)(row, values)
 
-    def _of_row(self, row: Row[Any], values: dict[str, Any]) -> dict[str, Any]:
-        # A Core row answers a name it lacks through a slow exception path, and reading
-        # it as a dict costs more than the rest: read its columns by position instead.
-        columns = row._fields
-        plan = self._plans.get(columns)
-        if plan is None:
-            plan = self._plans[columns] = self._plan(columns)
-        out: dict[str, Any] = {}
-        for (name, default, convert), index in zip(self._fields, plan, strict=True):
-            if name in values:
-                value = values[name]
-            elif index is not None:
-                value = row[index]
-            elif default is _MISSING:
-                value = self._default(name)
-            else:
-                value = default
-            out[name] = convert(value) if convert is not None else value
-        return out
-
-    def _plan(self, columns: tuple[str, ...]) -> tuple[int | None, ...]:
-        """Each field's position among ``columns`` (``None``: not a column)."""
-        where = {name: i for i, name in enumerate(columns)}
-        return tuple(where.get(name) for name, _, _ in self._fields)
+    def _builder(self, columns: tuple[str, ...] | None, given: tuple[str, ...]) -> Builder:
+        builder = self._builders.get((columns, given))
+        if builder is None:
+            builder = self._builders[(columns, given)] = self._compile(columns, frozenset(given))
+        return builder
 
     def of_mapping(self, values: Mapping[str, Any]) -> dict[str, Any]:
         return self.of(None, **values)
+
+    def _compile(self, columns: tuple[str, ...] | None, given: frozenset[str]) -> Builder:
+        """The builder for rows with ``columns`` (``None``: read attributes) and the
+        explicit values named ``given``."""
+        position = {name: i for i, name in enumerate(columns or ())}
+        env: dict[str, Any] = {"_factory": self._default}
+        entries: list[str] = []
+        for i, (name, default, convert) in enumerate(self._fields):
+            env[f"d{i}"] = default
+            if name in given:
+                expression = f"values[{name!r}]"
+            elif columns is None:
+                expression = f"_or_default(getattr(row, {name!r}, d{i}), {name!r})"
+            elif name in position:
+                expression = f"row[{position[name]}]"
+            elif default is _MISSING:
+                expression = f"_factory({name!r})"
+            else:
+                expression = f"d{i}"
+            if convert is not None:
+                env[f"c{i}"] = convert
+                expression = f"c{i}({expression})"
+            entries.append(f"{name!r}: {expression}")
+        env["_or_default"] = self._or_default
+        source = "def build(row, values):\n    return {" + ", ".join(entries) + "}\n"
+        exec(source, env)  # noqa: S102 (source built above from the model's field names)
+        builder: Builder = env["build"]
+        return builder
+
+    def _or_default(self, value: Any, name: str) -> Any:
+        return self._default(name) if value is _MISSING else value
 
     def _default(self, name: str) -> Any:
         info = self.model.model_fields[name]
