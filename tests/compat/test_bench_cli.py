@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from bench import tracking
@@ -123,3 +125,26 @@ def test_requests_of_each_workload():
     assert filtered is not None
     assert filtered["name"] == "contains:bench-1"
     assert filtered["sort_by"] == "desc:created"
+
+
+def test_zenml_headers_need_the_python_sender(capsys: pytest.CaptureFixture[str]):
+    with pytest.raises(SystemExit) as exited:
+        tracking.parse_args(["--sender", "wrk", "--zenml-headers"])
+    assert exited.value.code == 2
+    assert "--sender python" in capsys.readouterr().err
+    assert tracking.parse_args(["--sender", "python", "--zenml-headers"]).zenml_headers
+
+
+def test_wrk_requests_make_unique_creates_and_cycle_every_loaded_artifact():
+    target = tracking.Target("ours", "http://x", "t", "p-id", "stack", artifact_ids=["a", "b"])
+    (create,) = tracking.wrk_requests(target, "create")
+    assert create.method == "POST"
+    assert json.loads(create.body or "")["name"] == f"created-{target.run_tag}-{{n}}"
+    gets = tracking.wrk_requests(target, "get")
+    assert [g.path for g in gets] == [
+        "/api/v1/artifacts/a?hydrate=true",
+        "/api/v1/artifacts/b?hydrate=true",
+    ]
+    (listing,) = tracking.wrk_requests(target, "filter")
+    assert listing.path.startswith("/api/v1/artifacts?")
+    assert "name=contains%3Abench-1" in listing.path
