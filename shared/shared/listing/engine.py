@@ -30,6 +30,7 @@ from sqlmodel import select
 from sqlmodel.ext.asyncio.session import AsyncSession
 from starlette.requests import Request
 
+from shared.db import core_execute
 from shared.errors import RequestValidationFailed
 from shared.listing.expressions import Condition, FilterError, Kind, parse
 from shared.listing.spec import COMMON_PARAMS, Field, ListSpec, SortKey, as_uuid_condition
@@ -158,15 +159,20 @@ async def fetch_page(
     statement: Select[Any],
     *,
     scope: Sequence[ColumnElement[bool]] = (),
+    core: bool = False,
 ) -> tuple[int, list[Any]]:
-    """The total and the requested page of ``statement``'s rows (400 past the last page)."""
+    """The total and the requested page of ``statement``'s rows (400 past the last page).
+
+    ``core``: ``statement`` selects columns, not ORM entities; its rows are read as Core
+    rows on the session's connection (cheaper; see :func:`shared.db.core_execute`)."""
     dialect = session.get_bind().dialect.name
     where = where_clause(listing, dialect, scope)
     ids = select(spec.id_column)
     if where is not None:
         ids = ids.where(where)
         statement = statement.where(where)
-    total = int((await session.exec(select(func.count()).select_from(ids.subquery()))).one())
+    counting = select(func.count()).select_from(ids.subquery())
+    total = int((await core_execute(session, counting)).scalar_one())
     offset = check_page(listing.page, listing.size, total)
     order = (
         [spec_expression.desc() for spec_expression in (listing.sort.expression, spec.id_column)]
@@ -174,6 +180,8 @@ async def fetch_page(
         else [listing.sort.expression.asc(), spec.id_column.asc()]
     )
     page = statement.order_by(*order).offset(offset).limit(listing.size)
+    if core:
+        return total, list((await core_execute(session, page)).all())
     rows = list((await session.exec(page)).all())  # type: ignore[call-overload]
     return total, rows
 

@@ -23,7 +23,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from starlette.requests import Request
 from starlette.responses import Response
 
-from shared.db import transaction
+from shared.db import core_execute, transaction
 from shared.errors import Conflict, NotFound
 from shared.listing import (
     Field,
@@ -193,8 +193,7 @@ class ScopedRepository(Generic[Row]):
     async def read(self, row_id: uuid.UUID) -> ScopedRow | None:
         """The row's columns, to render: a Core row, much cheaper than an instance."""
         query = self._columns().where(col(self.model.id) == row_id)
-        result = await self.session.exec(query)  # type: ignore[call-overload]
-        return result.first()  # type: ignore[no-any-return]
+        return (await core_execute(self.session, query)).first()
 
     async def page(
         self,
@@ -207,7 +206,9 @@ class ScopedRepository(Generic[Row]):
         scope: list[ColumnElement[bool]] = [col(self.model.project_id) == project_id]
         if scope_user is not None:
             scope.append(col(self.model.user_id) == scope_user)
-        return await fetch_page(self.session, spec, listing, self._columns(), scope=scope)
+        return await fetch_page(
+            self.session, spec, listing, self._columns(), scope=scope, core=True
+        )
 
     async def insert(self, row: Row, clash: Conflict) -> None:
         """Write the new ``row`` with one INSERT (no unit of work: ``row`` stays outside

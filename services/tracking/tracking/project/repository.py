@@ -8,7 +8,7 @@ from sqlalchemy import select as sa_select
 from sqlmodel import SQLModel, col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from shared.db import by_name_or_id
+from shared.db import by_name_or_id, core_execute
 from shared.listing import (
     Kind,
     Listing,
@@ -60,7 +60,7 @@ class ProjectRepository:
             by_id = col(Project.id) == project_id
             query = query.where(or_(by_id, col(Project.name) == name_or_id))
             query = query.order_by(case((by_id, 0), else_=1)).limit(1)
-        row = (await self.session.exec(query)).first()  # type: ignore[call-overload]
+        row = (await core_execute(self.session, query)).first()
         return ProjectRef(row.id, row.name) if row is not None else None
 
     async def by_name(self, name: str) -> Project | None:

@@ -16,7 +16,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from shared.db import utcnow
+from shared.db import core_execute, utcnow
 from shared.listing import Condition, Field, Kind, Op, SortKey
 from shared.listing.sql import condition_sql
 from tracking.models import Tag, TagResource
@@ -131,7 +131,7 @@ class TagService:
             )
             .order_by(col(Tag.name))
         )
-        for row in (await self.session.exec(query)).all():  # type: ignore[call-overload]
+        for row in (await core_execute(self.session, query)).all():
             found[row.resource_id].append(row)
         return found
 
