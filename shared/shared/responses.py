@@ -56,7 +56,9 @@ def error_body(exc: PlatformError) -> bytes:
     """The error's JSON body in the current request's :data:`error_style_var`. Errors with
     a shape of their own (request validation, OAuth, plain-detail errors) keep it."""
     body = exc.body()
-    if error_style_var.get() == "message" and type(exc).detail is PlatformError.detail:
+    kind = type(exc)
+    own_shape = kind.detail is not PlatformError.detail or kind.body is not PlatformError.body
+    if error_style_var.get() == "message" and not own_shape:
         body = {"detail": exc.message}
     return json.dumps(body, default=str).encode()
 
