@@ -1,3 +1,4 @@
+# mypy: ignore-errors
 # Runs inside the kitaru 0.27.2 environment (see test_kitaru_client.py); `emit` comes
 # from the snippet prelude. Every step's result is reported for the test to check.
 import asyncio
