@@ -7,7 +7,7 @@ import json
 
 from pydantic import BaseModel
 
-from shared.errors import Forbidden, RequestValidationFailed
+from shared.errors import Forbidden, OAuthError, RequestValidationFailed
 from shared.responses import error_body, error_style_var, render, render_null
 from shared.types import WireDatetime
 
@@ -64,6 +64,15 @@ def test_message_style_keeps_the_validation_shape():
     finally:
         error_style_var.reset(token)
     assert body == {"detail": [{"loc": ["body", "name"], "msg": "bad", "type": "value_error"}]}
+
+
+def test_message_style_keeps_the_oauth_shape():
+    token = error_style_var.set("message")
+    try:
+        body = json.loads(error_body(OAuthError("invalid_grant", "No.")))
+    finally:
+        error_style_var.reset(token)
+    assert body["error"] == "invalid_grant"
 
 
 def test_platform_style_is_the_default():

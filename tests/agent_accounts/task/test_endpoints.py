@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 
 from tests.agent_accounts.conftest import NewKey, bearer
@@ -7,11 +9,12 @@ from tests.agent_accounts.conftest import NewKey, bearer
 SCOPE = {"claims": [{"kind": "evaluator"}]}
 
 
-async def _worker(client: httpx.AsyncClient, key: str) -> dict:
+async def _worker(client: httpx.AsyncClient, key: str) -> dict[str, Any]:
     body = {"name": "w", "scope": SCOPE, "runtime": {"platform": "bare"}}
     response = await client.post("/api/v1/workers", json=body, headers=bearer(key))
     assert response.status_code == 200, response.text
-    return response.json()
+    registered: dict[str, Any] = response.json()
+    return registered
 
 
 async def test_worker_token_renews_with_the_key_and_is_refused_on_the_renew_route(
