@@ -26,6 +26,7 @@ from typing import Any
 
 import httpx
 from starlette.applications import Starlette
+from starlette.authentication import AuthenticationBackend
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.authentication import AuthenticationMiddleware
@@ -43,6 +44,7 @@ from shared.idempotency import IdempotencyMiddleware
 from shared.middleware import (
     AccessLogMiddleware,
     BodySizeLimitMiddleware,
+    ErrorStyleMiddleware,
     RequestIdMiddleware,
     SecurityHeadersMiddleware,
     current_request_id,
@@ -50,7 +52,7 @@ from shared.middleware import (
 from shared.migrations import upgrade
 from shared.openapi import build_openapi
 from shared.redis import Keys, create_redis
-from shared.responses import JSON, error_body, error_response
+from shared.responses import JSON, ErrorStyle, error_body, error_response
 from shared.settings import ServiceSettings
 
 logger = logging.getLogger(__name__)
@@ -199,8 +201,16 @@ def create_service_app(
     token_kinds: Collection[str] = PLATFORM_TOKEN_KINDS,
     http_transport: httpx.AsyncBaseTransport | None = None,
     description: str = "",
+    auth_backend: AuthenticationBackend | None = None,
+    error_style: ErrorStyle = "platform",
 ) -> Starlette:
-    """Build a service: its routes plus health, ``/openapi.json``, middleware, errors."""
+    """Build a service: its routes plus health, ``/openapi.json``, middleware, errors.
+
+    ``auth_backend`` replaces the platform's JWT backend (``token_kinds`` is then unused)
+    for a service with credentials of its own; the idempotency middleware keys records by
+    whatever authenticated user it yields. ``error_style`` picks the errors' wire shape
+    (see :data:`shared.responses.error_style_var`).
+    """
     all_routes: list[BaseRoute] = [*health_routes(), *routes]
     openapi_document = build_openapi(
         all_routes, title=title, version=version, description=description
@@ -220,7 +230,11 @@ def create_service_app(
             async with lifespan(app, state) as extra:
                 yield {**state, **extra}
 
+    backend = auth_backend or JWTAuthBackend(
+        cookie_name=settings.session_cookie_name, kinds=token_kinds
+    )
     middleware = [
+        Middleware(ErrorStyleMiddleware, style=error_style),
         Middleware(RequestIdMiddleware),
         Middleware(AccessLogMiddleware),
         Middleware(SecurityHeadersMiddleware, server_header=str(settings.server_id)),
@@ -228,7 +242,7 @@ def create_service_app(
         Middleware(BodySizeLimitMiddleware, max_body_size=settings.max_body_size),
         Middleware(
             AuthenticationMiddleware,
-            backend=JWTAuthBackend(cookie_name=settings.session_cookie_name, kinds=token_kinds),
+            backend=backend,
             on_error=lambda conn, exc: _auth_error(exc),
         ),
         Middleware(IdempotencyMiddleware),

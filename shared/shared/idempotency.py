@@ -3,7 +3,8 @@
 :class:`IdempotencyMiddleware` sits inside the authentication middleware (it keys records
 by the caller). The rules:
 
-- Only an **authenticated** request (a :class:`~shared.auth.Principal`) that carries the
+- Only an **authenticated** request (any authenticated Starlette user, such as a
+  :class:`~shared.auth.Principal`; keyed by its ``identity``) that carries the
   header and uses **POST, PUT, PATCH or DELETE** is recorded. Everything else streams
   through untouched: GETs (the ``zenml`` client sends a fresh key on every request),
   unauthenticated calls such as ``/login`` or webhook intake, and requests without a key.
@@ -50,11 +51,11 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
+from starlette.authentication import BaseUser
 from starlette.datastructures import Headers
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from shared.auth.backend import Principal
 from shared.errors import Conflict, PlatformError, RequestValidationFailed, ServiceUnavailable
 from shared.redis import Keys
 from shared.responses import error_response
@@ -261,13 +262,13 @@ class IdempotencyMiddleware:
         user = scope.get("user") if scope["type"] == "http" else None
         values = (
             [v for n, v in scope["headers"] if n == _HEADER_BYTES]
-            if isinstance(user, Principal)
+            if isinstance(user, BaseUser) and user.is_authenticated
             else []
         )
         if not values:
             await self.app(scope, receive, send)
             return
-        assert isinstance(user, Principal)
+        assert isinstance(user, BaseUser)
         try:
             key = parse_key(values)
         except RequestValidationFailed as exc:

@@ -18,7 +18,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from shared.errors import PayloadTooLarge
 from shared.logging import SECRET_KEY_PATTERN, request_id_var
-from shared.responses import error_response
+from shared.responses import ErrorStyle, error_response, error_style_var
 
 REQUEST_ID_HEADER = "x-request-id"
 _VALID_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
@@ -69,6 +69,23 @@ class RequestIdMiddleware:
             await self.app(scope, receive, send_with_id)
         finally:
             request_id_var.reset(token)
+
+
+class ErrorStyleMiddleware:
+    """Renders every error of the requests it serves in ``style`` (see
+    :data:`shared.responses.error_style_var`); outermost, so errors raised by any other
+    middleware render the same way."""
+
+    def __init__(self, app: ASGIApp, *, style: ErrorStyle) -> None:
+        self.app = app
+        self.style = style
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        token = error_style_var.set(self.style)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            error_style_var.reset(token)
 
 
 def _redacted_query(query_string: bytes) -> str:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from contextvars import ContextVar
+from typing import Any, Literal
 
 from pydantic import BaseModel
 from starlette.responses import Response
@@ -13,6 +14,17 @@ from shared.errors import PlatformError
 from shared.types import type_adapter
 
 JSON = "application/json"
+
+NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
+"""Headers for an answer that carries a secret (a token, a key): never cached, and never
+kept for an idempotent replay (see :mod:`shared.idempotency`)."""
+
+ErrorStyle = Literal["platform", "message"]
+error_style_var: ContextVar[ErrorStyle] = ContextVar("error_style", default="platform")
+"""How errors render while serving the current request: ``platform`` (the ZenML shape
+``{"detail": [<wire name>, <message>]}``) or ``message`` (``{"detail": "<message>"}``, the
+agent-run server's shape). Set per request by :class:`shared.middleware.ErrorStyleMiddleware`.
+"""
 
 
 class JSONBytesResponse(Response):
@@ -41,7 +53,14 @@ def render_null() -> Response:
 
 
 def error_body(exc: PlatformError) -> bytes:
-    return json.dumps(exc.body(), default=str).encode()
+    """The error's JSON body in the current request's :data:`error_style_var`. Errors with
+    a shape of their own (request validation, OAuth, plain-detail errors) keep it."""
+    body = exc.body()
+    kind = type(exc)
+    own_shape = kind.detail is not PlatformError.detail or kind.body is not PlatformError.body
+    if error_style_var.get() == "message" and not own_shape:
+        body = {"detail": exc.message}
+    return json.dumps(body, default=str).encode()
 
 
 def error_response(exc: PlatformError, request_id: str | None = None) -> Response:

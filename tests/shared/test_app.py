@@ -15,7 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 from pydantic import BaseModel, Field
-from starlette.requests import Request
+from starlette.authentication import AuthCredentials, AuthenticationBackend, BaseUser
+from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response
 
 from shared.app import create_service_app
@@ -408,3 +409,89 @@ async def test_ready_returns_503_when_the_database_is_unreachable(redis_url: str
         response = await client.get("/ready")
     assert response.status_code == 503
     assert response.json() == {"detail": ["ServiceUnavailable", "Not ready: database unreachable."]}
+
+
+# A service with credentials of its own and the agent-run server's error shape
+
+
+class HeaderUser(BaseUser):
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    @property
+    def is_authenticated(self) -> bool:
+        return True
+
+    @property
+    def display_name(self) -> str:
+        return self.name
+
+    @property
+    def identity(self) -> str:
+        return self.name
+
+
+class HeaderBackend(AuthenticationBackend):
+    """Whoever the X-Caller header names."""
+
+    async def authenticate(self, conn: HTTPConnection) -> tuple[AuthCredentials, BaseUser] | None:
+        name = conn.headers.get("x-caller")
+        return (AuthCredentials(["authenticated"]), HeaderUser(name)) if name else None
+
+
+created: list[str] = []
+
+
+async def create_counted(request: Request) -> Response:
+    created.append(request.user.identity)
+    return JSONResponse({"n": len(created)}, status_code=201)
+
+
+@pytest.fixture
+async def own_auth_client(tmp_path: Path, redis_url: str) -> AsyncIterator[httpx.AsyncClient]:
+    app = create_service_app(
+        make_settings(sqlite_url(tmp_path), redis_url),
+        title="agent-like",
+        version="0",
+        routes=[
+            *ROUTES,
+            api_route("/api/v1/counted", create_counted, method="POST", summary="Counted"),
+        ],
+        migrations=None,
+        auth_backend=HeaderBackend(),
+        error_style="message",
+    )
+    async with client_for(app) as client:
+        yield client
+
+
+async def test_message_error_style_renders_a_plain_detail(own_auth_client):
+    response = await own_auth_client.get("/api/v1/missing")
+    assert response.status_code == 404
+    assert response.json() == {"detail": "No thing with this name."}
+
+
+async def test_message_error_style_applies_to_middleware_errors(own_auth_client):
+    response = await own_auth_client.post("/api/v1/upload", content=b"x" * (MAX_BODY + 1))
+    assert response.status_code == 413
+    assert isinstance(response.json()["detail"], str)
+
+
+async def test_message_error_style_keeps_validation_errors_as_a_list(own_auth_client):
+    response = await own_auth_client.post("/api/v1/things", json={"name": 1})
+    assert response.status_code == 422
+    assert isinstance(response.json()["detail"], list)
+
+
+async def test_custom_auth_backend_users_get_idempotent_replays(own_auth_client):
+    key = str(uuid.uuid4())
+    headers = {"X-Caller": "alice", "Idempotency-Key": key}
+    first = await own_auth_client.post("/api/v1/counted", headers=headers)
+    again = await own_auth_client.post("/api/v1/counted", headers=headers)
+    assert first.status_code == again.status_code == 201
+    assert again.json() == first.json()
+    assert again.headers["Idempotent-Replayed"] == "true"
+    other = await own_auth_client.post(
+        "/api/v1/counted", headers={"X-Caller": "bob", "Idempotency-Key": key}
+    )
+    assert other.json()["n"] == first.json()["n"] + 1

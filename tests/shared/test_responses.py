@@ -7,7 +7,8 @@ import json
 
 from pydantic import BaseModel
 
-from shared.responses import render, render_null
+from shared.errors import Forbidden, OAuthError, RequestValidationFailed
+from shared.responses import error_body, error_style_var, render, render_null
 from shared.types import WireDatetime
 
 
@@ -45,3 +46,36 @@ def test_render_none_and_render_null_send_json_null():
     assert bytes(render(None).body) == b"null"
     assert bytes(render_null().body) == b"null"
     assert render_null().headers["content-type"] == "application/json"
+
+
+def test_message_style_renders_the_detail_as_a_plain_message():
+    token = error_style_var.set("message")
+    try:
+        body = json.loads(error_body(Forbidden("Not yours.")))
+    finally:
+        error_style_var.reset(token)
+    assert body == {"detail": "Not yours."}
+
+
+def test_message_style_keeps_the_validation_shape():
+    token = error_style_var.set("message")
+    try:
+        body = json.loads(error_body(RequestValidationFailed.single(["body", "name"], "bad")))
+    finally:
+        error_style_var.reset(token)
+    assert body == {"detail": [{"loc": ["body", "name"], "msg": "bad", "type": "value_error"}]}
+
+
+def test_message_style_keeps_the_oauth_shape():
+    token = error_style_var.set("message")
+    try:
+        body = json.loads(error_body(OAuthError("invalid_grant", "No.")))
+    finally:
+        error_style_var.reset(token)
+    assert body["error"] == "invalid_grant"
+
+
+def test_platform_style_is_the_default():
+    assert json.loads(error_body(Forbidden("Not yours."))) == {
+        "detail": ["IllegalOperationError", "Not yours."]
+    }

@@ -1,32 +1,90 @@
-"""The agent-accounts service: accounts, API keys, workers and task tokens of the agent
-server."""
+"""The agent-accounts service: accounts, API keys, workers and task tokens of the agent-run
+server (wire-compatible with kitaru 0.27.2), its own trust domain."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx
 from starlette.applications import Starlette
 
+from agent_accounts.account import endpoints as account_endpoints
+from agent_accounts.account.service import AccountService
+from agent_accounts.api_key import endpoints as api_key_endpoints
+from agent_accounts.core.auth import ALL_KINDS, AgentAuthBackend, Clock, TokenIssuer
+from agent_accounts.core.keys import load_keys
+from agent_accounts.login import endpoints as login_endpoints
+from agent_accounts.server import endpoints as server_endpoints
+from agent_accounts.server.endpoints import AGENT_SERVER_VERSION
 from agent_accounts.settings import Settings
-from shared.app import create_service_app
+from agent_accounts.task import endpoints as task_endpoints
+from agent_accounts.worker import endpoints as worker_endpoints
+from shared.app import LifespanHook, State, create_service_app
+from shared.auth import TokenVerifier
+from shared.db import session_scope, utcnow
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 
-# The agent-run server we are wire-compatible with (kitaru).
-AGENT_SERVER_VERSION = "0.27.2"
+__all__ = ["AGENT_SERVER_VERSION", "create_app"]
+
+
+def _lifespan(clock: Clock) -> LifespanHook:
+    @asynccontextmanager
+    async def lifespan(_app: Starlette, state: State) -> AsyncIterator[State]:
+        settings: Settings = state["settings"]
+        signer, keys = load_keys(
+            settings.jwt_signing_keys.get_secret_value(), issuer=settings.jwt_issuer
+        )
+        verifier = TokenVerifier(
+            keys,
+            issuer=settings.jwt_issuer,
+            audience=settings.jwt_audience,
+            leeway=settings.jwt_leeway.total_seconds(),
+            kinds_without_exp=(),
+        )
+        password = settings.server_default_account_password
+        async with session_scope(state["sessionmaker"]) as session:
+            default = await AccountService(session, settings, clock).ensure_default(
+                settings.server_default_account_name,
+                password.get_secret_value() if password else None,
+            )
+        yield {
+            "verifier": verifier,
+            "issuer": TokenIssuer(signer, settings, clock),
+            "clock": clock,
+            "default_account_id": default.id,
+        }
+
+    return lifespan
 
 
 def create_app(
-    settings: Settings | None = None, *, http_transport: httpx.AsyncBaseTransport | None = None
+    settings: Settings | None = None,
+    *,
+    http_transport: httpx.AsyncBaseTransport | None = None,
+    clock: Clock = utcnow,
 ) -> Starlette:
+    """``clock`` is the service's notion of now (tests move it instead of sleeping)."""
     settings = settings or Settings()
     return create_service_app(
         settings,
         title="agent-accounts",
         version=AGENT_SERVER_VERSION,
         description="Accounts, API keys, workers and task tokens of the agent-run server.",
-        routes=[],
+        routes=[
+            *server_endpoints.routes(),
+            *login_endpoints.routes(),
+            *account_endpoints.routes(),
+            *api_key_endpoints.routes(),
+            *worker_endpoints.routes(),
+            *task_endpoints.routes(),
+        ],
         migrations=MIGRATIONS,
+        lifespan=_lifespan(clock),
+        token_kinds=ALL_KINDS,
         http_transport=http_transport,
+        auth_backend=AgentAuthBackend(),
+        error_style="message",
     )

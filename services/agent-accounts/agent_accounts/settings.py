@@ -1,10 +1,17 @@
-"""The agent-accounts service's settings (environment prefix SERVICE_)."""
+"""The agent-accounts service's settings (environment prefix SERVICE_, as kitaru's
+KITARU_SERVER_)."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+from typing import Literal
+
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import SettingsConfigDict
 
 from shared.settings import ServiceSettings
+
+AuthScheme = Literal["none", "local"]
 
 
 class Settings(ServiceSettings):
@@ -12,3 +19,42 @@ class Settings(ServiceSettings):
 
     service_name: str = "agent-accounts"
     database_url: str = "sqlite+aiosqlite:///./.local/data/agent-accounts.db"
+    redis_namespace: str = "agent"
+
+    # "none": local development only; every request runs as the default account.
+    server_auth_scheme: AuthScheme = "local"
+    server_default_account_name: str = "default"
+    # Hashed when the default account is first created; later changes do nothing.
+    server_default_account_password: SecretStr | None = None
+
+    # Its own trust domain: its own issuer, audience and keys. Comma-separated Ed25519
+    # private keys, each 32 random bytes in base64url (``secrets.token_urlsafe(32)``): the
+    # first signs, all verify, so a new key goes in front and the old one is dropped once
+    # its tokens have expired.
+    jwt_signing_keys: SecretStr
+    jwt_issuer: str = "agent-accounts"
+    jwt_audience: str = "agent-run"
+    session_token_lifetime: timedelta = timedelta(hours=1)
+    worker_token_lifetime: timedelta = timedelta(hours=1)
+    task_token_expiry_leeway: timedelta = timedelta(minutes=5)
+
+    activation_token_lifetime: timedelta = timedelta(hours=24)
+    # last_used is written at most this often per API key.
+    api_key_last_used_interval: timedelta = timedelta(seconds=60)
+
+    device_auth_timeout: timedelta = timedelta(minutes=5)
+    device_auth_polling_interval: timedelta = timedelta(seconds=5)
+    max_failed_device_auth_attempts: int = Field(default=3, ge=1, le=10)
+
+    max_task_timeout: timedelta = timedelta(hours=24)
+    max_blob_size_bytes: int = Field(default=100 * 1024 * 1024, ge=1)
+
+    server_url: str = ""
+    dashboard_url: str = ""
+
+    @field_validator("jwt_signing_keys")
+    @classmethod
+    def _at_least_one_key(cls, value: SecretStr) -> SecretStr:
+        if not [k for k in value.get_secret_value().split(",") if k.strip()]:
+            raise ValueError("at least one signing key is required")
+        return value

@@ -16,6 +16,7 @@ from shared.auth.backend import (
     InvalidCredentials,
     JWTAuthBackend,
     Principal,
+    bearer_token,
     require_admin,
     require_principal,
 )
@@ -45,6 +46,7 @@ __all__ = [
     "TokenSigner",
     "TokenVerifier",
     "VerifiedToken",
+    "bearer_token",
     "generate_signing_key",
     "new_kid",
     "parse_jwks",

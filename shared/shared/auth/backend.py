@@ -73,7 +73,8 @@ class InvalidCredentials(BaseUser):
         return ""
 
 
-def _bearer_token(conn: HTTPConnection) -> str | None:
+def bearer_token(conn: HTTPConnection) -> str | None:
+    """The credential of an ``Authorization: Bearer`` header, if any."""
     scheme, _, credentials = conn.headers.get("authorization", "").partition(" ")
     credentials = credentials.strip()
     if scheme.lower() != "bearer" or not credentials:
@@ -102,7 +103,7 @@ class JWTAuthBackend(AuthenticationBackend):
         cookie = conn.cookies.get(self.cookie_name)
         if cookie:
             return cookie
-        return _bearer_token(conn)
+        return bearer_token(conn)
 
     async def authenticate(self, conn: HTTPConnection) -> tuple[AuthCredentials, BaseUser] | None:
         raw = self.token(conn)

@@ -14,10 +14,9 @@ from identity.user.service import UserService
 from shared.auth import Principal, TokenKind, require_principal
 from shared.db import transaction
 from shared.errors import OAuthError, RequestValidationFailed, Unauthorized
-from shared.responses import render, render_null
+from shared.responses import NO_STORE, render, render_null
 from shared.routing import ApiRoute, api_route, parse_form, parse_json, parse_query
 
-NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
 USER_TOKEN_KINDS = (TokenKind.ACCESS, TokenKind.DEVICE, TokenKind.GENERIC, TokenKind.WORKLOAD)
 
 

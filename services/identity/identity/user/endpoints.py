@@ -9,7 +9,7 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
-from identity.auth.endpoints import NO_STORE, acting_user
+from identity.auth.endpoints import acting_user
 from identity.models import User
 from identity.user.repository import USERS
 from identity.user.schemas import (
@@ -25,7 +25,7 @@ from shared.db import transaction
 from shared.errors import Forbidden
 from shared.listing import page_of, parse_list
 from shared.pagination import Page
-from shared.responses import render, render_null
+from shared.responses import NO_STORE, render, render_null
 from shared.routing import ApiRoute, api_route, parse_json, parse_query
 
 

@@ -11,13 +11,13 @@ from dataclasses import dataclass
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from identity.models import User
-from identity.passwords import MIN_PASSWORD_LENGTH, hash_password, verify_password
 from identity.user.repository import UserRepository
 from identity.user.schemas import UserRequest, UserUpdate
 from shared.auth import RevocationList
 from shared.db import utcnow
 from shared.errors import BadRequest, Conflict, Forbidden, NotFound
 from shared.listing import Listing
+from shared.passwords import MIN_PASSWORD_LENGTH, hash_password, verify_password
 
 logger = logging.getLogger(__name__)
 

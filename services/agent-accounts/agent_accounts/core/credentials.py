@@ -1,0 +1,52 @@
+"""Generated secrets: API keys, activation tokens, device codes. Only SHA-256 hashes are
+stored (each secret carries 256 random bits, so a plain hash is enough), and they are
+compared in constant time."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+import secrets
+import uuid
+
+API_KEY_PREFIX = "SVCKEY_"
+# An API key is ~171 characters; anything much longer is not one of ours.
+MAX_API_KEY_LENGTH = 512
+
+
+def new_secret() -> str:
+    """256 bits from the CSPRNG as 64 hex characters (kitaru's ``token_hex(32)``)."""
+    return secrets.token_hex(32)
+
+
+def hash_secret(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def secret_matches(secret: str, stored_hash: str | None) -> bool:
+    if stored_hash is None:
+        return False
+    return hmac.compare_digest(hash_secret(secret), stored_hash)
+
+
+def encode_api_key(key_id: uuid.UUID, secret: str) -> str:
+    """``SVCKEY_`` + base64 of ``{"id": ..., "key": ...}``, the reference's layout."""
+    payload = json.dumps({"id": str(key_id), "key": secret})
+    return API_KEY_PREFIX + base64.b64encode(payload.encode()).decode("ascii")
+
+
+def decode_api_key(key: str) -> tuple[uuid.UUID, str] | None:
+    """The key's id and secret, or ``None`` for anything that is not a well-formed key."""
+    if not key.startswith(API_KEY_PREFIX) or len(key) > MAX_API_KEY_LENGTH:
+        return None
+    try:
+        payload = json.loads(base64.b64decode(key[len(API_KEY_PREFIX) :], validate=True))
+        key_id, secret = uuid.UUID(payload["id"]), payload["key"]
+    except (binascii.Error, ValueError, KeyError, TypeError, UnicodeDecodeError, RecursionError):
+        return None
+    if not isinstance(secret, str) or not secret:
+        return None
+    return key_id, secret

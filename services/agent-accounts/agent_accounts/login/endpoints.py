@@ -1,0 +1,56 @@
+"""``/login`` (password, api-key and device-code grants) and ``/logout``."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from agent_accounts.core.auth import AccountCaller, TokenIssuer
+from agent_accounts.login.schemas import LoginForm, TokenResponse
+from agent_accounts.login.service import (
+    API_KEY,
+    PASSWORD,
+    LoginService,
+    TokenError,
+    token_response,
+)
+from shared.db import transaction
+from shared.responses import NO_STORE, render
+from shared.routing import ApiRoute, api_route, parse_form
+
+TAGS = ["auth"]
+
+
+async def login(request: Request) -> Response:
+    form = await parse_form(request, LoginForm)
+    issuer: TokenIssuer = request.state.issuer
+    async with transaction(request) as session:
+        service = LoginService(session, request.state.settings, issuer)
+        if form.grant_type == PASSWORD:
+            issued = await service.password(form)
+        elif form.grant_type == API_KEY:
+            caller = request.user if isinstance(request.user, AccountCaller) else None
+            issued = service.api_key(caller)
+        elif not form.grant_type:
+            raise TokenError("invalid_request", "The grant_type parameter is required.")
+        else:
+            raise TokenError("unsupported_grant_type", "This grant type is not supported.")
+    return render(token_response(issued), headers=NO_STORE)
+
+
+async def logout(request: Request) -> Response:
+    """Ends the presented session token (its jti is revoked until it would expire)."""
+    user = request.user
+    if isinstance(user, AccountCaller) and user.token is not None:
+        await request.state.revocations.revoke_token(user.token.jti, user.token.expires_at)
+    return Response(status_code=204)
+
+
+def routes() -> list[ApiRoute]:
+    return [
+        api_route("/api/v1/login", login, method="POST", summary="Log in (token endpoint)",
+                  tags=TAGS, form=LoginForm, response=TokenResponse, auth=False,
+                  errors=(400, 401)),
+        api_route("/api/v1/logout", logout, method="POST", summary="Log out", tags=TAGS,
+                  status_code=204, auth=False),
+    ]  # fmt: skip

@@ -1,0 +1,208 @@
+"""Tasks and the sessions and blobs their tokens guard.
+
+An account creates a task with an execution timeout and an allowlist of sessions and
+blobs. A worker claims it: the attempt number grows, and the worker gets a task token for
+that task and attempt, expiring after the timeout plus the configured leeway. The token
+reads and writes only the allowlisted sessions and blobs (and what the task itself
+wrote); a requeued task's next claim makes the old attempt's token stop working.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+
+from sqlmodel import col, select
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from agent_accounts.core.auth import (
+    AccountCaller,
+    Caller,
+    Clock,
+    Issued,
+    TaskCaller,
+    TokenIssuer,
+    WorkerCaller,
+)
+from agent_accounts.models import AgentSession, Blob, Task, Worker
+from agent_accounts.settings import Settings
+from agent_accounts.task.schemas import SessionCreateRequest, TaskCreateRequest
+from shared.errors import Forbidden, NotFound, PayloadTooLarge, Unprocessable
+
+
+class NotAccessible(Forbidden):
+    def __init__(self, what: str, object_id: object) -> None:
+        super().__init__(f"{what} {object_id} is not accessible to this caller")
+
+
+def _not_found(what: str, object_id: object) -> NotFound:
+    return NotFound(f"{what} {object_id} was not found")
+
+
+class TaskService:
+    def __init__(self, session: AsyncSession, settings: Settings, clock: Clock) -> None:
+        self.session = session
+        self.settings = settings
+        self.clock = clock
+
+    async def _exists(self, model: type[AgentSession] | type[Blob], ids: list[uuid.UUID]) -> None:
+        if not ids:
+            return
+        found = set((await self.session.exec(select(model.id).where(col(model.id).in_(ids)))).all())
+        missing = [str(i) for i in ids if i not in found]
+        if missing:
+            raise Unprocessable(f"{model.__name__} {missing[0]} was not found")
+
+    async def create(self, request: TaskCreateRequest, caller: AccountCaller) -> Task:
+        if request.timeout_seconds > self.settings.max_task_timeout.total_seconds():
+            raise Unprocessable("timeout_seconds exceeds the server's maximum task timeout.")
+        await self._exists(AgentSession, request.session_ids)
+        await self._exists(Blob, request.blob_ids)
+        now = self.clock()
+        task = Task(
+            owner_id=caller.account_id,
+            kind=request.kind,
+            timeout_seconds=request.timeout_seconds,
+            session_ids=sorted({str(i) for i in request.session_ids}),
+            blob_ids=sorted({str(i) for i in request.blob_ids}),
+            created=now,
+            updated=now,
+        )
+        self.session.add(task)
+        await self.session.flush()
+        return task
+
+    async def get(self, task_id: uuid.UUID, caller: Caller) -> Task:
+        task = await self.session.get(Task, task_id)
+        if task is None:
+            raise _not_found("Task", task_id)
+        if isinstance(caller, TaskCaller) and caller.task_id != task.id:
+            raise NotAccessible("Task", task_id)
+        if isinstance(caller, WorkerCaller) and task.worker_id != caller.worker_id:
+            raise NotAccessible("Task", task_id)
+        return task
+
+    async def claim(
+        self, caller: WorkerCaller, max_tasks: int, issuer: TokenIssuer
+    ) -> list[tuple[Task, Issued]]:
+        """Claim pending tasks of the kinds the worker serves (rows locked, skipping those
+        another worker is claiming)."""
+        worker = await self.session.get(Worker, caller.worker_id)
+        if worker is None:
+            raise _not_found("Worker", caller.worker_id)
+        kinds = sorted({str(c.get("kind")) for c in worker.scope.get("claims", [])})
+        query = (
+            select(Task)
+            .where(col(Task.status) == "pending", col(Task.kind).in_(kinds))
+            .order_by(col(Task.created), col(Task.id))
+            .limit(max_tasks)
+            .with_for_update(skip_locked=True)
+        )
+        now = self.clock()
+        claimed = []
+        for task in (await self.session.exec(query)).all():
+            task.attempt += 1
+            task.status = "claimed"
+            task.worker_id = worker.id
+            task.claimed_at = now
+            task.updated = now
+            self.session.add(task)
+            claimed.append(task)
+        await self.session.flush()
+        return [(task, issuer.task(task, worker.id)) for task in claimed]
+
+    async def requeue(self, task_id: uuid.UUID, caller: AccountCaller) -> Task:
+        """Back to pending; the next claim is a new attempt, which fences off this one's
+        token."""
+        task = await self.get(task_id, caller)
+        task.status = "pending"
+        task.worker_id = None
+        task.claimed_at = None
+        task.updated = self.clock()
+        self.session.add(task)
+        await self.session.flush()
+        return task
+
+    # Sessions and blobs
+
+    def _check(
+        self, caller: Caller, what: str, row: AgentSession | Blob, granted: frozenset[uuid.UUID]
+    ) -> None:
+        if isinstance(caller, WorkerCaller):
+            raise NotAccessible(what, row.id)
+        if (
+            isinstance(caller, TaskCaller)
+            and row.id not in granted
+            and (row.produced_by_task_id != caller.task_id)
+        ):
+            raise NotAccessible(what, row.id)
+
+    async def get_session(self, session_id: uuid.UUID, caller: Caller) -> AgentSession:
+        row = await self.session.get(AgentSession, session_id)
+        if row is None:
+            # A task learns nothing about sessions outside its allowlist.
+            if isinstance(caller, TaskCaller | WorkerCaller):
+                raise NotAccessible("Session", session_id)
+            raise _not_found("Session", session_id)
+        self._check(caller, "Session", row, _grants(caller, "sessions"))
+        return row
+
+    async def create_session(self, request: SessionCreateRequest, caller: Caller) -> AgentSession:
+        if isinstance(caller, WorkerCaller):
+            raise Forbidden("Worker credentials are not accepted on this route.")
+        now = self.clock()
+        row = AgentSession(
+            owner_id=caller.account_id,
+            name=request.name,
+            data=request.data,
+            produced_by_task_id=caller.task_id if isinstance(caller, TaskCaller) else None,
+            created=now,
+            updated=now,
+        )
+        self.session.add(row)
+        await self.session.flush()
+        return row
+
+    async def update_session(
+        self, session_id: uuid.UUID, data: dict[str, object], caller: Caller
+    ) -> AgentSession:
+        row = await self.get_session(session_id, caller)
+        row.data = data
+        row.updated = self.clock()
+        self.session.add(row)
+        await self.session.flush()
+        return row
+
+    async def create_blob(self, content: bytes, caller: Caller) -> Blob:
+        if isinstance(caller, WorkerCaller):
+            raise Forbidden("Worker credentials are not accepted on this route.")
+        if len(content) > self.settings.max_blob_size_bytes:
+            raise PayloadTooLarge("The blob is larger than the server accepts.")
+        now = self.clock()
+        blob = Blob(
+            owner_id=caller.account_id,
+            content=content,
+            sha256=hashlib.sha256(content).hexdigest(),
+            size=len(content),
+            produced_by_task_id=caller.task_id if isinstance(caller, TaskCaller) else None,
+            created=now,
+            updated=now,
+        )
+        self.session.add(blob)
+        await self.session.flush()
+        return blob
+
+    async def get_blob(self, blob_id: uuid.UUID, caller: Caller) -> Blob:
+        blob = await self.session.get(Blob, blob_id)
+        if blob is None:
+            if isinstance(caller, TaskCaller | WorkerCaller):
+                raise NotAccessible("Blob", blob_id)
+            raise _not_found("Blob", blob_id)
+        self._check(caller, "Blob", blob, _grants(caller, "blobs"))
+        return blob
+
+
+def _grants(caller: Caller, kind: str) -> frozenset[uuid.UUID]:
+    if isinstance(caller, TaskCaller):
+        return caller.sessions if kind == "sessions" else caller.blobs
+    return frozenset()

@@ -1,0 +1,316 @@
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+from argon2 import PasswordHasher
+from sqlalchemy import text
+
+from tests.agent_accounts.conftest import ADMIN, Clock, Login, NewUser, bearer
+
+
+async def test_default_admin_is_created_at_first_start(client: httpx.AsyncClient, admin):
+    me = (await client.get("/api/v1/accounts/me", headers=admin)).json()
+    assert me["name"] == ADMIN
+    assert me["is_admin"] is True
+    assert me["active"] is True
+    assert me["is_service_account"] is False
+
+
+async def test_user_created_with_a_password_is_active(client: httpx.AsyncClient, admin):
+    response = await client.post(
+        "/api/v1/users", json={"name": "alice", "password": "alice-password"}, headers=admin
+    )
+    assert response.status_code == 201
+    body = response.json()
+    assert body["active"] is True
+    assert "activation_token" not in body
+
+
+async def test_user_created_without_password_gets_a_one_time_activation_token(
+    client: httpx.AsyncClient, admin, login: Login
+):
+    created = await client.post("/api/v1/users", json={"name": "bob"}, headers=admin)
+    assert created.status_code == 201
+    assert created.headers["cache-control"] == "no-store"
+    body = created.json()
+    assert body["active"] is False
+    token = body["activation_token"]
+    assert len(token) == 64
+    path = f"/api/v1/users/{body['id']}/activate"
+    activated = await client.post(path, json={"activation_token": token, "password": "bob-pass-1"})
+    assert activated.status_code == 200
+    assert activated.json()["active"] is True
+    assert await login("bob", "bob-pass-1")
+    reused = await client.post(path, json={"activation_token": token, "password": "other-pass"})
+    assert reused.status_code == 403
+    assert reused.json() == {"detail": "The activation token is incorrect"}
+
+
+async def test_activation_token_expires(client: httpx.AsyncClient, admin, clock: Clock):
+    body = (await client.post("/api/v1/users", json={"name": "late"}, headers=admin)).json()
+    clock.advance(hours=24, seconds=1)
+    response = await client.post(
+        f"/api/v1/users/{body['id']}/activate",
+        json={"activation_token": body["activation_token"], "password": "late-password"},
+    )
+    assert response.status_code == 403
+
+
+async def test_wrong_activation_token_is_403(client: httpx.AsyncClient, admin):
+    body = (await client.post("/api/v1/users", json={"name": "carol"}, headers=admin)).json()
+    response = await client.post(
+        f"/api/v1/users/{body['id']}/activate",
+        json={"activation_token": "0" * 64, "password": "carol-password"},
+    )
+    assert response.status_code == 403
+
+
+async def test_non_admin_cannot_create_accounts(client: httpx.AsyncClient, new_user: NewUser):
+    _, headers = await new_user()
+    response = await client.post("/api/v1/users", json={"name": "x"}, headers=headers)
+    assert response.status_code == 403
+    assert response.json() == {"detail": "Insufficient permissions for account:create"}
+    response = await client.post("/api/v1/service-accounts", json={"name": "x"}, headers=headers)
+    assert response.status_code == 403
+
+
+async def test_duplicate_user_name_is_409_but_a_service_account_may_share_it(
+    client: httpx.AsyncClient, admin
+):
+    await client.post(
+        "/api/v1/users", json={"name": "dup", "password": "dup-pass-1"}, headers=admin
+    )
+    again = await client.post("/api/v1/users", json={"name": "dup"}, headers=admin)
+    assert again.status_code == 409
+    service = await client.post("/api/v1/service-accounts", json={"name": "dup"}, headers=admin)
+    assert service.status_code == 201
+
+
+@pytest.mark.parametrize("name", ["", "-lead", "trail-", "has space", "x" * 256, "ümlaut"])
+async def test_invalid_names_are_422(client: httpx.AsyncClient, admin, name: str):
+    response = await client.post("/api/v1/users", json={"name": name}, headers=admin)
+    assert response.status_code == 422
+
+
+async def test_unknown_request_fields_are_422(client: httpx.AsyncClient, admin):
+    response = await client.post(
+        "/api/v1/users", json={"name": "eve", "is_service_account": True}, headers=admin
+    )
+    assert response.status_code == 422
+
+
+async def test_passwords_are_argon2id_without_a_72_byte_cap(
+    client: httpx.AsyncClient, admin, login: Login, agent_settings
+):
+    password = "ü" * 60  # 120 UTF-8 bytes
+    await client.post("/api/v1/users", json={"name": "long", "password": password}, headers=admin)
+    assert await login("long", password)
+    response = await client.post(
+        "/api/v1/login",
+        data={"grant_type": "password", "username": "long", "password": password[:-1]},
+    )
+    assert response.status_code == 401
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    engine = create_async_engine(agent_settings.database_url)
+    async with engine.connect() as conn:
+        stored = (
+            await conn.execute(text("SELECT password_hash FROM accounts WHERE name = 'long'"))
+        ).scalar_one()
+    await engine.dispose()
+    assert stored.startswith("$argon2id$")
+    assert PasswordHasher().verify(stored, password)
+
+
+async def test_deactivate_locks_the_user_out_and_returns_a_fresh_activation_token(
+    client: httpx.AsyncClient, admin, new_user: NewUser, new_key, login: Login
+):
+    user, headers = await new_user("dana")
+    key = await new_key(headers)
+    assert (await client.get("/api/v1/accounts/me", headers=headers)).status_code == 200
+    response = await client.post(f"/api/v1/users/{user['id']}/deactivate", headers=admin)
+    assert response.status_code == 200
+    body = response.json()
+    assert body["active"] is False
+    assert len(body["activation_token"]) == 64
+    # Live session and API key stop at once.
+    assert (await client.get("/api/v1/accounts/me", headers=headers)).status_code == 401
+    assert (await client.get("/api/v1/accounts/me", headers=bearer(key["key"]))).status_code == 401
+    # Re-activation does not bring the old session back.
+    await client.post(
+        f"/api/v1/users/{user['id']}/activate",
+        json={"activation_token": body["activation_token"], "password": "dana-new-pass"},
+    )
+    assert (await client.get("/api/v1/accounts/me", headers=headers)).status_code == 401
+    assert await login("dana", "dana-new-pass")
+
+
+async def test_deactivating_yourself_is_403(client: httpx.AsyncClient, admin):
+    me = (await client.get("/api/v1/accounts/me", headers=admin)).json()
+    response = await client.post(f"/api/v1/users/{me['id']}/deactivate", headers=admin)
+    assert response.status_code == 403
+
+
+async def test_non_admin_cannot_deactivate(client: httpx.AsyncClient, new_user: NewUser):
+    other, _ = await new_user()
+    _, headers = await new_user()
+    response = await client.post(f"/api/v1/users/{other['id']}/deactivate", headers=headers)
+    assert response.status_code == 403
+    assert response.json() == {"detail": "Insufficient permissions for account:deactivate"}
+
+
+async def test_users_routes_answer_404_for_service_accounts(client: httpx.AsyncClient, admin):
+    service = (
+        await client.post("/api/v1/service-accounts", json={"name": "bot"}, headers=admin)
+    ).json()
+    assert (
+        await client.post(f"/api/v1/users/{service['id']}/deactivate", headers=admin)
+    ).status_code == 404
+    patch = await client.patch(
+        f"/api/v1/users/{service['id']}", json={"is_admin": True}, headers=admin
+    )
+    assert patch.status_code == 404
+
+
+async def test_service_account_create_and_update_active(client: httpx.AsyncClient, admin):
+    created = await client.post(
+        "/api/v1/service-accounts",
+        json={"name": "ci-bot", "email": "ci@example.com"},
+        headers=admin,
+    )
+    assert created.status_code == 201
+    body = created.json()
+    assert body["is_service_account"] is True
+    assert body["active"] is True
+    assert body["is_admin"] is False
+    updated = await client.patch(
+        f"/api/v1/service-accounts/{body['id']}",
+        json={"active": False, "metadata": {"team": "infra"}},
+        headers=admin,
+    )
+    assert updated.status_code == 200
+    assert updated.json()["active"] is False
+    assert updated.json()["metadata"] == {"team": "infra"}
+
+
+async def test_service_account_patch_on_a_user_id_is_404(client: httpx.AsyncClient, admin):
+    me = (await client.get("/api/v1/accounts/me", headers=admin)).json()
+    response = await client.patch(
+        f"/api/v1/service-accounts/{me['id']}", json={"active": False}, headers=admin
+    )
+    assert response.status_code == 404
+
+
+async def test_non_admin_cannot_update_service_accounts(
+    client: httpx.AsyncClient, admin, new_user: NewUser
+):
+    service = (
+        await client.post("/api/v1/service-accounts", json={"name": "bot2"}, headers=admin)
+    ).json()
+    _, headers = await new_user()
+    response = await client.patch(
+        f"/api/v1/service-accounts/{service['id']}", json={"active": False}, headers=headers
+    )
+    assert response.status_code == 403
+
+
+async def test_an_account_cannot_change_its_own_admin_flag(client: httpx.AsyncClient, admin):
+    me = (await client.get("/api/v1/accounts/me", headers=admin)).json()
+    response = await client.patch(
+        f"/api/v1/users/{me['id']}", json={"is_admin": False}, headers=admin
+    )
+    assert response.status_code == 403
+
+
+async def test_admin_grants_admin_but_a_user_cannot(
+    client: httpx.AsyncClient, admin, new_user: NewUser
+):
+    target, _ = await new_user()
+    _, plain = await new_user()
+    denied = await client.patch(
+        f"/api/v1/users/{target['id']}", json={"is_admin": True}, headers=plain
+    )
+    assert denied.status_code == 403
+    granted = await client.patch(
+        f"/api/v1/users/{target['id']}", json={"is_admin": True}, headers=admin
+    )
+    assert granted.status_code == 200
+    assert granted.json()["is_admin"] is True
+
+
+async def test_password_change_needs_the_old_password(
+    client: httpx.AsyncClient, new_user: NewUser, login: Login
+):
+    user, headers = await new_user("frank")
+    wrong = await client.patch(
+        f"/api/v1/users/{user['id']}",
+        json={"password": "frank-new-pw", "old_password": "nope"},
+        headers=headers,
+    )
+    assert wrong.status_code == 403
+
+
+async def test_accounts_cannot_be_deleted(client: httpx.AsyncClient, admin):
+    me = (await client.get("/api/v1/accounts/me", headers=admin)).json()
+    response = await client.delete(f"/api/v1/accounts/{me['id']}", headers=admin)
+    assert response.status_code == 405
+
+
+async def test_every_account_may_list_and_read_accounts(
+    client: httpx.AsyncClient, admin, new_user: NewUser
+):
+    user, headers = await new_user()
+    listed = await client.get("/api/v1/accounts", headers=headers)
+    assert listed.status_code == 200
+    assert user["id"] in [a["id"] for a in listed.json()["items"]]
+    one = await client.get(f"/api/v1/accounts/{user['id']}", headers=headers)
+    assert one.json()["name"] == user["name"]
+
+
+async def test_account_list_pages_with_cursor_and_filters(client: httpx.AsyncClient, admin):
+    for i in range(5):
+        await client.post("/api/v1/service-accounts", json={"name": f"page-{i}"}, headers=admin)
+    query = {
+        "size": "2",
+        "sort": "name:asc",
+        "filter": json.dumps(
+            {"and": [{"field": "name", "op": "startswith", "value": "page-"},
+                     {"field": "is_service_account", "op": "eq", "value": True}]}
+        ),
+    }  # fmt: skip
+    names: list[str] = []
+    cursor = None
+    while True:
+        params = {**query, **({"cursor": cursor} if cursor else {})}
+        page = (await client.get("/api/v1/accounts", params=params, headers=admin)).json()
+        names += [a["name"] for a in page["items"]]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert names == [f"page-{i}" for i in range(5)]
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"size": "0"},
+        {"size": "1001"},
+        {"sort": "password_hash:asc"},
+        {"sort": "name"},
+        {"filter": "{not json"},
+        {"filter": '{"field": "password_hash", "op": "eq", "value": "x"}'},
+        {"filter": '{"field": "name", "op": "like", "value": "x"}'},
+        {"cursor": "garbage"},
+    ],
+)
+async def test_bad_list_parameters_are_422(client: httpx.AsyncClient, admin, params):
+    response = await client.get("/api/v1/accounts", params=params, headers=admin)
+    assert response.status_code == 422
+
+
+async def test_requests_without_credentials_are_401(client: httpx.AsyncClient):
+    response = await client.get("/api/v1/accounts")
+    assert response.status_code == 401
+    assert response.json() == {"detail": "Missing bearer credential."}

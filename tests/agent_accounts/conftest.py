@@ -1,0 +1,147 @@
+"""An agent-accounts app per test on a real database and Redis, a clock the test moves,
+and helpers to log in and mint credentials."""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import httpx
+import pytest
+from pydantic import SecretStr
+
+from agent_accounts.app import create_app
+from agent_accounts.settings import Settings
+from tests.support.asgi import running
+
+ADMIN = "default"
+ADMIN_PASSWORD = "correct horse battery staple"
+
+
+class Clock:
+    """The service's now; tests move it forward instead of sleeping."""
+
+    def __init__(self) -> None:
+        self.now = dt.datetime.now(dt.UTC)
+
+    def __call__(self) -> dt.datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> None:
+        self.now += dt.timedelta(**delta)
+
+
+def make_settings(database_url: str, redis_url: str, namespace: str, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {
+        "database_url": database_url,
+        "redis_url": redis_url,
+        "redis_namespace": namespace,
+        "jwt_signing_keys": SecretStr(secrets.token_urlsafe(32)),
+        "server_default_account_password": SecretStr(ADMIN_PASSWORD),
+        "environment": "test",
+        "log_json": False,
+    }
+    values.update(overrides)
+    return Settings(**values)
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def settings_overrides() -> dict[str, Any]:
+    return {}
+
+
+@pytest.fixture
+def agent_settings(
+    database_url: str, redis_url: str, redis_namespace: str, settings_overrides: dict[str, Any]
+) -> Settings:
+    return make_settings(database_url, redis_url, redis_namespace, **settings_overrides)
+
+
+@pytest.fixture
+async def client(agent_settings: Settings, clock: Clock) -> AsyncIterator[httpx.AsyncClient]:
+    async with (
+        running(create_app(agent_settings, clock=clock)) as app,
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://testserver"
+        ) as client,
+    ):
+        yield client
+
+
+def bearer(credential: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {credential}"}
+
+
+Login = Callable[..., Awaitable[str]]
+
+
+@pytest.fixture
+def login(client: httpx.AsyncClient) -> Login:
+    async def _login(username: str = ADMIN, password: str = ADMIN_PASSWORD) -> str:
+        response = await client.post(
+            "/api/v1/login",
+            data={"grant_type": "password", "username": username, "password": password},
+        )
+        assert response.status_code == 200, response.text
+        token: str = response.json()["access_token"]
+        return token
+
+    return _login
+
+
+@pytest.fixture
+async def admin(login: Login) -> dict[str, str]:
+    """Headers of the default admin's session."""
+    return bearer(await login())
+
+
+NewUser = Callable[..., Awaitable[tuple[dict[str, Any], dict[str, str]]]]
+
+
+@pytest.fixture
+def new_user(client: httpx.AsyncClient, admin: dict[str, str], login: Login) -> NewUser:
+    """A user created by the admin, and its session headers."""
+
+    async def _new_user(
+        name: str | None = None, *, is_admin: bool = False
+    ) -> tuple[dict[str, Any], dict[str, str]]:
+        name = name or f"user-{secrets.token_hex(4)}"
+        password = f"pw-{secrets.token_hex(8)}"
+        response = await client.post(
+            "/api/v1/users",
+            json={"name": name, "password": password, "is_admin": is_admin},
+            headers=admin,
+        )
+        assert response.status_code == 201, response.text
+        return response.json(), bearer(await login(name, password))
+
+    return _new_user
+
+
+NewKey = Callable[..., Awaitable[dict[str, Any]]]
+
+
+@pytest.fixture
+def new_key(client: httpx.AsyncClient, admin: dict[str, str]) -> NewKey:
+    """An API key issued to ``headers``'s account (the admin's by default)."""
+
+    async def _new_key(
+        headers: dict[str, str] | None = None, name: str | None = None
+    ) -> dict[str, Any]:
+        response = await client.post(
+            "/api/v1/api-keys",
+            json={"name": name or f"key-{secrets.token_hex(4)}"},
+            headers=headers or admin,
+        )
+        assert response.status_code == 201, response.text
+        body: dict[str, Any] = response.json()
+        return body
+
+    return _new_key

@@ -1,0 +1,27 @@
+from __future__ import annotations
+
+import httpx
+
+
+async def test_info_reports_the_kitaru_version_and_local_scheme(client: httpx.AsyncClient):
+    response = await client.get("/api/v1/info")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["version"] == "0.27.2"
+    assert body["auth_scheme"] == "local"
+    assert body["analytics_enabled"] is False
+    assert body["server_url"] == "http://testserver"
+
+
+async def test_health_ready_and_openapi_are_served(client: httpx.AsyncClient):
+    assert (await client.get("/health")).status_code == 200
+    assert (await client.get("/ready")).status_code == 200
+    document = (await client.get("/openapi.json")).json()
+    assert document["info"]["version"] == "0.27.2"
+    assert "/api/v1/api-keys/{api_key_id}/rotate" in document["paths"]
+
+
+async def test_an_unknown_route_answers_detail_not_found(client: httpx.AsyncClient):
+    response = await client.get("/api/v1/nothing-here")
+    assert response.status_code == 404
+    assert response.json() == {"detail": "Not Found"}
