@@ -12,8 +12,10 @@ up to the real busy timeout while the event loop goes on serving other requests.
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import Callable
+from contextlib import suppress
 from typing import Any
 
 import aiosqlite
@@ -29,7 +31,13 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
 
 
 class InlineConnection(aiosqlite.Connection):
-    """See the module's docstring. ``wait_ms`` is the busy timeout of the waiting retry."""
+    """See the module's docstring. ``wait_ms`` is the busy timeout of the waiting retry.
+
+    Calls never overlap: while a call runs on the connection's thread (even one whose
+    caller was cancelled and stopped waiting), every later call is queued behind it on that
+    thread instead of running on the loop's, so the SQLite connection is never used by two
+    threads at once (closing it under a running statement would crash the process).
+    """
 
     def __init__(
         self, connector: Callable[[], sqlite3.Connection], iter_chunk_size: int, wait_ms: int
@@ -37,17 +45,36 @@ class InlineConnection(aiosqlite.Connection):
         super().__init__(connector, iter_chunk_size)
         self.wait_ms = wait_ms
         self.waited = 0  # calls that found the database busy and were retried on the thread
+        self._on_thread = 0  # calls handed to the thread and not finished there yet
 
     async def _execute(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         if not self._running or self._connection is None:
             raise ValueError("Connection closed")
+        if self._on_thread:
+            return await self._run_on_thread(fn, *args, **kwargs)
         try:
             return fn(*args, **kwargs)
         except sqlite3.OperationalError as exc:
             if not _is_busy(exc):
                 raise
         self.waited += 1
-        return await super()._execute(self._waiting, fn, args, kwargs)  # type: ignore[no-untyped-call]
+        return await self._run_on_thread(self._waiting, fn, args, kwargs)
+
+    async def _run_on_thread(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        self._on_thread += 1
+
+        def run() -> Any:
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                with suppress(RuntimeError):  # the loop is closed: nothing waits any more
+                    loop.call_soon_threadsafe(self._finished_on_thread)
+
+        return await super()._execute(run)  # type: ignore[no-untyped-call]
+
+    def _finished_on_thread(self) -> None:
+        self._on_thread -= 1
 
     def _waiting(self, fn: Callable[..., Any], args: Any, kwargs: Any) -> Any:
         """On the connection's thread: ``fn`` with the real busy timeout."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -95,3 +96,28 @@ async def test_a_writer_gives_up_after_the_busy_timeout(tmp_path: Path):
     finally:
         holder.close()
         await conn.close()
+
+
+async def test_a_call_left_waiting_on_the_thread_is_never_overlapped(tmp_path: Path):
+    """A caller cancelled while its call waits on the thread: later calls (closing the
+    connection too) queue behind that call instead of racing it from the loop's thread."""
+    path = tmp_path / "cancelled.db"
+    await _setup(path)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    conn = await _open(path, wait_ms=400)
+    try:
+        waiting = asyncio.create_task(conn.execute("BEGIN IMMEDIATE"))
+        await asyncio.sleep(0.05)
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        assert conn._on_thread == 1  # still waiting for the lock over there
+        started = time.monotonic()
+        cursor = await conn.execute("SELECT count(*) FROM t")  # queued behind it
+        assert await cursor.fetchone() == (0,)
+        assert time.monotonic() - started > 0.2
+    finally:
+        holder.close()
+        await conn.close()
+    assert conn._on_thread == 0
