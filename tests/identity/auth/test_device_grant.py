@@ -228,3 +228,15 @@ async def test_deactivated_users_verified_device_gets_no_token(
     await identity.put("/api/v1/users/leaver/deactivate", headers=bearer(admin))
     response = await poll(identity, authorization["client_id"], authorization["device_code"])
     assert oauth_error(response) == "access_denied"
+
+
+async def test_concurrent_polls_redeem_the_code_once(identity: httpx.AsyncClient, login: Login):
+    authorization = await authorize(identity)
+    await verify(identity, await login(), authorization)
+    responses = await asyncio.gather(
+        *(
+            poll(identity, authorization["client_id"], authorization["device_code"])
+            for _ in range(5)
+        )
+    )
+    assert sorted(r.status_code for r in responses) == [200, 400, 400, 400, 400]

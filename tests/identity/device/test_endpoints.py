@@ -464,3 +464,22 @@ async def test_deleting_a_user_deletes_their_devices(identity: httpx.AsyncClient
     again = await authorize(identity, uuid.UUID(authorization["client_id"]))
     # A new device: the old one went with its user.
     assert device_id(again) != device_id(authorization)
+
+
+async def test_concurrent_wrong_user_codes_are_all_counted(
+    identity: httpx.AsyncClient, login: Login
+):
+    token = await login()
+    authorization = await authorize(identity)
+    responses = await asyncio.gather(
+        *(verify(identity, token, authorization, user_code="0" * 32) for _ in range(5))
+    )
+    messages = sorted(r.json()["detail"][1] for r in responses)
+    assert messages.count("Invalid request: invalid user code.") == 2
+    assert (
+        messages.count(
+            "Invalid request: device locked due to too many failed authentication attempts."
+        )
+        == 1
+    )
+    assert messages.count("Invalid request: device not pending verification.") == 2

@@ -43,16 +43,18 @@ class APITokenService:
                 "Generic API tokens cannot be scoped to a schedule, pipeline run or deployment."
             )
         settings = self.tokens.settings
-        maximum = settings.generic_api_token_max_lifetime
-        if query.expires_in is None:
-            lifetime = settings.generic_api_token_lifetime
-        else:
-            lifetime = timedelta(seconds=query.expires_in)
-        if lifetime > maximum:
+        maximum = int(settings.generic_api_token_max_lifetime.total_seconds())
+        # Compared as numbers first: a huge expires_in does not fit in a timedelta.
+        if query.expires_in is not None and query.expires_in > maximum:
             raise BadRequest(
                 "The maximum expiration time for generic API tokens allowed by this server "
-                f"is {int(maximum.total_seconds())} seconds."
+                f"is {maximum} seconds."
             )
+        lifetime = (
+            settings.generic_api_token_lifetime
+            if query.expires_in is None
+            else timedelta(seconds=query.expires_in)
+        )
         device_id = caller.device_id
         return await self.tokens.issue_for_user(
             user,
