@@ -483,3 +483,23 @@ async def test_concurrent_wrong_user_codes_are_all_counted(
         == 1
     )
     assert messages.count("Invalid request: device not pending verification.") == 2
+
+
+async def test_authorizing_clears_devices_that_expired_long_ago(
+    database_url: str, redis_url: str, redis_namespace: str
+):
+    settings = make_settings(
+        database_url, redis_url, redis_namespace, device_auth_timeout=timedelta(seconds=1)
+    )
+    async with client_for(create_app(settings)) as client:
+        token = await _login(client)
+        stale = await authorize(client)
+        await asyncio.sleep(2.2)  # past its expiry plus the grace of one timeout
+        await authorize(client)
+        response = await client.get(
+            f"/api/v1/devices/{device_id(stale)}",
+            params={"user_code": stale["user_code"]},
+            headers=bearer(token),
+        )
+    assert response.status_code == 404
+    assert response.json()["detail"][1].startswith("Unable to get authorized device")
