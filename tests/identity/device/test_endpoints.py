@@ -4,6 +4,7 @@ caller's authorized devices."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import uuid
 from datetime import timedelta
@@ -503,3 +504,29 @@ async def test_authorizing_clears_devices_that_expired_long_ago(
         )
     assert response.status_code == 404
     assert response.json()["detail"][1].startswith("Unable to get authorized device")
+
+
+async def test_codes_and_tokens_never_reach_the_logs(
+    identity: httpx.AsyncClient, login: Login, caplog: pytest.LogCaptureFixture
+):
+    caplog.set_level(logging.DEBUG)
+    token = await login()
+    authorization = await authorize(identity)
+    await verify(identity, token, authorization, user_code="0" * 32)
+    await identity.get(
+        f"/api/v1/devices/{device_id(authorization)}",
+        params={"user_code": authorization["user_code"]},
+        headers=bearer(token),
+    )
+    await verify(identity, token, authorization)
+    redeemed = await poll(identity, authorization["client_id"], authorization["device_code"])
+    logged = "\n".join(f"{record.getMessage()} {record.__dict__}" for record in caplog.records)
+    assert "device verified" in logged  # the audit trail is there…
+    assert "GET /api/v1/devices/" in logged
+    for secret in (
+        authorization["device_code"],
+        authorization["user_code"],
+        redeemed.json()["access_token"],
+        token,
+    ):
+        assert secret not in logged  # …without a credential in it

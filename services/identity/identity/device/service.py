@@ -14,6 +14,7 @@ what the device held before.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import re
 import secrets
 import uuid
@@ -40,6 +41,8 @@ USER_CODE_LENGTH = 2 * USER_CODE_BYTES
 SLOW_DOWN_STEP = 5
 """Seconds a ``slow_down`` adds to the device's polling interval (RFC 8628 §3.5)."""
 VERIFY_PATH = "/devices/verify"
+
+logger = logging.getLogger("platform.audit")
 
 _USER_CODE = re.compile(f"[{USER_CODE_ALPHABET}]{{{USER_CODE_LENGTH}}}")
 _SEPARATORS = re.compile(r"[\s-]+")
@@ -195,6 +198,7 @@ class DeviceService:
             else:
                 reason = "invalid user code."
             return Refused(InvalidVerification(reason))
+        logger.info("device verified", extra={"device_id": str(device.id), "user_id": str(user.id)})
         device.status = DeviceStatus.VERIFIED
         device.user_id = user.id
         device.failed_auth_attempts = 0
@@ -298,6 +302,9 @@ class DeviceService:
         if locked:
             device.status = DeviceStatus.LOCKED
             await self.revocations.revoke_device(device.id)
+            logger.warning(
+                "device locked after failed attempts", extra={"device_id": str(device.id)}
+            )
         await self._save(device)
         return locked
 

@@ -13,6 +13,7 @@ would reset an attacker's budget).
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -25,6 +26,8 @@ from shared.errors import HTTPDetailError, ServiceUnavailable
 from shared.redis import Keys
 
 T = TypeVar("T")
+
+logger = logging.getLogger("platform.audit")
 
 # KEYS: failure count, lockout. ARGV: threshold, base ms, max ms, memory s.
 _RECORD_FAILURE = """
@@ -114,7 +117,13 @@ class LoginThrottle:
                 _ms(settings.login_lockout_max.total_seconds()),
                 max(1, math.ceil(settings.login_failure_memory.total_seconds())),
             ]
-            await self._call(self._recorder([failures, lockout], args))
+            count = await self._call(self._recorder([failures, lockout], args))
+            if int(count) >= threshold:
+                which = "account" if failures.endswith(self._account(username)) else "client"
+                logger.warning(
+                    "login lockout",
+                    extra={"scope": which, "failures": int(count), "client": client},
+                )
 
     def _recorder(self, keys: list[str], args: list[int]) -> Callable[[], Awaitable[Any]]:
         async def record() -> Any:
