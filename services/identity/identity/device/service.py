@@ -46,6 +46,13 @@ logger = logging.getLogger("platform.audit")
 
 _USER_CODE = re.compile(f"[{USER_CODE_ALPHABET}]{{{USER_CODE_LENGTH}}}")
 _SEPARATORS = re.compile(r"[\s-]+")
+# The words of the zenml client's User-Agent and the device fields they fill.
+_USER_AGENT_FIELDS = {
+    "Host": "hostname",
+    "ZenML": "zenml_version",
+    "Python": "python_version",
+    "OS": "os",
+}
 
 
 def normalize_user_code(raw: str) -> str | None:
@@ -69,12 +76,10 @@ class DeviceDetails:
     def from_user_agent(cls, header: str | None, ip_address: str | None) -> DeviceDetails:
         """Parse ``Host/<h> ZenML/<v> Python/<v> OS/<os>``; other words are ignored."""
         found: dict[str, str] = {}
-        names = {"Host": "hostname", "ZenML": "zenml_version", "Python": "python_version"}
-        names["OS"] = "os"
         for word in (header or "").split():
             key, sep, value = word.partition("/")
-            if sep and key in names and value:
-                found[names[key]] = value[:64]
+            if sep and key in _USER_AGENT_FIELDS and value:
+                found[_USER_AGENT_FIELDS[key]] = value[:64]
         return cls(ip_address=(ip_address or None) and ip_address[:64], **found)
 
 
