@@ -7,14 +7,16 @@ import asyncio
 import logging
 import re
 import uuid
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
-from sqlalchemy import text
+from sqlalchemy import text, update
 from sqlalchemy.ext.asyncio import create_async_engine
+from sqlmodel import col
 
 from identity.app import create_app
+from identity.models import OAuthDevice
 from identity.settings import Settings
 from tests.identity.conftest import ADMIN, ADMIN_PASSWORD, Login, bearer, make_settings
 from tests.identity.device.support import (
@@ -25,7 +27,7 @@ from tests.identity.device.support import (
     poll,
     verify,
 )
-from tests.support.asgi import client_for
+from tests.support.asgi import LifespanApp, client_for
 
 ENVELOPE = ["body", "metadata", "resources", "id", "permission_denied"]
 
@@ -535,3 +537,25 @@ async def test_codes_and_tokens_never_reach_the_logs(
         token,
     ):
         assert secret not in logged  # …without a credential in it
+
+
+async def test_using_a_device_token_moves_its_last_login(
+    identity: httpx.AsyncClient, identity_app: LifespanApp, login: Login
+):
+    token = await login()
+    authorization, redeemed = await device_login(identity, token)
+    long_ago = datetime.now(UTC) - timedelta(minutes=5)
+    async with identity_app.state["sessionmaker"]() as session:
+        await session.exec(
+            update(OAuthDevice)
+            .where(col(OAuthDevice.id) == uuid.UUID(device_id(authorization)))
+            .values(last_login=long_ago)
+        )
+        await session.commit()
+
+    me = await identity.get("/api/v1/current-user", headers=bearer(redeemed.json()["access_token"]))
+    assert me.status_code == 200
+
+    shown = await identity.get(f"/api/v1/devices/{device_id(authorization)}", headers=bearer(token))
+    last_login = datetime.fromisoformat(shown.json()["metadata"]["last_login"]).replace(tzinfo=UTC)
+    assert datetime.now(UTC) - last_login < timedelta(seconds=30)

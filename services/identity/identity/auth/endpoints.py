@@ -7,7 +7,7 @@ from starlette.responses import Response
 
 from identity.auth.schemas import LoginForm, OAuthTokenResponse
 from identity.auth.service import TokenService
-from identity.device.service import DeviceService, Refused
+from identity.device.service import DeviceService, Refused, record_device_use
 from identity.models import User
 from identity.settings import Settings
 from identity.throttle.service import LoginThrottle
@@ -79,6 +79,11 @@ async def get_current_user(request: Request) -> Response:
     query = parse_query(request, UserQuery)
     async with transaction(request) as session:
         user = await acting_user(request, UserService(session))
+    device_id = require_principal(request).token.device_id
+    if device_id is not None:
+        # The zenml client asks who it is at the start of every session: the moment a
+        # device is "used", as its last_login shows. A write of its own, after the read.
+        await record_device_use(request.state.sessionmaker, device_id)
     return render(user_response(user, hydrate=query.hydrate))
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 
-from sqlalchemy import delete
+from sqlalchemy import delete, or_, update
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
@@ -86,6 +86,17 @@ class DeviceRepository:
     async def delete_expired(self, now: dt.datetime) -> None:
         expired = col(OAuthDevice.expires).is_not(None) & (col(OAuthDevice.expires) < now)
         await self.session.exec(delete(OAuthDevice).where(expired))
+
+    async def touch(self, device_id: uuid.UUID, now: dt.datetime, precision: dt.timedelta) -> None:
+        """Set ``last_login`` to ``now`` unless it is less than ``precision`` old."""
+        last = col(OAuthDevice.last_login)
+        statement = (
+            update(OAuthDevice)
+            .where(col(OAuthDevice.id) == device_id)
+            .where(or_(last.is_(None), last < now - precision))
+            .values(last_login=now)
+        )
+        await self.session.exec(statement)
 
     def add(self, device: OAuthDevice) -> None:
         self.session.add(device)

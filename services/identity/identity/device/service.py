@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
+from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from identity.device.repository import DeviceRepository
@@ -30,7 +31,7 @@ from identity.models import DeviceStatus, OAuthDevice, User
 from identity.secrets_hash import digest, matches
 from identity.settings import Settings
 from shared.auth import RevocationList
-from shared.db import utcnow
+from shared.db import SessionMaker, session_scope, utcnow
 from shared.errors import BadRequest, NotFound, OAuthError, PlatformError
 from shared.listing import Listing
 
@@ -38,6 +39,8 @@ DEVICE_CODE_BYTES = 32
 USER_CODE_BYTES = 16
 USER_CODE_ALPHABET = "0123456789abcdef"
 USER_CODE_LENGTH = 2 * USER_CODE_BYTES
+LAST_LOGIN_PRECISION = dt.timedelta(minutes=1)
+"""``last_login`` is rewritten at most this often, so using a device costs few writes."""
 SLOW_DOWN_STEP = 5
 """Seconds a ``slow_down`` adds to the device's polling interval (RFC 8628 §3.5)."""
 VERIFY_PATH = "/devices/verify"
@@ -318,3 +321,16 @@ class DeviceService:
         self.repository.add(device)
         await self.repository.session.flush()
         return device
+
+
+async def record_device_use(sessionmaker: SessionMaker, device_id: uuid.UUID) -> None:
+    """Move the device's ``last_login`` to now (at most once a minute).
+
+    Best effort, in its own short transaction: a busy database must not fail the
+    request that used the device, so a failure is logged and otherwise ignored.
+    """
+    try:
+        async with session_scope(sessionmaker) as session:
+            await DeviceRepository(session).touch(device_id, utcnow(), LAST_LOGIN_PRECISION)
+    except SQLAlchemyError:
+        logger.warning("could not record the use of a device", extra={"device_id": str(device_id)})
