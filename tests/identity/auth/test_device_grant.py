@@ -12,31 +12,22 @@ import jwt
 import pytest
 
 from identity.app import create_app
-from identity.settings import Settings
 from shared.auth import TokenKind
 from tests.identity.conftest import ADMIN, ADMIN_PASSWORD, Login, bearer, make_settings
 from tests.identity.device.support import (
     DEVICE_GRANT,
+    POLL_INTERVAL,
     authorize,
     create_user,
     device_id,
+    identity_settings,
     poll,
     verify,
 )
 from tests.support.asgi import client_for
 
-POLL_INTERVAL = 1
 OAUTH_KEYS = {"error", "error_description", "error_uri"}
-
-
-@pytest.fixture
-def identity_settings(database_url: str, redis_url: str, redis_namespace: str) -> Settings:
-    return make_settings(
-        database_url,
-        redis_url,
-        redis_namespace,
-        device_auth_polling_interval=timedelta(seconds=POLL_INTERVAL),
-    )
+__all__ = ["identity_settings"]  # the fixture: polling every second
 
 
 def oauth_error(response: httpx.Response) -> str:
