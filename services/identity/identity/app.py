@@ -12,8 +12,10 @@ from pathlib import Path
 import httpx
 from starlette.applications import Starlette
 
-from identity import auth, server, user
+from identity import api_token, auth, device, server, user
+from identity.api_token import endpoints as api_token_endpoints
 from identity.auth import endpoints as auth_endpoints
+from identity.device import endpoints as device_endpoints
 from identity.server import endpoints as server_endpoints
 from identity.settings import Settings
 from identity.signing_key.service import KeyRing, SigningKeyService
@@ -28,7 +30,7 @@ logger = logging.getLogger(__name__)
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 
-__all__ = ["auth", "create_app", "server", "user"]
+__all__ = ["api_token", "auth", "create_app", "device", "server", "user"]
 
 
 @asynccontextmanager
@@ -78,6 +80,8 @@ def create_app(
         routes=[
             *server_endpoints.routes(),
             *auth_endpoints.routes(),
+            *device_endpoints.routes(),
+            *api_token_endpoints.routes(),
             *user_endpoints.routes(),
         ],
         migrations=MIGRATIONS,

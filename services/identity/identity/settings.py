@@ -38,6 +38,31 @@ class Settings(ServiceSettings):
     access_token_lifetime: timedelta = timedelta(hours=1)
     service_token_lifetime: timedelta = timedelta(minutes=15)
 
+    # OAuth device authorization (RFC 8628). A device code lives `device_auth_timeout`;
+    # clients poll no faster than `device_auth_polling_interval` (each `slow_down` widens
+    # that device's interval by 5 s). A redeemed device and its token live
+    # `device_expiration`, or `trusted_device_expiration` when the user trusted it.
+    device_auth_timeout: timedelta = timedelta(seconds=300)
+    device_auth_polling_interval: timedelta = timedelta(seconds=5)
+    device_expiration: timedelta = timedelta(days=1)
+    trusted_device_expiration: timedelta = timedelta(days=30)
+    max_failed_device_auth_attempts: int = Field(default=3, ge=1, le=5)
+
+    # Generic API tokens (`GET /api/v1/api_token`): the default and the largest lifetime.
+    generic_api_token_lifetime: timedelta = timedelta(hours=1)
+    generic_api_token_max_lifetime: timedelta = timedelta(days=7)
+
+    # Login throttling, shared by every replica through Redis. From the threshold-th
+    # consecutive failure on, an account (or a client address) is locked out for
+    # `login_lockout_base` * 2^(failures - threshold), at most `login_lockout_max`.
+    # Failures are forgotten `login_failure_memory` after the last one, or (for the
+    # account) on a successful login.
+    login_account_failure_threshold: int = Field(default=5, ge=1)
+    login_client_failure_threshold: int = Field(default=20, ge=1)
+    login_lockout_base: timedelta = timedelta(seconds=2)
+    login_lockout_max: timedelta = timedelta(hours=1)
+    login_failure_memory: timedelta = timedelta(hours=24)
+
     # client_id -> secret of the services allowed the client-credentials grant.
     service_clients: dict[str, SecretStr] = Field(default_factory=dict)
 

@@ -12,6 +12,9 @@ revoke a token (all under ``<namespace>:revoked:``):
   changed). No TTL: tokens without expiry may have been issued before it.
 - ``device:<id>``: tokens carrying that ``device_id`` claim (device locked or deleted),
   until :meth:`RevocationList.restore_device`. No TTL.
+- ``device-cutoff:<id>``: a cutoff like the subject's, for the tokens of one device
+  (the device authorized again: what it held before must die, what it gets next must
+  work). No TTL.
 
 When Redis cannot be reached the check fails closed with
 :class:`~shared.errors.ServiceUnavailable` (503): an unknown revocation state is never
@@ -89,6 +92,9 @@ class RevocationList:
     def _device_key(self, device_id: str | UUID) -> str:
         return self._keys("revoked", "device", _device_part(device_id))
 
+    def _device_cutoff_key(self, device_id: str | UUID) -> str:
+        return self._keys("revoked", "device-cutoff", _device_part(device_id))
+
     async def _call(self, operation: Callable[[], Awaitable[T]]) -> T:
         try:
             return await operation()
@@ -116,12 +122,24 @@ class RevocationList:
         ``iat`` has whole seconds only (another issuer) is revoked when it falls in the
         cutoff's second: the safe side of the ambiguity.
         """
+        await self._set_cutoff(self._subject_key(subject), before)
+
+    async def revoke_device_before(
+        self, device_id: str | UUID, *, before: datetime | None = None
+    ) -> None:
+        """Revoke the tokens of a device issued at or before ``before`` (default now).
+
+        Unlike :meth:`revoke_device`, tokens issued afterwards (the device was authorized
+        again) are accepted; :meth:`restore_device` does not undo it.
+        """
+        await self._set_cutoff(self._device_cutoff_key(device_id), before)
+
+    async def _set_cutoff(self, key: str, before: datetime | None) -> None:
         if before is None:
             before = datetime.now(UTC)
         elif before.tzinfo is None:
             raise ValueError("before must be timezone-aware")
         cutoff = repr(before.timestamp())
-        key = self._subject_key(subject)
         await self._call(lambda: self._raise_cutoff(keys=[key], args=[cutoff]))
 
     async def revoke_device(self, device_id: str | UUID) -> None:
@@ -142,14 +160,24 @@ class RevocationList:
         keys = [self._jti_key(token.jti), self._subject_key(token.subject)]
         device_id = token.claims.get("device_id")
         if isinstance(device_id, str) and device_id:
-            keys.append(self._device_key(device_id))
+            keys += [self._device_key(device_id), self._device_cutoff_key(device_id)]
         values = await self._call(lambda: self._redis.mget(keys))
-        jti_entry, cutoff, *device_entry = (_text(v) for v in values)
-        if jti_entry is not None or any(entry is not None for entry in device_entry):
+        jti_entry, *cutoffs = (_text(v) for v in values)
+        if jti_entry is not None:
             return True
-        if cutoff is None:
-            return False
-        try:
-            return token.issued_at.timestamp() <= float(cutoff)
-        except ValueError:
-            return True  # An unreadable cutoff must not silently un-revoke a subject.
+        if len(cutoffs) == 3:
+            subject_cutoff, device_entry, device_cutoff = cutoffs
+            if device_entry is not None:
+                return True
+            cutoffs = [subject_cutoff, device_cutoff]
+        return any(_issued_by(token, cutoff) for cutoff in cutoffs)
+
+
+def _issued_by(token: VerifiedToken, cutoff: str | None) -> bool:
+    """Whether ``token`` was issued at or before ``cutoff`` (``None``: no cutoff)."""
+    if cutoff is None:
+        return False
+    try:
+        return token.issued_at.timestamp() <= float(cutoff)
+    except ValueError:
+        return True  # An unreadable cutoff must not silently un-revoke anything.

@@ -184,6 +184,35 @@ async def test_revoked_device_revokes_its_tokens_until_restored(
     assert await revocations.is_revoked(on_device) is False
 
 
+async def test_device_cutoff_revokes_earlier_tokens_of_that_device_only(
+    revocations: RevocationList,
+) -> None:
+    device_id = str(uuid4())
+    cutoff = datetime.now(UTC)
+    before = token(device_id=device_id, issued_at=cutoff - timedelta(seconds=1))
+    after = token(device_id=device_id, issued_at=cutoff + timedelta(microseconds=1))
+    other_device = token(device_id=str(uuid4()), issued_at=cutoff - timedelta(seconds=1))
+    same_subject_no_device = token(issued_at=cutoff - timedelta(seconds=1))
+
+    await revocations.revoke_device_before(device_id, before=cutoff)
+
+    assert await revocations.is_revoked(before) is True
+    assert await revocations.is_revoked(after) is False
+    assert await revocations.is_revoked(other_device) is False
+    assert await revocations.is_revoked(same_subject_no_device) is False
+
+
+async def test_restoring_a_device_keeps_its_cutoff(revocations: RevocationList) -> None:
+    device_id = str(uuid4())
+    old = token(device_id=device_id, issued_at=datetime.now(UTC) - timedelta(seconds=5))
+    await revocations.revoke_device_before(device_id)
+    await revocations.revoke_device(device_id)
+
+    await revocations.restore_device(device_id)
+
+    assert await revocations.is_revoked(old) is True
+
+
 async def test_device_id_spelling_does_not_matter(revocations: RevocationList) -> None:
     device_id = uuid4()
     on_device = token(device_id=device_id.hex.upper())

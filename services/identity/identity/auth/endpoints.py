@@ -7,8 +7,10 @@ from starlette.responses import Response
 
 from identity.auth.schemas import LoginForm, OAuthTokenResponse
 from identity.auth.service import TokenService
+from identity.device.service import DeviceService, Refused, record_device_use
 from identity.models import User
 from identity.settings import Settings
+from identity.throttle.service import LoginThrottle
 from identity.user.schemas import UserQuery, UserResponse, UserUpdate, user_response
 from identity.user.service import UserService
 from shared.auth import Principal, TokenKind, require_principal
@@ -39,10 +41,15 @@ async def login(request: Request) -> Response:
         raise OAuthError("invalid_request", "Each parameter may be given once.") from None
     settings: Settings = request.state.settings
     client = request.client.host if request.client else None
+    throttle = LoginThrottle(request.state.redis, request.state.keys, settings)
     async with transaction(request) as session:
+        devices = DeviceService(session, settings, request.state.revocations)
         issued = await TokenService(settings, request.state.keyring).login(
-            form, UserService(session), client
+            form, UserService(session), devices, throttle, client
         )
+    # Raised after the commit, so the device's failed attempt or new interval is kept.
+    if isinstance(issued, Refused):
+        raise issued.error
     response = render(issued.response, headers=NO_STORE)
     if issued.set_cookie:
         response.set_cookie(
@@ -71,6 +78,11 @@ async def get_current_user(request: Request) -> Response:
     query = parse_query(request, UserQuery)
     async with transaction(request) as session:
         user = await acting_user(request, UserService(session))
+    device_id = require_principal(request).token.device_id
+    if device_id is not None:
+        # The zenml client asks who it is at the start of every session: the moment a
+        # device is "used", as its last_login shows. A write of its own, after the read.
+        await record_device_use(request.state.sessionmaker, device_id)
     return render(user_response(user, hydrate=query.hydrate))
 
 
@@ -95,7 +107,7 @@ def routes() -> list[ApiRoute]:
             auth=False,
             form=LoginForm,
             response=OAuthTokenResponse,
-            errors=(400, 401),
+            errors=(400, 401, 429),
         ),
         api_route(
             "/api/v1/logout",

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import hmac
 import logging
+import uuid
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from identity.auth.schemas import GrantType, LoginForm, OAuthTokenResponse
+from identity.device.service import DeviceService, Refused
 from identity.models import User
 from identity.settings import Settings
 from identity.signing_key.service import KeyRing
+from identity.throttle.service import LoginThrottle
 from identity.user.service import UserService
 from shared.auth import TokenKind
+from shared.db import utcnow
 from shared.errors import HTTPDetailError, OAuthError, Unauthorized
 
 logger = logging.getLogger("platform.audit")
@@ -48,21 +53,41 @@ class TokenService:
         self.settings = settings
         self.keyring = keyring
 
-    async def issue_for_user(self, user: User, kind: str, lifetime: timedelta | None) -> str:
+    async def issue_for_user(
+        self,
+        user: User,
+        kind: str,
+        lifetime: timedelta | None,
+        *,
+        device_id: uuid.UUID | None = None,
+    ) -> str:
+        """A token of ``user``; with ``device_id`` it lives and dies with that device."""
         signer = await self.keyring.signer()
+        extra: dict[str, Any] = {"name": user.name, "admin": user.is_admin}
+        if device_id is not None:
+            extra["device_id"] = device_id
         token, _ = signer.issue(
             subject=str(user.id),
             kind=kind,
             audience=self.settings.jwt_audience,
             lifetime=lifetime,
-            extra={"name": user.name, "admin": user.is_admin},
+            extra=extra,
         )
         return token
 
-    async def login(self, form: LoginForm, users: UserService, client: str | None) -> Issued:
+    async def login(
+        self,
+        form: LoginForm,
+        users: UserService,
+        devices: DeviceService,
+        throttle: LoginThrottle,
+        client: str | None,
+    ) -> Issued | Refused:
+        """The grant's answer; a :class:`Refused` carries a device-grant error whose
+        bookkeeping (failed attempt, widened interval) must be committed first."""
         grant = infer_grant(form)
         if grant == GrantType.PASSWORD:
-            return await self._password(form, users, client)
+            return await self._password(form, users, throttle, client)
         if grant == GrantType.CLIENT_CREDENTIALS:
             return await self._client_credentials(form, client)
         if grant == GrantType.API_KEY:
@@ -71,26 +96,64 @@ class TokenService:
             # This server issues no ZenML API keys, so none can be valid.
             raise Unauthorized("Authentication error: error decoding API key")
         if grant == GrantType.DEVICE_CODE:
-            raise OAuthError(
-                "unsupported_grant_type", "The device authorization grant is not enabled."
-            )
+            return await self._device_code(form, users, devices)
         if grant == GrantType.EXTERNAL:
             raise HTTPDetailError(400, "Unsupported grant type: zenml-external.")
         raise HTTPDetailError(400, f"Unsupported grant type: {grant}")
 
-    async def _password(self, form: LoginForm, users: UserService, client: str | None) -> Issued:
+    async def _password(
+        self, form: LoginForm, users: UserService, throttle: LoginThrottle, client: str | None
+    ) -> Issued:
         if not form.username:
             raise HTTPDetailError(400, "Invalid request: username is required.")
+        await throttle.check(form.username, client)
         user = await users.authenticate(form.username, form.password or "")
         if user is None:
             logger.info("login failed", extra={"username": form.username, "client": client})
+            await throttle.failed(form.username, client)
             raise InvalidCredentials()
+        await throttle.succeeded(form.username)
         lifetime = self.settings.access_token_lifetime
         token = await self.issue_for_user(user, TokenKind.ACCESS, lifetime)
         logger.info("login succeeded", extra={"user_id": str(user.id), "client": client})
         return Issued(
             OAuthTokenResponse(access_token=token, expires_in=int(lifetime.total_seconds())),
             set_cookie=True,
+            lifetime=lifetime,
+        )
+
+    async def _device_code(
+        self, form: LoginForm, users: UserService, devices: DeviceService
+    ) -> Issued | Refused:
+        if not form.device_code or not form.client_id:
+            raise HTTPDetailError(400, "Invalid request: device code and client ID are required.")
+        try:
+            client_id = uuid.UUID(form.client_id)
+        except ValueError:
+            raise HTTPDetailError(400, "Invalid request: invalid client ID.") from None
+        outcome = await devices.redeem(client_id, form.device_code)
+        if isinstance(outcome, Refused):
+            logger.info(
+                "device poll refused",
+                extra={"client_id": str(client_id), "error": getattr(outcome.error, "error", "")},
+            )
+            return outcome
+        device = outcome
+        user = await users.repository.get(device.user_id) if device.user_id else None
+        if user is None or not user.active or device.expires is None:
+            raise OAuthError("access_denied", "The device's user may no longer log in.")
+        lifetime = device.expires - utcnow()
+        token = await self.issue_for_user(user, TokenKind.DEVICE, lifetime, device_id=device.id)
+        logger.info(
+            "device login succeeded", extra={"user_id": str(user.id), "device_id": str(device.id)}
+        )
+        return Issued(
+            OAuthTokenResponse(
+                access_token=token,
+                expires_in=int(lifetime.total_seconds()),
+                device_id=device.id,
+            ),
+            set_cookie=False,
             lifetime=lifetime,
         )
 

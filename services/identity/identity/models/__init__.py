@@ -1,6 +1,7 @@
 """Identity's tables. Importing this package registers them on ``SQLModel.metadata``."""
 
+from identity.models.device import DeviceStatus, OAuthDevice
 from identity.models.signing_key import SigningKey
 from identity.models.user import User
 
-__all__ = ["SigningKey", "User"]
+__all__ = ["DeviceStatus", "OAuthDevice", "SigningKey", "User"]

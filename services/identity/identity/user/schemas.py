@@ -11,6 +11,7 @@ from identity.models import User
 from shared.types import WireDatetime
 
 # The body is the same wherever a user appears: identity and every nested UserResponse.
+from shared.users import UserResponse as NestedUserResponse
 from shared.users import UserResponseBody
 
 
@@ -84,6 +85,26 @@ class UserQuery(BaseModel):
     hydrate: bool = True
 
 
+def _user_body(user: User, activation_token: str | None = None) -> UserResponseBody:
+    return UserResponseBody(
+        created=user.created,
+        updated=user.updated,
+        active=user.active,
+        activation_token=activation_token,
+        full_name=user.full_name,
+        email_opted_in=user.email_opted_in,
+        is_service_account=user.is_service_account,
+        is_admin=user.is_admin,
+        default_project_id=user.default_project_id,
+        avatar_url=user.avatar_url,
+    )
+
+
+def nested_user(user: User) -> NestedUserResponse:
+    """The body-only user of another entity's ``resources.user``."""
+    return NestedUserResponse(id=user.id, name=user.name, body=_user_body(user))
+
+
 def user_response(
     user: User, *, hydrate: bool, activation_token: str | None = None
 ) -> UserResponse:
@@ -91,18 +112,7 @@ def user_response(
     return UserResponse(
         id=user.id,
         name=user.name,
-        body=UserResponseBody(
-            created=user.created,
-            updated=user.updated,
-            active=user.active,
-            activation_token=activation_token,
-            full_name=user.full_name,
-            email_opted_in=user.email_opted_in,
-            is_service_account=user.is_service_account,
-            is_admin=user.is_admin,
-            default_project_id=user.default_project_id,
-            avatar_url=user.avatar_url,
-        ),
+        body=_user_body(user, activation_token),
         metadata=UserResponseMetadata(
             password_changed_at=user.password_changed_at,
             email=user.email,

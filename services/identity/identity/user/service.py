@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import logging
 import secrets
 from dataclasses import dataclass
@@ -11,6 +9,7 @@ from dataclasses import dataclass
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from identity.models import User
+from identity.secrets_hash import digest, matches
 from identity.user.repository import UserRepository
 from identity.user.schemas import UserRequest, UserUpdate
 from shared.auth import RevocationList
@@ -42,14 +41,10 @@ class WeakPassword(BadRequest):
         super().__init__(f"The password must be at least {MIN_PASSWORD_LENGTH} characters long.")
 
 
-def _token_hash(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
 def new_activation_token() -> tuple[str, str]:
     """A one-time activation token (256 bits) and the hash that is stored."""
     token = secrets.token_urlsafe(32)
-    return token, _token_hash(token)
+    return token, digest(token)
 
 
 @dataclass
@@ -161,7 +156,7 @@ class UserService:
         """Activate with the one-time token and set the password."""
         token = update.activation_token or ""
         stored = user.activation_token_hash
-        if user.active or stored is None or not hmac.compare_digest(stored, _token_hash(token)):
+        if user.active or not matches(stored, token):
             raise Forbidden("The activation token is not valid for this account.")
         if update.password is None:
             raise BadRequest("A password is required to activate the account.")

@@ -1,0 +1,145 @@
+"""Brute-force protection of the password grant: 429 with Retry-After, per account and per
+client address, shared by every replica; failures equally slow for unknown users."""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+from collections.abc import AsyncIterator
+from datetime import timedelta
+
+import httpx
+import pytest
+
+from identity.app import create_app
+from identity.settings import Settings
+from tests.identity.conftest import ADMIN, ADMIN_PASSWORD, make_settings
+from tests.support.asgi import LifespanApp, running
+
+
+@pytest.fixture
+def identity_settings(database_url: str, redis_url: str, redis_namespace: str) -> Settings:
+    return make_settings(
+        database_url,
+        redis_url,
+        redis_namespace,
+        login_account_failure_threshold=3,
+        login_client_failure_threshold=6,
+        login_lockout_base=timedelta(seconds=1),
+    )
+
+
+def client_at(app: LifespanApp, address: str) -> httpx.AsyncClient:
+    transport = httpx.ASGITransport(app=app, client=(address, 40000))
+    return httpx.AsyncClient(transport=transport, base_url="http://testserver")
+
+
+async def attempt(client: httpx.AsyncClient, username: str, password: str) -> httpx.Response:
+    response = await client.post("/api/v1/login", data={"username": username, "password": password})
+    client.cookies.clear()
+    return response
+
+
+def assert_throttled(response: httpx.Response) -> None:
+    assert response.status_code == 429, response.text
+    assert int(response.headers["retry-after"]) >= 1
+    assert response.json()["detail"].startswith("Too many failed login attempts.")
+
+
+async def test_account_is_locked_out_after_the_threshold_even_for_the_right_password(
+    identity: httpx.AsyncClient,
+):
+    for _ in range(3):
+        assert (await attempt(identity, ADMIN, "wrong")).status_code == 401
+    assert_throttled(await attempt(identity, ADMIN, ADMIN_PASSWORD))
+
+
+async def test_unknown_account_is_throttled_the_same_way(identity: httpx.AsyncClient):
+    for _ in range(3):
+        assert (await attempt(identity, "ghost", "wrong")).status_code == 401
+    assert_throttled(await attempt(identity, "ghost", "wrong"))
+
+
+async def test_account_lockout_holds_across_client_addresses(identity_app: LifespanApp):
+    for index in range(3):
+        async with client_at(identity_app, f"10.0.0.{index}") as client:
+            await attempt(client, ADMIN, "wrong")
+    async with client_at(identity_app, "10.0.0.99") as client:
+        assert_throttled(await attempt(client, ADMIN, ADMIN_PASSWORD))
+
+
+async def test_one_address_guessing_many_accounts_is_locked_out(identity_app: LifespanApp):
+    async with client_at(identity_app, "10.9.9.9") as client:
+        for index in range(6):
+            await attempt(client, f"user{index}", "wrong")
+        assert_throttled(await attempt(client, ADMIN, ADMIN_PASSWORD))
+    async with client_at(identity_app, "10.9.9.10") as other:
+        assert (await attempt(other, ADMIN, ADMIN_PASSWORD)).status_code == 200
+
+
+async def test_the_user_can_log_in_after_the_cool_down(identity: httpx.AsyncClient):
+    for _ in range(3):
+        await attempt(identity, ADMIN, "wrong")
+    throttled = await attempt(identity, ADMIN, ADMIN_PASSWORD)
+    assert_throttled(throttled)
+    await asyncio.sleep(int(throttled.headers["retry-after"]) + 0.1)
+    assert (await attempt(identity, ADMIN, ADMIN_PASSWORD)).status_code == 200
+
+
+async def test_a_successful_login_resets_the_accounts_failures(identity: httpx.AsyncClient):
+    for _ in range(2):
+        await attempt(identity, ADMIN, "wrong")
+    assert (await attempt(identity, ADMIN, ADMIN_PASSWORD)).status_code == 200
+    for _ in range(2):
+        await attempt(identity, ADMIN, "wrong")
+    assert (await attempt(identity, ADMIN, ADMIN_PASSWORD)).status_code == 200
+
+
+@pytest.fixture
+async def second_replica(identity_settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    """Another identity process on the same database and Redis."""
+    async with (
+        running(create_app(identity_settings)) as app,
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://testserver"
+        ) as client,
+    ):
+        yield client
+
+
+async def test_lockout_is_shared_by_every_replica(
+    identity: httpx.AsyncClient, second_replica: httpx.AsyncClient
+):
+    for _ in range(3):
+        await attempt(identity, ADMIN, "wrong")
+    assert_throttled(await attempt(second_replica, ADMIN, ADMIN_PASSWORD))
+
+
+async def test_failed_logins_take_the_same_time_whether_or_not_the_user_exists(
+    database_url: str, redis_url: str, redis_namespace: str
+):
+    settings = make_settings(
+        database_url,
+        redis_url,
+        redis_namespace,
+        login_account_failure_threshold=1000,
+        login_client_failure_threshold=1000,
+    )
+
+    async def duration(client: httpx.AsyncClient, username: str) -> float:
+        # CPU time of this process (the password hashing thread included), which other
+        # processes on a busy machine do not inflate the way they do wall-clock time.
+        started = time.process_time()
+        response = await attempt(client, username, "wrong password")
+        assert response.status_code == 401
+        return time.process_time() - started
+
+    async with running(create_app(settings)) as app, client_at(app, "10.1.1.1") as client:
+        await duration(client, ADMIN)  # warm-up
+        known, unknown = [], []
+        for _ in range(9):
+            known.append(await duration(client, ADMIN))
+            unknown.append(await duration(client, "nobody-by-this-name"))
+    ratio = statistics.median(unknown) / statistics.median(known)
+    assert 0.8 < ratio < 1.25, (ratio, known, unknown)
