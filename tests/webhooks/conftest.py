@@ -20,11 +20,8 @@ from identity.app import create_app as create_identity_app
 from tests.identity.conftest import TRACKING_SECRET, make_settings
 from tests.support.asgi import LifespanApp, running
 from tests.support.databases import sqlite_url
-from tests.tracking.conftest import (  # noqa: F401  (fixtures: the admin's token)
-    auth,
-    token,
-    tracking_settings_for,
-)
+from tests.tracking import conftest as tracking_fixtures
+from tests.tracking.conftest import tracking_settings_for
 from tests.webhooks.support import HostRouter, SnapshotRuns
 from tracking.app import create_app as create_tracking_app
 from webhooks.app import create_app
@@ -34,6 +31,10 @@ IDENTITY_URL = "http://identity"
 TRACKING_URL = "http://tracking"
 WEBHOOKS_SECRET = "webhooks-client-secret-0123456789abcdef"
 SERVER_API_URL = "https://platform.example/api/v1"
+
+# The admin's token from this module's identity app, as tracking's tests get theirs.
+token = tracking_fixtures.token
+auth = tracking_fixtures.auth
 
 
 def webhooks_settings_for(
