@@ -188,6 +188,4 @@ def test_paths_resolve_scalars_as_json_text():
     payload = {"a": {"n": 1.5, "t": True, "z": None, "o": {}}}
     assert [resolve(payload, parse_path(f"a.{k}")) for k in "ntzo"] == ["1.5", "true", "null", None]
     assert resolve({"x": [1, 2]}, parse_path("x[1]")) == "2"
-    assert (
-        resolve({"odd key": "v"}, parse_path(json.dumps(["odd key"])[0:0] + '["odd key"]')) == "v"
-    )
+    assert resolve({"odd key": "v"}, parse_path('["odd key"]')) == "v"
