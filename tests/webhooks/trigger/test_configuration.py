@@ -84,7 +84,7 @@ def test_tags_give_no_push_event():
 
 def test_only_a_merged_pull_request_matches_merged_pull_request():
     config = normalize(CODEHOST, targets({"type": "merged_pull_request", "target_branch": "main"}))
-    pr = {
+    pr: dict[str, Any] = {
         "action": "closed",
         "repository": {"full_name": "acme/app"},
         "pull_request": {"merged": True, "base": {"ref": "main"}, "head": {"ref": "feature"}},
@@ -98,7 +98,10 @@ def test_only_a_merged_pull_request_matches_merged_pull_request():
 
 def test_issue_labels_filter_as_a_collection():
     config = normalize(CODEHOST, targets({"type": "issue_opened", "labels": "bug"}))
-    issue = {"action": "opened", "issue": {"labels": [{"name": "ui"}, {"name": "bug"}]}}
+    issue: dict[str, Any] = {
+        "action": "opened",
+        "issue": {"labels": [{"name": "ui"}, {"name": "bug"}]},
+    }
     assert match(CODEHOST, config, "issues", issue) is not None
     issue["issue"]["labels"] = []
     assert match(CODEHOST, config, "issues", issue) is None
@@ -185,7 +188,7 @@ def test_malformed_configurations_are_refused(config):
 
 
 def test_paths_resolve_scalars_as_json_text():
-    payload = {"a": {"n": 1.5, "t": True, "z": None, "o": {}}}
+    payload: dict[str, Any] = {"a": {"n": 1.5, "t": True, "z": None, "o": {}}}
     assert [resolve(payload, parse_path(f"a.{k}")) for k in "ntzo"] == ["1.5", "true", "null", None]
     assert resolve({"x": [1, 2]}, parse_path("x[1]")) == "2"
     assert resolve({"odd key": "v"}, parse_path('["odd key"]')) == "v"
