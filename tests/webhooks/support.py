@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
@@ -133,7 +133,10 @@ class SnapshotRuns:
 
     def app(self) -> Starlette:
         async def run(request: Request) -> Response:
-            body = await request.json()
+            try:
+                body = await request.json()
+            except ClientDisconnect:  # the worker was killed mid-request
+                return Response(status_code=499)
             key = request.headers.get("idempotency-key", "")
             self.calls.append(
                 {
