@@ -15,8 +15,8 @@ from contextlib import asynccontextmanager, suppress
 from typing import Any, TypeVar
 
 from sqlalchemy import event, text
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 from sqlalchemy.pool import NullPool
 from sqlmodel import SQLModel, select

@@ -177,18 +177,20 @@ class Tag(Base):
     name: Mapped[str] = mapped_column(String(50), unique=True)
 
 
+async def add_and_flush(engine: AsyncEngine, tag: Tag) -> None:
+    async with session_scope(create_sessionmaker(engine)) as session:
+        session.add(tag)
+        await flush_unique(session, NameTaken())
+
+
 async def test_flush_unique_turns_a_unique_violation_into_the_given_conflict(engine):
     async with session_scope(create_sessionmaker(engine)) as session:
         await session.exec(parents.insert().values(id=1))
         session.add(Tag(id=1, parent_id=1, name="a"))
     with pytest.raises(NameTaken):
-        async with session_scope(create_sessionmaker(engine)) as session:
-            session.add(Tag(id=2, parent_id=1, name="a"))
-            await flush_unique(session, NameTaken())
+        await add_and_flush(engine, Tag(id=2, parent_id=1, name="a"))
 
 
 async def test_flush_unique_lets_other_integrity_errors_through(engine):
     with pytest.raises(IntegrityError):
-        async with session_scope(create_sessionmaker(engine)) as session:
-            session.add(Tag(id=1, parent_id=99, name="a"))
-            await flush_unique(session, NameTaken())
+        await add_and_flush(engine, Tag(id=1, parent_id=99, name="a"))

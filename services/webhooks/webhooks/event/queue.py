@@ -51,19 +51,14 @@ def deserializer(data: bytes) -> dict[str, Any]:
     return value
 
 
-def encode(message: EventMessage, *, queue: str, expires_ms: int) -> QueuedJob:
-    """The arq job for ``message``, in the exact form ``ArqRedis.enqueue_job`` writes."""
+def encode(message: dict[str, Any], *, queue: str, expires_ms: int) -> QueuedJob:
+    """The arq job for one event (the fields of :class:`EventMessage`, JSON-ready), in
+    the exact form ``ArqRedis.enqueue_job`` writes. A plain dict: this runs for every
+    accepted delivery, and the worker validates what it reads."""
     now_ms = int(time.time() * 1000)
-    data = serialize_job(
-        PROCESS_EVENT,
-        (message.model_dump(mode="json"),),
-        {},
-        None,
-        now_ms,
-        serializer=serializer,
-    )
+    data = serialize_job(PROCESS_EVENT, (message,), {}, None, now_ms, serializer=serializer)
     return QueuedJob(
-        job_id=message.event_id.hex,
+        job_id=uuid.UUID(message["event_id"]).hex,
         data=data,
         queue=queue,
         score_ms=now_ms,

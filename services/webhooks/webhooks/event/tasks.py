@@ -60,7 +60,11 @@ class Consumer:
             if event is not None and event.status != RECEIVED:
                 return event.status  # done before: nothing runs twice
             if event is None:
-                await self._record(session, message)
+                event = await self._record(session, message)
+                if not event.matched:  # nothing to run: done in this one transaction
+                    event.status = PROCESSED
+                    event.processed_at = utcnow()
+                    return PROCESSED
         async with session_scope(self.sessionmaker, write=False) as session:
             pending = [
                 e
@@ -79,7 +83,7 @@ class Consumer:
             event.processed_at = utcnow()
         return status
 
-    async def _record(self, session: Any, message: EventMessage) -> None:
+    async def _record(self, session: Any, message: EventMessage) -> WebhookEvent:
         event = WebhookEvent(
             id=message.event_id,
             webhook_id=message.webhook_id,
@@ -97,7 +101,7 @@ class Consumer:
             payload = None
         if provider is None or payload is None:
             logger.warning("event cannot be matched", extra={"event_id": str(message.event_id)})
-            return
+            return event
         triggers: list[WebhookTrigger] = await TriggerRepository(session).live_for(
             message.webhook_id
         )
@@ -122,6 +126,7 @@ class Consumer:
             await EventRepository(session).retain(
                 message.webhook_id, message.delivery_id, message.raw_body
             )
+        return event
 
     async def _dispatch(self, execution: TriggerExecution, last_try: bool) -> bool:
         """Request the run; ``False`` when it failed for good (recorded on the execution).

@@ -17,7 +17,7 @@ from starlette.datastructures import Headers
 
 from shared.errors import HTTPDetailError, ServiceUnavailable
 from webhooks.core.live import LiveState, Outcome
-from webhooks.event.queue import EventMessage, encode, event_id_for
+from webhooks.event.queue import encode, event_id_for
 from webhooks.intake.cache import CachedWebhook, WebhookCache
 from webhooks.intake.providers import Delivery, PayloadError, Provider
 from webhooks.intake.providers.base import MAX_ERROR_SUMMARY
@@ -145,17 +145,17 @@ class IntakeService:
         if delivery.event_type is None:  # a control delivery: counted, nothing to run
             return await self._record(webhook, "accepted", now_us)
         delivery_id = delivery.delivery_id or str(uuid.uuid4())
-        message = EventMessage(
-            event_id=event_id_for(webhook.id, delivery_id),
-            webhook_id=webhook.id,
-            project_id=webhook.project_id,
-            webhook_type=webhook.webhook_type,
-            event_type=delivery.event_type,
-            delivery_id=delivery_id,
-            received_at=dt.datetime.fromtimestamp(now, dt.UTC),
-            content_type=headers.get("content-type"),
-            body=base64.b64encode(body).decode(),
-        )
+        message = {
+            "event_id": str(event_id_for(webhook.id, delivery_id)),
+            "webhook_id": str(webhook.id),
+            "project_id": str(webhook.project_id),
+            "webhook_type": webhook.webhook_type,
+            "event_type": delivery.event_type,
+            "delivery_id": delivery_id,
+            "received_at": dt.datetime.fromtimestamp(now, dt.UTC).isoformat(),
+            "content_type": headers.get("content-type"),
+            "body": base64.b64encode(body).decode(),
+        }
         job = encode(message, queue=self.settings.queue_name, expires_ms=self.expires_ms)
         return await self.live.record(
             webhook.id,
