@@ -42,7 +42,6 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 if __package__ in (None, ""):  # run as a script: import from the repo root, not from bench/
@@ -58,6 +57,7 @@ from bench.tracking import (  # noqa: E402
     BenchError,
     Target,
     _free_port,
+    _terminate,
     _uvicorn_stack,
     describe_http_error,
     login,
@@ -394,10 +394,6 @@ def run(args: argparse.Namespace) -> int:
     print(f"{os.cpu_count()} cores; load average (1 min) before: {load_before:.2f}, "
           f"after: {os.getloadavg()[0]:.2f}")  # fmt: skip
     return 0
-
-
-def _terminate(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
 
 
 def main(argv: Sequence[str] | None = None) -> int:

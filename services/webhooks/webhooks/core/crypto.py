@@ -9,6 +9,10 @@ from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from pydantic import SecretStr
 
 
+class SecretUnreadable(ValueError):
+    """No configured key decrypts a stored secret (a key was dropped too early)."""
+
+
 def generate_secret() -> str:
     """A new signing secret: 256 bits, URL-safe (43 characters, as the reference's)."""
     return secrets.token_urlsafe(32)
@@ -27,7 +31,8 @@ class SecretBox:
         if not parts:
             raise ValueError("at least one Fernet key is required")
         try:
-            self._fernet = MultiFernet([Fernet(k.encode()) for k in parts])
+            fernets = [Fernet(k.encode()) for k in parts]
+            self._first, self._fernet = fernets[0], MultiFernet(fernets)
         except (ValueError, TypeError):
             raise ValueError("each key must be a url-safe base64 32-byte Fernet key") from None
         # Decrypting costs more than the rest of a delivery's signature check; ciphertexts
@@ -45,11 +50,17 @@ class SecretBox:
         try:
             return self._fernet.decrypt(ciphertext.encode()).decode()
         except InvalidToken:
-            raise ValueError("the secret cannot be decrypted with the configured keys") from None
+            raise SecretUnreadable("no configured key decrypts the stored secret") from None
 
-    def rotate(self, ciphertext: str) -> str:
-        """The same secret encrypted under the first key."""
+    def rotate(self, ciphertext: str) -> str | None:
+        """The same secret encrypted under the first key; ``None`` when it already is."""
+        try:
+            self._first.decrypt(ciphertext.encode())
+        except InvalidToken:
+            pass
+        else:
+            return None
         try:
             return self._fernet.rotate(ciphertext.encode()).decode()
         except InvalidToken:
-            raise ValueError("the secret cannot be decrypted with the configured keys") from None
+            raise SecretUnreadable("no configured key decrypts the stored secret") from None

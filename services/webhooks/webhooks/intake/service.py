@@ -16,6 +16,7 @@ from sqlalchemy.exc import DBAPIError
 from starlette.datastructures import Headers
 
 from shared.errors import HTTPDetailError, ServiceUnavailable
+from webhooks.core.crypto import SecretUnreadable
 from webhooks.core.live import LiveState, Outcome
 from webhooks.event.queue import encode, event_id_for
 from webhooks.intake.cache import CachedWebhook, WebhookCache
@@ -94,7 +95,7 @@ class IntakeService:
                 if answer is not None:
                     return answer
                 self.cache.evict(webhook_id)
-        except (RedisError, DBAPIError, OSError) as exc:
+        except (RedisError, DBAPIError, OSError, SecretUnreadable) as exc:
             raise _unavailable(exc) from None
         raise ServiceUnavailable("The webhook is changing; retry later.")
 
