@@ -19,6 +19,10 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from tests.support.asgi import running
+from webhooks.app import create_app
+from webhooks.settings import Settings
+
 
 def hexmac(secret: str, *parts: bytes) -> str:
     return hmac.new(secret.encode(), b"".join(parts), hashlib.sha256).hexdigest()
@@ -103,6 +107,21 @@ def chat_event_body(event_id: str = "Ev1", text: str = "deploy please") -> bytes
             },
         }
     ).encode()
+
+
+async def deliver_through(
+    settings: Settings, transport: httpx.AsyncBaseTransport, hook: dict[str, Any], body: bytes
+) -> httpx.Response:
+    """A signed codehost delivery to a second webhooks app built from ``settings`` (beside
+    the test's own, on the same database): how a test changes one setting."""
+    async with running(create_app(settings, http_transport=transport)) as app:
+        asgi = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=asgi, base_url="http://t") as client:
+            return await client.post(
+                f"/api/v1/webhooks/codehost/{hook['id']}/events",
+                content=body,
+                headers=codehost_headers(hook["secret"], body),
+            )
 
 
 class HostRouter(httpx.AsyncBaseTransport):

@@ -15,17 +15,17 @@ import httpx
 import pytest
 
 from shared.db import session_scope
-from tests.support.asgi import LifespanApp, running
+from tests.support.asgi import LifespanApp
 from tests.support.redis_server import free_port
 from tests.webhooks.support import (
     chat_event_body,
     chat_headers,
     codehost_headers,
     custom_headers,
+    deliver_through,
     push_body,
     tasks_headers,
 )
-from webhooks.app import create_app
 from webhooks.models import Webhook
 from webhooks.settings import Settings
 
@@ -413,14 +413,8 @@ async def test_stats_are_exact_under_concurrent_deliveries(
 async def test_body_over_the_size_limit_answers_413(webhooks_settings, router, create_webhook):
     hook = await create_webhook("codehost")
     settings = webhooks_settings.model_copy(update={"max_body_size": 2048})
-    async with running(create_app(settings, http_transport=router)) as app:
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://t") as small:
-            body = b'{"pad": "' + b"x" * 4096 + b'"}'
-            response = await small.post(
-                intake(hook), content=body, headers=codehost_headers(hook["secret"], body)
-            )
-    assert response.status_code == 413
+    body = b'{"pad": "' + b"x" * 4096 + b'"}'
+    assert (await deliver_through(settings, router, hook, body)).status_code == 413
 
 
 async def test_redis_unreachable_answers_503_so_the_sender_retries(
@@ -429,13 +423,7 @@ async def test_redis_unreachable_answers_503_so_the_sender_retries(
     hook = await create_webhook("codehost")
     dead = f"redis://127.0.0.1:{free_port()}/0"
     settings = webhooks_settings.model_copy(update={"redis_url": dead, "run_migrations": False})
-    async with running(create_app(settings, http_transport=router)) as app:
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://t") as cut_off:
-            body = push_body()
-            response = await cut_off.post(
-                intake(hook), content=body, headers=codehost_headers(hook["secret"], body)
-            )
+    response = await deliver_through(settings, router, hook, push_body())
     assert response.status_code == 503
     assert response.headers["retry-after"] == "5"
     assert await queued(webhooks_app) == 0
