@@ -1,10 +1,11 @@
 """The queue job: match an accepted event against its webhook's triggers, record the
 executions and request each snapshot run from tracking.
 
-Idempotent by event id. The first pass records the event, its executions (ids derived
-from event and trigger) and the raw body in one transaction; dispatching then only
-touches executions still ``pending``, each under its own id as ``Idempotency-Key``. So
-an event delivered twice, or a worker killed anywhere in between, runs nothing twice.
+Idempotent by event id. Matching reads only; an event no trigger matches is done without
+a write. Otherwise one transaction records the event, its executions (ids derived from
+event and trigger) and the raw body; dispatching then only touches executions still
+``pending``, each under its own id as ``Idempotency-Key``. So an event delivered twice, or
+a worker killed anywhere in between, runs nothing twice.
 """
 
 from __future__ import annotations
@@ -55,16 +56,17 @@ class Consumer:
 
     async def process(self, message: EventMessage, job_try: int) -> str:
         """The event's final status (``processed`` or ``failed``)."""
-        async with session_scope(self.sessionmaker) as session:
+        async with session_scope(self.sessionmaker, write=False) as session:
             event = await session.get(WebhookEvent, message.event_id)
             if event is not None and event.status != RECEIVED:
                 return event.status  # done before: nothing runs twice
-            if event is None:
-                event = await self._record(session, message)
-                if not event.matched:  # nothing to run: done in this one transaction
-                    event.status = PROCESSED
-                    event.processed_at = utcnow()
-                    return PROCESSED
+            matched = await self._matching(session, message) if event is None else []
+        if event is None:
+            if not matched:
+                return PROCESSED  # nothing to run, so nothing to remember: no write at all
+            async with session_scope(self.sessionmaker) as session:
+                if await session.get(WebhookEvent, message.event_id) is None:
+                    await self._record(session, message, matched)
         async with session_scope(self.sessionmaker, write=False) as session:
             pending = [
                 e
@@ -83,17 +85,8 @@ class Consumer:
             event.processed_at = utcnow()
         return status
 
-    async def _record(self, session: Any, message: EventMessage) -> WebhookEvent:
-        event = WebhookEvent(
-            id=message.event_id,
-            webhook_id=message.webhook_id,
-            project_id=message.project_id,
-            webhook_type=message.webhook_type,
-            event_type=message.event_type,
-            delivery_id=message.delivery_id,
-            received_at=message.received_at,
-        )
-        session.add(event)
+    async def _matching(self, session: Any, message: EventMessage) -> list[WebhookTrigger]:
+        """The webhook's live triggers this event matches."""
         provider = self.providers.get(message.webhook_type)
         try:
             payload = stored_payload(message.raw_body)
@@ -101,14 +94,32 @@ class Consumer:
             payload = None
         if provider is None or payload is None:
             logger.warning("event cannot be matched", extra={"event_id": str(message.event_id)})
-            return event
-        triggers: list[WebhookTrigger] = await TriggerRepository(session).live_for(
-            message.webhook_id
+            return []
+        triggers = await TriggerRepository(session).live_for(message.webhook_id)
+        return [
+            trigger
+            for trigger in triggers
+            if match(provider, trigger.configuration, message.event_type, payload) is not None
+        ]
+
+    async def _record(
+        self, session: Any, message: EventMessage, matched: list[WebhookTrigger]
+    ) -> None:
+        """The event, one pending execution per matched trigger, and the raw body."""
+        session.add(
+            WebhookEvent(
+                id=message.event_id,
+                webhook_id=message.webhook_id,
+                project_id=message.project_id,
+                webhook_type=message.webhook_type,
+                event_type=message.event_type,
+                delivery_id=message.delivery_id,
+                received_at=message.received_at,
+                matched=len(matched),
+            )
         )
-        for trigger in triggers:
-            if match(provider, trigger.configuration, message.event_type, payload) is None:
-                continue
-            event.matched += 1
+        await session.flush()
+        for trigger in matched:
             session.add(
                 TriggerExecution(
                     id=execution_id(message.event_id, trigger.id),
@@ -121,12 +132,10 @@ class Consumer:
                     event_type=message.event_type,
                 )
             )
-        if event.matched:
-            await session.flush()
-            await EventRepository(session).retain(
-                message.webhook_id, message.delivery_id, message.raw_body
-            )
-        return event
+        await session.flush()
+        await EventRepository(session).retain(
+            message.webhook_id, message.delivery_id, message.raw_body
+        )
 
     async def _dispatch(self, execution: TriggerExecution, last_try: bool) -> bool:
         """Request the run; ``False`` when it failed for good (recorded on the execution).
