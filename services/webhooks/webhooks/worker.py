@@ -93,6 +93,9 @@ def create_worker(
 def main() -> None:
     settings = Settings()
     configure_logging(settings.log_level, json_output=settings.log_json)
+    # arq logs two lines per job with its arguments (the event's payload); failures are
+    # logged by the consumer instead.
+    logging.getLogger("arq.worker").setLevel(logging.WARNING)
     logger.info("webhooks worker consuming %s", settings.queue_name)
     asyncio.set_event_loop(asyncio.new_event_loop())  # arq's Worker adopts the current loop
     create_worker(settings).run()
