@@ -31,6 +31,7 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import resource
 import secrets
 import shutil
@@ -50,6 +51,7 @@ if __package__ in (None, ""):  # run as a script: import from the repo root, not
     sys.path[0] = str(REPO_ROOT)
 
 import httpx  # noqa: E402
+import redis  # noqa: E402
 from starlette.applications import Starlette  # noqa: E402
 from starlette.requests import Request  # noqa: E402
 from starlette.responses import Response  # noqa: E402
@@ -68,7 +70,7 @@ from bench.tracking import (  # noqa: E402
 from deploy.config import load_stack  # noqa: E402
 from deploy.gateway.render import local_target, render  # noqa: E402
 from deploy.local.gateway import command, nginx_binary, worker_user  # noqa: E402
-from tests.support.processes import StackStartError, launch_stack  # noqa: E402
+from tests.support.processes import LaunchedStack, StackStartError, launch_stack  # noqa: E402
 from tests.support.redis_server import free_port  # noqa: E402
 from tests.support.zenml_env import (  # noqa: E402
     ZenmlEnvError,
@@ -300,19 +302,49 @@ def ceiling(base: Path) -> Iterator[tuple[str, str, str, str]]:
         yield direct, gateway, path, f"bare Starlette route answering 202, {server}"
 
 
+@dataclass
+class Ours:
+    """Our running stack, its logged-in target and its worker."""
+
+    target: Target
+    path: str
+    stack: LaunchedStack
+
+    def queued(self) -> int:
+        """Events waiting in the queue (the launcher prints where Valkey listens)."""
+        found = re.search(r"valkey is ready at (redis://\S+)", self.stack.output())
+        if found is None:
+            raise BenchError("our stack did not say where Valkey listens")
+        client = redis.Redis.from_url(found.group(1))
+        try:
+            count: int = client.zcard("platform:webhooks:events")  # type: ignore[assignment]
+            return count
+        finally:
+            client.close()
+
+    @contextlib.contextmanager
+    def worker_paused(self) -> Iterator[None]:
+        """SIGSTOP the worker's process group (its jobs stay queued), SIGCONT after."""
+        group = self.stack.children["webhooks-worker"]
+        os.killpg(group, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            os.killpg(group, signal.SIGCONT)
+
+
 @contextlib.contextmanager
-def ours(base: Path, password: str) -> Iterator[tuple[Target, str]]:
+def ours(base: Path, password: str) -> Iterator[Ours]:
     say(f"ours: starting the local stack ({base / 'ours'}) ...")
     try:
         with launch_stack(base / "ours", admin_password=password, start_timeout=120) as stack:
             url = stack.url("platform", "")
             server = (
                 f"nginx gateway :{stack.ports['platform']} -> webhooks service, "
-                f"{_uvicorn_stack(Path(sys.executable))}; Valkey AOF everysec + noeviction; "
-                "arq worker draining the queue meanwhile"
+                f"{_uvicorn_stack(Path(sys.executable))}; Valkey AOF everysec + noeviction"
             )
             target = login("ours", url, password, server)
-            yield target, create_webhook(target)
+            yield Ours(target, create_webhook(target), stack)
     except StackStartError as exc:
         raise BenchError(f"our stack: {str(exc).splitlines()[0]}") from None
 
@@ -343,6 +375,45 @@ def reference(base: Path, password: str) -> Iterator[tuple[Target, str]]:
 # The run
 
 
+def measure_counted(name: str, target: Target, path: str, args: argparse.Namespace) -> Measured:
+    """:func:`measure`, then check the server's own stats counted every 2xx it sent."""
+    before = accepted_count(target, path)
+    measured = measure(name, target.server_stack, target.base_url, path, args)
+    counted = accepted_count(target, path) - before
+    answered = sum(r.requests - r.non_2xx - r.socket_errors for r in measured.runs)
+    say(f"{name}: its stats count {counted} accepted (warm-up included)")
+    if counted < answered:
+        raise BenchError(f"{name}: {answered} deliveries answered 2xx, {counted} counted")
+    return measured
+
+
+def measure_ours(running: Ours, args: argparse.Namespace) -> list[Measured]:
+    """With the worker draining the queue meanwhile (as in use), then with it paused (the
+    intake alone; the queue holds every accepted event), then the drain after it resumes."""
+    target = running.target
+    draining = measure_counted("ours", target, running.path, args)
+    draining.stack += "; arq worker draining the queue meanwhile"
+    wait_until_drained(running, args)
+    with running.worker_paused():
+        paused = measure_counted("ours, worker paused", target, running.path, args)
+        paused.stack += "; arq worker paused (SIGSTOP), events accumulate in the queue"
+        backlog = running.queued()
+    started = time.monotonic()
+    wait_until_drained(running, args)
+    paused.stack += (
+        f"; {backlog} queued events drained in {time.monotonic() - started:.1f}s after SIGCONT"
+    )
+    return [draining, paused]
+
+
+def wait_until_drained(running: Ours, args: argparse.Namespace) -> None:
+    deadline = time.monotonic() + args.drain_timeout
+    while (left := running.queued()) > 0:
+        if time.monotonic() > deadline:
+            raise BenchError(f"ours: {left} events still queued after {args.drain_timeout:g}s")
+        time.sleep(0.5)
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per run")
@@ -352,6 +423,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--connections", type=int, default=32, help="concurrent senders")
     parser.add_argument("--threads", type=int, default=2, help="wrk threads")
     parser.add_argument("--only", choices=TARGETS, help="measure one target")
+    parser.add_argument(
+        "--drain-timeout", type=float, default=600.0, help="seconds to wait for the queue"
+    )
     args = parser.parse_args(argv)
     if min(args.duration, args.runs, args.connections, args.threads) <= 0:
         parser.error("--duration, --runs, --connections and --threads must be positive")
@@ -406,18 +480,12 @@ def run(args: argparse.Namespace) -> int:
                         )
                     )
                 continue
-            starter = ours if name == "ours" else reference
-            with starter(base, password) as (target, path):
-                before = accepted_count(target, path)
-                measured = measure(name, target.server_stack, target.base_url, path, args)
-                counted = accepted_count(target, path) - before
-                answered = sum(r.requests - r.non_2xx - r.socket_errors for r in measured.runs)
-                say(f"{name}: its stats count {counted} accepted (warm-up included)")
-                if counted < answered:
-                    raise BenchError(
-                        f"{name}: {answered} deliveries answered 2xx, {counted} counted"
-                    )
-                results.append(measured)
+            if name == "ours":
+                with ours(base, password) as running:
+                    results += measure_ours(running, args)
+                continue
+            with reference(base, password) as (target, path):
+                results.append(measure_counted(name, target, path, args))
     finally:
         shutil.rmtree(base, ignore_errors=True)
     print()

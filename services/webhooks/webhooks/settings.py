@@ -47,6 +47,9 @@ class Settings(ServiceSettings):
     worker_max_jobs: int = Field(default=10, ge=1, le=1000)
     worker_poll_delay: timedelta = timedelta(milliseconds=200)
     worker_retry_delay: timedelta = timedelta(seconds=2)
+    # How long the worker trusts its copy of a webhook's triggers: a trigger changed (or
+    # deactivated) takes effect on events processed this much later at the most.
+    worker_trigger_cache_ttl: timedelta = timedelta(seconds=2)
 
     @field_validator("webhook_secret_keys")
     @classmethod

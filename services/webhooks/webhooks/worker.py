@@ -60,6 +60,7 @@ def create_worker(
             or TrackingSnapshotRunner(http, settings.tracking_url, service_auth(settings, http)),
             max_tries=settings.worker_max_tries,
             retry_delay=settings.worker_retry_delay.total_seconds(),
+            trigger_ttl=settings.worker_trigger_cache_ttl.total_seconds(),
         )
         ctx["job_budget"] = timeout * 0.9
 

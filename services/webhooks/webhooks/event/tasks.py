@@ -1,8 +1,9 @@
 """The queue job: match an accepted event against its webhook's triggers, record the
 executions and request each snapshot run from tracking.
 
-Idempotent by event id. Matching reads only; an event no trigger matches is done without
-a write. Otherwise one transaction records the event, its executions (ids derived from
+Idempotent by event id. Matching reads the webhook's live triggers only (cached for
+``worker_trigger_cache_ttl``); an event no trigger matches is done without touching the
+database. Otherwise one transaction records the event, its executions (ids derived from
 event and trigger) and the raw body; dispatching then only touches executions still
 ``pending``, each under its own id as ``Idempotency-Key``. So an event delivered twice, or
 a worker killed anywhere in between, runs nothing twice.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -31,6 +33,7 @@ from webhooks.trigger.repository import TriggerRepository
 logger = logging.getLogger(__name__)
 
 RECEIVED, PROCESSED, FAILED = "received", "processed", "failed"
+MAX_CACHED_WEBHOOKS = 10_000
 PENDING, DISPATCHED = "pending", "dispatched"
 
 
@@ -47,26 +50,27 @@ class Consumer:
         *,
         max_tries: int,
         retry_delay: float,
+        trigger_ttl: float = 0.0,
     ) -> None:
         self.sessionmaker = sessionmaker
         self.providers = providers
         self.runner = runner
         self.max_tries = max_tries
         self.retry_delay = retry_delay
+        self.trigger_ttl = trigger_ttl
+        self._triggers: dict[uuid.UUID, tuple[float, list[WebhookTrigger]]] = {}
 
     async def process(self, message: EventMessage, job_try: int) -> str:
         """The event's final status (``processed`` or ``failed``)."""
-        async with session_scope(self.sessionmaker, write=False) as session:
+        matched = await self._matching(message)
+        if not matched:
+            return PROCESSED  # nothing to run, so nothing to remember: no write at all
+        async with session_scope(self.sessionmaker) as session:
             event = await session.get(WebhookEvent, message.event_id)
             if event is not None and event.status != RECEIVED:
                 return event.status  # done before: nothing runs twice
-            matched = await self._matching(session, message) if event is None else []
-        if event is None:
-            if not matched:
-                return PROCESSED  # nothing to run, so nothing to remember: no write at all
-            async with session_scope(self.sessionmaker) as session:
-                if await session.get(WebhookEvent, message.event_id) is None:
-                    await self._record(session, message, matched)
+            if event is None:
+                await self._record(session, message, matched)
         async with session_scope(self.sessionmaker, write=False) as session:
             pending = [
                 e
@@ -85,7 +89,7 @@ class Consumer:
             event.processed_at = utcnow()
         return status
 
-    async def _matching(self, session: Any, message: EventMessage) -> list[WebhookTrigger]:
+    async def _matching(self, message: EventMessage) -> list[WebhookTrigger]:
         """The webhook's live triggers this event matches."""
         provider = self.providers.get(message.webhook_type)
         try:
@@ -95,12 +99,26 @@ class Consumer:
         if provider is None or payload is None:
             logger.warning("event cannot be matched", extra={"event_id": str(message.event_id)})
             return []
-        triggers = await TriggerRepository(session).live_for(message.webhook_id)
         return [
             trigger
-            for trigger in triggers
+            for trigger in await self._live_triggers(message.webhook_id)
             if match(provider, trigger.configuration, message.event_type, payload) is not None
         ]
+
+    async def _live_triggers(self, webhook_id: uuid.UUID) -> list[WebhookTrigger]:
+        """The webhook's active triggers, re-read at most every ``trigger_ttl`` seconds:
+        most events match nothing, and they then cost no database round trip."""
+        now = time.monotonic()
+        cached = self._triggers.get(webhook_id)
+        if cached is not None and cached[0] > now:
+            return cached[1]
+        async with session_scope(self.sessionmaker, write=False) as session:
+            triggers = await TriggerRepository(session).live_for(webhook_id)
+        if self.trigger_ttl > 0:
+            if len(self._triggers) > MAX_CACHED_WEBHOOKS:
+                self._triggers.clear()
+            self._triggers[webhook_id] = (now + self.trigger_ttl, triggers)
+        return triggers
 
     async def _record(
         self, session: Any, message: EventMessage, matched: list[WebhookTrigger]
