@@ -134,6 +134,10 @@ def bare_app() -> Starlette:
 # Measuring
 
 
+class ServerStuck(BenchError):
+    """The server stopped answering during a run (the reference does under this load)."""
+
+
 @dataclass
 class Run:
     requests: int
@@ -154,8 +158,11 @@ class Measured:
     name: str
     stack: str
     runs: list[Run] = field(default_factory=list)
+    stuck: str = ""  # why the runs stopped early, if they did
 
     def median(self, attribute: str) -> float:
+        if not self.runs:
+            return 0.0
         return float(statistics.median(getattr(r, attribute) for r in self.runs))
 
 
@@ -181,9 +188,14 @@ def run_wrk(url: str, path: str, args: argparse.Namespace, seconds: float, workd
     argv = ["wrk", f"-t{args.threads}", f"-c{args.connections}", f"-d{seconds:g}s",
             "--timeout", "30s", "-s", str(script), url]  # fmt: skip
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    done = subprocess.run(  # noqa: S603  (our own argv)
-        argv, capture_output=True, text=True, timeout=seconds + 120, check=False
-    )
+    try:
+        done = subprocess.run(  # noqa: S603  (our own argv)
+            argv, capture_output=True, text=True, timeout=seconds + 60, check=False
+        )
+    except subprocess.TimeoutExpired:
+        raise ServerStuck(
+            f"wrk did not finish {seconds + 60:g}s after a {seconds:g}s run"
+        ) from None
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     lines = [line for line in done.stdout.splitlines() if line.startswith(RESULT)]
     if done.returncode != 0 or not lines:
@@ -204,11 +216,21 @@ def measure(name: str, stack: str, url: str, path: str, args: argparse.Namespace
     workdir = Path(tempfile.mkdtemp(prefix="bench-wrk-"))
     try:
         say(f"{name}: warming up {args.warmup:g}s ...")
-        run_wrk(url, path, args, args.warmup, workdir)
         measured = Measured(name, stack)
+        try:
+            run_wrk(url, path, args, args.warmup, workdir)
+        except ServerStuck as exc:
+            say(f"{name}: warm-up: {exc}; the server stopped answering")
+            measured.stuck = "stopped answering during the warm-up"
+            return measured
         for n in range(args.runs):
             time.sleep(args.pause)
-            run = run_wrk(url, path, args, args.duration, workdir)
+            try:
+                run = run_wrk(url, path, args, args.duration, workdir)
+            except ServerStuck as exc:
+                say(f"{name}: run {n + 1}/{args.runs}: {exc}; the server stopped answering")
+                measured.stuck = f"stopped answering during run {n + 1} of {args.runs}"
+                break
             say(
                 f"{name}: run {n + 1}/{args.runs}: {run.ok_per_second:.0f}/s accepted, "
                 f"p99 {run.p99_ms:.1f} ms, {run.non_2xx} non-2xx, {run.socket_errors} socket errors"
@@ -379,6 +401,8 @@ def measure_counted(name: str, target: Target, path: str, args: argparse.Namespa
     """:func:`measure`, then check the server's own stats counted every 2xx it sent."""
     before = accepted_count(target, path)
     measured = measure(name, target.server_stack, target.base_url, path, args)
+    if measured.stuck:
+        return measured  # its stats cannot be read either
     counted = accepted_count(target, path) - before
     answered = sum(r.requests - r.non_2xx - r.socket_errors for r in measured.runs)
     say(f"{name}: its stats count {counted} accepted (warm-up included)")
@@ -439,7 +463,7 @@ def format_table(results: Sequence[Measured]) -> str:
     ceiling_rate = ceiling.median("ok_per_second") if ceiling else None
     reference_rate = (
         by_name["reference"].median("ok_per_second") if "reference" in by_name else None
-    )
+    ) or None
     lines = [
         "| target | accepted/s | p50 ms | p99 ms | non-2xx | socket errors "
         "| vs ceiling (gateway) | vs reference |",
@@ -497,8 +521,10 @@ def run(args: argparse.Namespace) -> int:
     print(format_table(results))
     print()
     for m in results:
-        cpu = statistics.median(r.wrk_cpu / r.seconds for r in m.runs)
+        cpu = statistics.median(r.wrk_cpu / r.seconds for r in m.runs) if m.runs else 0.0
         print(f"{m.name}: {m.stack} (wrk used {cpu:.2f} CPU s per s)")
+        if m.stuck:
+            print(f"{m.name}: {m.stuck}; the table shows the runs before")
     print(f"{os.cpu_count()} cores; load average (1 min) before: {load_before:.2f}, "
           f"after: {os.getloadavg()[0]:.2f}")  # fmt: skip
     return 0
