@@ -383,14 +383,15 @@ def reference(base: Path, password: str) -> Iterator[tuple[Target, str]]:
             base / "reference",
             port=_free_port(),
             password=password,
-            start_timeout=180,
+            start_timeout=420,
             access_log=False,
         ) as server:
             stack = f"ZenML {REFERENCE_VERSION}, {_uvicorn_stack(venv.python)}, access log off"
             target = login("reference", server.url, password, stack)
             yield target, create_webhook(target)
     except ZenmlEnvError as exc:
-        raise BenchError(f"reference: {str(exc).splitlines()[0]}") from None
+        lines = str(exc).strip().splitlines()
+        raise BenchError(f"reference: {lines[0]}\n" + "\n".join(lines[-8:])) from None
 
 
 # ---------------------------------------------------------------------------------------------
