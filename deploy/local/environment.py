@@ -71,6 +71,13 @@ def service_environment(
         "JWKS_URL": f"{issuer_url}/.well-known/jwks.json",
         "LOG_JSON": "true" if options.log_json else settings.get("LOG_JSON", "false"),
     }
+    # Where each web service of this stack listens (TRACKING_URL …), so services that call
+    # one another follow --port-offset.
+    settings |= {
+        f"{web.name.upper().replace('-', '_')}_URL": service_url(options, web.name)
+        for web in stack.web_services
+        if not web.issuer
+    }
     if owner.issuer:
         settings["SERVICE_CLIENTS"] = json.dumps(secrets.clients, sort_keys=True)
     else:

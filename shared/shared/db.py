@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Result, event, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 from sqlalchemy.pool import NullPool
 from sqlalchemy.sql import Executable
@@ -168,3 +169,17 @@ async def by_name_or_id(session: AsyncSession, model: type[Named], name_or_id: s
         return row
     query = select(model).where(model.name == name_or_id)  # type: ignore[attr-defined]
     return (await session.exec(query)).first()
+
+
+async def flush_unique(session: AsyncSession, conflict: Exception) -> None:
+    """Flush, raising ``conflict`` (a 409) when a unique constraint refuses the write: the
+    constraint decides, so concurrent duplicates fail the same way as sequential ones.
+    Build ``conflict`` before calling: after a failed flush the rows cannot be read."""
+    try:
+        await session.flush()
+    except IntegrityError as exc:
+        # SQLite: "UNIQUE constraint failed: …"; PostgreSQL: "duplicate key value violates
+        # unique constraint …". Any other integrity error is a bug, not a conflict.
+        if "unique" not in str(exc.orig).lower():
+            raise
+        raise conflict from None

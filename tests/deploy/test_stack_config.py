@@ -159,6 +159,15 @@ def test_service_environment(tmp_path):
     assert worker["REDIS_NAMESPACE"] == "platform"
 
 
+def test_services_learn_where_the_other_web_services_listen(tmp_path):
+    options = parse_options(["--data-dir", str(tmp_path), "--port-offset", "100"], {})
+    secrets, _ = load_or_create(tmp_path, STACK)
+    for name in ("webhooks", "webhooks-worker"):
+        env = service_environment(options, STACK.service(name), secrets, {})
+        assert env["TRACKING_URL"] == "http://127.0.0.1:8202"
+        assert env["WEBHOOK_SECRET_KEYS"] == secrets.generated["webhooks"]["WEBHOOK_SECRET_KEYS"]
+
+
 def test_env_prefix_applies_to_every_setting_but_not_to_system_variables(tmp_path):
     options = parse_options(["--data-dir", str(tmp_path)], {})
     secrets, _ = load_or_create(tmp_path, STACK)

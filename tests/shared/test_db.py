@@ -11,11 +11,13 @@ import pytest
 from sqlalchemy import Column, ForeignKey, Integer, MetaData, String, Table, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from starlette.requests import Request
 
 from shared.db import (
     create_engine,
     create_sessionmaker,
+    flush_unique,
     is_sqlite,
     ping,
     session_scope,
@@ -159,3 +161,37 @@ async def test_read_only_requests_do_not_take_the_sqlite_write_lock(tmp_path: Pa
             await (await writer.connection()).execute(parents.insert().values(id=7))
     assert await count(engine) == 1
     await engine.dispose()
+
+
+class NameTaken(Exception):
+    pass
+
+
+class Base(DeclarativeBase):
+    metadata = metadata
+
+
+class Tag(Base):
+    __tablename__ = "scratch_tag"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    parent_id: Mapped[int] = mapped_column(ForeignKey("scratch_parent.id"))
+    name: Mapped[str] = mapped_column(String(50), unique=True)
+
+
+async def add_and_flush(engine: AsyncEngine, tag: Tag) -> None:
+    async with session_scope(create_sessionmaker(engine)) as session:
+        session.add(tag)
+        await flush_unique(session, NameTaken())
+
+
+async def test_flush_unique_turns_a_unique_violation_into_the_given_conflict(engine):
+    async with session_scope(create_sessionmaker(engine)) as session:
+        await session.exec(parents.insert().values(id=1))
+        session.add(Tag(id=1, parent_id=1, name="a"))
+    with pytest.raises(NameTaken):
+        await add_and_flush(engine, Tag(id=2, parent_id=1, name="a"))
+
+
+async def test_flush_unique_lets_other_integrity_errors_through(engine):
+    with pytest.raises(IntegrityError):
+        await add_and_flush(engine, Tag(id=1, parent_id=99, name="a"))

@@ -1,18 +1,58 @@
 """The webhooks service: project-scoped webhooks, signed intake and durable hand-off to
-consumers."""
+consumers (the arq worker in :mod:`webhooks.worker`)."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx
 from starlette.applications import Starlette
+from starlette.routing import BaseRoute
 
-from shared.app import create_service_app
+from shared.app import State, create_service_app
 from shared.settings import PLATFORM_VERSION
+from shared.users import create_user_directory
+from webhooks.core.crypto import SecretBox
+from webhooks.core.live import LiveState
+from webhooks.core.projects import ProjectDirectory
+from webhooks.intake import endpoints as intake_endpoints
+from webhooks.intake.cache import WebhookCache
+from webhooks.intake.providers import providers
+from webhooks.intake.service import IntakeService
 from webhooks.settings import Settings
+from webhooks.trigger import endpoints as trigger_endpoints
+from webhooks.webhook import endpoints as webhook_endpoints
 
 MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+def routes() -> list[BaseRoute]:
+    return [
+        *intake_endpoints.routes(),
+        *webhook_endpoints.routes(),
+        *trigger_endpoints.routes(),
+    ]
+
+
+@asynccontextmanager
+async def _lifespan(app: Starlette, state: State) -> AsyncIterator[State]:
+    settings: Settings = state["settings"]
+    box = SecretBox(settings.webhook_secret_keys)
+    live = LiveState(state["redis"], state["keys"])
+    registered = providers(settings.signature_tolerance.total_seconds())
+    cache = WebhookCache(state["sessionmaker"], box, live)
+    yield {
+        "box": box,
+        "live": live,
+        "providers": registered,
+        "intake": IntakeService(settings, registered, cache, live),
+        "projects": ProjectDirectory(
+            state["http"], settings.tracking_url, ttl=settings.project_cache_ttl.total_seconds()
+        ),
+        "users": create_user_directory(settings, state["http"]),
+    }
 
 
 def create_app(
@@ -24,7 +64,8 @@ def create_app(
         title="webhooks",
         version=PLATFORM_VERSION,
         description="Project-scoped webhooks, signed intake and durable hand-off to consumers.",
-        routes=[],
+        routes=routes(),
         migrations=MIGRATIONS,
+        lifespan=_lifespan,
         http_transport=http_transport,
     )

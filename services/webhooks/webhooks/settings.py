@@ -1,10 +1,14 @@
-"""The webhooks service's settings."""
+"""The webhooks service's settings (the web service and its worker read the same)."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import SettingsConfigDict
 
 from shared.settings import ServiceSettings
+from webhooks.core.crypto import SecretBox
 
 
 class Settings(ServiceSettings):
@@ -12,3 +16,48 @@ class Settings(ServiceSettings):
 
     service_name: str = "webhooks"
     database_url: str = "sqlite+aiosqlite:///./.local/data/webhooks.db"
+
+    # Fernet keys (comma-separated) encrypting the webhooks' signing secrets at rest. The
+    # first encrypts; all decrypt, so a new key goes in front and the old one is dropped
+    # once `python -m webhooks.reencrypt` has rewritten every secret under the new one.
+    webhook_secret_keys: SecretStr
+
+    # The public base of the platform API (`https://host/api/v1`), for `endpoint_url`;
+    # unset, `endpoint_url` is null, as the reference's.
+    server_api_url: str | None = None
+
+    # Where projects and pipeline snapshots live.
+    tracking_url: str = "http://127.0.0.1:8102"
+    project_cache_ttl: timedelta = timedelta(seconds=60)
+
+    # Intake: senders' retries of one delivery id within this window are answered 2xx and
+    # not enqueued again (the consumer also dedupes by event id, without a window).
+    delivery_dedupe_window: timedelta = timedelta(hours=1)
+    # Slack-style signed timestamps may be this far from now, in both directions.
+    signature_tolerance: timedelta = timedelta(seconds=300)
+    # An event not started by a worker within this long fails as expired (arq's `_expires`);
+    # longer than any outage we mean to ride out.
+    event_expiry: timedelta = timedelta(days=7)
+
+    # The worker (arq). A job not finished after `worker_job_timeout` is cancelled and
+    # retried; a job whose worker died is retried once its lease (timeout + margin) lapses.
+    worker_job_timeout: timedelta = timedelta(seconds=20)
+    worker_lease_margin: timedelta = timedelta(seconds=10)
+    worker_max_tries: int = Field(default=25, ge=1, le=1000)
+    worker_max_jobs: int = Field(default=10, ge=1, le=1000)
+    worker_poll_delay: timedelta = timedelta(milliseconds=200)
+    worker_retry_delay: timedelta = timedelta(seconds=2)
+    # How long the worker trusts its copy of a webhook's triggers: a trigger changed (or
+    # deactivated) takes effect on events processed this much later at the most.
+    worker_trigger_cache_ttl: timedelta = timedelta(seconds=2)
+
+    @field_validator("webhook_secret_keys")
+    @classmethod
+    def _valid_keys(cls, value: SecretStr) -> SecretStr:
+        SecretBox(value)  # raises ValueError on an empty list or a malformed key
+        return value
+
+    @property
+    def queue_name(self) -> str:
+        """The arq queue of accepted events, inside the stack's Redis namespace."""
+        return f"{self.redis_namespace}:webhooks:events"

@@ -1,0 +1,548 @@
+"""Webhook intake throughput: ours through the gateway, a bare Starlette endpoint answering
+202 (the ceiling on this machine) and the reference (ZenML 0.98.0), side by side, one run.
+
+    uv run python bench/webhooks.py                      # all three, defaults
+    uv run python bench/webhooks.py --duration 5 --runs 1 --only ours
+
+Every target receives the same signed ``custom`` delivery (``X-ZenML-Event`` and
+``X-ZenML-Signature-256``, HMAC-SHA256 over the exact body) from ``wrk`` with
+``--connections`` concurrent senders (one connection each, ``--threads`` wrk threads); a Lua
+script gives every request its own ``X-ZenML-Delivery`` id, so no delivery is absorbed as a
+replay and every accepted one is enqueued durably (ours: in Redis before the 202). Each
+target is warmed up, then measured ``--runs`` times; the table shows the medians.
+
+- ours: the local stack (``python -m deploy.local``, temporary data dir, shifted ports):
+  nginx gateway → webhooks service, with Valkey (append-only, noeviction) and the arq
+  worker consuming the queue as it would in use;
+- ceiling: a Starlette app whose one route answers 202 without reading anything, under the
+  same uvicorn (loop and http ``auto``, no access log), reached directly;
+- reference: ``zenml[server]==0.98.0`` from PyPI in its own cached environment
+  (``tests/support/zenml_env.py``), uvicorn on 127.0.0.1, SQLite.
+
+All three share the 2 cores with wrk; wrk's own CPU time is printed beside the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import hashlib
+import hmac
+import json
+import os
+import re
+import resource
+import secrets
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if __package__ in (None, ""):  # run as a script: import from the repo root, not from bench/
+    sys.path[0] = str(REPO_ROOT)
+
+import httpx  # noqa: E402
+import redis  # noqa: E402
+from starlette.applications import Starlette  # noqa: E402
+from starlette.requests import Request  # noqa: E402
+from starlette.responses import Response  # noqa: E402
+from starlette.routing import Route  # noqa: E402
+
+from bench.tracking import (  # noqa: E402
+    BenchError,
+    Target,
+    _free_port,
+    _terminate,
+    _uvicorn_stack,
+    describe_http_error,
+    login,
+    say,
+)
+from deploy.config import load_stack  # noqa: E402
+from deploy.gateway.render import local_target, render  # noqa: E402
+from deploy.local.gateway import command, nginx_binary, worker_user  # noqa: E402
+from tests.support.processes import LaunchedStack, StackStartError, launch_stack  # noqa: E402
+from tests.support.redis_server import free_port  # noqa: E402
+from tests.support.zenml_env import (  # noqa: E402
+    ZenmlEnvError,
+    ensure_venv,
+    reference_server,
+    stop_process,
+)
+
+REFERENCE_VERSION = "0.98.0"
+TARGETS = ("ceiling", "ours", "reference")
+SECRET = "bench-" + "s" * 32
+BODY = json.dumps(
+    {"type": "build.finished", "build": {"id": 4711, "status": "success", "branch": "main"}},
+    separators=(",", ":"),
+)
+RESULT = "@@wrk "
+CEILING_PATH = "/api/v1/webhooks/custom/{webhook_id}/events"
+
+LUA = r"""
+local counter = 0
+function setup(thread)
+  thread:set("tid", tostring(math.random(1, 1e9)))
+end
+function init(args)
+  wrk.method = "POST"
+  wrk.body = __BODY__
+  wrk.headers["Content-Type"] = "application/json"
+  wrk.headers["X-ZenML-Event"] = "build.finished"
+  wrk.headers["X-ZenML-Signature-256"] = __SIGNATURE__
+end
+function request()
+  counter = counter + 1
+  wrk.headers["X-ZenML-Delivery"] = __RUN__ .. "-" .. tid .. "-" .. counter
+  return wrk.format(nil, __PATH__)
+end
+function done(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format(
+    '__RESULT__{"requests":%d,"duration_us":%d,"status":%d,"connect":%d,"read":%d,' ..
+    '"write":%d,"timeout":%d,"p50_us":%d,"p99_us":%d,"max_us":%d}\n',
+    summary.requests, summary.duration, e.status, e.connect, e.read, e.write, e.timeout,
+    latency:percentile(50), latency:percentile(99), latency.max))
+end
+"""
+
+
+# ---------------------------------------------------------------------------------------------
+# The ceiling: an app that answers 202 and nothing else
+
+
+async def _accept(_request: Request) -> Response:
+    return Response(status_code=202)
+
+
+def bare_app() -> Starlette:
+    """``uvicorn --factory bench.webhooks:bare_app``: the ceiling, on the intake's path."""
+    return Starlette(routes=[Route(CEILING_PATH, _accept, methods=["POST"])])
+
+
+# ---------------------------------------------------------------------------------------------
+# Measuring
+
+
+class ServerStuck(BenchError):
+    """The server stopped answering during a run (the reference does under this load)."""
+
+
+@dataclass
+class Run:
+    requests: int
+    seconds: float
+    non_2xx: int
+    socket_errors: int
+    p50_ms: float
+    p99_ms: float
+    wrk_cpu: float
+
+    @property
+    def ok_per_second(self) -> float:
+        return (self.requests - self.non_2xx - self.socket_errors) / self.seconds
+
+
+@dataclass
+class Measured:
+    name: str
+    stack: str
+    runs: list[Run] = field(default_factory=list)
+    stuck: str = ""  # why the runs stopped early, if they did
+
+    def median(self, attribute: str) -> float:
+        if not self.runs:
+            return 0.0
+        return float(statistics.median(getattr(r, attribute) for r in self.runs))
+
+
+def signature(body: str) -> str:
+    return "sha256=" + hmac.new(SECRET.encode(), body.encode(), hashlib.sha256).hexdigest()
+
+
+def wrk_script(directory: Path, path: str, run_id: str) -> Path:
+    script = (
+        LUA.replace("__BODY__", json.dumps(BODY))
+        .replace("__SIGNATURE__", json.dumps(signature(BODY)))
+        .replace("__RUN__", json.dumps(run_id))
+        .replace("__PATH__", json.dumps(path))
+        .replace("__RESULT__", RESULT)
+    )
+    target = directory / f"wrk-{run_id}.lua"
+    target.write_text(script)
+    return target
+
+
+def run_wrk(url: str, path: str, args: argparse.Namespace, seconds: float, workdir: Path) -> Run:
+    script = wrk_script(workdir, path, secrets.token_hex(4))
+    argv = ["wrk", f"-t{args.threads}", f"-c{args.connections}", f"-d{seconds:g}s",
+            "--timeout", "30s", "-s", str(script), url]  # fmt: skip
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    try:
+        done = subprocess.run(  # noqa: S603  (our own argv)
+            argv, capture_output=True, text=True, timeout=seconds + 60, check=False
+        )
+    except subprocess.TimeoutExpired:
+        raise ServerStuck(
+            f"wrk did not finish {seconds + 60:g}s after a {seconds:g}s run"
+        ) from None
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    lines = [line for line in done.stdout.splitlines() if line.startswith(RESULT)]
+    if done.returncode != 0 or not lines:
+        raise BenchError(f"wrk failed ({done.returncode}): {done.stderr.strip() or done.stdout}")
+    result = json.loads(lines[-1].removeprefix(RESULT))
+    return Run(
+        requests=result["requests"],
+        seconds=result["duration_us"] / 1e6,
+        non_2xx=result["status"],
+        socket_errors=result["connect"] + result["read"] + result["write"] + result["timeout"],
+        p50_ms=result["p50_us"] / 1000,
+        p99_ms=result["p99_us"] / 1000,
+        wrk_cpu=(after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime),
+    )
+
+
+def measure(name: str, stack: str, url: str, path: str, args: argparse.Namespace) -> Measured:
+    workdir = Path(tempfile.mkdtemp(prefix="bench-wrk-"))
+    try:
+        say(f"{name}: warming up {args.warmup:g}s ...")
+        measured = Measured(name, stack)
+        try:
+            run_wrk(url, path, args, args.warmup, workdir)
+        except ServerStuck as exc:
+            say(f"{name}: warm-up: {exc}; the server stopped answering")
+            measured.stuck = "stopped answering during the warm-up"
+            return measured
+        for n in range(args.runs):
+            time.sleep(args.pause)
+            try:
+                run = run_wrk(url, path, args, args.duration, workdir)
+            except ServerStuck as exc:
+                say(f"{name}: run {n + 1}/{args.runs}: {exc}; the server stopped answering")
+                measured.stuck = f"stopped answering during run {n + 1} of {args.runs}"
+                break
+            say(
+                f"{name}: run {n + 1}/{args.runs}: {run.ok_per_second:.0f}/s accepted, "
+                f"p99 {run.p99_ms:.1f} ms, {run.non_2xx} non-2xx, {run.socket_errors} socket errors"
+            )
+            measured.runs.append(run)
+        return measured
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# The three targets
+
+
+def create_webhook(target: Target) -> str:
+    """A ``custom`` webhook with the bench's secret; its intake path."""
+    with httpx.Client(base_url=target.base_url, timeout=30.0, trust_env=False) as http:
+        response = http.post(
+            "/api/v1/webhooks",
+            json={
+                "project": target.project_id,
+                "name": f"bench-{secrets.token_hex(3)}",
+                "webhook_type": "custom",
+                "secret": SECRET,
+            },
+            headers={"Authorization": f"Bearer {target.token}"},
+        )
+    if response.status_code != 200:
+        raise BenchError(f"{target.name}: cannot create a webhook: {describe_http_error(response)}")
+    return f"/api/v1/webhooks/custom/{response.json()['id']}/events"
+
+
+def accepted_count(target: Target, path: str) -> int:
+    webhook_id = path.split("/")[-2]
+    with httpx.Client(base_url=target.base_url, timeout=30.0, trust_env=False) as http:
+        response = http.get(
+            f"/api/v1/webhooks/{webhook_id}",
+            params={"hydrate": "true"},
+            headers={"Authorization": f"Bearer {target.token}"},
+        )
+    count: int = response.json()["metadata"]["stats"]["accepted_count"]
+    return count
+
+
+@contextlib.contextmanager
+def _process(argv: list[str], log: Path, what: str, probe: str) -> Iterator[None]:
+    """Run ``argv`` until the block ends; wait until a POST to ``probe`` answers 202."""
+    with log.open("wb") as output:
+        process = subprocess.Popen(  # noqa: S603  (our own argv)
+            argv, cwd=REPO_ROOT, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.post(probe, trust_env=False).status_code == 202:
+                    break
+            if time.monotonic() > deadline or process.poll() is not None:
+                raise BenchError(f"{what} did not start: {log.read_text(errors='replace')[-500:]}")
+            time.sleep(0.1)
+        yield
+    finally:
+        stop_process(process)
+
+
+@contextlib.contextmanager
+def ceiling(base: Path) -> Iterator[tuple[str, str, str, str]]:
+    """The bare app, and the same gateway as ours (stack.toml's route table, the webhooks
+    upstream pointing at the bare app): (direct URL, gateway URL, path, description)."""
+    path = CEILING_PATH.format(webhook_id=uuid.uuid4())
+    app_port = free_port()
+    argv = [sys.executable, "-m", "uvicorn", "--factory", "bench.webhooks:bare_app",
+            "--host", "127.0.0.1", "--port", str(app_port), "--no-access-log"]  # fmt: skip
+    direct = f"http://127.0.0.1:{app_port}"
+    stack = load_stack()
+    ports = {e.name: free_port() for e in stack.entrypoints}
+    target = local_target(stack, ports=ports, user=worker_user())
+    upstreams = {**target.upstreams, "webhooks": f"127.0.0.1:{app_port}"}
+    prefix = base / "gateway"
+    prefix.mkdir(parents=True, exist_ok=True)
+    config = prefix / "nginx.conf"
+    config.write_text(render(stack, dataclasses.replace(target, upstreams=upstreams)))
+    gateway = f"http://127.0.0.1:{ports['platform']}"
+    server = _uvicorn_stack(Path(sys.executable)).replace(", SQLite", "")
+    with (
+        _process(argv, base / "ceiling.log", "the bare app", direct + path),
+        _process(
+            command(nginx_binary(), prefix, config), base / "nginx.log", "nginx", gateway + path
+        ),
+    ):
+        yield direct, gateway, path, f"bare Starlette route answering 202, {server}"
+
+
+@dataclass
+class Ours:
+    """Our running stack, its logged-in target and its worker."""
+
+    target: Target
+    path: str
+    stack: LaunchedStack
+
+    def queued(self) -> int:
+        """Events waiting in the queue (the launcher prints where Valkey listens)."""
+        found = re.search(r"valkey is ready at (redis://\S+)", self.stack.output())
+        if found is None:
+            raise BenchError("our stack did not say where Valkey listens")
+        client = redis.Redis.from_url(found.group(1))
+        try:
+            count: int = client.zcard("platform:webhooks:events")  # type: ignore[assignment]
+            return count
+        finally:
+            client.close()
+
+    @contextlib.contextmanager
+    def worker_paused(self) -> Iterator[None]:
+        """SIGSTOP the worker's process group (its jobs stay queued), SIGCONT after."""
+        group = self.stack.children["webhooks-worker"]
+        os.killpg(group, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            os.killpg(group, signal.SIGCONT)
+
+
+@contextlib.contextmanager
+def ours(base: Path, password: str) -> Iterator[Ours]:
+    say(f"ours: starting the local stack ({base / 'ours'}) ...")
+    try:
+        with launch_stack(base / "ours", admin_password=password, start_timeout=120) as stack:
+            url = stack.url("platform", "")
+            server = (
+                f"nginx gateway :{stack.ports['platform']} -> webhooks service, "
+                f"{_uvicorn_stack(Path(sys.executable))}; Valkey AOF everysec + noeviction"
+            )
+            target = login("ours", url, password, server)
+            yield Ours(target, create_webhook(target), stack)
+    except StackStartError as exc:
+        raise BenchError(f"our stack: {str(exc).splitlines()[0]}") from None
+
+
+@contextlib.contextmanager
+def reference(base: Path, password: str) -> Iterator[tuple[Target, str]]:
+    say(f"reference: preparing zenml[server]=={REFERENCE_VERSION} (cached) ...")
+    try:
+        venv = ensure_venv(
+            f"zenml-server-{REFERENCE_VERSION}", f"zenml[server]=={REFERENCE_VERSION}"
+        )
+        with reference_server(
+            venv.python,
+            base / "reference",
+            port=_free_port(),
+            password=password,
+            start_timeout=420,
+            access_log=False,
+        ) as server:
+            stack = f"ZenML {REFERENCE_VERSION}, {_uvicorn_stack(venv.python)}, access log off"
+            target = login("reference", server.url, password, stack)
+            yield target, create_webhook(target)
+    except ZenmlEnvError as exc:
+        lines = str(exc).strip().splitlines()
+        raise BenchError(f"reference: {lines[0]}\n" + "\n".join(lines[-8:])) from None
+
+
+# ---------------------------------------------------------------------------------------------
+# The run
+
+
+def measure_counted(name: str, target: Target, path: str, args: argparse.Namespace) -> Measured:
+    """:func:`measure`, then check the server's own stats counted every 2xx it sent."""
+    before = accepted_count(target, path)
+    measured = measure(name, target.server_stack, target.base_url, path, args)
+    if measured.stuck:
+        return measured  # its stats cannot be read either
+    counted = accepted_count(target, path) - before
+    answered = sum(r.requests - r.non_2xx - r.socket_errors for r in measured.runs)
+    say(f"{name}: its stats count {counted} accepted (warm-up included)")
+    if counted < answered:
+        raise BenchError(f"{name}: {answered} deliveries answered 2xx, {counted} counted")
+    return measured
+
+
+def measure_ours(running: Ours, args: argparse.Namespace) -> list[Measured]:
+    """With the worker draining the queue meanwhile (as in use), then with it paused (the
+    intake alone; the queue holds every accepted event), then the drain after it resumes."""
+    target = running.target
+    draining = measure_counted("ours", target, running.path, args)
+    draining.stack += "; arq worker draining the queue meanwhile"
+    wait_until_drained(running, args)
+    with running.worker_paused():
+        paused = measure_counted("ours, worker paused", target, running.path, args)
+        paused.stack += "; arq worker paused (SIGSTOP), events accumulate in the queue"
+        backlog = running.queued()
+    started = time.monotonic()
+    wait_until_drained(running, args)
+    paused.stack += (
+        f"; {backlog} queued events drained in {time.monotonic() - started:.1f}s after SIGCONT"
+    )
+    return [draining, paused]
+
+
+def wait_until_drained(running: Ours, args: argparse.Namespace) -> None:
+    deadline = time.monotonic() + args.drain_timeout
+    while (left := running.queued()) > 0:
+        if time.monotonic() > deadline:
+            raise BenchError(f"ours: {left} events still queued after {args.drain_timeout:g}s")
+        time.sleep(0.5)
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--duration", type=float, default=10.0, help="seconds per run")
+    parser.add_argument("--warmup", type=float, default=3.0, help="seconds of warm-up")
+    parser.add_argument("--runs", type=int, default=3, help="runs per target (median)")
+    parser.add_argument("--pause", type=float, default=2.0, help="seconds between runs")
+    parser.add_argument("--connections", type=int, default=32, help="concurrent senders")
+    parser.add_argument("--threads", type=int, default=2, help="wrk threads")
+    parser.add_argument("--only", choices=TARGETS, help="measure one target")
+    parser.add_argument(
+        "--drain-timeout", type=float, default=600.0, help="seconds to wait for the queue"
+    )
+    args = parser.parse_args(argv)
+    if min(args.duration, args.runs, args.connections, args.threads) <= 0:
+        parser.error("--duration, --runs, --connections and --threads must be positive")
+    return args
+
+
+def format_table(results: Sequence[Measured]) -> str:
+    by_name = {m.name: m for m in results}
+    # Like for like: ours goes through the gateway, so the ceiling that counts does too.
+    ceiling = by_name.get("ceiling via gateway")
+    ceiling_rate = ceiling.median("ok_per_second") if ceiling else None
+    reference_rate = (
+        by_name["reference"].median("ok_per_second") if "reference" in by_name else None
+    ) or None
+    lines = [
+        "| target | accepted/s | p50 ms | p99 ms | non-2xx | socket errors "
+        "| vs ceiling (gateway) | vs reference |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for m in results:
+        rate = m.median("ok_per_second")
+        vs_ceiling = f"{rate / ceiling_rate:.0%}" if ceiling_rate else "-"
+        vs_reference = f"{rate / reference_rate:.1f}x" if reference_rate else "-"
+        lines.append(
+            f"| {m.name} | {rate:.0f} | {m.median('p50_ms'):.1f} | {m.median('p99_ms'):.1f} "
+            f"| {sum(r.non_2xx for r in m.runs)} | {sum(r.socket_errors for r in m.runs)} "
+            f"| {vs_ceiling} | {vs_reference} |"
+        )
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    if shutil.which("wrk") is None:
+        raise BenchError("wrk is not installed (apt-get install -y wrk)")
+    wanted = [args.only] if args.only else list(TARGETS)
+    base = Path(tempfile.mkdtemp(prefix="bench-webhooks-"))
+    password = f"Bench-{secrets.token_urlsafe(12)}"
+    results: list[Measured] = []
+    load_before = os.getloadavg()[0]
+    try:
+        for name in wanted:
+            if name == "ceiling":
+                with ceiling(base) as (direct, gateway, path, stack):
+                    results.append(measure("ceiling", f"{stack}, direct", direct, path, args))
+                    results.append(
+                        measure(
+                            "ceiling via gateway",
+                            f"{stack}, behind ours' nginx config",
+                            gateway,
+                            path,
+                            args,
+                        )
+                    )
+                continue
+            if name == "ours":
+                with ours(base, password) as running:
+                    results += measure_ours(running, args)
+                continue
+            with reference(base, password) as (target, path):
+                results.append(measure_counted(name, target, path, args))
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    print()
+    print(
+        f"signed custom webhook intake, {args.connections} concurrent senders (wrk, "
+        f"{args.threads} threads, one connection each), a unique delivery id per request; "
+        f"median of {args.runs} x {args.duration:g}s after a {args.warmup:g}s warm-up"
+    )
+    print(format_table(results))
+    print()
+    for m in results:
+        cpu = statistics.median(r.wrk_cpu / r.seconds for r in m.runs) if m.runs else 0.0
+        print(f"{m.name}: {m.stack} (wrk used {cpu:.2f} CPU s per s)")
+        if m.stuck:
+            print(f"{m.name}: {m.stuck}; the table shows the runs before")
+    print(f"{os.cpu_count()} cores; load average (1 min) before: {load_before:.2f}, "
+          f"after: {os.getloadavg()[0]:.2f}")  # fmt: skip
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    signal.signal(signal.SIGTERM, _terminate)
+    try:
+        return run(args)
+    except BenchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted; every server was stopped", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,66 @@
+"""Signing secrets at rest: Fernet-encrypted under a rotatable key list."""
+
+from __future__ import annotations
+
+import secrets
+from functools import lru_cache
+
+from cryptography.fernet import Fernet, InvalidToken, MultiFernet
+from pydantic import SecretStr
+
+
+class SecretUnreadable(ValueError):
+    """No configured key decrypts a stored secret (a key was dropped too early)."""
+
+
+def generate_secret() -> str:
+    """A new signing secret: 256 bits, URL-safe (43 characters, as the reference's)."""
+    return secrets.token_urlsafe(32)
+
+
+class SecretBox:
+    """Encrypts and decrypts signing secrets.
+
+    ``keys`` is a comma-separated list of Fernet keys: the first encrypts, every one
+    decrypts, so a key is rotated by putting a new one in front, re-encrypting
+    (:meth:`rotate`) and dropping the old one.
+    """
+
+    def __init__(self, keys: SecretStr) -> None:
+        parts = [k.strip() for k in keys.get_secret_value().split(",") if k.strip()]
+        if not parts:
+            raise ValueError("at least one Fernet key is required")
+        try:
+            fernets = [Fernet(k.encode()) for k in parts]
+            self._first, self._fernet = fernets[0], MultiFernet(fernets)
+        except (ValueError, TypeError):
+            raise ValueError("each key must be a url-safe base64 32-byte Fernet key") from None
+        # Decrypting costs more than the rest of a delivery's signature check; ciphertexts
+        # are immutable, so a small cache of recent ones is safe.
+        self._decrypt = lru_cache(maxsize=4096)(self._decrypt_uncached)
+
+    def encrypt(self, plaintext: str) -> str:
+        return self._fernet.encrypt(plaintext.encode()).decode()
+
+    def decrypt(self, ciphertext: str) -> str:
+        """The plaintext; ``ValueError`` when no key decrypts it."""
+        return self._decrypt(ciphertext)
+
+    def _decrypt_uncached(self, ciphertext: str) -> str:
+        try:
+            return self._fernet.decrypt(ciphertext.encode()).decode()
+        except InvalidToken:
+            raise SecretUnreadable("no configured key decrypts the stored secret") from None
+
+    def rotate(self, ciphertext: str) -> str | None:
+        """The same secret encrypted under the first key; ``None`` when it already is."""
+        try:
+            self._first.decrypt(ciphertext.encode())
+        except InvalidToken:
+            pass
+        else:
+            return None
+        try:
+            return self._fernet.rotate(ciphertext.encode()).decode()
+        except InvalidToken:
+            raise SecretUnreadable("no configured key decrypts the stored secret") from None

@@ -1,0 +1,169 @@
+"""The intake algorithm: provider → pre-validation → lookup → signature → active →
+payload → stats and enqueue (atomically, before the answer) → the provider's answer."""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import hashlib
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+
+from redis.exceptions import RedisError
+from sqlalchemy.exc import DBAPIError
+from starlette.datastructures import Headers
+
+from shared.errors import HTTPDetailError, ServiceUnavailable
+from webhooks.core.crypto import SecretUnreadable
+from webhooks.core.live import LiveState, Outcome
+from webhooks.event.queue import encode, event_id_for
+from webhooks.intake.cache import CachedWebhook, WebhookCache
+from webhooks.intake.providers import Delivery, PayloadError, Provider
+from webhooks.intake.providers.base import MAX_ERROR_SUMMARY
+from webhooks.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+# A cached webhook found stale is reloaded and the delivery decided again; a webhook
+# changing on every attempt (an update storm) gets a 503 and its sender retries.
+ATTEMPTS = 3
+
+
+class IntakeError(HTTPDetailError):
+    """The reference's intake errors: ``{"detail": "<message>"}``."""
+
+
+def not_found() -> IntakeError:
+    return IntakeError(404, "Not Found")
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What the intake answers: the status, and a text body for Slack's challenge."""
+
+    status_code: int
+    text: str | None = None
+    accepted: bool = False
+
+
+def _unavailable(exc: Exception) -> ServiceUnavailable:
+    logger.warning("intake could not reach its stores", extra={"error": repr(exc)})
+    return ServiceUnavailable(
+        "Events cannot be accepted right now; retry later.", headers={"Retry-After": "5"}
+    )
+
+
+class IntakeService:
+    def __init__(
+        self,
+        settings: Settings,
+        providers: dict[str, Provider],
+        cache: WebhookCache,
+        live: LiveState,
+    ) -> None:
+        self.settings = settings
+        self.providers = providers
+        self.cache = cache
+        self.live = live
+        self.dedupe_ms = int(settings.delivery_dedupe_window.total_seconds() * 1000)
+        self.expires_ms = int(settings.event_expiry.total_seconds() * 1000)
+
+    def provider(self, webhook_type: str) -> Provider:
+        provider = self.providers.get(webhook_type)
+        if provider is None:
+            raise not_found()
+        return provider
+
+    def pre_validate(self, provider: Provider, headers: Headers) -> bool:
+        """Headers only, before any lookup: ``False`` means ignore (202)."""
+        try:
+            return provider.pre_validate(headers)
+        except PayloadError as exc:
+            raise IntakeError(400, str(exc)) from None
+
+    async def receive(
+        self, provider: Provider, webhook_id: uuid.UUID, headers: Headers, body: bytes
+    ) -> Answer:
+        try:
+            for _ in range(ATTEMPTS):
+                webhook = await self.cache.get(webhook_id)
+                if webhook is None or webhook.webhook_type != provider.name:
+                    raise not_found()
+                answer = await self._decide(provider, webhook, headers, body)
+                if answer is not None:
+                    return answer
+                self.cache.evict(webhook_id)
+        except (RedisError, DBAPIError, OSError, SecretUnreadable) as exc:
+            raise _unavailable(exc) from None
+        raise ServiceUnavailable("The webhook is changing; retry later.")
+
+    async def _decide(
+        self, provider: Provider, webhook: CachedWebhook, headers: Headers, body: bytes
+    ) -> Answer | None:
+        """The answer, or ``None`` when ``webhook`` turned out stale."""
+        now = time.time()
+        now_us = int(now * 1_000_000)
+        auth_error = provider.authenticate(body, headers, webhook.secret, now)
+        if auth_error is not None:
+            # Failures count only on active webhooks (an inactive one is not listening).
+            outcome = "auth_failed" if webhook.active else "none"
+            if await self._record(webhook, outcome, now_us, auth_error) is Outcome.STALE:
+                return None
+            raise IntakeError(401, "Invalid webhook authentication.")
+        if not webhook.active:
+            if await self._record(webhook, "none", now_us) is Outcome.STALE:
+                return None
+            raise IntakeError(409, "Webhook is inactive.")
+        try:
+            delivery, _payload = provider.parse(body, headers)
+        except PayloadError as exc:
+            if await self._record(webhook, "invalid_payload", now_us, str(exc)) is Outcome.STALE:
+                return None
+            raise IntakeError(400, str(exc)) from None
+        recorded = await self._accept(webhook, delivery, headers, body, now)
+        if recorded is Outcome.STALE:
+            return None
+        return Answer(delivery.status_code, delivery.text, accepted=recorded is Outcome.RECORDED)
+
+    async def _record(
+        self, webhook: CachedWebhook, outcome: str, now_us: int, error: str = ""
+    ) -> Outcome:
+        return await self.live.record(
+            webhook.id, webhook.version, outcome, now_us, error=error[:MAX_ERROR_SUMMARY]
+        )
+
+    async def _accept(
+        self,
+        webhook: CachedWebhook,
+        delivery: Delivery,
+        headers: Headers,
+        body: bytes,
+        now: float,
+    ) -> Outcome:
+        now_us = int(now * 1_000_000)
+        if delivery.event_type is None:  # a control delivery: counted, nothing to run
+            return await self._record(webhook, "accepted", now_us)
+        delivery_id = delivery.delivery_id or str(uuid.uuid4())
+        message = {
+            "event_id": str(event_id_for(webhook.id, delivery_id)),
+            "webhook_id": str(webhook.id),
+            "project_id": str(webhook.project_id),
+            "webhook_type": webhook.webhook_type,
+            "event_type": delivery.event_type,
+            "delivery_id": delivery_id,
+            "received_at": dt.datetime.fromtimestamp(now, dt.UTC).isoformat(),
+            "content_type": headers.get("content-type"),
+            "body": base64.b64encode(body).decode(),
+        }
+        job = encode(message, queue=self.settings.queue_name, expires_ms=self.expires_ms)
+        return await self.live.record(
+            webhook.id,
+            webhook.version,
+            "accepted",
+            now_us,
+            delivery_key=hashlib.sha256(delivery_id.encode()).hexdigest()[:32],
+            dedupe_ms=self.dedupe_ms,
+            job=job,
+        )

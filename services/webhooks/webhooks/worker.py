@@ -1,0 +1,106 @@
+"""The webhook event consumer: an arq worker process (``python -m webhooks.worker``).
+
+arq's lease on a running job lasts ``worker_job_timeout + worker_lease_margin``; a job
+whose worker was killed is taken up again once its lease lapses, so these two settings
+bound how long a crash delays an event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import httpx
+from arq.connections import RedisSettings
+from arq.worker import Worker, func
+
+from shared.db import create_engine, create_sessionmaker
+from shared.http import ServiceTokenAuth, create_http_client
+from shared.logging import configure_logging
+from webhooks.event.dispatch import SnapshotRunner, TrackingSnapshotRunner
+from webhooks.event.queue import PROCESS_EVENT, deserializer, serializer
+from webhooks.event.tasks import Consumer, process_event
+from webhooks.intake.providers import providers
+from webhooks.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+
+def service_auth(settings: Settings, http: httpx.AsyncClient) -> httpx.Auth | None:
+    if settings.service_client_id is None or settings.service_client_secret is None:
+        return None
+    return ServiceTokenAuth(
+        http,
+        client_id=settings.service_client_id,
+        client_secret=settings.service_client_secret.get_secret_value(),
+        token_path=settings.identity_url.rstrip("/") + "/api/v1/login",
+    )
+
+
+def create_worker(
+    settings: Settings,
+    *,
+    http_transport: httpx.AsyncBaseTransport | None = None,
+    runner: SnapshotRunner | None = None,
+    burst: bool = False,
+) -> Worker:
+    """An arq worker consuming ``settings.queue_name``. Tests pass ``burst`` (stop when
+    the queue is empty) and a transport or runner reaching their fakes."""
+    timeout = settings.worker_job_timeout.total_seconds()
+
+    async def startup(ctx: dict[str, Any]) -> None:
+        engine = create_engine(settings.database_url, pool_size=settings.database_pool_size)
+        http = create_http_client(settings, transport=http_transport)
+        ctx["engine"], ctx["http"] = engine, http
+        ctx["consumer"] = Consumer(
+            create_sessionmaker(engine),
+            providers(settings.signature_tolerance.total_seconds()),
+            runner
+            or TrackingSnapshotRunner(http, settings.tracking_url, service_auth(settings, http)),
+            max_tries=settings.worker_max_tries,
+            retry_delay=settings.worker_retry_delay.total_seconds(),
+            trigger_ttl=settings.worker_trigger_cache_ttl.total_seconds(),
+        )
+        ctx["job_budget"] = timeout * 0.9
+
+    async def shutdown(ctx: dict[str, Any]) -> None:
+        await ctx["http"].aclose()
+        await ctx["engine"].dispose()
+
+    worker = Worker(
+        functions=[func(process_event, name=PROCESS_EVENT, max_tries=settings.worker_max_tries)],
+        queue_name=settings.queue_name,
+        redis_settings=RedisSettings.from_dsn(settings.redis_url),
+        on_startup=startup,
+        on_shutdown=shutdown,
+        job_timeout=timeout,
+        max_tries=settings.worker_max_tries,
+        max_jobs=settings.worker_max_jobs,
+        poll_delay=settings.worker_poll_delay.total_seconds(),
+        keep_result=0,
+        job_serializer=serializer,
+        job_deserializer=deserializer,
+        burst=burst,
+        handle_signals=not burst,
+        health_check_interval=60,
+    )
+    # arq's lease is the longest job timeout + a fixed 10 s; ours is configurable, so a
+    # killed worker's jobs come back within seconds where that matters.
+    worker.in_progress_timeout_s = timeout + settings.worker_lease_margin.total_seconds()
+    return worker
+
+
+def main() -> None:
+    settings = Settings()
+    configure_logging(settings.log_level, json_output=settings.log_json)
+    # arq logs two lines per job with its arguments (the event's payload); failures are
+    # logged by the consumer instead.
+    logging.getLogger("arq.worker").setLevel(logging.WARNING)
+    logger.info("webhooks worker consuming %s", settings.queue_name)
+    asyncio.set_event_loop(asyncio.new_event_loop())  # arq's Worker adopts the current loop
+    create_worker(settings).run()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,145 @@
+"""A webhooks app per test on a real database and Redis, beside an in-process identity
+(tokens, JWKS, users), a real tracking app (projects) and the snapshot-run fake.
+
+The webhooks app runs on the ``database_url`` fixture (SQLite, and PostgreSQL when
+configured); identity and tracking keep their own SQLite files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from cryptography.fernet import Fernet
+from pydantic import SecretStr
+
+from identity.app import create_app as create_identity_app
+from tests.identity.conftest import TRACKING_SECRET, make_settings
+from tests.support.asgi import LifespanApp, running
+from tests.support.databases import sqlite_url
+from tests.tracking import conftest as tracking_fixtures
+from tests.tracking.conftest import tracking_settings_for
+from tests.webhooks.support import HostRouter, SnapshotRuns
+from tracking.app import create_app as create_tracking_app
+from webhooks.app import create_app
+from webhooks.settings import Settings
+
+IDENTITY_URL = "http://identity"
+TRACKING_URL = "http://tracking"
+WEBHOOKS_SECRET = "webhooks-client-secret-0123456789abcdef"
+SERVER_API_URL = "https://platform.example/api/v1"
+
+# The admin's token from this module's identity app, as tracking's tests get theirs.
+token = tracking_fixtures.token
+auth = tracking_fixtures.auth
+
+
+def webhooks_settings_for(
+    database_url: str, redis_url: str, namespace: str, **overrides: Any
+) -> Settings:
+    values: dict[str, Any] = {
+        "database_url": database_url,
+        "redis_url": redis_url,
+        "redis_namespace": namespace,
+        "jwks_url": f"{IDENTITY_URL}/.well-known/jwks.json",
+        "identity_url": IDENTITY_URL,
+        "tracking_url": TRACKING_URL,
+        "service_client_id": "webhooks",
+        "service_client_secret": SecretStr(WEBHOOKS_SECRET),
+        "webhook_secret_keys": SecretStr(Fernet.generate_key().decode()),
+        "server_api_url": SERVER_API_URL,
+        "environment": "test",
+        "log_json": False,
+    }
+    values.update(overrides)
+    return Settings(**values)
+
+
+@pytest.fixture
+async def identity_app(
+    tmp_path: Path, redis_url: str, redis_namespace: str
+) -> AsyncIterator[LifespanApp]:
+    clients = {"tracking": SecretStr(TRACKING_SECRET), "webhooks": SecretStr(WEBHOOKS_SECRET)}
+    settings = make_settings(
+        sqlite_url(tmp_path, "identity"), redis_url, redis_namespace, service_clients=clients
+    )
+    async with running(create_identity_app(settings)) as app:
+        yield app
+
+
+@pytest.fixture
+async def tracking_app(
+    tmp_path: Path, redis_url: str, redis_namespace: str, identity_app: LifespanApp
+) -> AsyncIterator[LifespanApp]:
+    settings = tracking_settings_for(
+        sqlite_url(tmp_path, "tracking"), redis_url, redis_namespace, tmp_path / "artifacts"
+    )
+    app = create_tracking_app(settings, http_transport=httpx.ASGITransport(app=identity_app))
+    async with running(app) as started:
+        yield started
+
+
+@pytest.fixture
+def snapshot_runs() -> SnapshotRuns:
+    return SnapshotRuns()
+
+
+@pytest.fixture
+def router(
+    identity_app: LifespanApp, tracking_app: LifespanApp, snapshot_runs: SnapshotRuns
+) -> HostRouter:
+    return HostRouter(
+        {
+            "identity/": httpx.ASGITransport(app=identity_app),
+            "tracking/api/v1/pipeline_snapshots": httpx.ASGITransport(app=snapshot_runs.app()),
+            "tracking/": httpx.ASGITransport(app=tracking_app),
+        }
+    )
+
+
+@pytest.fixture
+def webhooks_settings(database_url: str, redis_url: str, redis_namespace: str) -> Settings:
+    return webhooks_settings_for(database_url, redis_url, redis_namespace)
+
+
+@pytest.fixture
+async def webhooks_app(
+    webhooks_settings: Settings, router: HostRouter
+) -> AsyncIterator[LifespanApp]:
+    async with running(create_app(webhooks_settings, http_transport=router)) as app:
+        yield app
+
+
+@pytest.fixture
+async def client(webhooks_app: LifespanApp) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=webhooks_app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+        yield client
+
+
+@pytest.fixture
+async def project(tracking_app: LifespanApp, auth: dict[str, str]) -> dict[str, Any]:
+    transport = httpx.ASGITransport(app=tracking_app)
+    async with httpx.AsyncClient(transport=transport, base_url=TRACKING_URL) as tracking:
+        response = await tracking.get("/api/v1/projects/default", headers=auth)
+    assert response.status_code == 200, response.text
+    found: dict[str, Any] = response.json()
+    return found
+
+
+@pytest.fixture
+def create_webhook(client: httpx.AsyncClient, auth: dict[str, str], project: dict[str, Any]):
+    """``await create_webhook(webhook_type, name=…, secret=…)`` → the create answer."""
+
+    async def _create(webhook_type: str = "codehost", **fields: Any) -> dict[str, Any]:
+        body = {"project": project["id"], "name": f"hook-{webhook_type}", **fields}
+        body["webhook_type"] = webhook_type
+        response = await client.post("/api/v1/webhooks", json=body, headers=auth)
+        assert response.status_code == 200, response.text
+        created: dict[str, Any] = response.json()
+        return created
+
+    return _create

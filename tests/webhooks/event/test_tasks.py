@@ -1,0 +1,187 @@
+"""The consumer, through a real arq worker (burst mode) on the real queue: triggers
+matched, executions recorded, snapshot runs requested from tracking once."""
+
+from __future__ import annotations
+
+import json
+import uuid
+import warnings
+from datetime import timedelta
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.webhooks.support import HostRouter, SnapshotRuns, codehost_headers, push_body
+from webhooks.settings import Settings
+from webhooks.worker import create_worker
+
+TRIGGERS = "/api/v1/webhook_triggers"
+
+
+@pytest.fixture
+def fast(webhooks_settings: Settings) -> Settings:
+    return webhooks_settings.model_copy(
+        update={
+            "worker_retry_delay": timedelta(milliseconds=50),
+            "worker_poll_delay": timedelta(milliseconds=20),
+        }
+    )
+
+
+@pytest.fixture
+def drain(fast: Settings, router: HostRouter):
+    """Run a burst worker until the queue is empty."""
+
+    async def _drain(**overrides: Any) -> None:
+        worker = create_worker(fast.model_copy(update=overrides), http_transport=router, burst=True)
+        try:
+            await worker.async_run()
+        finally:
+            with warnings.catch_warnings():
+                # arq closes its pool with redis-py's deprecated close().
+                warnings.filterwarnings("ignore", "Call to deprecated close", DeprecationWarning)
+                await worker.close()
+
+    return _drain
+
+
+@pytest.fixture
+async def wired(client, auth, create_webhook, project):
+    """A codehost webhook with a trigger on pushes to main."""
+    hook = await create_webhook("codehost")
+    body = {
+        "project": project["id"],
+        "name": "main-pushes",
+        "webhook_id": hook["id"],
+        "snapshot_id": str(uuid.uuid4()),
+        "configuration": {"target_events": [{"type": "push", "branch": "main"}]},
+        "run_configuration": {"parameters": {"env": "prod"}},
+    }
+    response = await client.post(TRIGGERS, json=body, headers=auth)
+    assert response.status_code == 200, response.text
+    return hook, response.json()
+
+
+async def deliver(
+    client: httpx.AsyncClient, hook: dict[str, Any], body: bytes, delivery: str
+) -> None:
+    response = await client.post(
+        f"/api/v1/webhooks/codehost/{hook['id']}/events",
+        content=body,
+        headers=codehost_headers(hook["secret"], body, delivery=delivery),
+    )
+    assert response.status_code == 202, response.text
+
+
+async def executions(client, auth, trigger) -> list[dict[str, Any]]:
+    response = await client.get(f"{TRIGGERS}/{trigger['id']}/executions", headers=auth)
+    assert response.status_code == 200, response.text
+    items: list[dict[str, Any]] = response.json()["items"]
+    return items
+
+
+async def test_a_matching_event_requests_the_snapshot_run_once(
+    client, auth, wired, drain, snapshot_runs: SnapshotRuns
+):
+    hook, trigger = wired
+    await deliver(client, hook, push_body("main"), "d-1")
+    await drain()
+    (execution,) = await executions(client, auth, trigger)
+    assert execution["status"] == "dispatched"
+    assert execution["delivery_id"] == "d-1"
+    assert execution["snapshot_id"] == trigger["body"]["snapshot_id"]
+    (call,) = snapshot_runs.calls
+    assert call["snapshot_id"] == trigger["body"]["snapshot_id"]
+    assert call["key"] == execution["id"]
+    assert call["body"] == {"run_configuration": {"parameters": {"env": "prod"}}}
+    assert call["authorization"].startswith("Bearer ey")  # identity's service token
+    assert execution["run_id"] == snapshot_runs.runs[call["key"]]
+
+
+async def test_the_raw_body_of_a_matched_event_is_kept(client, auth, wired, drain):
+    hook, _ = wired
+    body = push_body("main")
+    await deliver(client, hook, body, "d-raw")
+    await drain()
+    response = await client.get(
+        f"/api/v1/webhooks/{hook['id']}/events/raw", params={"delivery_id": "d-raw"}, headers=auth
+    )
+    assert response.status_code == 200
+    assert response.json() == {"body": json.loads(body)}
+
+
+async def test_an_event_no_trigger_matches_runs_nothing(client, auth, wired, drain, snapshot_runs):
+    hook, trigger = wired
+    await deliver(client, hook, push_body("dev"), "d-dev")
+    await drain()
+    assert await executions(client, auth, trigger) == []
+    assert snapshot_runs.calls == []
+    raw = await client.get(
+        f"/api/v1/webhooks/{hook['id']}/events/raw", params={"delivery_id": "d-dev"}, headers=auth
+    )
+    assert raw.status_code == 404
+
+
+async def test_an_event_delivered_again_after_the_window_runs_nothing_twice(
+    client, auth, wired, drain, snapshot_runs, webhooks_app
+):
+    hook, trigger = wired
+    await deliver(client, hook, push_body("main"), "d-again")
+    await drain()
+    # The intake's replay window has passed (its record is gone): the event is queued again.
+    redis = webhooks_app.state["redis"]
+    keys = [k async for k in redis.scan_iter(match="*:webhooks:delivery:*")]
+    await redis.delete(*keys)
+    await deliver(client, hook, push_body("main"), "d-again")
+    await drain()
+    assert len(await executions(client, auth, trigger)) == 1
+    assert len(snapshot_runs.calls) == 1
+
+
+async def test_an_inactive_trigger_runs_nothing(client, auth, wired, drain, snapshot_runs):
+    hook, trigger = wired
+    await client.put(f"{TRIGGERS}/{trigger['id']}", json={"active": False}, headers=auth)
+    await deliver(client, hook, push_body("main"), "d-off")
+    await drain()
+    assert snapshot_runs.calls == []
+
+
+async def test_tracking_unavailable_is_retried_until_the_run_is_requested(
+    client, auth, wired, drain, snapshot_runs
+):
+    hook, trigger = wired
+    snapshot_runs.fail_next = 2
+    await deliver(client, hook, push_body("main"), "d-retry")
+    await drain()
+    (execution,) = await executions(client, auth, trigger)
+    assert execution["status"] == "dispatched"
+    assert execution["attempts"] == 3
+    assert len({c["key"] for c in snapshot_runs.calls}) == 1
+    assert len(snapshot_runs.runs) == 1
+
+
+async def test_tracking_unavailable_past_the_last_try_is_recorded_as_failed(
+    client, auth, wired, drain, snapshot_runs
+):
+    hook, trigger = wired
+    snapshot_runs.fail_next = 100
+    await deliver(client, hook, push_body("main"), "d-down")
+    await drain(worker_max_tries=3)
+    (execution,) = await executions(client, auth, trigger)
+    assert execution["status"] == "failed"
+    assert "gave up after 3 tries" in execution["error"]
+    assert len(snapshot_runs.calls) == 3
+
+
+async def test_a_refused_run_is_recorded_as_failed_without_retrying(
+    client, auth, wired, drain, snapshot_runs
+):
+    hook, trigger = wired
+    snapshot_runs.refuse = True
+    await deliver(client, hook, push_body("main"), "d-refused")
+    await drain()
+    (execution,) = await executions(client, auth, trigger)
+    assert execution["status"] == "failed"
+    assert "404" in execution["error"]
+    assert len(snapshot_runs.calls) == 1

@@ -1,0 +1,188 @@
+"""At-least-once for real: the worker process is SIGKILLed in the middle of a batch and a
+new one started; afterwards every accepted event has been processed exactly once (one
+execution, one run requested under one idempotency key), within seconds."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+from sqlalchemy import func
+from sqlmodel import col, select
+from starlette.types import Receive, Scope, Send
+
+from shared.db import session_scope
+from tests.support.asgi import LifespanApp
+from tests.support.redis_server import free_port
+from tests.webhooks.support import SnapshotRuns, codehost_headers, push_body
+from webhooks.models import TriggerExecution, WebhookEvent
+from webhooks.settings import Settings
+
+EVENTS = 60
+DEADLINE = 45.0
+
+
+@contextmanager
+def serving(runs: SnapshotRuns) -> Iterator[str]:
+    """The snapshot-run fake over real HTTP (the worker is another process)."""
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(runs.app(), host="127.0.0.1", port=port, log_level="error")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert time.monotonic() < deadline, "the fake did not start"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+class SlowRuns(SnapshotRuns):
+    """Answers take a little while, as a real tracking's would, so a batch is in flight
+    when the worker dies."""
+
+    def app(self) -> Any:
+        inner = super().app()
+
+        async def slow(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] == "http":
+                await asyncio.sleep(0.03)
+            await inner(scope, receive, send)
+
+        return slow
+
+
+def worker_env(settings: Settings, tracking_url: str) -> dict[str, str]:
+    return {
+        "PATH": os.environ.get("PATH", ""),
+        "PYTHONUNBUFFERED": "1",
+        "DATABASE_URL": settings.database_url,
+        "REDIS_URL": settings.redis_url,
+        "REDIS_NAMESPACE": settings.redis_namespace,
+        "WEBHOOK_SECRET_KEYS": settings.webhook_secret_keys.get_secret_value(),
+        "TRACKING_URL": tracking_url,
+        "IDENTITY_URL": tracking_url,  # the fake also answers the client-credentials login
+        "SERVICE_CLIENT_ID": "webhooks",
+        "SERVICE_CLIENT_SECRET": "s",
+        "WORKER_JOB_TIMEOUT": "PT2S",
+        "WORKER_LEASE_MARGIN": "PT1S",
+        "WORKER_MAX_JOBS": "5",
+        "WORKER_POLL_DELAY": "PT0.05S",
+        "WORKER_RETRY_DELAY": "PT0.2S",
+        "LOG_JSON": "false",
+        "LOG_LEVEL": "WARNING",
+    }
+
+
+def start_worker(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "webhooks.worker"],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+@pytest.fixture
+async def fake_tracking() -> AsyncIterator[tuple[SlowRuns, str]]:
+    runs = SlowRuns()
+    with serving(runs) as url:
+        yield runs, url
+
+
+async def processed(app: LifespanApp) -> int:
+    async with session_scope(app.state["sessionmaker"], write=False) as session:
+        query = select(func.count()).where(col(WebhookEvent.status) == "processed")
+        return int((await session.exec(query)).one())
+
+
+async def test_worker_killed_mid_batch_loses_and_doubles_nothing(
+    client, auth, create_webhook, project, webhooks_app, webhooks_settings, fake_tracking, tmp_path
+):
+    runs, tracking_url = fake_tracking
+    hook = await create_webhook("codehost")
+    trigger = await client.post(
+        "/api/v1/webhook_triggers",
+        json={
+            "project": project["id"],
+            "name": "every-push",
+            "webhook_id": hook["id"],
+            "snapshot_id": str(uuid.uuid4()),
+            "configuration": {"target_events": [{"type": "push"}]},
+        },
+        headers=auth,
+    )
+    assert trigger.status_code == 200, trigger.text
+    body = push_body()
+    for i in range(EVENTS):
+        headers = codehost_headers(hook["secret"], body, delivery=f"delivery-{i}")
+        response = await client.post(
+            f"/api/v1/webhooks/codehost/{hook['id']}/events", content=body, headers=headers
+        )
+        assert response.status_code == 202
+
+    env = worker_env(webhooks_settings, tracking_url)
+    log = tmp_path / "worker.log"
+    first = start_worker(env, log)
+    started = time.monotonic()
+    try:
+        while len(runs.calls) < 10:
+            assert first.poll() is None, log.read_text()
+            assert time.monotonic() - started < DEADLINE, log.read_text()
+            await asyncio.sleep(0.01)
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait(timeout=10)
+        done_at_kill = await processed(webhooks_app)
+        assert done_at_kill < EVENTS, "the batch finished before the kill"
+
+        second = start_worker(env, log)
+        try:
+            while await processed(webhooks_app) < EVENTS:
+                assert second.poll() is None, log.read_text()
+                assert time.monotonic() - started < DEADLINE, log.read_text()
+                await asyncio.sleep(0.1)
+        finally:
+            second.send_signal(signal.SIGTERM)
+            second.wait(timeout=15)
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+
+    async with session_scope(webhooks_app.state["sessionmaker"], write=False) as session:
+        rows = (await session.exec(select(TriggerExecution))).all()
+        statuses = (await session.exec(select(WebhookEvent.status))).all()
+    assert len(rows) == EVENTS
+    assert {r.status for r in rows} == {"dispatched"}
+    assert len({r.event_id for r in rows}) == EVENTS
+    assert sorted(statuses) == ["processed"] * EVENTS
+    # One run per event; a request repeated after the kill reused its execution's key.
+    assert len(runs.runs) == EVENTS
+    assert {c["key"] for c in runs.calls} == {str(r.id) for r in rows}
+    settings: Settings = webhooks_app.state["settings"]
+    assert await webhooks_app.state["redis"].zcard(settings.queue_name) == 0
+    assert time.monotonic() - started < DEADLINE
+    print(  # noqa: T201  (the numbers the report quotes)
+        f"\nkill test: {done_at_kill}/{EVENTS} processed at the kill, "
+        f"{len(runs.calls)} run requests for {len(runs.runs)} runs, "
+        f"{time.monotonic() - started:.1f}s"
+    )

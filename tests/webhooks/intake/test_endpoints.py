@@ -1,0 +1,441 @@
+"""The intake route: every status code of the specification, the stats, the replay
+window and the hand-off to the queue (which must hold the event before the answer)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import time
+import uuid
+from typing import Any
+from urllib.parse import urlencode
+
+import httpx
+import pytest
+
+from shared.db import session_scope
+from tests.support.asgi import LifespanApp
+from tests.support.redis_server import free_port
+from tests.webhooks.support import (
+    chat_event_body,
+    chat_headers,
+    codehost_headers,
+    custom_headers,
+    deliver_through,
+    push_body,
+    tasks_headers,
+)
+from webhooks.models import Webhook
+from webhooks.settings import Settings
+
+
+def intake(webhook: dict[str, Any], provider: str | None = None) -> str:
+    kind = provider or webhook["body"]["webhook_type"]
+    return f"/api/v1/webhooks/{kind}/{webhook['id']}/events"
+
+
+async def stats_of(
+    client: httpx.AsyncClient, auth: dict[str, str], webhook_id: str
+) -> dict[str, Any]:
+    response = await client.get(f"/api/v1/webhooks/{webhook_id}", headers=auth)
+    assert response.status_code == 200, response.text
+    stats: dict[str, Any] = response.json()["metadata"]["stats"]
+    return stats
+
+
+async def queued(app: LifespanApp) -> int:
+    settings: Settings = app.state["settings"]
+    count: int = await app.state["redis"].zcard(settings.queue_name)
+    return count
+
+
+async def test_unknown_provider_answers_404(client):
+    response = await client.post(f"/api/v1/webhooks/jira/{uuid.uuid4()}/events", content=b"{}")
+    assert response.status_code == 404
+    assert response.json() == {"detail": "Not Found"}
+
+
+async def test_a_webhook_id_that_is_no_uuid_answers_422(client):
+    response = await client.post("/api/v1/webhooks/custom/nope/events", content=b"{}")
+    assert response.status_code == 422
+
+
+async def test_missing_codehost_event_header_answers_400_before_lookup(client):
+    response = await client.post(f"/api/v1/webhooks/codehost/{uuid.uuid4()}/events", content=b"{}")
+    assert response.status_code == 400
+    assert response.json() == {"detail": "Missing required X-Codehost-Event header."}
+
+
+async def test_unsupported_codehost_event_answers_202_before_lookup(
+    client, auth, create_webhook, webhooks_app
+):
+    hook = await create_webhook("codehost")
+    unknown = f"/api/v1/webhooks/codehost/{uuid.uuid4()}/events"
+    for path in (unknown, intake(hook)):
+        response = await client.post(path, content=b"{}", headers={"X-GitHub-Event": "ping"})
+        assert response.status_code == 202
+        assert response.content == b""
+    assert (await stats_of(client, auth, hook["id"]))["received_count"] == 0
+    assert await queued(webhooks_app) == 0
+
+
+async def test_unknown_webhook_answers_404(client):
+    body = push_body()
+    response = await client.post(
+        f"/api/v1/webhooks/codehost/{uuid.uuid4()}/events",
+        content=body,
+        headers=codehost_headers("whatever", body),
+    )
+    assert response.status_code == 404
+
+
+async def test_provider_differing_from_the_stored_type_answers_404_without_stats(
+    client, auth, create_webhook
+):
+    hook = await create_webhook("custom")
+    body = push_body()
+    response = await client.post(
+        intake(hook, "codehost"), content=body, headers=codehost_headers(hook["secret"], body)
+    )
+    assert response.status_code == 404
+    assert (await stats_of(client, auth, hook["id"]))["received_count"] == 0
+
+
+async def test_signed_codehost_delivery_answers_202_and_counts_as_accepted(
+    client, auth, create_webhook, webhooks_app
+):
+    hook = await create_webhook("codehost")
+    body = push_body()
+    response = await client.post(
+        intake(hook), content=body, headers=codehost_headers(hook["secret"], body)
+    )
+    assert response.status_code == 202
+    assert response.content == b""
+    stats = await stats_of(client, auth, hook["id"])
+    assert stats["received_count"] == stats["accepted_count"] == 1
+    assert stats["auth_failed_count"] == stats["invalid_payload_count"] == 0
+    assert stats["last_received_at"] == stats["last_accepted_at"] is not None
+    assert stats["last_error_at"] is None
+    assert await queued(webhooks_app) == 1
+
+
+async def test_accepted_event_is_queued_with_its_raw_body_before_the_answer(
+    client, create_webhook, webhooks_app
+):
+    hook = await create_webhook("codehost")
+    body = push_body()
+    headers = codehost_headers(hook["secret"], body, delivery="d-1")
+    response = await client.post(intake(hook), content=body, headers=headers)
+    assert response.status_code == 202
+    settings: Settings = webhooks_app.state["settings"]
+    redis = webhooks_app.state["redis"]
+    (job_id,) = await redis.zrange(settings.queue_name, 0, -1)
+    job = json.loads(await redis.get(b"arq:job:" + job_id))
+    assert job["f"] == "process_event"
+    event = job["a"][0]
+    assert event["delivery_id"] == "d-1"
+    assert event["event_type"] == "push"
+    assert event["webhook_id"] == hook["id"]
+    assert base64.b64decode(event["body"]) == body
+
+
+async def test_bad_signature_answers_401_and_counts_an_auth_failure(
+    client, auth, create_webhook, webhooks_app
+):
+    hook = await create_webhook("codehost")
+    body = push_body()
+    response = await client.post(intake(hook), content=body, headers=codehost_headers("x", body))
+    assert response.status_code == 401
+    assert response.json() == {"detail": "Invalid webhook authentication."}
+    stats = await stats_of(client, auth, hook["id"])
+    assert (stats["received_count"], stats["auth_failed_count"], stats["accepted_count"]) == (
+        1,
+        1,
+        0,
+    )
+    assert stats["last_error_summary"] == "Invalid webhook signature."
+    assert stats["last_error_at"] is not None
+    assert await queued(webhooks_app) == 0
+
+
+async def deactivate(client, auth, hook) -> None:
+    response = await client.put(
+        f"/api/v1/webhooks/{hook['id']}", json={"active": False}, headers=auth
+    )
+    assert response.status_code == 200, response.text
+
+
+async def test_inactive_webhook_answers_409_to_a_good_signature_without_stats(
+    client, auth, create_webhook, webhooks_app
+):
+    hook = await create_webhook("codehost")
+    await deactivate(client, auth, hook)
+    body = push_body()
+    response = await client.post(
+        intake(hook), content=body, headers=codehost_headers(hook["secret"], body)
+    )
+    assert response.status_code == 409
+    assert response.json() == {"detail": "Webhook is inactive."}
+    assert (await stats_of(client, auth, hook["id"]))["received_count"] == 0
+    assert await queued(webhooks_app) == 0
+
+
+async def test_inactive_webhook_answers_401_to_a_bad_signature_without_stats(
+    client, auth, create_webhook
+):
+    hook = await create_webhook("codehost")
+    await deactivate(client, auth, hook)
+    body = push_body()
+    response = await client.post(intake(hook), content=body, headers=codehost_headers("x", body))
+    assert response.status_code == 401
+    assert (await stats_of(client, auth, hook["id"]))["received_count"] == 0
+
+
+async def test_reactivated_webhook_accepts_again_at_once(client, auth, create_webhook):
+    hook = await create_webhook("codehost")
+    await deactivate(client, auth, hook)
+    body = push_body()
+    headers = codehost_headers(hook["secret"], body)
+    assert (await client.post(intake(hook), content=body, headers=headers)).status_code == 409
+    response = await client.put(
+        f"/api/v1/webhooks/{hook['id']}", json={"active": True}, headers=auth
+    )
+    assert response.status_code == 200
+    assert (await client.post(intake(hook), content=body, headers=headers)).status_code == 202
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b"{not json", "Request body must be valid JSON."),
+        (b"[1, 2]", "Request body must contain a top-level JSON object."),
+        (b'"text"', "Request body must contain a top-level JSON object."),
+    ],
+)
+async def test_unusable_body_answers_400_and_counts_an_invalid_payload(
+    client, auth, create_webhook, webhooks_app, body, message
+):
+    hook = await create_webhook("codehost")
+    response = await client.post(
+        intake(hook), content=body, headers=codehost_headers(hook["secret"], body)
+    )
+    assert response.status_code == 400
+    assert response.json() == {"detail": message}
+    stats = await stats_of(client, auth, hook["id"])
+    assert (stats["received_count"], stats["invalid_payload_count"]) == (1, 1)
+    assert stats["last_error_summary"] == message
+    assert await queued(webhooks_app) == 0
+
+
+async def test_custom_delivery_without_an_event_header_counts_as_invalid_payload(
+    client, auth, create_webhook
+):
+    hook = await create_webhook("custom")
+    body = b'{"a": 1}'
+    headers = custom_headers(hook["secret"], body)
+    del headers["X-ZenML-Event"]
+    response = await client.post(intake(hook), content=body, headers=headers)
+    assert response.status_code == 400
+    assert response.json() == {"detail": "Missing required x-zenml-event header."}
+    assert (await stats_of(client, auth, hook["id"]))["invalid_payload_count"] == 1
+
+
+@pytest.mark.parametrize(
+    ("webhook_type", "body", "sign", "status"),
+    [
+        ("custom", b'{"build": 7}', custom_headers, 202),
+        (
+            "tasks",
+            b'{"webhook_id": "w", "event": "taskCreated", "task_id": "t"}',
+            tasks_headers,
+            202,
+        ),
+        ("chat", chat_event_body(), chat_headers, 200),
+    ],
+)
+async def test_signed_delivery_is_queued_with_the_providers_answer(
+    client, create_webhook, webhooks_app, webhook_type, body, sign, status
+):
+    hook = await create_webhook(webhook_type)
+    response = await client.post(intake(hook), content=body, headers=sign(hook["secret"], body))
+    assert response.status_code == status
+    assert response.content == b""
+    assert await queued(webhooks_app) == 1
+
+
+async def test_form_encoded_codehost_delivery_is_accepted(client, create_webhook, webhooks_app):
+    hook = await create_webhook("codehost")
+    body = urlencode({"payload": push_body().decode()}).encode()
+    headers = codehost_headers(hook["secret"], body)
+    headers["Content-Type"] = "application/x-www-form-urlencoded"
+    response = await client.post(intake(hook), content=body, headers=headers)
+    assert response.status_code == 202
+    assert await queued(webhooks_app) == 1
+
+
+async def test_chat_url_verification_answers_the_challenge_and_queues_nothing(
+    client, auth, create_webhook, webhooks_app
+):
+    hook = await create_webhook("chat")
+    body = b'{"type": "url_verification", "token": "t", "challenge": "3eZbrw1aB"}'
+    response = await client.post(
+        intake(hook), content=body, headers=chat_headers(hook["secret"], body)
+    )
+    assert response.status_code == 200
+    assert response.text == "3eZbrw1aB"
+    assert response.headers["content-type"].startswith("text/plain")
+    assert await queued(webhooks_app) == 0
+    assert (await stats_of(client, auth, hook["id"]))["accepted_count"] == 1
+
+
+async def test_chat_rate_limit_notice_answers_200_and_queues_nothing(
+    client, create_webhook, webhooks_app
+):
+    hook = await create_webhook("chat")
+    body = json.dumps(
+        {"type": "app_rate_limited", "team_id": "T1", "api_app_id": "A1", "minute_rate_limited": 1}
+    ).encode()
+    response = await client.post(
+        intake(hook), content=body, headers=chat_headers(hook["secret"], body)
+    )
+    assert response.status_code == 200
+    assert response.content == b""
+    assert await queued(webhooks_app) == 0
+
+
+async def test_chat_delivery_signed_six_minutes_ago_answers_401(client, auth, create_webhook):
+    hook = await create_webhook("chat")
+    body = chat_event_body()
+    headers = chat_headers(hook["secret"], body, timestamp=int(time.time()) - 360)
+    response = await client.post(intake(hook), content=body, headers=headers)
+    assert response.status_code == 401
+    stats = await stats_of(client, auth, hook["id"])
+    assert (
+        stats["last_error_summary"] == "Slack request timestamp is outside the allowed tolerance."
+    )
+
+
+async def test_chat_unsupported_delivery_type_answers_400(client, create_webhook):
+    hook = await create_webhook("chat")
+    body = b'{"type": "block_actions"}'
+    response = await client.post(
+        intake(hook), content=body, headers=chat_headers(hook["secret"], body)
+    )
+    assert response.status_code == 400
+    assert response.json() == {"detail": "Unsupported Slack delivery type."}
+
+
+async def test_tasks_delivery_without_its_webhook_id_answers_400(client, create_webhook):
+    hook = await create_webhook("tasks")
+    body = b'{"event": "taskCreated"}'
+    response = await client.post(
+        intake(hook), content=body, headers=tasks_headers(hook["secret"], body)
+    )
+    assert response.status_code == 400
+    assert response.json() == {"detail": "Missing or empty ClickUp 'webhook_id' field."}
+
+
+async def test_replayed_delivery_id_is_absorbed_not_queued_twice(
+    client, auth, create_webhook, webhooks_app
+):
+    hook = await create_webhook("codehost")
+    body = push_body()
+    for _ in range(3):
+        headers = codehost_headers(hook["secret"], body, delivery="same-delivery")
+        response = await client.post(intake(hook), content=body, headers=headers)
+        assert response.status_code == 202
+    assert await queued(webhooks_app) == 1
+    stats = await stats_of(client, auth, hook["id"])
+    assert (stats["received_count"], stats["accepted_count"]) == (3, 3)
+
+
+async def test_chat_retries_of_one_event_id_are_absorbed(client, create_webhook, webhooks_app):
+    hook = await create_webhook("chat")
+    body = chat_event_body(event_id="Ev-retried")
+    for _ in range(2):
+        response = await client.post(
+            intake(hook), content=body, headers=chat_headers(hook["secret"], body)
+        )
+        assert response.status_code == 200
+    assert await queued(webhooks_app) == 1
+
+
+async def test_rotated_secret_stops_the_old_one_at_once(client, auth, create_webhook):
+    hook = await create_webhook("codehost")
+    body = push_body()
+    rotated = await client.put(f"/api/v1/webhooks/{hook['id']}/secret", json={}, headers=auth)
+    assert rotated.status_code == 200
+    new_secret = rotated.json()["secret"]
+    old = await client.post(
+        intake(hook), content=body, headers=codehost_headers(hook["secret"], body)
+    )
+    assert old.status_code == 401
+    new = await client.post(intake(hook), content=body, headers=codehost_headers(new_secret, body))
+    assert new.status_code == 202
+
+
+async def test_deleted_webhook_answers_404_at_once(client, auth, create_webhook):
+    hook = await create_webhook("codehost")
+    body = push_body()
+    headers = codehost_headers(hook["secret"], body)
+    assert (await client.post(intake(hook), content=body, headers=headers)).status_code == 202
+    assert (await client.delete(f"/api/v1/webhooks/{hook['id']}", headers=auth)).status_code == 200
+    assert (await client.post(intake(hook), content=body, headers=headers)).status_code == 404
+
+
+async def test_stats_are_exact_under_concurrent_deliveries(
+    client, auth, create_webhook, webhooks_app
+):
+    hook = await create_webhook("codehost")
+    body = push_body()
+
+    async def send(good: bool) -> int:
+        secret = hook["secret"] if good else "wrong"
+        response = await client.post(
+            intake(hook), content=body, headers=codehost_headers(secret, body)
+        )
+        status: int = response.status_code
+        return status
+
+    statuses = await asyncio.gather(*(send(i % 4 != 0) for i in range(80)))
+    assert statuses.count(202) == 60
+    assert statuses.count(401) == 20
+    stats = await stats_of(client, auth, hook["id"])
+    assert (stats["received_count"], stats["accepted_count"], stats["auth_failed_count"]) == (
+        80,
+        60,
+        20,
+    )
+    assert await queued(webhooks_app) == 60
+
+
+async def test_body_over_the_size_limit_answers_413(webhooks_settings, router, create_webhook):
+    hook = await create_webhook("codehost")
+    settings = webhooks_settings.model_copy(update={"max_body_size": 2048})
+    body = b'{"pad": "' + b"x" * 4096 + b'"}'
+    assert (await deliver_through(settings, router, hook, body)).status_code == 413
+
+
+async def test_redis_unreachable_answers_503_so_the_sender_retries(
+    webhooks_settings, router, create_webhook, webhooks_app
+):
+    hook = await create_webhook("codehost")
+    dead = f"redis://127.0.0.1:{free_port()}/0"
+    settings = webhooks_settings.model_copy(update={"redis_url": dead, "run_migrations": False})
+    response = await deliver_through(settings, router, hook, push_body())
+    assert response.status_code == 503
+    assert response.headers["retry-after"] == "5"
+    assert await queued(webhooks_app) == 0
+
+
+async def test_secret_is_stored_encrypted(client, create_webhook, webhooks_app):
+    hook = await create_webhook("codehost", secret="plain-text-secret-value")
+    assert hook["secret"] is None
+    async with session_scope(webhooks_app.state["sessionmaker"], write=False) as session:
+        row = await session.get(Webhook, uuid.UUID(hook["id"]))
+    assert row is not None
+    assert "plain-text-secret-value" not in row.secret_ciphertext
+    body = push_body()
+    headers = codehost_headers("plain-text-secret-value", body)
+    assert (await client.post(intake(hook), content=body, headers=headers)).status_code == 202

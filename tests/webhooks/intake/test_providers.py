@@ -1,0 +1,139 @@
+"""Known-answer signature vectors (security.md §2.2) and each provider's header rules,
+on the providers themselves."""
+
+from __future__ import annotations
+
+import pytest
+from starlette.datastructures import Headers
+
+from webhooks.intake.providers import PayloadError
+from webhooks.intake.providers.chat import Chat
+from webhooks.intake.providers.codehost import Codehost
+from webhooks.intake.providers.custom import Custom
+from webhooks.intake.providers.tasks import Tasks
+
+GITHUB_SECRET = "It's a Secret to Everybody"
+GITHUB_BODY = b"Hello, World!"
+GITHUB_HEX = "757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
+
+SLACK_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
+SLACK_TS = 1531420618
+SLACK_BODY = (
+    b"token=xyzz0WbapA4vBCDEFasx0q6G&team_id=T1DC2JH3J&team_domain=testteamnow&"
+    b"channel_id=G8PSS9T3V&channel_name=foobar&user_id=U2CERLKJA&user_name=roadrunner&"
+    b"command=%2Fwebhook-collect&text=&response_url=https%3A%2F%2Fhooks.slack.com%2F"
+    b"commands%2FT1DC2JH3J%2F397700885554%2F96rGlfmibIGlgcZRskXaIFfN&"
+    b"trigger_id=398738663015.47445629121.803a0bc887a14d10d2c447fce8b6703c"
+)
+SLACK_SIGNATURE = "v0=a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503"
+
+SW_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+SW_ID = "msg_p5jXN8AQM9LWM0D4loKWxJek"
+SW_TS = 1614265330
+SW_BODY = b'{"test": 2432232314}'
+SW_SIGNATURE = "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
+
+
+@pytest.mark.parametrize("name", ["X-Hub-Signature-256", "X-Codehost-Signature-256"])
+def test_codehost_accepts_the_github_known_answer(name):
+    headers = Headers({name: f"sha256={GITHUB_HEX}"})
+    assert Codehost().authenticate(GITHUB_BODY, headers, GITHUB_SECRET, 0) is None
+
+
+def test_codehost_rejects_one_flipped_body_bit():
+    headers = Headers({"X-Hub-Signature-256": f"sha256={GITHUB_HEX}"})
+    error = Codehost().authenticate(b"Hello, World?", headers, GITHUB_SECRET, 0)
+    assert error == "Invalid webhook signature."
+
+
+def test_codehost_rejects_an_unprefixed_signature_as_malformed():
+    headers = Headers({"X-Hub-Signature-256": GITHUB_HEX})
+    error = Codehost().authenticate(GITHUB_BODY, headers, GITHUB_SECRET, 0)
+    assert error == "Missing or malformed x-hub-signature-256 header."
+
+
+@pytest.mark.parametrize("prefix", ["X-Slack", "X-Chat"])
+def test_chat_accepts_the_slack_known_answer(prefix):
+    headers = Headers(
+        {f"{prefix}-Signature": SLACK_SIGNATURE, f"{prefix}-Request-Timestamp": str(SLACK_TS)}
+    )
+    assert Chat(300).authenticate(SLACK_BODY, headers, SLACK_SECRET, SLACK_TS + 299) is None
+
+
+@pytest.mark.parametrize("offset", [301, -301])
+def test_chat_rejects_a_timestamp_outside_the_window_either_way(offset):
+    headers = Headers(
+        {"X-Slack-Signature": SLACK_SIGNATURE, "X-Slack-Request-Timestamp": str(SLACK_TS)}
+    )
+    error = Chat(300).authenticate(SLACK_BODY, headers, SLACK_SECRET, SLACK_TS + offset)
+    assert error == "Slack request timestamp is outside the allowed tolerance."
+
+
+@pytest.mark.parametrize("timestamp", ["", "12a", "1" * 21, "-5"])
+def test_chat_rejects_a_malformed_timestamp(timestamp):
+    headers = Headers(
+        {"X-Slack-Signature": SLACK_SIGNATURE, "X-Slack-Request-Timestamp": timestamp}
+    )
+    error = Chat(300).authenticate(SLACK_BODY, headers, SLACK_SECRET, SLACK_TS)
+    assert error == "Missing or malformed x-slack-request-timestamp header."
+
+
+@pytest.mark.parametrize("digest", [GITHUB_HEX, GITHUB_HEX.upper()])
+@pytest.mark.parametrize("name", ["X-Signature", "X-Tasks-Signature"])
+def test_tasks_accepts_the_known_answer_as_bare_hex_in_either_case(name, digest):
+    headers = Headers({name: digest})
+    assert Tasks().authenticate(GITHUB_BODY, headers, GITHUB_SECRET, 0) is None
+
+
+def test_tasks_without_a_signature_is_refused():
+    assert Tasks().authenticate(GITHUB_BODY, Headers({}), GITHUB_SECRET, 0) == (
+        "Missing x-signature header."
+    )
+
+
+def test_custom_accepts_the_standard_webhooks_known_answer():
+    headers = Headers(
+        {"webhook-id": SW_ID, "webhook-timestamp": str(SW_TS), "webhook-signature": SW_SIGNATURE}
+    )
+    assert Custom(300).authenticate(SW_BODY, headers, SW_SECRET, SW_TS) is None
+
+
+def test_custom_accepts_any_valid_v1_among_several_signatures():
+    signatures = f"v1,bm90IHRoaXMgb25l v1a,ignored {SW_SIGNATURE}"
+    headers = Headers(
+        {"webhook-id": SW_ID, "webhook-timestamp": str(SW_TS), "webhook-signature": signatures}
+    )
+    assert Custom(300).authenticate(SW_BODY, headers, SW_SECRET, SW_TS) is None
+
+
+def test_custom_refuses_a_standard_webhooks_delivery_five_minutes_old():
+    headers = Headers(
+        {"webhook-id": SW_ID, "webhook-timestamp": str(SW_TS), "webhook-signature": SW_SIGNATURE}
+    )
+    error = Custom(300).authenticate(SW_BODY, headers, SW_SECRET, SW_TS + 301)
+    assert error == "Webhook timestamp is outside the allowed tolerance."
+
+
+@pytest.mark.parametrize("name", ["X-ZenML-Signature-256", "X-Webhook-Signature-256"])
+def test_custom_accepts_the_github_style_known_answer(name):
+    headers = Headers({name: f"sha256={GITHUB_HEX}"})
+    assert Custom(300).authenticate(GITHUB_BODY, headers, GITHUB_SECRET, 0) is None
+
+
+def test_codehost_pre_validation_needs_the_event_header():
+    with pytest.raises(PayloadError, match="X-Codehost-Event"):
+        Codehost().pre_validate(Headers({}))
+
+
+@pytest.mark.parametrize("event", ["ping", "star", "check_run"])
+def test_codehost_pre_validation_ignores_unsupported_events(event):
+    assert Codehost().pre_validate(Headers({"X-Codehost-Event": event})) is False
+
+
+def test_tasks_delivery_id_is_the_senders_webhook_and_sorted_history_ids():
+    body = (
+        b'{"webhook_id": "w1", "event": "taskCreated", "history_items": [{"id": "9"}, {"id": 3}]}'
+    )
+    delivery, _ = Tasks().parse(body, Headers({}))
+    assert delivery.delivery_id == "w1:3,9"
+    assert delivery.event_type == "taskCreated"

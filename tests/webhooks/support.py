@@ -1,0 +1,184 @@
+"""Signing deliveries as each provider's real sender does, a host-routing transport, and
+the transport-level fake of tracking's snapshot-run route."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from starlette.applications import Starlette
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from tests.support.asgi import running
+from webhooks.app import create_app
+from webhooks.settings import Settings
+
+
+def hexmac(secret: str, *parts: bytes) -> str:
+    return hmac.new(secret.encode(), b"".join(parts), hashlib.sha256).hexdigest()
+
+
+def codehost_headers(
+    secret: str, body: bytes, event: str = "push", delivery: str | None = None
+) -> dict[str, str]:
+    return {
+        "Content-Type": "application/json",
+        "X-GitHub-Event": event,
+        "X-GitHub-Delivery": delivery or str(uuid.uuid4()),
+        "X-Hub-Signature-256": "sha256=" + hexmac(secret, body),
+    }
+
+
+def chat_headers(secret: str, body: bytes, timestamp: int | None = None) -> dict[str, str]:
+    ts = str(int(time.time()) if timestamp is None else timestamp)
+    return {
+        "Content-Type": "application/json",
+        "X-Slack-Request-Timestamp": ts,
+        "X-Slack-Signature": "v0=" + hexmac(secret, b"v0:", ts.encode(), b":", body),
+    }
+
+
+def tasks_headers(secret: str, body: bytes) -> dict[str, str]:
+    return {"Content-Type": "application/json", "X-Signature": hexmac(secret, body)}
+
+
+def custom_headers(
+    secret: str, body: bytes, event: str = "build.finished", delivery: str | None = None
+) -> dict[str, str]:
+    headers = {
+        "Content-Type": "application/json",
+        "X-ZenML-Event": event,
+        "X-ZenML-Signature-256": "sha256=" + hexmac(secret, body),
+    }
+    if delivery is not None:
+        headers["X-ZenML-Delivery"] = delivery
+    return headers
+
+
+def standard_webhooks_headers(
+    secret: bytes, msg_id: str, body: bytes, timestamp: int | None = None
+) -> dict[str, str]:
+    ts = str(int(time.time()) if timestamp is None else timestamp)
+    mac = hmac.new(secret, f"{msg_id}.{ts}.".encode() + body, hashlib.sha256).digest()
+    return {
+        "Content-Type": "application/json",
+        "webhook-id": msg_id,
+        "webhook-timestamp": ts,
+        "webhook-signature": "v1," + base64.b64encode(mac).decode(),
+    }
+
+
+def push_body(branch: str = "main", repo: str = "acme/app", actor: str = "alice") -> bytes:
+    return json.dumps(
+        {
+            "ref": f"refs/heads/{branch}",
+            "after": "abc123",
+            "repository": {"full_name": repo},
+            "sender": {"login": actor},
+        }
+    ).encode()
+
+
+def chat_event_body(event_id: str = "Ev1", text: str = "deploy please") -> bytes:
+    return json.dumps(
+        {
+            "type": "event_callback",
+            "team_id": "T1",
+            "api_app_id": "A1",
+            "event_id": event_id,
+            "event_time": 1700000000,
+            "event": {
+                "type": "app_mention",
+                "user": "U1",
+                "text": text,
+                "channel": "C1",
+                "ts": "1700000000.1",
+                "event_ts": "1700000000.1",
+            },
+        }
+    ).encode()
+
+
+async def deliver_through(
+    settings: Settings, transport: httpx.AsyncBaseTransport, hook: dict[str, Any], body: bytes
+) -> httpx.Response:
+    """A signed codehost delivery to a second webhooks app built from ``settings`` (beside
+    the test's own, on the same database): how a test changes one setting."""
+    async with running(create_app(settings, http_transport=transport)) as app:
+        asgi = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=asgi, base_url="http://t") as client:
+            return await client.post(
+                f"/api/v1/webhooks/codehost/{hook['id']}/events",
+                content=body,
+                headers=codehost_headers(hook["secret"], body),
+            )
+
+
+class HostRouter(httpx.AsyncBaseTransport):
+    """Sends each request to the in-process app serving its host (and, for one host, a
+    path prefix to another app)."""
+
+    def __init__(self, routes: Mapping[str, httpx.AsyncBaseTransport]) -> None:
+        self.routes = dict(routes)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        for key, transport in self.routes.items():
+            host, _, prefix = key.partition("/")
+            if request.url.host == host and request.url.path.startswith("/" + prefix):
+                return await transport.handle_async_request(request)
+        return httpx.Response(502, text=f"no route to {request.url}")
+
+
+@dataclass
+class SnapshotRuns:
+    """A stand-in for tracking's ``POST /api/v1/pipeline_snapshots/{id}/runs``: records
+    every call and, as tracking's Idempotency-Key handling would, starts one run per key.
+    ``fail_next`` answers that many calls with 503 first."""
+
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    runs: dict[str, str] = field(default_factory=dict)
+    fail_next: int = 0
+    refuse: bool = False
+
+    def app(self) -> Starlette:
+        async def run(request: Request) -> Response:
+            try:
+                body = await request.json()
+            except ClientDisconnect:  # the worker was killed mid-request
+                return Response(status_code=499)
+            key = request.headers.get("idempotency-key", "")
+            self.calls.append(
+                {
+                    "snapshot_id": request.path_params["snapshot_id"],
+                    "key": key,
+                    "authorization": request.headers.get("authorization"),
+                    "body": body,
+                }
+            )
+            if self.fail_next > 0:
+                self.fail_next -= 1
+                return JSONResponse({"detail": "busy"}, status_code=503)
+            if self.refuse:
+                return JSONResponse({"detail": ["KeyError", "no such snapshot"]}, status_code=404)
+            run_id = self.runs.setdefault(key, str(uuid.uuid4()))
+            return JSONResponse({"id": run_id, "name": "run"})
+
+        async def login(request: Request) -> Response:
+            return JSONResponse({"access_token": "service-token", "expires_in": 900})
+
+        return Starlette(
+            routes=[
+                Route("/api/v1/pipeline_snapshots/{snapshot_id}/runs", run, methods=["POST"]),
+                Route("/api/v1/login", login, methods=["POST"]),
+            ]
+        )
