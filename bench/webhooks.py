@@ -189,7 +189,7 @@ def run_wrk(url: str, path: str, args: argparse.Namespace, seconds: float, workd
             "--timeout", "30s", "-s", str(script), url]  # fmt: skip
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     try:
-        done = subprocess.run(  # noqa: S603  (our own argv)
+        done = subprocess.run(
             argv, capture_output=True, text=True, timeout=seconds + 60, check=False
         )
     except subprocess.TimeoutExpired:
@@ -279,7 +279,7 @@ def accepted_count(target: Target, path: str) -> int:
 def _process(argv: list[str], log: Path, what: str, probe: str) -> Iterator[None]:
     """Run ``argv`` until the block ends; wait until a POST to ``probe`` answers 202."""
     with log.open("wb") as output:
-        process = subprocess.Popen(  # noqa: S603  (our own argv)
+        process = subprocess.Popen(
             argv, cwd=REPO_ROOT, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
         )
     try:

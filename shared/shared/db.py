@@ -171,12 +171,18 @@ async def by_name_or_id(session: AsyncSession, model: type[Named], name_or_id: s
     return (await session.exec(query)).first()
 
 
-async def flush_unique(session: AsyncSession, conflict: Exception) -> None:
-    """Flush, raising ``conflict`` (a 409) when a unique constraint refuses the write: the
-    constraint decides, so concurrent duplicates fail the same way as sequential ones.
-    Build ``conflict`` before calling: after a failed flush the rows cannot be read."""
+async def flush_unique(
+    session: AsyncSession, conflict: Exception, statement: Executable | None = None
+) -> None:
+    """Flush (or run ``statement``: an INSERT or UPDATE), raising ``conflict`` (a 409) when
+    a unique constraint refuses the write: the constraint decides, so concurrent duplicates
+    fail the same way as sequential ones. Build ``conflict`` before calling: after a failed
+    flush the rows cannot be read."""
     try:
-        await session.flush()
+        if statement is None:
+            await session.flush()
+        else:
+            await core_execute(session, statement)
     except IntegrityError as exc:
         # SQLite: "UNIQUE constraint failed: …"; PostgreSQL: "duplicate key value violates
         # unique constraint …". Any other integrity error is a bug, not a conflict.

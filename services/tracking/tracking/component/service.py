@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from shared.db import utcnow
+from shared.db import flush_unique, utcnow
 from shared.errors import Conflict, Forbidden, NotFound
 from shared.listing import Listing
 from tracking.bootstrap import DEFAULT_STACK
@@ -20,7 +20,6 @@ from tracking.component.schemas import (
     ComponentUpdate,
     SecretRef,
 )
-from tracking.core.listing import flush_unique
 from tracking.models import StackComponent
 from tracking.project.service import copy_given
 

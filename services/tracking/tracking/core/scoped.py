@@ -23,7 +23,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from starlette.requests import Request
 from starlette.responses import Response
 
-from shared.db import core_execute, transaction
+from shared.db import core_execute, flush_unique, transaction
 from shared.errors import Conflict, NotFound
 from shared.listing import (
     Field,
@@ -41,7 +41,6 @@ from shared.routing import Handler, parse_query, path_param
 from shared.shapes import Shape
 from shared.users import NestedUser
 from tracking.core.auth import caller, caller_id
-from tracking.core.listing import flush_unique
 from tracking.core.schemas import HydrateQuery
 from tracking.core.users import user_field, users_by_id
 from tracking.project.repository import ProjectRef

@@ -7,10 +7,9 @@ from collections.abc import Iterable
 from pydantic import BaseModel
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from shared.db import utcnow
+from shared.db import flush_unique, utcnow
 from shared.errors import Conflict, Forbidden
 from shared.listing import Listing
-from tracking.core.listing import flush_unique
 from tracking.models import Project
 from tracking.project.repository import ProjectRepository
 from tracking.project.schemas import ProjectRequest, ProjectUpdate

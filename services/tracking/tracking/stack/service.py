@@ -7,14 +7,13 @@ import uuid
 
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from shared.db import utcnow
+from shared.db import flush_unique, utcnow
 from shared.errors import BadRequest, Conflict, Forbidden, NotFound
 from shared.listing import Listing
 from tracking.bootstrap import DEFAULT_STACK
 from tracking.component.repository import ComponentRepository
 from tracking.component.schemas import UserScopeQuery
 from tracking.component.service import ComponentNotFound, ConnectorNotFound, refuse_secrets
-from tracking.core.listing import flush_unique
 from tracking.models import Stack, StackComponent
 from tracking.project.service import copy_given
 from tracking.stack.repository import StackRepository
