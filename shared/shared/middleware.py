@@ -13,11 +13,10 @@ import time
 from collections.abc import Iterable
 from urllib.parse import parse_qsl, urlencode
 
-from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from shared.errors import PayloadTooLarge
-from shared.logging import SECRET_KEY_PATTERN, request_id_var
+from shared.logging import PRE_REDACTED, SECRET_KEY_PATTERN, request_id_var
 from shared.responses import ErrorStyle, error_response, error_style_var
 
 REQUEST_ID_HEADER = "x-request-id"
@@ -60,9 +59,13 @@ class RequestIdMiddleware:
         scope.setdefault("state", {})["request_id"] = request_id
         token = request_id_var.set(request_id)
 
+        raw_id = request_id.encode("latin-1")
+
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":
-                MutableHeaders(scope=message)["X-Request-ID"] = request_id
+                headers = message.setdefault("headers", [])
+                if not any(name.lower() == b"x-request-id" for name, _ in headers):
+                    message["headers"] = [*headers, (b"x-request-id", raw_id)]
             await send(message)
 
         try:
@@ -128,6 +131,7 @@ class AccessLogMiddleware:
                 _redacted_query(scope.get("query_string", b"")),
                 status,
                 extra={
+                    PRE_REDACTED: True,  # the query is masked above; paths hold no secrets
                     "status": status,
                     "duration_ms": round((time.perf_counter() - started) * 1000, 2),
                     "client": client[0] if client else None,
@@ -149,6 +153,11 @@ SECURITY_HEADERS: tuple[tuple[str, str], ...] = (
 )
 
 
+_SECURITY_HEADERS_RAW = tuple(
+    (name.encode("latin-1"), value.encode("latin-1")) for name, value in SECURITY_HEADERS
+)
+
+
 class SecurityHeadersMiddleware:
     """The reference's security headers on every response except ``/health`` and
     ``/ready``; a header the handler already set wins."""
@@ -162,6 +171,7 @@ class SecurityHeadersMiddleware:
     ) -> None:
         self.app = app
         self.server_header = server_header
+        self._server = server_header.encode("latin-1")
         self.skip_paths = frozenset(skip_paths)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -171,11 +181,12 @@ class SecurityHeadersMiddleware:
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                headers = MutableHeaders(scope=message)
-                for name, value in SECURITY_HEADERS:
-                    if name not in headers:
-                        headers[name] = value
-                headers["server"] = self.server_header
+                # On the raw list: one pass, instead of a scan per header.
+                headers = message.get("headers", [])
+                present = {name.lower() for name, _ in headers}
+                added = [pair for pair in _SECURITY_HEADERS_RAW if pair[0] not in present]
+                kept = [pair for pair in headers if pair[0].lower() != b"server"]
+                message["headers"] = [*kept, *added, (b"server", self._server)]
             await send(message)
 
         await self.app(scope, receive, send_with_headers)

@@ -12,7 +12,15 @@ import pytest
 from starlette.responses import PlainTextResponse
 from starlette.types import Receive, Scope, Send
 
-from shared.logging import MASK, JSONFormatter, TextFormatter, redact, redact_text, request_id_var
+from shared.logging import (
+    MASK,
+    PRE_REDACTED,
+    JSONFormatter,
+    TextFormatter,
+    redact,
+    redact_text,
+    request_id_var,
+)
 from shared.middleware import AccessLogMiddleware, RequestIdMiddleware
 
 JWT = (
@@ -194,3 +202,14 @@ async def test_access_log_skips_health():
         logger.removeHandler(handler)
         logger.setLevel(logging.NOTSET)
     assert stream.getvalue() == ""
+
+
+@pytest.mark.parametrize("formatter", [JSONFormatter(), TextFormatter()])
+def test_a_pre_redacted_message_skips_the_text_patterns_and_others_do_not(
+    formatter: logging.Formatter,
+):
+    masked_already = record("GET /a/eyJx.eyJy.z?token=*** 200", **{PRE_REDACTED: True})
+    plain = record(f"token {JWT}")
+    assert "eyJx.eyJy.z" in formatter.format(masked_already)
+    assert PRE_REDACTED not in formatter.format(masked_already)
+    assert JWT not in formatter.format(plain)
