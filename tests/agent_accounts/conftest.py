@@ -11,6 +11,8 @@ from typing import Any
 import httpx
 import pytest
 from pydantic import SecretStr
+from sqlalchemy import Row, text
+from sqlalchemy.ext.asyncio import create_async_engine
 
 from agent_accounts.app import create_app
 from agent_accounts.settings import Settings
@@ -73,6 +75,16 @@ async def client(agent_settings: Settings, clock: Clock) -> AsyncIterator[httpx.
         ) as client,
     ):
         yield client
+
+
+async def stored_rows(settings: Settings, sql: str) -> list[Row[Any]]:
+    """What the service's database holds (read on a connection of its own)."""
+    engine = create_async_engine(settings.database_url)
+    try:
+        async with engine.connect() as conn:
+            return list((await conn.execute(text(sql))).all())
+    finally:
+        await engine.dispose()
 
 
 def bearer(credential: str) -> dict[str, str]:

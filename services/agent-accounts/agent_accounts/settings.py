@@ -42,9 +42,15 @@ class Settings(ServiceSettings):
     # last_used is written at most this often per API key.
     api_key_last_used_interval: timedelta = timedelta(seconds=60)
 
-    device_auth_timeout: timedelta = timedelta(minutes=5)
-    device_auth_polling_interval: timedelta = timedelta(seconds=5)
-    max_failed_device_auth_attempts: int = Field(default=3, ge=1, le=10)
+    # The device flow, named as the reference's KITARU_SERVER_* settings: how long a device
+    # authorization waits for approval, how often the device may poll, how many wrong
+    # codes lock it, and how long an approved device (a trusted one) stays usable
+    # (unset: until it is deleted or locked).
+    server_device_auth_timeout_seconds: int = Field(default=300, ge=10, le=86400)
+    server_device_auth_polling_interval_seconds: int = Field(default=5, ge=1, le=300)
+    server_max_failed_device_auth_attempts: int = Field(default=3, ge=1, le=10)
+    server_device_expiration_minutes: int | None = Field(default=None, ge=1)
+    server_trusted_device_expiration_minutes: int | None = Field(default=None, ge=1)
 
     max_task_timeout: timedelta = timedelta(hours=24)
     max_blob_size_bytes: int = Field(default=100 * 1024 * 1024, ge=1)

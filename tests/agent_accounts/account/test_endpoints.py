@@ -5,9 +5,8 @@ import json
 import httpx
 import pytest
 from argon2 import PasswordHasher
-from sqlalchemy import text
 
-from tests.agent_accounts.conftest import ADMIN, Clock, Login, NewUser, bearer
+from tests.agent_accounts.conftest import ADMIN, Clock, Login, NewUser, bearer, stored_rows
 
 
 async def test_default_admin_is_created_at_first_start(client: httpx.AsyncClient, admin):
@@ -112,14 +111,9 @@ async def test_passwords_are_argon2id_without_a_72_byte_cap(
         data={"grant_type": "password", "username": "long", "password": password[:-1]},
     )
     assert response.status_code == 401
-    from sqlalchemy.ext.asyncio import create_async_engine
-
-    engine = create_async_engine(agent_settings.database_url)
-    async with engine.connect() as conn:
-        stored = (
-            await conn.execute(text("SELECT password_hash FROM accounts WHERE name = 'long'"))
-        ).scalar_one()
-    await engine.dispose()
+    [(stored,)] = await stored_rows(
+        agent_settings, "SELECT password_hash FROM accounts WHERE name = 'long'"
+    )
     assert stored.startswith("$argon2id$")
     assert PasswordHasher().verify(stored, password)
 

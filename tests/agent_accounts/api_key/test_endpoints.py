@@ -1,10 +1,8 @@
 from __future__ import annotations
 
 import httpx
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import create_async_engine
 
-from tests.agent_accounts.conftest import Clock, NewKey, NewUser, bearer
+from tests.agent_accounts.conftest import Clock, NewKey, NewUser, bearer, stored_rows
 
 ME = "/api/v1/accounts/me"
 
@@ -27,10 +25,7 @@ async def test_keys_are_stored_as_hashes_only(
     client: httpx.AsyncClient, new_key: NewKey, agent_settings
 ):
     body = await new_key()
-    engine = create_async_engine(agent_settings.database_url)
-    async with engine.connect() as conn:
-        rows = (await conn.execute(text("SELECT * FROM api_keys"))).all()
-    await engine.dispose()
+    rows = await stored_rows(agent_settings, "SELECT * FROM api_keys")
     secret = body["key"]
     import base64
     import json
