@@ -89,4 +89,5 @@ def create_app(
         http_transport=http_transport,
         auth_backend=AgentAuthBackend(),
         error_style="message",
+        idempotency_cipher=settings.secret_cipher(),
     )

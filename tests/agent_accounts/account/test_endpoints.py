@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 
 import httpx
 import pytest
@@ -308,3 +309,20 @@ async def test_requests_without_credentials_are_401(client: httpx.AsyncClient):
     response = await client.get("/api/v1/accounts")
     assert response.status_code == 401
     assert response.json() == {"detail": "Missing bearer credential."}
+
+
+async def test_retried_user_create_replays_the_same_activation_token(
+    client: httpx.AsyncClient, admin
+):
+    headers = {**admin, "Idempotency-Key": str(uuid.uuid4())}
+    first = await client.post("/api/v1/users", json={"name": "retried"}, headers=headers)
+    again = await client.post("/api/v1/users", json={"name": "retried"}, headers=headers)
+
+    assert first.status_code == again.status_code == 201
+    assert again.json() == first.json()
+    assert again.headers["idempotent-replayed"] == "true"
+    activated = await client.post(
+        f"/api/v1/users/{first.json()['id']}/activate",
+        json={"activation_token": again.json()["activation_token"], "password": "pw-retried"},
+    )
+    assert activated.status_code == 200
