@@ -170,3 +170,17 @@ def new_key(client: httpx.AsyncClient, admin: dict[str, str]) -> NewKey:
         return body
 
     return _new_key
+
+
+WORKER_SCOPE = {"claims": [{"kind": "evaluator"}]}
+
+
+async def register_worker(
+    client: httpx.AsyncClient, key: str, name: str = "w", **headers: str
+) -> dict[str, Any]:
+    """``POST /workers`` with ``key``: the registration answer (token and worker)."""
+    body = {"name": name, "scope": WORKER_SCOPE, "runtime": {"platform": "bare"}}
+    response = await client.post("/api/v1/workers", json=body, headers={**bearer(key), **headers})
+    assert response.status_code == 200, response.text
+    registered: dict[str, Any] = response.json()
+    return registered

@@ -1,20 +1,9 @@
 from __future__ import annotations
 
-from typing import Any
-
 import httpx
 
 from tests.agent_accounts.conftest import NewKey, bearer
-
-SCOPE = {"claims": [{"kind": "evaluator"}]}
-
-
-async def _worker(client: httpx.AsyncClient, key: str) -> dict[str, Any]:
-    body = {"name": "w", "scope": SCOPE, "runtime": {"platform": "bare"}}
-    response = await client.post("/api/v1/workers", json=body, headers=bearer(key))
-    assert response.status_code == 200, response.text
-    registered: dict[str, Any] = response.json()
-    return registered
+from tests.agent_accounts.conftest import register_worker as _worker
 
 
 async def test_worker_token_renews_with_the_key_and_is_refused_on_the_renew_route(
