@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
+from typing import Any
 
 import httpx
 import pytest
@@ -326,3 +328,79 @@ async def test_retried_user_create_replays_the_same_activation_token(
         json={"activation_token": again.json()["activation_token"], "password": "pw-retried"},
     )
     assert activated.status_code == 200
+
+
+async def _user_with_password(
+    client: httpx.AsyncClient, admin: dict[str, str], name: str, password: str
+) -> dict[str, Any]:
+    response = await client.post(
+        "/api/v1/users", json={"name": name, "password": password}, headers=admin
+    )
+    assert response.status_code == 201, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+async def test_password_change_with_the_old_password_switches_the_login(
+    client: httpx.AsyncClient, admin, login: Login
+):
+    user = await _user_with_password(client, admin, "grace", "grace-old-password")
+    headers = bearer(await login("grace", "grace-old-password"))
+
+    changed = await client.patch(
+        f"/api/v1/users/{user['id']}",
+        json={"password": "grace-new-password", "old_password": "grace-old-password"},
+        headers=headers,
+    )
+    assert changed.status_code == 200
+    assert "password" not in changed.json()
+    assert await login("grace", "grace-new-password")
+    old = await client.post("/api/v1/login", data={"grant_type": "password",
+                                                   "username": "grace",
+                                                   "password": "grace-old-password"})  # fmt: skip
+    assert old.status_code == 401
+
+
+async def test_only_the_account_itself_changes_its_password_or_metadata(
+    client: httpx.AsyncClient, admin, new_user: NewUser
+):
+    user, headers = await new_user()
+    path = f"/api/v1/users/{user['id']}"
+
+    own = await client.patch(path, json={"metadata": {"team": "ml", "n": 1}}, headers=headers)
+    assert own.status_code == 200
+    assert own.json()["metadata"] == {"team": "ml", "n": 1}
+    assert (await client.get(f"/api/v1/accounts/{user['id']}", headers=admin)).json()[
+        "metadata"
+    ] == {"team": "ml", "n": 1}
+    by_admin = await client.patch(path, json={"metadata": {"team": "x"}}, headers=admin)
+    assert by_admin.status_code == 403
+    password = await client.patch(
+        path, json={"password": "another-long-password", "old_password": "x"}, headers=admin
+    )
+    assert password.status_code == 403
+
+
+async def test_user_update_of_an_unknown_user_is_404_and_bad_bodies_422(
+    client: httpx.AsyncClient, admin
+):
+    me = (await client.get("/api/v1/accounts/me", headers=admin)).json()
+    unknown = await client.patch(
+        "/api/v1/users/01900000-0000-7000-8000-000000000000", json={"metadata": {}}, headers=admin
+    )
+    assert unknown.status_code == 404
+    path = f"/api/v1/users/{me['id']}"
+    assert (await client.patch(path, json={"name": "renamed"}, headers=admin)).status_code == 422
+    assert (await client.patch(path, json={"metadata": [1]}, headers=admin)).status_code == 422
+
+
+async def test_concurrent_creates_of_one_name_answer_one_201_and_one_409(
+    client: httpx.AsyncClient, admin
+):
+    async def create() -> httpx.Response:
+        return await client.post(
+            "/api/v1/users", json={"name": "twin", "password": "twin-password-1"}, headers=admin
+        )
+
+    answers = sorted(r.status_code for r in await asyncio.gather(create(), create()))
+    assert answers == [201, 409]
