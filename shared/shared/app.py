@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from cryptography.fernet import MultiFernet
 from starlette.applications import Starlette
 from starlette.authentication import AuthenticationBackend
 from starlette.exceptions import HTTPException
@@ -203,13 +204,16 @@ def create_service_app(
     description: str = "",
     auth_backend: AuthenticationBackend | None = None,
     error_style: ErrorStyle = "platform",
+    idempotency_cipher: MultiFernet | None = None,
 ) -> Starlette:
     """Build a service: its routes plus health, ``/openapi.json``, middleware, errors.
 
     ``auth_backend`` replaces the platform's JWT backend (``token_kinds`` is then unused)
     for a service with credentials of its own; the idempotency middleware keys records by
     whatever authenticated user it yields. ``error_style`` picks the errors' wire shape
-    (see :data:`shared.responses.error_style_var`).
+    (see :data:`shared.responses.error_style_var`). ``idempotency_cipher`` lets the
+    idempotency middleware keep secret-carrying (``no-store``) answers encrypted for
+    replay (see :mod:`shared.idempotency`); without it they are not kept.
     """
     all_routes: list[BaseRoute] = [*health_routes(), *routes]
     openapi_document = build_openapi(
@@ -245,7 +249,7 @@ def create_service_app(
             backend=backend,
             on_error=lambda conn, exc: _auth_error(exc),
         ),
-        Middleware(IdempotencyMiddleware),
+        Middleware(IdempotencyMiddleware, cipher=idempotency_cipher),
     ]
     return Starlette(
         routes=all_routes,

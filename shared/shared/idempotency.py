@@ -34,6 +34,13 @@ by the caller). The rules:
   released after that (except for an oversized body): if storing the answer fails or the
   request is cancelled mid-response, duplicates get 409 until the claim expires rather
   than running again.
+- An answer its handler marks ``Cache-Control: no-store`` carries a secret (a token, an
+  API key, an activation token). Without a ``cipher`` it is not stored (the claim is
+  released, so a retry runs again). With a ``cipher`` (a :class:`~cryptography.fernet.
+  MultiFernet`) its body is stored **encrypted** and a replay decrypts it and answers
+  with ``Cache-Control: no-store`` again; the plaintext never reaches Redis. A stored
+  answer that no configured key decrypts any more (the key was dropped within the
+  window) is **409** ``EntityExistsError``, never a second run.
 """
 
 from __future__ import annotations
@@ -48,6 +55,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from cryptography.fernet import InvalidToken, MultiFernet
 from pydantic import TypeAdapter, ValidationError
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
@@ -111,6 +119,14 @@ class StillProcessing(Conflict):
         )
 
 
+class AnswerUnreadable(Conflict):
+    def __init__(self) -> None:
+        super().__init__(
+            "The stored answer of this Idempotency-Key can no longer be decrypted; "
+            "retry with a new key."
+        )
+
+
 class RecordsUnavailable(ServiceUnavailable):
     def __init__(self) -> None:
         super().__init__(
@@ -145,6 +161,8 @@ class Record:
     content_type: str | None = None
     body: bytes = b""
     owner: str = ""
+    sealed: bool = False
+    """The body is a Fernet token of the answer (a ``no-store`` answer)."""
 
     def encode(self) -> bytes:
         # One JSON line of metadata, then the raw body: no base64 inflation.
@@ -153,6 +171,7 @@ class Record:
             "status": self.status,
             "content_type": self.content_type,
             "owner": self.owner,
+            "sealed": self.sealed,
         }
         return json.dumps(meta, separators=(",", ":")).encode() + b"\n" + self.body
 
@@ -167,16 +186,28 @@ class Record:
                 content_type=meta["content_type"],
                 body=body,
                 owner=str(meta.get("owner", "")),
+                sealed=bool(meta.get("sealed", False)),
             )
         except (ValueError, KeyError, TypeError):
             return None
 
-    def response(self) -> Response:
+    def response(self, cipher: MultiFernet | None) -> Response:
+        """The replayed answer; :class:`AnswerUnreadable` when a sealed body cannot be
+        decrypted with ``cipher``."""
         assert self.status is not None
         headers = {REPLAYED_HEADER: "true"}
         if self.content_type is not None:
             headers["Content-Type"] = self.content_type
-        return Response(self.body, status_code=self.status, headers=headers)
+        body = self.body
+        if self.sealed:
+            if cipher is None:
+                raise AnswerUnreadable()
+            try:
+                body = cipher.decrypt(body)
+            except InvalidToken:
+                raise AnswerUnreadable() from None
+            headers["Cache-Control"] = "no-store"
+        return Response(body, status_code=self.status, headers=headers)
 
 
 @dataclass
@@ -184,11 +215,14 @@ class _Recorder:
     """Follows the answer as it streams to the client and keeps a copy of a 2xx one."""
 
     limit: int
+    keep_secrets: bool = False
     status: int | None = None
     content_type: str | None = None
     chunks: list[bytes] = field(default_factory=list)
     size: int = 0
     oversized: bool = False
+    """Not kept: too large, or a secret that cannot be kept encrypted."""
+    secret: bool = False
     finished: bool = False
 
     @property
@@ -201,9 +235,10 @@ class _Recorder:
             headers = Headers(raw=list(message.get("headers", [])))
             self.content_type = headers.get("content-type")
             # An answer its handler marks no-store carries a secret (a token, an API key,
-            # an activation token): it is not kept in Redis for replay.
+            # an activation token): kept only encrypted, never in plaintext.
             if "no-store" in headers.get("cache-control", "").lower():
-                self.oversized = True
+                self.secret = True
+                self.oversized = not self.keep_secrets
         elif message["type"] == "http.response.body":
             self.finished = not message.get("more_body", False)
             if self.succeeded and not self.oversized:
@@ -251,8 +286,12 @@ class IdempotencyMiddleware:
         max_stored_body: int = MAX_STORED_BODY,
         wait: float = 2.0,
         poll_interval: float = 0.05,
+        cipher: MultiFernet | None = None,
     ) -> None:
+        """``cipher`` lets secret-carrying (``no-store``) answers be kept encrypted and
+        replayed; without it they are not kept."""
         self.app = app
+        self.cipher = cipher
         self.ttl = ttl
         self.max_stored_body = max_stored_body
         self.wait = wait
@@ -299,7 +338,12 @@ class IdempotencyMiddleware:
             return
         if stored is not None:
             logger.info("idempotent replay", extra={"path": scope["path"], "key": str(key)})
-            await stored.response()(scope, receive, send)
+            try:
+                replay = stored.response(self.cipher)
+            except AnswerUnreadable as exc:
+                await self._error(exc, scope, receive, send)
+                return
+            await replay(scope, receive, send)
             return
         await self._run(scope, _replaying(body, receive), send, redis, name, claim)
 
@@ -329,7 +373,7 @@ class IdempotencyMiddleware:
     async def _run(
         self, scope: Scope, receive: Receive, send: Send, redis: Redis, name: str, claim: Record
     ) -> None:
-        recorder = _Recorder(self.max_stored_body)
+        recorder = _Recorder(self.max_stored_body, keep_secrets=self.cipher is not None)
         stored = False
 
         async def recording_send(message: Message) -> None:
@@ -352,11 +396,17 @@ class IdempotencyMiddleware:
             await self._release(redis, name, claim)
 
     async def _store(self, redis: Redis, name: str, claim: Record, recorder: _Recorder) -> None:
+        body = b"".join(recorder.chunks)
+        sealed = recorder.secret and self.cipher is not None
+        if sealed:
+            assert self.cipher is not None
+            body = self.cipher.encrypt(body)
         record = Record(
             claim.fingerprint,
             status=recorder.status,
             content_type=recorder.content_type,
-            body=b"".join(recorder.chunks),
+            body=body,
+            sealed=sealed,
         )
         try:
             store = redis.register_script(_STORE)

@@ -10,10 +10,14 @@ from typing import Any
 
 import httpx
 import pytest
+from cryptography.fernet import Fernet
 from pydantic import SecretStr
+from sqlalchemy import Row, text
+from sqlalchemy.ext.asyncio import create_async_engine
 
 from agent_accounts.app import create_app
 from agent_accounts.settings import Settings
+from shared.redis import create_redis
 from tests.support.asgi import running
 
 ADMIN = "default"
@@ -39,6 +43,7 @@ def make_settings(database_url: str, redis_url: str, namespace: str, **overrides
         "redis_url": redis_url,
         "redis_namespace": namespace,
         "jwt_signing_keys": SecretStr(secrets.token_urlsafe(32)),
+        "server_secret_encryption_key": SecretStr(Fernet.generate_key().decode()),
         "server_default_account_password": SecretStr(ADMIN_PASSWORD),
         "environment": "test",
         "log_json": False,
@@ -73,6 +78,26 @@ async def client(agent_settings: Settings, clock: Clock) -> AsyncIterator[httpx.
         ) as client,
     ):
         yield client
+
+
+async def stored_rows(settings: Settings, sql: str) -> list[Row[Any]]:
+    """What the service's database holds (read on a connection of its own)."""
+    engine = create_async_engine(settings.database_url)
+    try:
+        async with engine.connect() as conn:
+            return list((await conn.execute(text(sql))).all())
+    finally:
+        await engine.dispose()
+
+
+async def idempotency_records(settings: Settings) -> list[bytes]:
+    """The raw idempotency records the service keeps in Redis."""
+    redis = create_redis(settings.redis_url)
+    try:
+        pattern = f"{settings.redis_namespace}:idempotency:*"
+        return [await redis.get(k) async for k in redis.scan_iter(match=pattern)]
+    finally:
+        await redis.aclose()
 
 
 def bearer(credential: str) -> dict[str, str]:
@@ -145,3 +170,17 @@ def new_key(client: httpx.AsyncClient, admin: dict[str, str]) -> NewKey:
         return body
 
     return _new_key
+
+
+WORKER_SCOPE = {"claims": [{"kind": "evaluator"}]}
+
+
+async def register_worker(
+    client: httpx.AsyncClient, key: str, name: str = "w", **headers: str
+) -> dict[str, Any]:
+    """``POST /workers`` with ``key``: the registration answer (token and worker)."""
+    body = {"name": name, "scope": WORKER_SCOPE, "runtime": {"platform": "bare"}}
+    response = await client.post("/api/v1/workers", json=body, headers={**bearer(key), **headers})
+    assert response.status_code == 200, response.text
+    registered: dict[str, Any] = response.json()
+    return registered

@@ -4,19 +4,26 @@ The client runs in its own cached environment (``kitaru[cli]==0.27.2``, built on
 ``.local/cache/`` with :func:`tests.support.zenml_env.ensure_venv`). Through the gateway's
 agent port it logs in with a password and with an API key read from stdin, runs
 ``kitaru status``, and through its SDK manages users, service accounts, API keys and a
-worker; every result is checked here.
+worker; every result is checked here. The interactive device login runs the CLI under a
+pty (``script``), approves the device through the API, and checks what the CLI stored
+and that its device session works until the device is locked.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
+import selectors
+import shlex
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.support.processes import LaunchedStack, StackStartError, launch_stack
@@ -50,7 +57,11 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LaunchedStack]:
         with launch_stack(
             data_dir,
             admin_password=PASSWORD,
-            extra_env={"SERVER_DEFAULT_ACCOUNT_PASSWORD": PASSWORD},
+            # A 1 s poll interval keeps the device login under the pty fast.
+            extra_env={
+                "SERVER_DEFAULT_ACCOUNT_PASSWORD": PASSWORD,
+                "SERVER_DEVICE_AUTH_POLLING_INTERVAL_SECONDS": "1",
+            },
         ) as running:
             yield running
     except StackStartError as exc:
@@ -160,3 +171,105 @@ def test_kitaru_client_against_our_agent_entrypoint(
     assert steps["fresh key"] not in json.dumps(login_out)
     status = cli(kitaru_client, ["status"], {**key_env, "KITARU_API_KEY": steps["fresh key"]})
     assert status.get("item", status)["authentication"] == "authenticated", status
+
+
+VERIFICATION = re.compile(r"device_id=([0-9a-f-]{36})&user_code=([A-Z0-9]{4}-[A-Z0-9]{4})")
+
+
+def read_until(process: subprocess.Popen[bytes], pattern: re.Pattern[str], timeout: float) -> str:
+    """The process's output up to the first match of ``pattern`` (fails after ``timeout``)."""
+    assert process.stdout is not None
+    seen = b""
+    deadline = time.monotonic() + timeout
+    with selectors.DefaultSelector() as selector:
+        selector.register(process.stdout, selectors.EVENT_READ)
+        while not pattern.search(seen.decode(errors="replace")):
+            left = deadline - time.monotonic()
+            if left <= 0 or (process.poll() is not None and not selector.select(0)):
+                pytest.fail(f"the CLI did not show {pattern.pattern}:\n{seen.decode()}")
+            if selector.select(min(left, 0.5)):
+                chunk = os.read(process.stdout.fileno(), 65536)
+                if not chunk:
+                    pytest.fail(f"the CLI closed its output early:\n{seen.decode()}")
+                seen += chunk
+    return seen.decode(errors="replace")
+
+
+def test_kitaru_cli_device_login_under_a_pty(
+    kitaru_client: ZenmlVenv, stack: LaunchedStack, tmp_path: Path
+):
+    url = stack.url("agent", "")
+    env = environment(tmp_path)
+    env.pop("KITARU_NON_INTERACTIVE")
+    admin_token = httpx.post(
+        f"{url}/api/v1/login",
+        data={"grant_type": "password", "username": "default", "password": PASSWORD},
+        timeout=30,
+    ).json()["access_token"]
+    admin = {"Authorization": f"Bearer {admin_token}"}
+    # Text output: the JSON modes are non-interactive by definition.
+    command = shlex.join([str(kitaru_client.path / "bin" / "kitaru"), "--no-browser", "login", url])
+    started = time.monotonic()
+    process = subprocess.Popen(
+        ["script", "-qfec", command, "/dev/null"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        shown = read_until(process, VERIFICATION, timeout=60)
+        match = VERIFICATION.search(shown)
+        assert match is not None
+        device_id, user_code = match.groups()
+        assert f"{url}/devices/verify?" in shown
+        approved = httpx.post(
+            f"{url}/api/v1/devices/{device_id}/verify",
+            json={"user_code": user_code, "trusted": False},
+            headers=admin,
+            timeout=30,
+        )
+        assert approved.status_code == 200, approved.text
+        output, _ = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        assert process.stdout is not None
+        process.stdout.close()
+    assert process.returncode == 0, shown + output.decode(errors="replace")
+    assert time.monotonic() - started < 30  # the 1 s poll interval, not the default 5 s
+
+    # The CLI keeps the device id and code (its refresh credential) and a session token.
+    stored = json.loads((tmp_path / "config" / "credentials.json").read_text())
+    [entry] = stored.values()
+    assert entry["device_id"] == device_id
+    assert re.fullmatch(r"[0-9a-f]{64}", entry["device_code"])
+    assert entry["api_token"]["access_token"]
+    device = httpx.get(f"{url}/api/v1/devices/{device_id}", headers=admin, timeout=30).json()
+    assert device["status"] == "active"
+    assert device["client_version"] == "0.27.2"
+
+    non_interactive = {**env, "KITARU_NON_INTERACTIVE": "1"}
+    status = cli(kitaru_client, ["status"], non_interactive)
+    assert status.get("item", status)["authentication"] == "authenticated", status
+
+    # Locking the device ends its session and its refresh.
+    locked = httpx.patch(f"{url}/api/v1/devices/{device_id}", json={"locked": True},
+                         headers=admin, timeout=30)  # fmt: skip
+    assert locked.status_code == 200
+    refused = httpx.get(
+        f"{url}/api/v1/accounts/me",
+        headers={"Authorization": f"Bearer {entry['api_token']['access_token']}"},
+        timeout=30,
+    )
+    assert refused.status_code == 401
+    done = subprocess.run(
+        [str(kitaru_client.path / "bin" / "kitaru"), "-o", "json", "status"],
+        env=non_interactive, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    # The CLI finds its token refused, tries its device code, and is told the device is locked.
+    assert done.returncode != 0
+    result = json.loads(done.stderr)
+    assert result["ok"] is False
+    assert result["error"]["message"] == "Device is locked"

@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
+from cryptography.fernet import Fernet, MultiFernet
 from redis.asyncio import Redis
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -137,9 +138,14 @@ def auth(signer: TokenSigner, settings: ServiceSettings) -> Token:
 
 
 def build_app(
-    settings: ServiceSettings, signer: TokenSigner, handlers: Handlers, **extra_state: Any
+    settings: ServiceSettings,
+    signer: TokenSigner,
+    handlers: Handlers,
+    cipher: MultiFernet | None = None,
+    **extra_state: Any,
 ) -> Starlette:
-    """A service whose verifier trusts ``signer``; ``extra_state`` overrides lifespan state."""
+    """A service whose verifier trusts ``signer``; ``extra_state`` overrides lifespan state;
+    ``cipher`` keeps secret-carrying answers encrypted."""
 
     @asynccontextmanager
     async def lifespan(_app: Starlette, state: State) -> AsyncIterator[State]:
@@ -157,6 +163,7 @@ def build_app(
         routes=handlers.routes(),
         migrations=None,
         lifespan=lifespan,
+        idempotency_cipher=cipher,
     )
 
 
@@ -466,3 +473,90 @@ async def test_redis_down_answers_503_before_the_handler_runs(
     assert handlers.calls["create"] == 1  # only the request without a key ran
     assert read.status_code == 200
     assert without_key.status_code == 200
+
+
+async def stored_records(redis: Redis, namespace: str) -> list[bytes]:
+    return [await redis.get(k) async for k in redis.scan_iter(match=f"{namespace}:idempotency:*")]
+
+
+async def post_twice(
+    app: Starlette, path: str, headers: dict[str, str]
+) -> tuple[httpx.Response, httpx.Response]:
+    async with client_for(app) as client:
+        return await client.post(path, headers=headers), await client.post(path, headers=headers)
+
+
+def new_cipher() -> MultiFernet:
+    return MultiFernet([Fernet(Fernet.generate_key())])
+
+
+async def test_secret_answer_is_replayed_from_an_encrypted_record_with_a_cipher(
+    settings: ServiceSettings,
+    signer: TokenSigner,
+    handlers: Handlers,
+    auth: Token,
+    redis: Redis,
+    redis_namespace: str,
+):
+    app = build_app(settings, signer, handlers, cipher=new_cipher())
+    first, again = await post_twice(app, "/api/v1/secret", auth(subject="user-1", key=new_key()))
+
+    assert first.status_code == again.status_code == 200
+    assert again.json() == first.json()
+    assert again.headers["idempotent-replayed"] == "true"
+    assert again.headers["cache-control"] == "no-store"
+    assert again.headers["content-type"] == "application/json"
+    assert handlers.calls["secret"] == 1
+    [record] = await stored_records(redis, redis_namespace)
+    assert first.json()["key"].encode() not in record
+
+
+async def test_answers_without_no_store_stay_in_plaintext_with_a_cipher(
+    settings: ServiceSettings,
+    signer: TokenSigner,
+    handlers: Handlers,
+    auth: Token,
+    redis: Redis,
+    redis_namespace: str,
+):
+    app = build_app(settings, signer, handlers, cipher=new_cipher())
+    first, again = await post_twice(app, "/api/v1/things", auth(subject="user-1", key=new_key()))
+
+    assert again.content == first.content
+    [record] = await stored_records(redis, redis_namespace)
+    assert record.endswith(first.content)
+
+
+async def test_secret_answer_encrypted_with_a_retired_key_replays_while_it_is_configured(
+    settings: ServiceSettings, signer: TokenSigner, handlers: Handlers, auth: Token
+):
+    old, new = Fernet.generate_key(), Fernet.generate_key()
+    headers = auth(subject="user-1", key=new_key())
+    async with client_for(
+        build_app(settings, signer, handlers, cipher=MultiFernet([Fernet(old)]))
+    ) as c:
+        first = await c.post("/api/v1/secret", headers=headers)
+    rotated = MultiFernet([Fernet(new), Fernet(old)])
+    async with client_for(build_app(settings, signer, handlers, cipher=rotated)) as c:
+        again = await c.post("/api/v1/secret", headers=headers)
+
+    assert again.json() == first.json()
+    assert handlers.calls["secret"] == 1
+
+
+async def test_secret_answer_no_key_decrypts_is_409_and_never_runs_again(
+    settings: ServiceSettings, signer: TokenSigner, handlers: Handlers, auth: Token
+):
+    headers = auth(subject="user-1", key=new_key())
+    first_cipher = new_cipher()
+    async with client_for(build_app(settings, signer, handlers, cipher=first_cipher)) as c:
+        await c.post("/api/v1/secret", headers=headers)
+    other = new_cipher()
+    async with client_for(build_app(settings, signer, handlers, cipher=other)) as c:
+        with_other_key = await c.post("/api/v1/secret", headers=headers)
+    async with client_for(build_app(settings, signer, handlers)) as c:
+        without_cipher = await c.post("/api/v1/secret", headers=headers)
+
+    assert with_other_key.status_code == without_cipher.status_code == 409
+    assert with_other_key.json()["detail"][0] == "EntityExistsError"
+    assert handlers.calls["secret"] == 1

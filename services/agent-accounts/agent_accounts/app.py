@@ -15,6 +15,7 @@ from agent_accounts.account.service import AccountService
 from agent_accounts.api_key import endpoints as api_key_endpoints
 from agent_accounts.core.auth import ALL_KINDS, AgentAuthBackend, Clock, TokenIssuer
 from agent_accounts.core.keys import load_keys
+from agent_accounts.device import endpoints as device_endpoints
 from agent_accounts.login import endpoints as login_endpoints
 from agent_accounts.server import endpoints as server_endpoints
 from agent_accounts.server.endpoints import AGENT_SERVER_VERSION
@@ -76,6 +77,7 @@ def create_app(
         routes=[
             *server_endpoints.routes(),
             *login_endpoints.routes(),
+            *device_endpoints.routes(),
             *account_endpoints.routes(),
             *api_key_endpoints.routes(),
             *worker_endpoints.routes(),
@@ -87,4 +89,5 @@ def create_app(
         http_transport=http_transport,
         auth_backend=AgentAuthBackend(),
         error_style="message",
+        idempotency_cipher=settings.secret_cipher(),
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Literal
 
+from cryptography.fernet import Fernet, MultiFernet
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import SettingsConfigDict
 
@@ -42,12 +43,24 @@ class Settings(ServiceSettings):
     # last_used is written at most this often per API key.
     api_key_last_used_interval: timedelta = timedelta(seconds=60)
 
-    device_auth_timeout: timedelta = timedelta(minutes=5)
-    device_auth_polling_interval: timedelta = timedelta(seconds=5)
-    max_failed_device_auth_attempts: int = Field(default=3, ge=1, le=10)
+    # The device flow, named as the reference's KITARU_SERVER_* settings: how long a device
+    # authorization waits for approval, how often the device may poll, how many wrong
+    # codes lock it, and how long an approved device (a trusted one) stays usable
+    # (unset: until it is deleted or locked).
+    server_device_auth_timeout_seconds: int = Field(default=300, ge=10, le=86400)
+    server_device_auth_polling_interval_seconds: int = Field(default=5, ge=1, le=300)
+    server_max_failed_device_auth_attempts: int = Field(default=3, ge=1, le=10)
+    server_device_expiration_minutes: int | None = Field(default=None, ge=1)
+    server_trusted_device_expiration_minutes: int | None = Field(default=None, ge=1)
 
     max_task_timeout: timedelta = timedelta(hours=24)
     max_blob_size_bytes: int = Field(default=100 * 1024 * 1024, ge=1)
+
+    # Fernet keys (comma-separated; the first encrypts, all decrypt) that keep the answers
+    # carrying a secret (API keys, tokens, activation tokens) encrypted in Redis so that an
+    # Idempotency-Key retry replays them (the reference's KITARU_SERVER_SECRET_ENCRYPTION_KEY).
+    # Unset: such answers are not kept, and a retry runs again.
+    server_secret_encryption_key: SecretStr | None = None
 
     server_url: str = ""
     dashboard_url: str = ""
@@ -58,3 +71,24 @@ class Settings(ServiceSettings):
         if not [k for k in value.get_secret_value().split(",") if k.strip()]:
             raise ValueError("at least one signing key is required")
         return value
+
+    @field_validator("server_secret_encryption_key")
+    @classmethod
+    def _fernet_keys(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None:
+            keys = [k.strip() for k in value.get_secret_value().split(",") if k.strip()]
+            if not keys:
+                raise ValueError("give at least one Fernet key, or leave it unset")
+            for position, key in enumerate(keys, 1):
+                try:
+                    Fernet(key)
+                except ValueError:
+                    raise ValueError(f"key #{position} is not a Fernet key") from None
+        return value
+
+    def secret_cipher(self) -> MultiFernet | None:
+        """The cipher of secret-carrying idempotent answers, when keys are configured."""
+        if self.server_secret_encryption_key is None:
+            return None
+        text = self.server_secret_encryption_key.get_secret_value()
+        return MultiFernet([Fernet(k.strip()) for k in text.split(",") if k.strip()])

@@ -1,13 +1,15 @@
 from __future__ import annotations
 
+import asyncio
 import json
+import uuid
+from typing import Any
 
 import httpx
 import pytest
 from argon2 import PasswordHasher
-from sqlalchemy import text
 
-from tests.agent_accounts.conftest import ADMIN, Clock, Login, NewUser, bearer
+from tests.agent_accounts.conftest import ADMIN, Clock, Login, NewUser, bearer, stored_rows
 
 
 async def test_default_admin_is_created_at_first_start(client: httpx.AsyncClient, admin):
@@ -112,14 +114,9 @@ async def test_passwords_are_argon2id_without_a_72_byte_cap(
         data={"grant_type": "password", "username": "long", "password": password[:-1]},
     )
     assert response.status_code == 401
-    from sqlalchemy.ext.asyncio import create_async_engine
-
-    engine = create_async_engine(agent_settings.database_url)
-    async with engine.connect() as conn:
-        stored = (
-            await conn.execute(text("SELECT password_hash FROM accounts WHERE name = 'long'"))
-        ).scalar_one()
-    await engine.dispose()
+    [(stored,)] = await stored_rows(
+        agent_settings, "SELECT password_hash FROM accounts WHERE name = 'long'"
+    )
     assert stored.startswith("$argon2id$")
     assert PasswordHasher().verify(stored, password)
 
@@ -314,3 +311,96 @@ async def test_requests_without_credentials_are_401(client: httpx.AsyncClient):
     response = await client.get("/api/v1/accounts")
     assert response.status_code == 401
     assert response.json() == {"detail": "Missing bearer credential."}
+
+
+async def test_retried_user_create_replays_the_same_activation_token(
+    client: httpx.AsyncClient, admin
+):
+    headers = {**admin, "Idempotency-Key": str(uuid.uuid4())}
+    first = await client.post("/api/v1/users", json={"name": "retried"}, headers=headers)
+    again = await client.post("/api/v1/users", json={"name": "retried"}, headers=headers)
+
+    assert first.status_code == again.status_code == 201
+    assert again.json() == first.json()
+    assert again.headers["idempotent-replayed"] == "true"
+    activated = await client.post(
+        f"/api/v1/users/{first.json()['id']}/activate",
+        json={"activation_token": again.json()["activation_token"], "password": "pw-retried"},
+    )
+    assert activated.status_code == 200
+
+
+async def _user_with_password(
+    client: httpx.AsyncClient, admin: dict[str, str], name: str, password: str
+) -> dict[str, Any]:
+    response = await client.post(
+        "/api/v1/users", json={"name": name, "password": password}, headers=admin
+    )
+    assert response.status_code == 201, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+async def test_password_change_with_the_old_password_switches_the_login(
+    client: httpx.AsyncClient, admin, login: Login
+):
+    user = await _user_with_password(client, admin, "grace", "grace-old-password")
+    headers = bearer(await login("grace", "grace-old-password"))
+
+    changed = await client.patch(
+        f"/api/v1/users/{user['id']}",
+        json={"password": "grace-new-password", "old_password": "grace-old-password"},
+        headers=headers,
+    )
+    assert changed.status_code == 200
+    assert "password" not in changed.json()
+    assert await login("grace", "grace-new-password")
+    old = await client.post("/api/v1/login", data={"grant_type": "password",
+                                                   "username": "grace",
+                                                   "password": "grace-old-password"})  # fmt: skip
+    assert old.status_code == 401
+
+
+async def test_only_the_account_itself_changes_its_password_or_metadata(
+    client: httpx.AsyncClient, admin, new_user: NewUser
+):
+    user, headers = await new_user()
+    path = f"/api/v1/users/{user['id']}"
+
+    own = await client.patch(path, json={"metadata": {"team": "ml", "n": 1}}, headers=headers)
+    assert own.status_code == 200
+    assert own.json()["metadata"] == {"team": "ml", "n": 1}
+    assert (await client.get(f"/api/v1/accounts/{user['id']}", headers=admin)).json()[
+        "metadata"
+    ] == {"team": "ml", "n": 1}
+    by_admin = await client.patch(path, json={"metadata": {"team": "x"}}, headers=admin)
+    assert by_admin.status_code == 403
+    password = await client.patch(
+        path, json={"password": "another-long-password", "old_password": "x"}, headers=admin
+    )
+    assert password.status_code == 403
+
+
+async def test_user_update_of_an_unknown_user_is_404_and_bad_bodies_422(
+    client: httpx.AsyncClient, admin
+):
+    me = (await client.get("/api/v1/accounts/me", headers=admin)).json()
+    unknown = await client.patch(
+        "/api/v1/users/01900000-0000-7000-8000-000000000000", json={"metadata": {}}, headers=admin
+    )
+    assert unknown.status_code == 404
+    path = f"/api/v1/users/{me['id']}"
+    assert (await client.patch(path, json={"name": "renamed"}, headers=admin)).status_code == 422
+    assert (await client.patch(path, json={"metadata": [1]}, headers=admin)).status_code == 422
+
+
+async def test_concurrent_creates_of_one_name_answer_one_201_and_one_409(
+    client: httpx.AsyncClient, admin
+):
+    async def create() -> httpx.Response:
+        return await client.post(
+            "/api/v1/users", json={"name": "twin", "password": "twin-password-1"}, headers=admin
+        )
+
+    answers = sorted(r.status_code for r in await asyncio.gather(create(), create()))
+    assert answers == [201, 409]

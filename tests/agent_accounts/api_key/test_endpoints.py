@@ -1,10 +1,20 @@
 from __future__ import annotations
 
-import httpx
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import create_async_engine
+import base64
+import json
+import uuid
 
-from tests.agent_accounts.conftest import Clock, NewKey, NewUser, bearer
+import httpx
+import pytest
+
+from tests.agent_accounts.conftest import (
+    Clock,
+    NewKey,
+    NewUser,
+    bearer,
+    idempotency_records,
+    stored_rows,
+)
 
 ME = "/api/v1/accounts/me"
 
@@ -27,14 +37,8 @@ async def test_keys_are_stored_as_hashes_only(
     client: httpx.AsyncClient, new_key: NewKey, agent_settings
 ):
     body = await new_key()
-    engine = create_async_engine(agent_settings.database_url)
-    async with engine.connect() as conn:
-        rows = (await conn.execute(text("SELECT * FROM api_keys"))).all()
-    await engine.dispose()
+    rows = await stored_rows(agent_settings, "SELECT * FROM api_keys")
     secret = body["key"]
-    import base64
-    import json
-
     plain = json.loads(base64.b64decode(secret[len("SVCKEY_") :]))["key"]
     assert plain not in repr(rows)
 
@@ -224,3 +228,52 @@ async def test_idempotency_key_replays_a_create_and_refuses_reuse(client: httpx.
     assert again.headers["Idempotent-Replayed"] == "true"
     other = await client.post("/api/v1/service-accounts", json={"name": "idem2"}, headers=headers)
     assert other.status_code == 422
+
+
+async def test_retried_create_replays_the_same_key_kept_encrypted(
+    client: httpx.AsyncClient, admin, agent_settings
+):
+    headers = {**admin, "Idempotency-Key": str(uuid.uuid4())}
+    first = await client.post("/api/v1/api-keys", json={"name": "retried"}, headers=headers)
+    again = await client.post("/api/v1/api-keys", json={"name": "retried"}, headers=headers)
+
+    assert first.status_code == again.status_code == 201
+    assert again.json() == first.json()
+    assert again.headers["idempotent-replayed"] == "true"
+    assert again.headers["cache-control"] == "no-store"
+    assert len((await client.get("/api/v1/api-keys", headers=admin)).json()["items"]) == 1
+    assert (await client.get(ME, headers=bearer(again.json()["key"]))).status_code == 200
+    [record] = await idempotency_records(agent_settings)
+    secret = json.loads(base64.b64decode(first.json()["key"][len("SVCKEY_") :]))["key"]
+    assert first.json()["key"].encode() not in record
+    assert secret.encode() not in record
+
+
+async def test_retried_rotate_replays_the_same_new_key(
+    client: httpx.AsyncClient, admin, new_key: NewKey
+):
+    key = await new_key()
+    headers = {**admin, "Idempotency-Key": str(uuid.uuid4())}
+    path = f"/api/v1/api-keys/{key['id']}/rotate"
+    first = await client.post(path, json={"retain_period_minutes": 5}, headers=headers)
+    again = await client.post(path, json={"retain_period_minutes": 5}, headers=headers)
+
+    assert first.status_code == again.status_code == 200
+    assert again.json()["key"] == first.json()["key"] != key["key"]
+    assert again.headers["idempotent-replayed"] == "true"
+    # Rotated once: the first key is still inside its retain window.
+    assert (await client.get(ME, headers=bearer(key["key"]))).status_code == 200
+    assert (await client.get(ME, headers=bearer(first.json()["key"]))).status_code == 200
+
+
+@pytest.mark.parametrize("settings_overrides", [{"server_secret_encryption_key": None}])
+async def test_without_encryption_keys_a_retried_create_is_not_replayed(
+    client: httpx.AsyncClient, admin, agent_settings
+):
+    headers = {**admin, "Idempotency-Key": str(uuid.uuid4())}
+    first = await client.post("/api/v1/api-keys", json={"name": "retried"}, headers=headers)
+    again = await client.post("/api/v1/api-keys", json={"name": "retried"}, headers=headers)
+
+    assert first.status_code == 201
+    assert again.status_code == 409  # it ran again
+    assert await idempotency_records(agent_settings) == []

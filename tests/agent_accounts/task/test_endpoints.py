@@ -1,20 +1,13 @@
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import httpx
+import pytest
 
-from tests.agent_accounts.conftest import NewKey, bearer
-
-SCOPE = {"claims": [{"kind": "evaluator"}]}
-
-
-async def _worker(client: httpx.AsyncClient, key: str) -> dict[str, Any]:
-    body = {"name": "w", "scope": SCOPE, "runtime": {"platform": "bare"}}
-    response = await client.post("/api/v1/workers", json=body, headers=bearer(key))
-    assert response.status_code == 200, response.text
-    registered: dict[str, Any] = response.json()
-    return registered
+from tests.agent_accounts.conftest import NewKey, bearer, stored_rows
+from tests.agent_accounts.conftest import register_worker as _worker
 
 
 async def test_worker_token_renews_with_the_key_and_is_refused_on_the_renew_route(
@@ -69,3 +62,135 @@ async def test_task_token_expiry_is_the_timeout_plus_leeway(
     claimed = (await client.post("/api/v1/tasks/claim", headers=bearer(worker["token"]))).json()
     claims = jwt.decode(claimed["tasks"][0]["token"], options={"verify_signature": False})
     assert claims["exp"] - int(claims["iat"]) in (600, 601)
+
+
+async def _task_token(
+    client: httpx.AsyncClient, admin: dict[str, str], new_key: NewKey, **allowlist: list[str]
+) -> dict[str, str]:
+    """Headers of the task token a worker gets for a new task with ``allowlist``."""
+    task = await client.post(
+        "/api/v1/tasks", json={"kind": "evaluator", "timeout_seconds": 60, **allowlist},
+        headers=admin,
+    )  # fmt: skip
+    assert task.status_code == 201, task.text
+    worker = await _worker(client, (await new_key())["key"])
+    claimed = await client.post("/api/v1/tasks/claim", headers=bearer(worker["token"]))
+    [item] = claimed.json()["tasks"]
+    return bearer(item["token"])
+
+
+async def _upload(client: httpx.AsyncClient, content: bytes, headers: dict[str, str]) -> Any:
+    response = await client.post(
+        "/api/v1/blobs",
+        content=content,
+        headers={**headers, "Content-Type": "application/octet-stream"},
+    )
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+async def test_blob_upload_and_download_round_trip(client: httpx.AsyncClient, admin):
+    content = bytes(range(256)) * 4
+    blob = await _upload(client, content, admin)
+
+    assert blob["size"] == 1024
+    assert blob["sha256"] == hashlib.sha256(content).hexdigest()
+    downloaded = await client.get(f"/api/v1/blobs/{blob['id']}", headers=admin)
+    assert downloaded.status_code == 200
+    assert downloaded.headers["content-type"] == "application/octet-stream"
+    assert downloaded.content == content
+
+
+@pytest.mark.parametrize("settings_overrides", [{"max_blob_size_bytes": 16}])
+async def test_blob_above_the_size_limit_is_413_and_not_stored(
+    client: httpx.AsyncClient, admin, agent_settings
+):
+    assert (await _upload(client, b"x" * 16, admin))["size"] == 16
+    response = await client.post("/api/v1/blobs", content=b"x" * 17, headers=admin)
+
+    assert response.status_code == 413
+    assert response.json() == {"detail": "The blob is larger than the server accepts."}
+    assert len(await stored_rows(agent_settings, "SELECT id FROM blobs")) == 1
+
+
+async def test_task_token_reads_only_its_allowlisted_blobs_and_those_it_wrote(
+    client: httpx.AsyncClient, admin, new_key: NewKey
+):
+    allowed = await _upload(client, b"allowed", admin)
+    other = await _upload(client, b"other", admin)
+    token = await _task_token(client, admin, new_key, blob_ids=[allowed["id"]])
+
+    assert (await client.get(f"/api/v1/blobs/{allowed['id']}", headers=token)).content == b"allowed"
+    refused = await client.get(f"/api/v1/blobs/{other['id']}", headers=token)
+    assert refused.status_code == 403
+    written = await _upload(client, b"result", token)
+    assert (await client.get(f"/api/v1/blobs/{written['id']}", headers=token)).content == b"result"
+    assert (await client.get(f"/api/v1/blobs/{written['id']}", headers=admin)).status_code == 200
+
+
+async def test_workers_may_not_upload_blobs(client: httpx.AsyncClient, new_key: NewKey):
+    worker = await _worker(client, (await new_key())["key"])
+
+    response = await client.post("/api/v1/blobs", content=b"x", headers=bearer(worker["token"]))
+    assert response.status_code == 403
+
+
+async def test_session_update_replaces_its_data_within_the_allowlist(
+    client: httpx.AsyncClient, admin, new_key: NewKey
+):
+    allowed = (await client.post("/api/v1/sessions", json={"name": "a"}, headers=admin)).json()
+    other = (await client.post("/api/v1/sessions", json={"name": "b"}, headers=admin)).json()
+    token = await _task_token(client, admin, new_key, session_ids=[allowed["id"]])
+
+    by_admin = await client.patch(
+        f"/api/v1/sessions/{allowed['id']}", json={"data": {"step": 1}}, headers=admin
+    )
+    assert by_admin.status_code == 200
+    assert by_admin.json()["data"] == {"step": 1}
+    by_task = await client.patch(
+        f"/api/v1/sessions/{allowed['id']}", json={"data": {"step": 2}}, headers=token
+    )
+    assert by_task.status_code == 200
+    read = await client.get(f"/api/v1/sessions/{allowed['id']}", headers=admin)
+    assert read.json()["data"] == {"step": 2}
+    refused = await client.patch(
+        f"/api/v1/sessions/{other['id']}", json={"data": {"x": 1}}, headers=token
+    )
+    assert refused.status_code == 403
+    assert (await client.get(f"/api/v1/sessions/{other['id']}", headers=admin)).json()["data"] == {}
+
+
+async def test_session_update_of_an_unknown_session_is_404_and_bad_bodies_422(
+    client: httpx.AsyncClient, admin
+):
+    unknown = "/api/v1/sessions/01900000-0000-7000-8000-000000000000"
+    assert (await client.patch(unknown, json={"data": {}}, headers=admin)).status_code == 404
+    row = (await client.post("/api/v1/sessions", json={"name": "a"}, headers=admin)).json()
+    path = f"/api/v1/sessions/{row['id']}"
+    assert (await client.patch(path, json={"data": [1]}, headers=admin)).status_code == 422
+    assert (await client.patch(path, json={}, headers=admin)).status_code == 422
+
+
+@pytest.mark.parametrize("settings_overrides", [{"max_task_timeout": "PT1H"}])
+async def test_task_timeout_above_the_maximum_is_422(client: httpx.AsyncClient, admin):
+    def body(timeout: int) -> dict[str, Any]:
+        return {"kind": "evaluator", "timeout_seconds": timeout}
+
+    at_limit = await client.post("/api/v1/tasks", json=body(3600), headers=admin)
+    above = await client.post("/api/v1/tasks", json=body(3601), headers=admin)
+
+    assert at_limit.status_code == 201
+    assert above.status_code == 422
+    assert "maximum task timeout" in str(above.json()["detail"])
+    assert (await client.post("/api/v1/tasks", json=body(0), headers=admin)).status_code == 422
+
+
+async def test_task_with_an_unknown_session_is_422(client: httpx.AsyncClient, admin):
+    response = await client.post(
+        "/api/v1/tasks",
+        json={"kind": "evaluator", "timeout_seconds": 60,
+              "session_ids": ["01900000-0000-7000-8000-000000000000"]},
+        headers=admin,
+    )  # fmt: skip
+
+    assert response.status_code == 422

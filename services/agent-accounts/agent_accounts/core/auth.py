@@ -26,7 +26,7 @@ from starlette.authentication import AuthCredentials, AuthenticationBackend, Bas
 from starlette.requests import HTTPConnection
 
 from agent_accounts.core.credentials import API_KEY_PREFIX, decode_api_key, secret_matches
-from agent_accounts.models import Account, ApiKey, Task, Worker
+from agent_accounts.models import Account, ApiKey, Device, Task, Worker
 from agent_accounts.settings import Settings
 from shared.auth import (
     InvalidCredentials,
@@ -52,6 +52,8 @@ class TokenKind(StrEnum):
 
 
 ALL_KINDS = tuple(TokenKind)
+# A device's last_login is written at most this often by the requests it makes.
+DEVICE_LOGIN_INTERVAL = dt.timedelta(seconds=60)
 
 
 @dataclass
@@ -274,12 +276,31 @@ class _Resolver:
                 if key is None or not key.active:
                     return InvalidCredentials("Invalid bearer credential.")
             if token.kind == TokenKind.SESSION:
+                if "device_id" in claims and not await self._device_backs(token, account):
+                    return InvalidCredentials("Invalid bearer credential.")
                 return AccountCaller(
                     account=account, subject=token.subject, token=token, api_key_id=key_id
                 )
             if token.kind == TokenKind.WORKER:
                 return await self._worker(session, account, token)
             return await self._task(session, account, token)
+
+    async def _device_backs(self, token: VerifiedToken, account: Account) -> bool:
+        """A session obtained with the device flow lives only as long as its device is
+        active, unlocked, unexpired and still the account's; its ``last_login`` is kept
+        (at most one write per minute)."""
+        device_id = _uuid(token.claims.get("device_id"))
+        now = self.clock()
+        async with session_scope(self.sessionmaker, write=False) as session:
+            device = await session.get(Device, device_id) if device_id is not None else None
+        if device is None or not device.backs_sessions_of(account.id, now):
+            return False
+        if device.last_login is None or now - aware(device.last_login) >= DEVICE_LOGIN_INTERVAL:
+            async with session_scope(self.sessionmaker) as session:
+                await session.exec(
+                    update(Device).where(col(Device.id) == device.id).values(last_login=now)
+                )
+        return True
 
     async def _worker(self, session: Any, account: Account, token: VerifiedToken) -> BaseUser:
         worker_id = _subject_id(token, "worker")

@@ -5,13 +5,14 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
-from agent_accounts.core.auth import AccountCaller, TokenIssuer
+from agent_accounts.core.auth import AccountCaller, Issued, TokenIssuer
+from agent_accounts.core.errors import TokenError
 from agent_accounts.login.schemas import LoginForm, TokenResponse
 from agent_accounts.login.service import (
     API_KEY,
+    DEVICE_CODE,
     PASSWORD,
     LoginService,
-    TokenError,
     token_response,
 )
 from shared.db import transaction
@@ -25,9 +26,12 @@ async def login(request: Request) -> Response:
     form = await parse_form(request, LoginForm)
     issuer: TokenIssuer = request.state.issuer
     async with transaction(request) as session:
-        service = LoginService(session, request.state.settings, issuer)
+        service = LoginService(session, request.state.settings, issuer, request.state.clock)
+        issued: Issued | TokenError
         if form.grant_type == PASSWORD:
             issued = await service.password(form)
+        elif form.grant_type == DEVICE_CODE:
+            issued = await service.device_code(form)
         elif form.grant_type == API_KEY:
             caller = request.user if isinstance(request.user, AccountCaller) else None
             issued = service.api_key(caller)
@@ -35,6 +39,9 @@ async def login(request: Request) -> Response:
             raise TokenError("invalid_request", "The grant_type parameter is required.")
         else:
             raise TokenError("unsupported_grant_type", "This grant type is not supported.")
+    # Raised after the commit: a wrong device code stays counted, a poll stays recorded.
+    if isinstance(issued, TokenError):
+        raise issued
     return render(token_response(issued), headers=NO_STORE)
 
 

@@ -1,4 +1,4 @@
-"""The token endpoint's grants: password and API key.
+"""The token endpoint's grants: password, API key and device code.
 
 Failures answer kitaru's way: a wrong username or password is one uniform 401 (a dummy
 hash is checked when the user does not exist, so timing does not tell either); grant
@@ -8,32 +8,21 @@ errors are 400 ``{"error": <code>, "detail": <message>}``.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from agent_accounts.account.repository import AccountRepository
-from agent_accounts.core.auth import AccountCaller, Issued, TokenIssuer
+from agent_accounts.core.auth import AccountCaller, Clock, Issued, TokenIssuer
+from agent_accounts.core.errors import TokenError
+from agent_accounts.device.service import DeviceService
 from agent_accounts.login.schemas import LoginForm, TokenResponse
 from agent_accounts.settings import Settings
-from shared.errors import PlatformError, Unauthorized
+from shared.errors import Unauthorized
 from shared.passwords import verify_password
 
 PASSWORD = "password"
 API_KEY = "api-key"
-
-
-class TokenError(PlatformError):
-    """A grant error: 400 ``{"error", "detail"}`` (kitaru's TokenErrorResponse)."""
-
-    status_code = 400
-
-    def __init__(self, error: str, detail: str) -> None:
-        super().__init__(detail)
-        self.error = error
-
-    def body(self) -> Any:
-        return {"error": self.error, "detail": self.message}
+DEVICE_CODE = "urn:ietf:params:oauth:grant-type:device_code"
 
 
 class InvalidLogin(Unauthorized):
@@ -49,8 +38,11 @@ def token_response(issued: Issued) -> TokenResponse:
 
 
 class LoginService:
-    def __init__(self, session: AsyncSession, settings: Settings, issuer: TokenIssuer) -> None:
+    def __init__(
+        self, session: AsyncSession, settings: Settings, issuer: TokenIssuer, clock: Clock
+    ) -> None:
         self.accounts = AccountRepository(session)
+        self.devices = DeviceService(session, settings, clock)
         self.settings = settings
         self.issuer = issuer
 
@@ -79,3 +71,18 @@ class LoginService:
         if caller is None or caller.api_key_id is None or caller.token is not None:
             raise Unauthorized("Invalid API key.")
         return self.issuer.session(caller.account_id, api_key_id=caller.api_key_id)
+
+    async def device_code(self, form: LoginForm) -> Issued | TokenError:
+        """A session for the account that approved the device, naming the device (each
+        request re-checks it) and ending no later than the device does. Refusals are
+        returned so that the handler commits the failed attempt or poll time first."""
+        device = await self.devices.exchange(form.device_id, form.device_code)
+        if isinstance(device, TokenError):
+            return device
+        assert device.account_id is not None
+        account = await self.accounts.get(device.account_id)
+        if account is None or not account.active:
+            return TokenError(
+                "access_denied", "The account that approved this device is not active."
+            )
+        return self.issuer.session(account.id, device_id=device.id, expires_at=device.expires)

@@ -1,0 +1,1 @@
+"""The device flow: device authorization, verification and the authorized devices."""

@@ -1,0 +1,85 @@
+"""``/login`` (password and api-key grants, grant errors) and ``/logout``."""
+
+from __future__ import annotations
+
+import httpx
+
+from tests.agent_accounts.conftest import ADMIN, ADMIN_PASSWORD, Login, NewKey, bearer
+
+ME = "/api/v1/accounts/me"
+
+
+async def test_logout_revokes_the_session_it_is_called_with(
+    client: httpx.AsyncClient, login: Login
+):
+    ended, kept = await login(), await login()
+
+    response = await client.post("/api/v1/logout", headers=bearer(ended))
+    assert response.status_code == 204
+    assert response.content == b""
+    refused = await client.get(ME, headers=bearer(ended))
+    assert refused.status_code == 401
+    assert refused.json() == {"detail": "Invalid session token."}
+    assert (await client.get(ME, headers=bearer(kept))).status_code == 200
+
+
+async def test_logout_without_a_session_is_204_and_ends_nothing(
+    client: httpx.AsyncClient, new_key: NewKey
+):
+    key = (await new_key())["key"]
+
+    assert (await client.post("/api/v1/logout")).status_code == 204
+    # An API key is not a session: logging out with it leaves it working.
+    assert (await client.post("/api/v1/logout", headers=bearer(key))).status_code == 204
+    assert (await client.get(ME, headers=bearer(key))).status_code == 200
+
+
+async def test_wrong_password_and_unknown_user_are_the_same_401(client: httpx.AsyncClient):
+    def form(username: str, password: str) -> dict[str, str]:
+        return {"grant_type": "password", "username": username, "password": password}
+
+    wrong = await client.post("/api/v1/login", data=form(ADMIN, "nope"))
+    unknown = await client.post("/api/v1/login", data=form("ghost", "x"))
+
+    assert wrong.status_code == unknown.status_code == 401
+    assert wrong.json() == unknown.json() == {"detail": "Invalid username or password."}
+
+
+async def test_api_key_grant_exchanges_the_bearer_key_for_a_session(
+    client: httpx.AsyncClient, new_key: NewKey
+):
+    key = (await new_key())["key"]
+
+    response = await client.post(
+        "/api/v1/login", data={"grant_type": "api-key"}, headers=bearer(key)
+    )
+    assert response.status_code == 200
+    assert response.headers["cache-control"] == "no-store"
+    session = response.json()["access_token"]
+    assert (await client.get(ME, headers=bearer(session))).json()["name"] == ADMIN
+    without_key = await client.post("/api/v1/login", data={"grant_type": "api-key"})
+    assert without_key.status_code == 401
+
+
+async def test_grant_errors_are_400_with_an_oauth_error_code(client: httpx.AsyncClient):
+    missing = await client.post("/api/v1/login", data={"username": ADMIN})
+    unknown = await client.post("/api/v1/login", data={"grant_type": "magic"})
+    incomplete = await client.post("/api/v1/login", data={"grant_type": "password"})
+
+    assert missing.status_code == unknown.status_code == incomplete.status_code == 400
+    assert missing.json()["error"] == "invalid_request"
+    assert unknown.json()["error"] == "unsupported_grant_type"
+    assert incomplete.json()["error"] == "invalid_request"
+
+
+async def test_password_grant_answers_a_bearer_token(client: httpx.AsyncClient):
+    response = await client.post(
+        "/api/v1/login",
+        data={"grant_type": "password", "username": ADMIN, "password": ADMIN_PASSWORD},
+    )
+
+    assert response.status_code == 200
+    body = response.json()
+    assert body["token_type"] == "bearer"
+    assert 3590 <= body["expires_in"] <= 3599
+    assert body["csrf_token"] is None
