@@ -28,7 +28,7 @@ typecheck: sync
 	$(UV) run --frozen --no-sync mypy
 
 pytest: sync
-	$(UV) run --frozen --no-sync pytest $(PYTEST_ARGS)
+	$(UV) run --frozen --no-sync pytest -n auto --dist loadfile $(PYTEST_ARGS)
 
 test: lint typecheck pytest
 
