@@ -8,9 +8,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from shared.db import transaction
-from shared.listing import read_list
 from shared.pagination import Page
-from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
+from shared.routing import ApiRoute, api_route, parse_json, path_param
 from tracking.artifact.repository import ARTIFACTS
 from tracking.artifact.schemas import (
     ArtifactRequest,
@@ -19,35 +18,23 @@ from tracking.artifact.schemas import (
     artifact_response,
 )
 from tracking.artifact.service import ArtifactService
-from tracking.core.auth import caller, caller_id
+from tracking.core.auth import caller_id
 from tracking.core.schemas import HydrateQuery
 from tracking.core.scoped import (
     ScopedListQuery,
+    create_handler,
     delete_handler,
     get_handler,
+    list_handler,
     query_extras,
     render_one,
-    render_page,
 )
 
 LIST_QUERY = ARTIFACTS.query_model(extra=query_extras(ScopedListQuery))
 
 
-async def list_artifacts(request: Request) -> Response:
-    caller(request)
-    listing = await read_list(request, ARTIFACTS)
-    query = parse_query(request, ScopedListQuery)
-    async with transaction(request) as session:
-        total, items = await ArtifactService(session).list_page(listing, query)
-    return await render_page(request, listing, total, items, artifact_response)
-
-
-async def create(request: Request) -> Response:
-    user_id = caller_id(request)
-    body = await parse_json(request, ArtifactRequest)
-    async with transaction(request) as session:
-        item = await ArtifactService(session).create(body, user_id)
-    return await render_one(request, item, artifact_response, hydrate=True)
+list_artifacts = list_handler(ArtifactService, ARTIFACTS, artifact_response)
+create = create_handler(ArtifactService, ArtifactRequest, artifact_response)
 
 
 async def update(request: Request) -> Response:
