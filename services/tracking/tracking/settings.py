@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import SettingsConfigDict
 
 from shared.settings import ServiceSettings
@@ -27,3 +27,11 @@ class Settings(ServiceSettings):
     download_token_secret: SecretStr | None = None
     # The largest visualization loaded into a response.
     visualization_size_limit: int = Field(default=100 * 1024**2, ge=1)
+
+    @field_validator("download_token_secret")
+    @classmethod
+    def _long_enough(cls, value: SecretStr | None) -> SecretStr | None:
+        # HS256 wants at least 32 bytes of key.
+        if value is not None and len(value.get_secret_value().encode()) < 32:
+            raise ValueError("download_token_secret must be at least 32 bytes long")
+        return value
