@@ -20,6 +20,7 @@ from tracking.artifact_version.download import DownloadTokens
 from tracking.bootstrap import ensure_defaults
 from tracking.code_repository import endpoints as code_repository_endpoints
 from tracking.component import endpoints as component_endpoints
+from tracking.deployment import endpoints as deployment_endpoints
 from tracking.pipeline import endpoints as pipeline_endpoints
 from tracking.pipeline_run import endpoints as pipeline_run_endpoints
 from tracking.project import endpoints as project_endpoints
@@ -39,6 +40,7 @@ def routes() -> list[BaseRoute]:
         *code_repository_endpoints.routes(),
         *pipeline_endpoints.routes(),
         *pipeline_run_endpoints.routes(),
+        *deployment_endpoints.routes(),
     ]
 
 
