@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, Protocol, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict
@@ -37,8 +38,9 @@ from shared.listing import (
     page_of,
     read_list,
 )
+from shared.pagination import Page
 from shared.responses import render, render_null
-from shared.routing import Handler, parse_json, parse_query, path_param
+from shared.routing import ApiRoute, Handler, api_route, parse_json, parse_query, path_param
 from shared.shapes import Shape
 from shared.users import NestedUser
 from tracking.core.auth import caller, caller_id
@@ -405,3 +407,84 @@ def delete_handler(service: OpenService[Any], id_param: str) -> Handler:
         return render_null()
 
     return delete
+
+
+@dataclass(frozen=True)
+class ResourceRoutes:
+    """The usual operations of one resource, declared together: ``GET`` and ``POST`` on
+    ``path``, ``GET`` and ``DELETE`` on ``path/{id_param}`` (any handler may be left out)."""
+
+    path: str
+    id_param: str
+    label: str
+    plural: str
+    tag: str
+    request: type[BaseModel]
+    response: type[BaseModel]
+    list_query: type[BaseModel]
+
+    @property
+    def one(self) -> str:
+        return f"{self.path}/{{{self.id_param}}}"
+
+    def routes(
+        self,
+        *,
+        list_: Handler | None = None,
+        create: Handler | None = None,
+        get: Handler | None = None,
+        delete: Handler | None = None,
+    ) -> list[ApiRoute]:
+        tags = [self.tag]
+        declared: list[ApiRoute] = []
+        if list_ is not None:
+            declared.append(
+                api_route(
+                    self.path,
+                    list_,
+                    method="GET",
+                    summary=f"List {self.plural}",
+                    tags=tags,
+                    query=self.list_query,
+                    response=Page[self.response],  # type: ignore[name-defined]
+                    errors=(400, 404),
+                )
+            )
+        if create is not None:
+            declared.append(
+                api_route(
+                    self.path,
+                    create,
+                    method="POST",
+                    summary=f"Create {self.label}",
+                    tags=tags,
+                    body=self.request,
+                    response=self.response,
+                    errors=(400, 404, 409),
+                )
+            )
+        if get is not None:
+            declared.append(
+                api_route(
+                    self.one,
+                    get,
+                    method="GET",
+                    summary=f"Get {self.label}",
+                    tags=tags,
+                    query=HydrateQuery,
+                    response=self.response,
+                    errors=(404,),
+                )
+            )
+        if delete is not None:
+            declared.append(
+                api_route(
+                    self.one,
+                    delete,
+                    method="DELETE",
+                    summary=f"Delete {self.label}",
+                    tags=tags,
+                    errors=(400, 404),
+                )
+            )
+        return declared

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from starlette.routing import BaseRoute
-
-from shared.pagination import Page
-from shared.routing import api_route
-from tracking.core.schemas import HydrateQuery
+from shared.routing import ApiRoute
 from tracking.core.scoped import (
+    ResourceRoutes,
     ScopedListQuery,
     create_handler,
     delete_handler,
@@ -27,42 +24,17 @@ get = get_handler(DeploymentService, "deployment_id", deployment_response)
 delete = delete_handler(DeploymentService, "deployment_id")
 
 
-def routes() -> list[BaseRoute]:
-    many = "/api/v1/deployments"
-    one = f"{many}/{{deployment_id}}"
-    tags = ["deployments"]
-    return [
-        api_route(
-            many,
-            list_deployments,
-            method="GET",
-            summary="List Deployments",
-            tags=tags,
-            query=LIST_QUERY,
-            response=Page[DeploymentResponse],
-            errors=(400, 404),
-        ),
-        api_route(
-            many,
-            create,
-            method="POST",
-            summary="Create Deployment",
-            tags=tags,
-            body=DeploymentRequest,
-            response=DeploymentResponse,
-            errors=(400, 404, 409),
-        ),
-        api_route(
-            one,
-            get,
-            method="GET",
-            summary="Get Deployment",
-            tags=tags,
-            query=HydrateQuery,
-            response=DeploymentResponse,
-            errors=(404,),
-        ),
-        api_route(
-            one, delete, method="DELETE", summary="Delete Deployment", tags=tags, errors=(404,)
-        ),
-    ]
+DEPLOYMENT = ResourceRoutes(
+    path="/api/v1/deployments",
+    id_param="deployment_id",
+    label="Deployment",
+    plural="Deployments",
+    tag="deployments",
+    request=DeploymentRequest,
+    response=DeploymentResponse,
+    list_query=LIST_QUERY,
+)
+
+
+def routes() -> list[ApiRoute]:
+    return DEPLOYMENT.routes(list_=list_deployments, create=create, get=get, delete=delete)

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from shared.pagination import Page
-from shared.routing import ApiRoute, api_route
-from tracking.core.schemas import HydrateQuery
+from shared.routing import ApiRoute
 from tracking.core.scoped import (
+    ResourceRoutes,
     ScopedListQuery,
     create_handler,
     delete_handler,
@@ -36,74 +35,30 @@ get_snapshot = get_handler(SnapshotService, "snapshot_id", snapshot_response)
 delete_snapshot = delete_handler(SnapshotService, "snapshot_id")
 
 
+PIPELINE = ResourceRoutes(
+    path="/api/v1/pipelines",
+    id_param="pipeline_id",
+    label="Pipeline",
+    plural="Pipelines",
+    tag="pipelines",
+    request=PipelineRequest,
+    response=PipelineResponse,
+    list_query=LIST_QUERY,
+)
+SNAPSHOT = ResourceRoutes(
+    path="/api/v1/pipeline_snapshots",
+    id_param="snapshot_id",
+    label="Snapshot",
+    plural="Snapshots",
+    tag="pipeline_snapshots",
+    request=PipelineSnapshotRequest,
+    response=PipelineSnapshotResponse,
+    list_query=LIST_QUERY,
+)
+
+
 def routes() -> list[ApiRoute]:
-    pipelines = "/api/v1/pipelines"
-    snapshots = "/api/v1/pipeline_snapshots"
     return [
-        api_route(
-            pipelines,
-            list_pipelines,
-            method="GET",
-            summary="List Pipelines",
-            tags=["pipelines"],
-            query=LIST_QUERY,
-            response=Page[PipelineResponse],
-            errors=(400, 404),
-        ),
-        api_route(
-            pipelines,
-            create,
-            method="POST",
-            summary="Create Pipeline",
-            tags=["pipelines"],
-            body=PipelineRequest,
-            response=PipelineResponse,
-            errors=(404, 409),
-        ),
-        api_route(
-            f"{pipelines}/{{pipeline_id}}",
-            get,
-            method="GET",
-            summary="Get Pipeline",
-            tags=["pipelines"],
-            query=HydrateQuery,
-            response=PipelineResponse,
-            errors=(404,),
-        ),
-        api_route(
-            f"{pipelines}/{{pipeline_id}}",
-            delete,
-            method="DELETE",
-            summary="Delete Pipeline",
-            tags=["pipelines"],
-            errors=(404,),
-        ),
-        api_route(
-            snapshots,
-            create_snapshot,
-            method="POST",
-            summary="Create Snapshot",
-            tags=["pipeline_snapshots"],
-            body=PipelineSnapshotRequest,
-            response=PipelineSnapshotResponse,
-            errors=(404,),
-        ),
-        api_route(
-            f"{snapshots}/{{snapshot_id}}",
-            get_snapshot,
-            method="GET",
-            summary="Get Snapshot",
-            tags=["pipeline_snapshots"],
-            query=HydrateQuery,
-            response=PipelineSnapshotResponse,
-            errors=(404,),
-        ),
-        api_route(
-            f"{snapshots}/{{snapshot_id}}",
-            delete_snapshot,
-            method="DELETE",
-            summary="Delete Snapshot",
-            tags=["pipeline_snapshots"],
-            errors=(404,),
-        ),
+        *PIPELINE.routes(list_=list_pipelines, create=create, get=get, delete=delete),
+        *SNAPSHOT.routes(create=create_snapshot, get=get_snapshot, delete=delete_snapshot),
     ]
