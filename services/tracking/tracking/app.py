@@ -24,6 +24,7 @@ from tracking.deployment import endpoints as deployment_endpoints
 from tracking.pipeline import endpoints as pipeline_endpoints
 from tracking.pipeline_run import endpoints as pipeline_run_endpoints
 from tracking.project import endpoints as project_endpoints
+from tracking.schedule import endpoints as schedule_endpoints
 from tracking.settings import Settings
 from tracking.stack import endpoints as stack_endpoints
 
@@ -41,6 +42,7 @@ def routes() -> list[BaseRoute]:
         *pipeline_endpoints.routes(),
         *pipeline_run_endpoints.routes(),
         *deployment_endpoints.routes(),
+        *schedule_endpoints.routes(),
     ]
 
 
