@@ -8,7 +8,7 @@ import base64
 import json
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
@@ -93,6 +93,15 @@ def version_number(version: str) -> int | None:
         return None
 
 
+@dataclass
+class _Seen:
+    """What one batch has already resolved."""
+
+    projects: dict[uuid.UUID, ProjectRef] = field(default_factory=dict)
+    artifacts: dict[tuple[Any, ...], Any] = field(default_factory=dict)
+    stores: set[uuid.UUID] = field(default_factory=set)
+
+
 @dataclass(frozen=True)
 class Download:
     """What the data endpoint streams: the entries of one version's data."""
@@ -166,15 +175,30 @@ class ArtifactVersionService:
     async def create_many(
         self, requests: Sequence[ArtifactVersionRequest], user_id: uuid.UUID
     ) -> list[VersionItem]:
-        """All in the request's one transaction: any failure leaves none created."""
-        ids = [await self._create(request, user_id) for request in requests]
-        return [await self.get(version_id) for version_id in ids]
+        """All in the request's one transaction: any failure leaves none created. Projects,
+        artifacts and stores named again in the batch are looked up (and locked) once."""
+        seen = _Seen()
+        ids = [await self._create(request, user_id, seen) for request in requests]
+        rows = {row.id: row for row in await self.repository.read_many(ids)}
+        return await self._items([rows[i] for i in ids], hydrate=True)
 
-    async def _create(self, request: ArtifactVersionRequest, user_id: uuid.UUID) -> uuid.UUID:
-        project = await resolve_project_ref(self.session, request.project)
-        artifact = await self._artifact_for(request, project, user_id)
-        if request.artifact_store_id is not None:
-            await self._check_store(request.artifact_store_id)
+    async def _create(
+        self, request: ArtifactVersionRequest, user_id: uuid.UUID, seen: _Seen | None = None
+    ) -> uuid.UUID:
+        seen = seen or _Seen()
+        project = seen.projects.get(request.project)
+        if project is None:
+            project = await resolve_project_ref(self.session, request.project)
+            seen.projects[request.project] = project
+        key = (project.id, request.artifact_id, request.artifact_name, request.has_custom_name)
+        artifact = seen.artifacts.get(key)
+        if artifact is None:
+            artifact = await self._artifact_for(request, project, user_id)
+            seen.artifacts[key] = artifact
+        store_id = request.artifact_store_id
+        if store_id is not None and store_id not in seen.stores:
+            await self._check_store(store_id)
+            seen.stores.add(store_id)
         if request.version is None:
             number: int | None = await self.repository.next_number(artifact.id)
             version = str(number)
