@@ -244,6 +244,33 @@ async def test_batch_creates_all_in_order(
     assert all(v["metadata"] is not None for v in made)
 
 
+async def test_batch_spans_projects_and_existing_artifacts(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    from tests.tracking.artifact.support import new_project
+
+    other = await new_project(tracking, auth, "other")
+    await create_version(tracking, auth, default_project, "a", version=5)
+    bodies = [
+        version_body(default_project, "a", has_custom_name=True),
+        version_body(other, "a"),
+        version_body(default_project, "a", metadata={"k": "v"}),
+    ]
+    response = await tracking.post(f"{VERSIONS}/batch", json=bodies, headers=auth)
+    assert response.status_code == 200, response.text
+    made = response.json()
+    assert [(v["body"]["project_id"], v["body"]["version"]) for v in made] == [
+        (default_project["id"], "6"),
+        (other["id"], "1"),
+        (default_project["id"], "7"),
+    ]
+    assert made[2]["metadata"]["run_metadata"] == {"k": "v"}
+    artifact = await tracking.get(
+        f"/api/v1/artifacts/{made[0]['body']['artifact']['id']}", headers=auth
+    )
+    assert artifact.json()["metadata"]["has_custom_name"] is True
+
+
 async def test_empty_batch_returns_an_empty_list(
     tracking: httpx.AsyncClient, auth: Headers
 ) -> None:
