@@ -87,3 +87,21 @@ def test_delete_through_a_link_never_leaves_the_root(
         store.delete("escape")
     assert (tmp_path / "outside.txt").exists()
     assert os.path.islink(store.root / "escape")
+
+
+def test_only_local_artifact_stores_can_be_opened() -> None:
+    from types import SimpleNamespace
+
+    from tracking.store import StoreUnsupported, store_for
+
+    local = SimpleNamespace(
+        name="s", type="artifact_store", flavor="local", configuration={"path": "/data"}
+    )
+    assert store_for(local).root == Path("/data")
+    for other in (
+        SimpleNamespace(name="s3", type="artifact_store", flavor="s3", configuration={}),
+        SimpleNamespace(name="o", type="orchestrator", flavor="local", configuration={}),
+    ):
+        with pytest.raises(StoreUnsupported) as raised:
+            store_for(other)
+        assert raised.value.status_code == 501
