@@ -81,6 +81,8 @@ WORKLOAD_TITLES = {
     "versions": "versions 3 filters",
 }
 VERSION_TYPES = ("DataArtifact", "ModelArtifact")
+LOAD_WRITERS = 2
+LOAD_TIMEOUT = 600.0  # seconds for one batch of versions (the reference takes ~20 ms each)
 MATERIALIZER = {
     "module": "zenml.materializers.built_in_materializer",
     "attribute": "BuiltInMaterializer",
@@ -449,14 +451,14 @@ def make_request(
     raise ValueError(f"unknown workload {workload!r}")  # pragma: no cover
 
 
-def _clients(target: Target, count: int) -> list[httpx.AsyncClient]:
+def _clients(target: Target, count: int, timeout: float = 60.0) -> list[httpx.AsyncClient]:
     """``count`` clients with one keep-alive connection each (a shared pool costs 3x CPU)."""
     return [
         httpx.AsyncClient(
             base_url=target.base_url,
             headers={"Authorization": f"Bearer {target.token}"},
             limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
-            timeout=httpx.Timeout(60.0),
+            timeout=httpx.Timeout(timeout),
             trust_env=False,
         )
         for _ in range(count)
@@ -570,7 +572,8 @@ async def load_versions(target: Target, args: argparse.Namespace) -> None:
     """``--versions`` versions in batches of ``--batch``, concurrently; the first batch
     alone creates every artifact, so concurrent batches only add versions."""
     batches = -(-args.versions // args.batch)
-    clients = _clients(target, args.concurrency)
+    # Writers take turns on SQLite: more than two only queue (and time out) behind the lock.
+    clients = _clients(target, min(args.concurrency, LOAD_WRITERS), timeout=LOAD_TIMEOUT)
 
     def make(batch: int) -> Request:
         start = batch * args.batch
