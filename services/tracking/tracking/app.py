@@ -1,5 +1,5 @@
-"""The tracking service: projects, stacks, artifacts, code repositories (and, later,
-artifact versions and deployments)."""
+"""The tracking service: projects, stacks, artifacts and their versions (with their stores'
+data), code repositories, deployments, and the pipelines, runs and schedules they refer to."""
 
 from __future__ import annotations
 
