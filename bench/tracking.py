@@ -14,6 +14,10 @@ connection) and with ``--concurrency`` clients (one connection each), for
     list     GET  /api/v1/artifacts?size=50
     get      GET  /api/v1/artifacts/{id}?hydrate=true
     filter   GET  /api/v1/artifacts?name=contains:bench-1&sort_by=desc:created&size=50
+    versions GET  /api/v1/artifact_versions?artifact=bench-v-<n>&type=ModelArtifact
+                  &version_number=gte:<half>&sort_by=desc:created&size=50
+                  (over ``--versions`` versions of ``--version-artifacts`` artifacts, loaded
+                  with ``POST /artifact_versions/batch``; only when the workload is chosen)
 
 The read workloads run first (so both servers hold exactly ``--rows`` artifacts), creates last;
 each cell is measured on the reference then on ours, interleaved. The sender is one asyncio
@@ -67,14 +71,27 @@ from tests.support.zenml_env import (  # noqa: E402
 )
 
 TARGETS = ("reference", "ours")
-WORKLOADS = ("create", "list", "get", "filter")
-RUN_ORDER = ("list", "get", "filter", "create")  # reads on exactly --rows rows, creates last
+WORKLOADS = ("create", "list", "get", "filter", "versions")
+# Loading 100,000 versions into the reference takes a while: ask for it with --workloads.
+DEFAULT_WORKLOADS = ("create", "list", "get", "filter")
+# Reads on exactly --rows rows, creates last.
+RUN_ORDER = ("list", "get", "filter", "versions", "create")
 WORKLOAD_TITLES = {
     "create": "create artifact",
     "list": "list size=50",
     "get": "get hydrated",
     "filter": "list filtered",
+    "versions": "versions 3 filters",
 }
+VERSION_TYPES = ("DataArtifact", "ModelArtifact")
+LOAD_WRITERS = 2
+LOAD_TIMEOUT = 600.0  # seconds for one batch of versions (the reference takes ~20 ms each)
+MATERIALIZER = {
+    "module": "zenml.materializers.built_in_materializer",
+    "attribute": "BuiltInMaterializer",
+    "type": "internal",
+}
+DATA_TYPE = {"module": "builtins", "attribute": "int", "type": "builtin"}
 FILTER_NAME = "contains:bench-1"
 TAGS = [f"group-{n}" for n in range(5)]
 CLIENT_BOUND_CPU = 0.85  # sender CPU seconds per wall second above which a cell is suspect
@@ -131,6 +148,24 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="artifacts loaded into each server first (default: %(default)s)",
     )
     parser.add_argument(
+        "--versions",
+        type=_positive,
+        default=100_000,
+        help="artifact versions loaded for the versions workload (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--version-artifacts",
+        type=_positive,
+        default=100,
+        help="artifacts those versions spread over (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--batch",
+        type=_positive,
+        default=500,
+        help="versions per batch-create request while loading (default: %(default)s)",
+    )
+    parser.add_argument(
         "--repeat",
         type=_positive,
         default=1,
@@ -140,8 +175,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--workloads",
         type=_workloads,
-        default=list(WORKLOADS),
-        help=f"comma-separated subset of {','.join(WORKLOADS)} (default: all)",
+        default=list(DEFAULT_WORKLOADS),
+        help=f"comma-separated subset of {','.join(WORKLOADS)} "
+        f"(default: {','.join(DEFAULT_WORKLOADS)})",
     )
     parser.add_argument(
         "--zenml-headers",
@@ -385,11 +421,13 @@ def zenml_headers() -> dict[str, str]:
 
 
 Request = tuple[
-    str, str, dict[str, Any] | None, dict[str, Any] | None
+    str, str, dict[str, Any] | None, dict[str, Any] | list[Any] | None
 ]  # method, path, params, json
 
 
-def make_request(target: Target, workload: str, index: int) -> Request:
+def make_request(
+    target: Target, workload: str, index: int, args: argparse.Namespace | None = None
+) -> Request:
     """The ``index``-th request of ``workload`` against ``target``."""
     if workload == "create":
         name = f"created-{target.run_tag}-{next(target.names)}"
@@ -413,17 +451,28 @@ def make_request(target: Target, workload: str, index: int) -> Request:
             {**base, "name": FILTER_NAME, "sort_by": "desc:created"},
             None,
         )
+    if workload == "versions":
+        assert args is not None
+        per_artifact = args.versions // args.version_artifacts
+        params = {
+            **base,
+            "artifact": f"bench-v-{index % args.version_artifacts}",
+            "type": VERSION_TYPES[1],
+            "version_number": f"gte:{per_artifact // 2}",
+            "sort_by": "desc:created",
+        }
+        return "GET", "/api/v1/artifact_versions", params, None
     raise ValueError(f"unknown workload {workload!r}")  # pragma: no cover
 
 
-def _clients(target: Target, count: int) -> list[httpx.AsyncClient]:
+def _clients(target: Target, count: int, timeout: float = 60.0) -> list[httpx.AsyncClient]:
     """``count`` clients with one keep-alive connection each (a shared pool costs 3x CPU)."""
     return [
         httpx.AsyncClient(
             base_url=target.base_url,
             headers={"Authorization": f"Bearer {target.token}"},
             limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
-            timeout=httpx.Timeout(60.0),
+            timeout=httpx.Timeout(timeout),
             trust_env=False,
         )
         for _ in range(count)
@@ -517,6 +566,49 @@ async def load_rows(target: Target, rows: int, concurrency: int) -> None:
         raise BenchError(f"{target.name}: after loading: {describe_http_error(response)}")
 
 
+def version_body(target: Target, index: int, artifacts: int) -> dict[str, Any]:
+    """The ``index``-th version: artifact ``index % artifacts``, an explicit number (so
+    concurrent batches never race for one), half of each artifact's versions models."""
+    number = index // artifacts + 1
+    return {
+        "project": target.project_id,
+        "artifact_name": f"bench-v-{index % artifacts}",
+        "version": number,
+        "type": VERSION_TYPES[number % 2],
+        "uri": f"/bench/{index}",
+        "materializer": MATERIALIZER,
+        "data_type": DATA_TYPE,
+        "save_type": "external",
+    }
+
+
+async def load_versions(target: Target, args: argparse.Namespace) -> None:
+    """``--versions`` versions in batches of ``--batch``, concurrently; the first batch
+    alone creates every artifact, so concurrent batches only add versions."""
+    batches = -(-args.versions // args.batch)
+    # Writers take turns on SQLite: more than two only queue (and time out) behind the lock.
+    clients = _clients(target, min(args.concurrency, LOAD_WRITERS), timeout=LOAD_TIMEOUT)
+
+    def make(batch: int) -> Request:
+        start = batch * args.batch
+        stop = min(start + args.batch, args.versions)
+        bodies = [version_body(target, i, args.version_artifacts) for i in range(start, stop)]
+        return "POST", "/api/v1/artifact_versions/batch", None, bodies
+
+    try:
+        stats = await drive(clients[:1], 1, make, time_cap=3600)
+        if stats.errors == 0 and batches > 1:
+            stats = await drive(clients, batches - 1, lambda b: make(b + 1), time_cap=7200)
+    finally:
+        await asyncio.gather(*(client.aclose() for client in clients))
+    if stats.errors:
+        raise BenchError(f"{target.name}: loading versions failed: {stats.first_error}")
+    async with _clients(target, 1)[0] as http:
+        response = await http.get("/api/v1/artifact_versions", params={"size": "1"})
+    if response.status_code != 200 or response.json().get("total", 0) < args.versions:
+        raise BenchError(f"{target.name}: after loading versions: {describe_http_error(response)}")
+
+
 async def measure(
     target: Target, workload: str, concurrency: int, total: int, args: argparse.Namespace
 ) -> Stats | str:
@@ -527,7 +619,7 @@ async def measure(
     extra = zenml_headers if args.zenml_headers else None
 
     def make(index: int) -> Request:
-        return make_request(target, workload, index)
+        return make_request(target, workload, index, args)
 
     try:
         if args.warmup:
@@ -704,8 +796,14 @@ async def prepare(target: Target, args: argparse.Namespace) -> None:
     say(f"{target.name}: loading {args.rows} artifacts ({args.concurrency} clients) ...")
     started = time.perf_counter()
     await load_rows(target, args.rows, args.concurrency)
-    say(f"{target.name}: loaded in {time.perf_counter() - started:.1f}s; warming up ...")
-    for workload in ("list", "get", "filter"):
+    say(f"{target.name}: loaded in {time.perf_counter() - started:.1f}s")
+    if "versions" in args.workloads:
+        say(f"{target.name}: loading {args.versions} artifact versions ...")
+        started = time.perf_counter()
+        await load_versions(target, args)
+        say(f"{target.name}: loaded in {time.perf_counter() - started:.1f}s")
+    say(f"{target.name}: warming up ...")
+    for workload in [w for w in ("list", "get", "filter", "versions") if w in args.workloads]:
         await measure(target, workload, 1, 0, args)  # the warm-up part only
 
 

@@ -13,8 +13,9 @@ validates as its model and serializes identically.
 from __future__ import annotations
 
 import datetime as dt
+import types
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
@@ -26,7 +27,16 @@ _MISSING = object()
 
 
 def _is_datetime(annotation: Any) -> bool:
-    return annotation is dt.datetime or annotation == (dt.datetime | None)
+    """``datetime``, ``datetime | None``, or either with ``Annotated`` metadata (pydantic
+    strips it from a field's own annotation, not from a union's members)."""
+    if annotation is dt.datetime or annotation == (dt.datetime | None):
+        return True
+    if get_origin(annotation) in (Union, types.UnionType):
+        members = [m for m in get_args(annotation) if m is not type(None)]
+        return len(members) == 1 and _is_datetime(members[0])
+    if get_origin(annotation) is Annotated:
+        return _is_datetime(get_args(annotation)[0])
+    return False
 
 
 def _wire_datetime(value: Any) -> Any:

@@ -340,6 +340,25 @@ def artifact_versions(client, prefix: str, project) -> None:
         {"id": str(got_version.id), "version": got_version.version},
     )
 
+    call = "Client().get_artifact_version(<version id>)"
+    by_id = step(
+        section,
+        "get artifact version by id",
+        call,
+        lambda: client.get_artifact_version(version.id),
+    )
+    record(
+        section,
+        "get artifact version by id",
+        call,
+        {
+            "id": str(by_id.id),
+            "version": by_id.version,
+            "artifact_name": by_id.artifact.name,
+            "tags": sorted(tag.name for tag in by_id.tags),
+        },
+    )
+
     call = f"Client().delete_artifact({versioned!r})"
     step(section, "delete versioned artifact", call, lambda: client.delete_artifact(versioned))
     record(

@@ -32,6 +32,34 @@ def test_options_parse():
     assert args.time_cap == 2.5
 
 
+def test_versions_workload_is_chosen_explicitly_with_its_sizes():
+    args = tracking.parse_args(
+        ["--workloads", "versions", "--versions", "2000", "--version-artifacts", "10"]
+    )
+    assert (args.workloads, args.versions, args.version_artifacts) == (["versions"], 2000, 10)
+    assert tracking.parse_args([]).versions == 100_000
+
+
+def test_versions_request_uses_three_filters_and_size_50():
+    args = tracking.parse_args(["--versions", "1000", "--version-artifacts", "10"])
+    target = tracking.Target("ours", "http://x", "t", "p", "stack")
+    method, path, params, body = tracking.make_request(target, "versions", 3, args)
+    assert (method, path, body) == ("GET", "/api/v1/artifact_versions", None)
+    assert params is not None
+    assert (params["artifact"], params["type"], params["version_number"]) == (
+        "bench-v-3",
+        "ModelArtifact",
+        "gte:50",
+    )
+    assert params["size"] == "50"
+
+
+def test_loaded_versions_are_unique_per_artifact():
+    target = tracking.Target("ours", "http://x", "t", "p", "stack")
+    bodies = [tracking.version_body(target, i, 7) for i in range(70)]
+    assert len({(b["artifact_name"], b["version"]) for b in bodies}) == 70
+
+
 @pytest.mark.parametrize(
     "argv",
     [

@@ -3,8 +3,9 @@
 The client runs in its own cached environment (``tests/support/zenml_env.py``; built on first
 use, ~15 s with pip) and executes ``client_scenario.py``: log in as ``default`` with
 username/password through the gateway's platform port, list/create/get/rename/tag/delete
-artifacts, create an artifact version under a new artifact name, create/read/update/delete a
-code repository. The scenario reports what each call returned; this module checks the values.
+artifacts, create an artifact version under a new artifact name and read it by id and by
+name, create/read/update/delete a code repository. The scenario reports what each call
+returned; this module checks the values.
 
 ``test_against_reference`` runs the same scenario against the real ZenML 0.96.3 server
 (``zenml[server]`` in a second cached environment) to prove the harness and the expectations;
@@ -58,9 +59,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LaunchedStack]:
         pytest.fail(f"our stack did not start: {exc}", pytrace=False)
 
 
-# What our stack serves so far: artifact versions arrive with the next tracking issue
-# (the reference runs every section).
-OUR_SECTIONS = ("artifacts", "code repositories")
+# What our stack serves (the reference runs every section).
+OUR_SECTIONS = ("artifacts", "artifact versions", "code repositories")
 
 
 def run_scenario(
@@ -170,6 +170,12 @@ def check_artifact_versions(steps: dict[str, Any], prefix: str, project_id: str)
     assert versioned["latest_version_id"] == version["id"]
     assert versioned["tags"] == []  # the version's tags are not the artifact's
     assert steps["get artifact version by name"] == {"id": version["id"], "version": "1"}
+    assert steps["get artifact version by id"] == {
+        "id": version["id"],
+        "version": "1",
+        "artifact_name": f"{prefix}-versioned",
+        "tags": ["compat-version"],
+    }
 
     deleted = steps["delete versioned artifact"]
     assert deleted["get_artifact_after"]["raised"] == "KeyError", deleted

@@ -90,3 +90,14 @@ def test_core_rows_are_read_by_position_with_naive_utc_datetimes(stored: dt.date
         assert body_dict["label"] == "x"
         assert body_dict["created"].tzinfo is None
         _same_as_model(Envelope, built)
+
+
+class OptionalTimes(BaseModel):
+    start_time: WireDatetime | None = None
+
+
+def test_an_optional_wire_datetime_is_sent_naive_utc() -> None:
+    built = Shape(OptionalTimes).of(SimpleNamespace(start_time=AWARE))
+    assert built == {"start_time": dt.datetime(2026, 11, 22, 8, 25, 49, 617843)}
+    _same_as_model(OptionalTimes, built)
+    assert Shape(OptionalTimes).of(SimpleNamespace(start_time=None)) == {"start_time": None}

@@ -1,5 +1,5 @@
-"""The tracking service: projects, stacks, artifacts, code repositories (and, later,
-artifact versions and deployments)."""
+"""The tracking service: projects, stacks, artifacts and their versions (with their stores'
+data), code repositories, deployments, and the pipelines, runs and schedules they refer to."""
 
 from __future__ import annotations
 
@@ -15,10 +15,16 @@ from shared.app import State, create_service_app
 from shared.settings import PLATFORM_VERSION
 from shared.users import create_user_directory
 from tracking.artifact import endpoints as artifact_endpoints
+from tracking.artifact_version import endpoints as artifact_version_endpoints
+from tracking.artifact_version.download import DownloadTokens
 from tracking.bootstrap import ensure_defaults
 from tracking.code_repository import endpoints as code_repository_endpoints
 from tracking.component import endpoints as component_endpoints
+from tracking.deployment import endpoints as deployment_endpoints
+from tracking.pipeline import endpoints as pipeline_endpoints
+from tracking.pipeline_run import endpoints as pipeline_run_endpoints
 from tracking.project import endpoints as project_endpoints
+from tracking.schedule import endpoints as schedule_endpoints
 from tracking.settings import Settings
 from tracking.stack import endpoints as stack_endpoints
 
@@ -31,7 +37,12 @@ def routes() -> list[BaseRoute]:
         *stack_endpoints.routes(),
         *component_endpoints.routes(),
         *artifact_endpoints.routes(),
+        *artifact_version_endpoints.routes(),
         *code_repository_endpoints.routes(),
+        *pipeline_endpoints.routes(),
+        *pipeline_run_endpoints.routes(),
+        *deployment_endpoints.routes(),
+        *schedule_endpoints.routes(),
     ]
 
 
@@ -39,7 +50,11 @@ def routes() -> list[BaseRoute]:
 async def _lifespan(app: Starlette, state: State) -> AsyncIterator[State]:
     settings: Settings = state["settings"]
     await ensure_defaults(state["sessionmaker"], settings.artifact_store_root)
-    yield {"users": create_user_directory(settings, state["http"])}
+    secret = settings.download_token_secret
+    downloads = DownloadTokens.create(
+        secret.get_secret_value() if secret else None, settings.download_token_lifetime
+    )
+    yield {"users": create_user_directory(settings, state["http"]), "downloads": downloads}
 
 
 def create_app(

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import SettingsConfigDict
 
 from shared.settings import ServiceSettings
@@ -16,3 +18,20 @@ class Settings(ServiceSettings):
     database_url: str = "sqlite+aiosqlite:///./.local/data/tracking.db"
     # Root of the default stack's local artifact store (created at first start).
     artifact_store_root: Path = Path(".local/artifacts")
+    # Artifact data downloads: the largest artifact served (the reference's 2 GiB default)
+    # and how long a download token lives.
+    download_size_limit: int = Field(default=2 * 1024**3, ge=1)
+    download_token_lifetime: timedelta = timedelta(seconds=30)
+    # Signs download tokens, which only tracking reads. Replicas must share it; unset, each
+    # process makes its own (fine for one process, as the local stack runs).
+    download_token_secret: SecretStr | None = None
+    # The largest visualization loaded into a response.
+    visualization_size_limit: int = Field(default=100 * 1024**2, ge=1)
+
+    @field_validator("download_token_secret")
+    @classmethod
+    def _long_enough(cls, value: SecretStr | None) -> SecretStr | None:
+        # HS256 wants at least 32 bytes of key.
+        if value is not None and len(value.get_secret_value().encode()) < 32:
+            raise ValueError("download_token_secret must be at least 32 bytes long")
+        return value

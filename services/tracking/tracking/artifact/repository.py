@@ -4,18 +4,33 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+from sqlalchemy import Select, func
+from sqlalchemy import select as sa_select
 from sqlmodel import col
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from shared.listing import Kind, ListSpec, SortKey, column_field
 from tracking.core.scoped import ScopedRepository, ScopedRow, scoped_fields, scoped_sort_keys
-from tracking.models import Artifact
+from tracking.models import Artifact, ArtifactVersion
 from tracking.tag.schemas import TagRow
 from tracking.tag.service import tags_field, tags_sort
 
 TAG_RESOURCE = "artifact"
+
+
+def _latest(column: Any) -> Any:
+    """``column`` of the artifact's newest version (by ``created``, then id), if any; the
+    (artifact_id, created, id) index finds it in one step."""
+    return (
+        sa_select(column)
+        .where(col(ArtifactVersion.artifact_id) == col(Artifact.id))
+        .order_by(col(ArtifactVersion.created).desc(), col(ArtifactVersion.id).desc())
+        .limit(1)
+        .scalar_subquery()
+    )
+
 
 ARTIFACTS = ListSpec(
     resource="artifact",
@@ -29,9 +44,11 @@ ARTIFACTS = ListSpec(
         *scoped_sort_keys(Artifact),
         SortKey("has_custom_name", col(Artifact.has_custom_name)),
         tags_sort(TAG_RESOURCE, col(Artifact.id)),
-        # The newest version's `created` once artifact versions exist; until then every
-        # artifact has none, and the reference falls back to the artifact's own.
-        SortKey("latest_version", col(Artifact.created)),
+        # The newest version's `created`, or the artifact's own when it has none.
+        SortKey(
+            "latest_version",
+            func.coalesce(_latest(col(ArtifactVersion.created)), col(Artifact.created)),
+        ),
     ],
 )
 
@@ -50,3 +67,14 @@ class TaggedArtifact(NamedTuple):
 class ArtifactRepository(ScopedRepository[Artifact]):
     def __init__(self, session: AsyncSession) -> None:
         super().__init__(session, Artifact)
+
+    def _columns(self) -> Select[Any]:
+        """The artifact's columns and its latest version's id and ``version``."""
+        return (
+            super()
+            ._columns()
+            .add_columns(
+                _latest(col(ArtifactVersion.id)).label("latest_version_id"),
+                _latest(col(ArtifactVersion.version)).label("latest_version_name"),
+            )
+        )

@@ -61,6 +61,12 @@ ARTIFACT = EnvelopeShape(ArtifactResponse)
 def artifact_response(
     item: TaggedArtifact, hydrate: bool, user: NestedUser | None
 ) -> dict[str, Any]:
-    """The latest version stays null until artifact versions exist."""
-    resources = {"user": user, "tags": [nested_tag(t) for t in item.tags]}
+    """A new artifact (an instance, not a read row) has no versions yet."""
+    row = item.artifact
+    resources = {
+        "user": user,
+        "tags": [nested_tag(t) for t in item.tags],
+        "latest_version_name": getattr(row, "latest_version_name", None),
+        "latest_version_id": getattr(row, "latest_version_id", None),
+    }
     return ARTIFACT(item.artifact, resources, hydrate=hydrate)

@@ -17,6 +17,8 @@ from tracking.artifact.repository import (
     TaggedArtifact,
 )
 from tracking.artifact.schemas import ArtifactRequest, ArtifactUpdate
+from tracking.artifact_version.repository import TAG_RESOURCE as VERSION_TAG_RESOURCE
+from tracking.artifact_version.repository import ArtifactVersionRepository
 from tracking.core.scoped import (
     NameTaken,
     ScopedListQuery,
@@ -113,10 +115,15 @@ class ArtifactService(ScopedService[Artifact]):
         await self.tags.attach(TAG_RESOURCE, artifact.id, update.add_tags or [], user_id)
         await self.tags.detach(TAG_RESOURCE, artifact.id, update.remove_tags or [])
         await self.session.flush()
-        (item,) = await self._with_tags([artifact])
-        return item
+        return await self.get(artifact.id)
 
     async def delete(self, artifact_id: uuid.UUID) -> None:
+        """The artifact and, as the reference, all its versions (used or not) with their
+        tags and metadata."""
+        versions = ArtifactVersionRepository(self.session)
+        version_ids = await versions.ids_of(artifact_id)
+        await self.tags.detach_all(VERSION_TAG_RESOURCE, version_ids)
+        await versions.delete_versions(version_ids)
         artifact = await self.delete_row(artifact_id)
         await self.tags.detach_all(TAG_RESOURCE, [artifact.id])
 

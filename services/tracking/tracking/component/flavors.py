@@ -83,6 +83,19 @@ class LocalOrchestratorConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", title="LocalOrchestratorConfig")
 
 
+class LocalDeployerConfig(BaseModel):
+    """Serves deployments as local processes, started by the client."""
+
+    model_config = ConfigDict(extra="forbid", title="LocalDeployerConfig")
+
+    port: int | None = Field(default=None, ge=1, le=65535)
+    allocate_port_if_busy: bool = True
+    port_range: tuple[int, int] = (8000, 65535)
+    address: str = "127.0.0.1"
+    blocking: bool = False
+    auto_reload: bool = False
+
+
 @dataclass(frozen=True)
 class Flavor:
     component_type: StackComponentType
@@ -141,6 +154,15 @@ FLAVORS: tuple[Flavor, ...] = (
         logo_url=f"{_LOGOS}/orchestrator/local.png",
         docs_url="https://docs.zenml.io/stack-components/orchestrators/local",
         sdk_docs_url=f"{_SDK_DOCS}/core-orchestrators/#zenml.orchestrators.local.local_orchestrator",
+    ),
+    Flavor(
+        component_type=StackComponentType.DEPLOYER,
+        name="local",
+        config=LocalDeployerConfig,
+        source="zenml.deployers.local.local_deployer.LocalDeployerFlavor",
+        logo_url=f"{_LOGOS}/deployer/local.svg",
+        docs_url="https://docs.zenml.io/stack-components/deployers/local",
+        sdk_docs_url=f"{_SDK_DOCS}/core-deployers/#zenml.deployers.local.local_deployer",
     ),
 )
 

@@ -2,12 +2,29 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 from enum import StrEnum
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
 
 from shared.types import WireDatetime
+
+
+def _aware_utc(value: dt.datetime) -> dt.datetime:
+    if value.tzinfo is None:
+        return value.replace(tzinfo=dt.UTC)
+    return value.astimezone(dt.UTC)
+
+
+InputDatetime = Annotated[
+    dt.datetime,
+    AfterValidator(_aware_utc),
+    WithJsonSchema({"type": "string", "format": "date-time"}),
+]
+"""A datetime a request sends, held as aware UTC to be stored (naive values, as the
+reference's clients send them, are taken as UTC)."""
 
 
 class SourceType(StrEnum):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, Protocol, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict
@@ -35,9 +36,11 @@ from shared.listing import (
     column_field,
     fetch_page,
     page_of,
+    read_list,
 )
+from shared.pagination import Page
 from shared.responses import render, render_null
-from shared.routing import Handler, parse_query, path_param
+from shared.routing import ApiRoute, Handler, api_route, parse_json, parse_query, path_param
 from shared.shapes import Shape
 from shared.users import NestedUser
 from tracking.core.auth import caller, caller_id
@@ -98,23 +101,31 @@ def _part(response: type[BaseModel], name: str) -> type[BaseModel]:
 
 
 class EnvelopeShape:
-    """A :class:`NamedResponse` subclass's wire dict, built from a row (see
+    """A response envelope's wire dict (a :class:`NamedResponse` subclass, or any model
+    with ``body``, ``metadata`` and ``resources`` parts), built from a row (see
     :mod:`shared.shapes`): the body and, hydrated, the metadata from the row's columns of
     the same names; the resources from what the caller gathered."""
 
-    def __init__(self, response: type[NamedResponse[Any, Any, Any]]) -> None:
+    def __init__(self, response: type[BaseModel]) -> None:
         self.envelope = Shape(response)
         self.body = Shape(_part(response, "body"))
         self.metadata = Shape(_part(response, "metadata"))
         self.resources = Shape(_part(response, "resources"))
 
     def __call__(
-        self, row: ScopedRow, resources: dict[str, Any], *, hydrate: bool
+        self,
+        row: Any,
+        resources: dict[str, Any],
+        *,
+        hydrate: bool,
+        body: dict[str, Any] | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
+        """``body`` and ``metadata`` give values the row lacks (or holds in another form)."""
         return self.envelope.of(
             row,
-            body=self.body.of(row),
-            metadata=self.metadata.of(row) if hydrate else None,
+            body=self.body.of(row, **(body or {})),
+            metadata=self.metadata.of(row, **(metadata or {})) if hydrate else None,
             resources=self.resources.of_mapping(resources),
         )
 
@@ -310,6 +321,14 @@ async def render_page(
     return render(page_of(listing, total, rendered))
 
 
+async def render_many(
+    request: Request, items: Sequence[Creator], respond: Respond[Creator]
+) -> Response:
+    """A JSON list of hydrated items (batch creates), creators looked up in one batch."""
+    users = await users_by_id(request, [item.user_id for item in items])
+    return render([respond(item, True, _creator(users, item)) for item in items])
+
+
 class ReadsAndDeletes(Protocol[Found]):
     async def get(self, row_id: uuid.UUID) -> Found: ...
 
@@ -317,6 +336,50 @@ class ReadsAndDeletes(Protocol[Found]):
 
 
 OpenService = Callable[[AsyncSession], ReadsAndDeletes[Found]]
+
+
+class Lists(Protocol):
+    async def list_page(self, listing: Listing, query: Any) -> tuple[int, Sequence[Any]]: ...
+
+
+class Creates(Protocol):
+    async def create(self, request: Any, user_id: uuid.UUID) -> Any: ...
+
+
+def list_handler(
+    service: Callable[[AsyncSession], Lists],
+    spec: ListSpec,
+    respond: Respond[Any],
+    query_model: type[BaseModel] = ScopedListQuery,
+) -> Handler:
+    """``GET …``: a page of ``spec``'s rows in the scope ``query_model`` reads."""
+
+    async def list_(request: Request) -> Response:
+        caller(request)
+        listing = await read_list(request, spec)
+        query = parse_query(request, query_model)
+        async with transaction(request) as session:
+            total, items = await service(session).list_page(listing, query)
+        return await render_page(request, listing, total, items, respond)
+
+    return list_
+
+
+def create_handler(
+    service: Callable[[AsyncSession], Creates],
+    body: type[BaseModel],
+    respond: Respond[Any],
+) -> Handler:
+    """``POST …``: create from ``body``, answer it fully hydrated."""
+
+    async def create(request: Request) -> Response:
+        user_id = caller_id(request)
+        parsed = await parse_json(request, body)
+        async with transaction(request) as session:
+            item = await service(session).create(parsed, user_id)
+        return await render_one(request, item, respond, hydrate=True)
+
+    return create
 
 
 def get_handler(service: OpenService[Creator], id_param: str, respond: Respond[Creator]) -> Handler:
@@ -344,3 +407,84 @@ def delete_handler(service: OpenService[Any], id_param: str) -> Handler:
         return render_null()
 
     return delete
+
+
+@dataclass(frozen=True)
+class ResourceRoutes:
+    """The usual operations of one resource, declared together: ``GET`` and ``POST`` on
+    ``path``, ``GET`` and ``DELETE`` on ``path/{id_param}`` (any handler may be left out)."""
+
+    path: str
+    id_param: str
+    label: str
+    plural: str
+    tag: str
+    request: type[BaseModel]
+    response: type[BaseModel]
+    list_query: type[BaseModel]
+
+    @property
+    def one(self) -> str:
+        return f"{self.path}/{{{self.id_param}}}"
+
+    def routes(
+        self,
+        *,
+        list_: Handler | None = None,
+        create: Handler | None = None,
+        get: Handler | None = None,
+        delete: Handler | None = None,
+    ) -> list[ApiRoute]:
+        tags = [self.tag]
+        declared: list[ApiRoute] = []
+        if list_ is not None:
+            declared.append(
+                api_route(
+                    self.path,
+                    list_,
+                    method="GET",
+                    summary=f"List {self.plural}",
+                    tags=tags,
+                    query=self.list_query,
+                    response=Page[self.response],  # type: ignore[name-defined]
+                    errors=(400, 404),
+                )
+            )
+        if create is not None:
+            declared.append(
+                api_route(
+                    self.path,
+                    create,
+                    method="POST",
+                    summary=f"Create {self.label}",
+                    tags=tags,
+                    body=self.request,
+                    response=self.response,
+                    errors=(400, 404, 409),
+                )
+            )
+        if get is not None:
+            declared.append(
+                api_route(
+                    self.one,
+                    get,
+                    method="GET",
+                    summary=f"Get {self.label}",
+                    tags=tags,
+                    query=HydrateQuery,
+                    response=self.response,
+                    errors=(404,),
+                )
+            )
+        if delete is not None:
+            declared.append(
+                api_route(
+                    self.one,
+                    delete,
+                    method="DELETE",
+                    summary=f"Delete {self.label}",
+                    tags=tags,
+                    errors=(400, 404),
+                )
+            )
+        return declared

@@ -5,18 +5,38 @@ foreign key.
 """
 
 from tracking.models.artifact import Artifact
+from tracking.models.artifact_version import ArtifactVersion, ArtifactVisualization, RunMetadata
 from tracking.models.code_repository import CodeRepository
+from tracking.models.deployment import Deployment
+from tracking.models.pipeline import (
+    Pipeline,
+    PipelineRun,
+    PipelineSnapshot,
+    Schedule,
+    StepRun,
+    StepRunArtifact,
+)
 from tracking.models.project import Project
 from tracking.models.stack import Stack, StackComponent, StackComposition
 from tracking.models.tag import Tag, TagResource
 
 __all__ = [
     "Artifact",
+    "ArtifactVersion",
+    "ArtifactVisualization",
     "CodeRepository",
+    "Deployment",
+    "Pipeline",
+    "PipelineRun",
+    "PipelineSnapshot",
     "Project",
+    "RunMetadata",
+    "Schedule",
     "Stack",
     "StackComponent",
     "StackComposition",
+    "StepRun",
+    "StepRunArtifact",
     "Tag",
     "TagResource",
 ]

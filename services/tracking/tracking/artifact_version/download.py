@@ -1,0 +1,50 @@
+"""Download tokens: short-lived, bound to one artifact version, read only by tracking.
+
+As the reference: an HS256 JWT with ``exp``, ``download_type`` and ``resource_id``, and
+nothing that names a user, so the data URL can be handed to a browser or a tool.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+import uuid
+from dataclasses import dataclass
+
+import jwt
+
+from shared.errors import Unauthorized
+
+ALGORITHM = "HS256"
+ARTIFACT_VERSION = "artifact_version"
+
+
+@dataclass(frozen=True)
+class DownloadTokens:
+    secret: str
+    lifetime: dt.timedelta
+
+    @classmethod
+    def create(cls, secret: str | None, lifetime: dt.timedelta) -> DownloadTokens:
+        return cls(secret or secrets.token_urlsafe(32), lifetime)
+
+    def issue(self, version_id: uuid.UUID) -> str:
+        claims = {
+            "exp": dt.datetime.now(dt.UTC) + self.lifetime,
+            "download_type": ARTIFACT_VERSION,
+            "resource_id": str(version_id),
+        }
+        return jwt.encode(claims, self.secret, algorithm=ALGORITHM)
+
+    def check(self, token: str, version_id: uuid.UUID) -> None:
+        """401 unless ``token`` is valid, unexpired and for this version's data."""
+        try:
+            claims = jwt.decode(
+                token, self.secret, algorithms=[ALGORITHM], options={"require": ["exp"]}
+            )
+        except jwt.PyJWTError as exc:
+            raise Unauthorized(f"Invalid JWT token: {exc}") from None
+        if claims.get("download_type") != ARTIFACT_VERSION:
+            raise Unauthorized("Invalid JWT token: not an artifact version download token")
+        if claims.get("resource_id") != str(version_id):
+            raise Unauthorized("Invalid resource ID")

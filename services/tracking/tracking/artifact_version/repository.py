@@ -1,0 +1,341 @@
+"""Artifact version queries and the list declaration."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Collection, Sequence
+from typing import Any
+
+from sqlalchemy import String, Table, and_, case, delete, exists, func, literal, not_
+from sqlalchemy import insert as sa_insert
+from sqlalchemy import select as sa_select
+from sqlalchemy.sql.elements import ColumnElement
+from sqlmodel import col
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from shared.errors import RequestValidationFailed
+from shared.listing import (
+    Condition,
+    Field,
+    FilterError,
+    Kind,
+    Listing,
+    ListSpec,
+    SortKey,
+    base_fields,
+    column_field,
+    fetch_page,
+    name_or_id,
+    parse,
+)
+from shared.listing.sql import condition_sql
+from tracking.artifact_version.schemas import Producer
+from tracking.core.listing import flush_unique
+from tracking.core.users import user_field
+from tracking.models import (
+    Artifact,
+    ArtifactVersion,
+    ArtifactVisualization,
+    PipelineRun,
+    RunMetadata,
+    StepRun,
+    StepRunArtifact,
+)
+from tracking.tag.service import tags_field, tags_sort
+
+TAG_RESOURCE = "artifact_version"
+METADATA_RESOURCE = "artifact_version"
+OUTPUT = "output"
+INPUT = "input"
+
+V = ArtifactVersion
+
+
+def _table(model: Any) -> Table:
+    return model.__table__  # type: ignore[no-any-return]
+
+
+def is_used(version_id: Any) -> ColumnElement[bool]:
+    """Whether a step run read or produced the version (the reference's "used")."""
+    return exists().where(col(StepRunArtifact.artifact_version_id) == version_id)
+
+
+def _unquoted(column: Any) -> ColumnElement[str]:
+    """A JSON text value with a string's quotes dropped, so ``key:value`` matches the
+    stored ``"value"`` as the reference does."""
+    quoted = and_(column.like('"%'), column.like('%"'), func.length(column) >= 2)
+    return case((quoted, func.substr(column, 2, func.length(column) - 2)), else_=column)
+
+
+def metadata_condition(raw: str) -> tuple[str, Condition]:
+    """``key:value`` or ``key:op:value`` (422 without a key)."""
+    key, sep, rest = raw.partition(":")
+    if not sep or not key:
+        raise FilterError(
+            f"Invalid run_metadata filter '{raw}': use 'key:value' or 'key:operator:value'."
+        )
+    return key, parse(rest, Kind.STRING)
+
+
+def _run_metadata(cond: Condition, dialect: str) -> ColumnElement[bool]:
+    try:
+        key, inner = metadata_condition(cond.raw)
+    except FilterError as exc:
+        raise RequestValidationFailed.single(["query", "run_metadata"], str(exc)) from None
+    match = condition_sql(_unquoted(col(RunMetadata.value)), Kind.STRING, inner, dialect)
+    return exists().where(
+        col(RunMetadata.resource_type) == METADATA_RESOURCE,
+        col(RunMetadata.resource_id) == col(V.id),
+        col(RunMetadata.key) == key,
+        match,
+    )
+
+
+def _has_custom_name(cond: Condition, dialect: str) -> ColumnElement[bool]:
+    named = sa_select(col(Artifact.id)).where(
+        condition_sql(col(Artifact.has_custom_name), Kind.BOOL, cond, dialect)
+    )
+    return col(V.artifact_id).in_(named)
+
+
+def _pipeline_run(cond: Condition, dialect: str) -> ColumnElement[bool]:
+    """Versions a step of the named run (name or id) produced or read."""
+    run = name_or_id(
+        "pipeline_run",
+        col(StepRun.pipeline_run_id),
+        target_id=col(PipelineRun.id),
+        target_names=[col(PipelineRun.name)],
+    )
+    steps = sa_select(col(StepRun.id)).where(run.sql(cond, dialect))
+    linked = sa_select(col(StepRunArtifact.artifact_version_id)).where(
+        col(StepRunArtifact.step_id).in_(steps)
+    )
+    return col(V.id).in_(linked)
+
+
+# Models live elsewhere: no version belongs to a model version here.
+_NO_MODEL_VERSION = literal(None, type_=String())
+
+ARTIFACT_VERSIONS = ListSpec(
+    resource="artifact_version",
+    id_column=col(V.id),
+    fields=[
+        *base_fields(col(V.id), col(V.created), col(V.updated)),
+        user_field(col(V.user_id)),
+        name_or_id(
+            "artifact",
+            col(V.artifact_id),
+            target_id=col(Artifact.id),
+            target_names=[col(Artifact.name)],
+            description="The artifact: name or id (filter syntax)",
+        ),
+        column_field("artifact_id", col(V.artifact_id), Kind.UUID),
+        column_field("version", col(V.version), Kind.STRING),
+        column_field("version_number", col(V.version_number), Kind.INT),
+        column_field("uri", col(V.uri), Kind.STRING),
+        column_field("materializer", col(V.materializer), Kind.STRING),
+        column_field("type", col(V.type), Kind.STRING),
+        column_field("data_type", col(V.data_type), Kind.STRING),
+        column_field("save_type", col(V.save_type), Kind.STRING),
+        column_field("content_hash", col(V.content_hash), Kind.STRING),
+        column_field("item_count", col(V.item_count), Kind.INT),
+        column_field("artifact_store_id", col(V.artifact_store_id), Kind.UUID),
+        column_field("model_version_id", _NO_MODEL_VERSION, Kind.UUID),
+        column_field("model", _NO_MODEL_VERSION, Kind.STRING, description="Model name or id"),
+        Field(
+            name="has_custom_name",
+            kind=Kind.BOOL,
+            build=_has_custom_name,
+            description="Whether the artifact's name is custom",
+        ),
+        Field(
+            name="pipeline_run",
+            kind=Kind.STRING,
+            build=_pipeline_run,
+            description="A run (name or id) whose steps read or produced the version",
+        ),
+        Field(
+            name="run_metadata",
+            kind=Kind.STRING,
+            build=_run_metadata,
+            description="'key:value' or 'key:operator:value' on the version's metadata",
+        ),
+        tags_field(TAG_RESOURCE, col(V.id)),
+    ],
+    sort_keys=[
+        *(
+            SortKey(name, col(getattr(V, name)))
+            for name in (
+                "created",
+                "updated",
+                "id",
+                "version",
+                "version_number",
+                "uri",
+                "type",
+                "materializer",
+                "data_type",
+                "save_type",
+                "artifact_store_id",
+                "content_hash",
+                "item_count",
+            )
+        ),
+        SortKey("user", col(V.user_id)),
+        tags_sort(TAG_RESOURCE, col(V.id)),
+    ],
+)
+
+
+class ArtifactVersionRepository:
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    def _columns(self) -> Any:
+        return sa_select(*_table(V).columns)
+
+    async def read(self, version_id: uuid.UUID) -> Any | None:
+        query = self._columns().where(col(V.id) == version_id)
+        return (await self.session.exec(query)).first()
+
+    async def read_many(self, ids: Collection[uuid.UUID]) -> list[Any]:
+        query = self._columns().where(col(V.id).in_(list(ids)))
+        return list((await self.session.exec(query)).all())
+
+    async def get(self, version_id: uuid.UUID) -> ArtifactVersion | None:
+        return await self.session.get(V, version_id)
+
+    async def page(
+        self,
+        listing: Listing,
+        project_id: uuid.UUID,
+        scope_user: uuid.UUID | None,
+        only_unused: bool,
+    ) -> tuple[int, list[Any]]:
+        scope: list[ColumnElement[bool]] = [col(V.project_id) == project_id]
+        if scope_user is not None:
+            scope.append(col(V.user_id) == scope_user)
+        if only_unused:
+            scope.append(not_(is_used(col(V.id))))
+        return await fetch_page(
+            self.session, ARTIFACT_VERSIONS, listing, self._columns(), scope=scope
+        )
+
+    async def artifacts(self, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, Any]:
+        query = sa_select(*_table(Artifact).columns).where(col(Artifact.id).in_(list(ids)))
+        rows = (await self.session.exec(query)).all()  # type: ignore[call-overload]
+        return {row.id: row for row in rows}
+
+    async def producers(self, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, Producer]:
+        """The step (and its run) that produced each version, if any."""
+        query = (
+            sa_select(
+                col(StepRunArtifact.artifact_version_id),
+                col(StepRun.id),
+                col(StepRun.pipeline_run_id),
+            )
+            .join(StepRun, col(StepRun.id) == col(StepRunArtifact.step_id))
+            .where(
+                col(StepRunArtifact.direction) == OUTPUT,
+                col(StepRunArtifact.artifact_version_id).in_(list(ids)),
+            )
+            .order_by(col(StepRun.created))
+        )
+        found: dict[uuid.UUID, Producer] = {}
+        for version_id, step_id, run_id in (await self.session.exec(query)).all():  # type: ignore[call-overload]
+            found.setdefault(version_id, Producer(step_id, run_id))
+        return found
+
+    async def visualizations(self, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, list[Any]]:
+        query = (
+            sa_select(*_table(ArtifactVisualization).columns)
+            .where(col(ArtifactVisualization.artifact_version_id).in_(list(ids)))
+            .order_by(col(ArtifactVisualization.position))
+        )
+        found: dict[uuid.UUID, list[Any]] = {}
+        for row in (await self.session.exec(query)).all():  # type: ignore[call-overload]
+            found.setdefault(row.artifact_version_id, []).append(row)
+        return found
+
+    async def run_metadata(self, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, dict[str, str]]:
+        """Each version's metadata as JSON texts, by key."""
+        query = (
+            sa_select(col(RunMetadata.resource_id), col(RunMetadata.key), col(RunMetadata.value))
+            .where(
+                col(RunMetadata.resource_type) == METADATA_RESOURCE,
+                col(RunMetadata.resource_id).in_(list(ids)),
+            )
+            .order_by(col(RunMetadata.key))
+        )
+        found: dict[uuid.UUID, dict[str, str]] = {}
+        for resource_id, key, value in (await self.session.exec(query)).all():  # type: ignore[call-overload]
+            found.setdefault(resource_id, {})[key] = value
+        return found
+
+    async def lock_artifact(self, artifact_id: uuid.UUID) -> Any | None:
+        """The artifact's row, locked until the transaction ends (PostgreSQL; a SQLite
+        write transaction holds the whole database already), so concurrent creates of
+        versions of one artifact number them one after another."""
+        query = (
+            sa_select(*_table(Artifact).columns)
+            .where(col(Artifact.id) == artifact_id)
+            .with_for_update()
+        )
+        return (await self.session.exec(query)).first()  # type: ignore[call-overload]
+
+    async def artifact_by_name(self, project_id: uuid.UUID, name: str) -> uuid.UUID | None:
+        query = sa_select(col(Artifact.id)).where(
+            col(Artifact.project_id) == project_id, col(Artifact.name) == name
+        )
+        found = (await self.session.exec(query)).first()  # type: ignore[call-overload]
+        return None if found is None else uuid.UUID(str(found[0]))
+
+    async def next_number(self, artifact_id: uuid.UUID) -> int:
+        query = sa_select(func.coalesce(func.max(col(V.version_number)), 0)).where(
+            col(V.artifact_id) == artifact_id
+        )
+        return int((await self.session.exec(query)).one()[0]) + 1  # type: ignore[call-overload]
+
+    async def insert_version(self, values: dict[str, Any], clash: Any) -> None:
+        await flush_unique(self.session, clash, sa_insert(_table(V)).values(values))
+
+    async def insert_rows(self, model: Any, rows: Sequence[dict[str, Any]]) -> None:
+        if rows:
+            await self.session.exec(sa_insert(_table(model)).values(list(rows)))
+
+    async def used(self, version_id: uuid.UUID) -> bool:
+        query = sa_select(is_used(version_id))
+        return bool((await self.session.exec(query)).one()[0])  # type: ignore[call-overload]
+
+    async def delete_versions(self, ids: Sequence[uuid.UUID]) -> None:
+        """The versions with their metadata (visualizations go by cascade)."""
+        if not ids:
+            return
+        await self.session.exec(
+            delete(RunMetadata).where(
+                col(RunMetadata.resource_type) == METADATA_RESOURCE,
+                col(RunMetadata.resource_id).in_(ids),
+            )
+        )
+        await self.session.exec(delete(V).where(col(V.id).in_(ids)))
+
+    async def ids_of(self, artifact_id: uuid.UUID) -> list[uuid.UUID]:
+        query = sa_select(col(V.id)).where(col(V.artifact_id) == artifact_id)
+        return list((await self.session.exec(query)).scalars().all())  # type: ignore[call-overload]
+
+    async def unused_in(self, project_id: uuid.UUID) -> list[uuid.UUID]:
+        query = sa_select(col(V.id)).where(
+            col(V.project_id) == project_id, not_(is_used(col(V.id)))
+        )
+        return list((await self.session.exec(query)).scalars().all())  # type: ignore[call-overload]
+
+    async def empty_artifacts(self, project_id: uuid.UUID) -> list[uuid.UUID]:
+        has_versions = exists().where(col(V.artifact_id) == col(Artifact.id))
+        query = sa_select(col(Artifact.id)).where(
+            col(Artifact.project_id) == project_id, not_(has_versions)
+        )
+        return list((await self.session.exec(query)).scalars().all())  # type: ignore[call-overload]
+
+    async def delete_artifacts(self, ids: Sequence[uuid.UUID]) -> None:
+        if ids:
+            await self.session.exec(delete(Artifact).where(col(Artifact.id).in_(ids)))

@@ -1,0 +1,201 @@
+"""Artifact version request and response models in the reference's shapes."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from enum import StrEnum
+from typing import Annotated, Any, NamedTuple
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from shared.shapes import Shape
+from shared.types import WireDatetime
+from shared.users import NestedUser
+from tracking.artifact.schemas import ARTIFACT, ArtifactResponse, TagName
+from tracking.core.schemas import ProjectScopedBody, Source
+from tracking.core.scoped import EnvelopeShape, ScopedRequest
+from tracking.tag.schemas import TagResponse, TagRow, nested_tag
+
+
+class ArtifactType(StrEnum):
+    DATA_ANALYSIS = "DataAnalysisArtifact"
+    DATA = "DataArtifact"
+    MODEL = "ModelArtifact"
+    SCHEMA = "SchemaArtifact"
+    SERVICE = "ServiceArtifact"
+    STATISTICS = "StatisticsArtifact"
+    BASE = "BaseArtifact"
+
+
+class ArtifactSaveType(StrEnum):
+    STEP_OUTPUT = "step_output"
+    MANUAL = "manual"
+    PREEXISTING = "preexisting"
+    EXTERNAL = "external"
+
+
+class VisualizationType(StrEnum):
+    CSV = "csv"
+    HTML = "html"
+    IMAGE = "image"
+    MARKDOWN = "markdown"
+    JSON = "json"
+
+
+MetadataValue = str | int | float | bool | dict[str, Any] | list[Any] | None
+
+
+class ArtifactVisualizationRequest(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    type: VisualizationType
+    uri: str = Field(max_length=65535)
+
+
+class ArtifactVersionRequest(ScopedRequest):
+    artifact_id: uuid.UUID | None = None
+    artifact_name: str | None = Field(default=None, max_length=255)
+    version: int | Annotated[str, Field(max_length=254)] | None = None
+    has_custom_name: bool = False
+    type: ArtifactType
+    artifact_store_id: uuid.UUID | None = None
+    uri: str = Field(max_length=65535)
+    materializer: Source
+    data_type: Source
+    content_hash: str | None = Field(default=None, max_length=255)
+    tags: list[TagName] | None = None
+    visualizations: list[ArtifactVisualizationRequest] | None = None
+    save_type: ArtifactSaveType
+    metadata: dict[Annotated[str, Field(max_length=255)], MetadataValue] | None = None
+    item_count: int | None = None
+
+    @model_validator(mode="after")
+    def _one_artifact(self) -> ArtifactVersionRequest:
+        if self.artifact_id is None and self.artifact_name is None:
+            raise ValueError("Either artifact_name or artifact_id must be set.")
+        if self.artifact_id is not None and self.artifact_name is not None:
+            raise ValueError("Only one of artifact_name and artifact_id can be set.")
+        return self
+
+
+class ArtifactVersionUpdate(BaseModel):
+    """``name`` renames the version (its ``version`` string): the reference accepts it and
+    ignores it, a defect."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    name: str | None = Field(default=None, min_length=1, max_length=254)
+    add_tags: list[TagName] | None = None
+    remove_tags: list[str] | None = None
+
+
+class ArtifactVersionResponseBody(ProjectScopedBody):
+    artifact: ArtifactResponse
+    version: str
+    uri: str
+    type: ArtifactType
+    materializer: Source
+    data_type: Source
+    save_type: ArtifactSaveType
+    artifact_store_id: uuid.UUID | None = None
+    content_hash: str | None = None
+    item_count: int | None = None
+
+
+class ArtifactVisualizationResponseBody(BaseModel):
+    created: WireDatetime
+    updated: WireDatetime
+    type: VisualizationType
+    uri: str
+
+
+class ArtifactVisualizationResponse(BaseModel):
+    body: ArtifactVisualizationResponseBody | None = None
+    metadata: None = None
+    resources: None = None
+    id: uuid.UUID
+    permission_denied: bool = False
+
+
+class ArtifactVersionResponseMetadata(BaseModel):
+    visualizations: list[ArtifactVisualizationResponse] | None = None
+    run_metadata: dict[str, MetadataValue] = Field(default_factory=dict)
+
+
+class ArtifactVersionResponseResources(BaseModel):
+    user: NestedUser | None = None
+    tags: list[TagResponse]
+    producer_step_run_id: uuid.UUID | None = None
+    producer_pipeline_run_id: uuid.UUID | None = None
+
+
+class ArtifactVersionResponse(BaseModel):
+    """No ``name``: versions are named by their artifact and ``version``."""
+
+    body: ArtifactVersionResponseBody | None = None
+    metadata: ArtifactVersionResponseMetadata | None = None
+    resources: ArtifactVersionResponseResources | None = None
+    id: uuid.UUID
+    permission_denied: bool = False
+
+
+class LoadedVisualization(BaseModel):
+    type: VisualizationType
+    value: str
+
+
+class Producer(NamedTuple):
+    step_run_id: uuid.UUID
+    pipeline_run_id: uuid.UUID
+
+
+class VersionItem(NamedTuple):
+    """A version's row with what its response needs from other tables."""
+
+    version: Any
+    artifact: Any
+    tags: Sequence[TagRow] = ()
+    producer: Producer | None = None
+    visualizations: Sequence[Any] = ()
+    run_metadata: dict[str, Any] | None = None
+
+    @property
+    def user_id(self) -> uuid.UUID | None:
+        return self.version.user_id  # type: ignore[no-any-return]
+
+
+VERSION = EnvelopeShape(ArtifactVersionResponse)
+_VISUALIZATION = Shape(ArtifactVisualizationResponse)
+_VISUALIZATION_BODY = Shape(ArtifactVisualizationResponseBody)
+
+
+def nested_visualization(row: Any) -> dict[str, Any]:
+    return _VISUALIZATION.of(row, body=_VISUALIZATION_BODY.of(row))
+
+
+def nested_artifact(row: Any) -> dict[str, Any]:
+    """The version's artifact, body only."""
+    return ARTIFACT.envelope.of(row, body=ARTIFACT.body.of(row), metadata=None, resources=None)
+
+
+def version_response(item: VersionItem, hydrate: bool, user: NestedUser | None) -> dict[str, Any]:
+    row = item.version
+    producer = item.producer
+    resources = {
+        "user": user,
+        "tags": [nested_tag(t) for t in item.tags],
+        "producer_step_run_id": producer.step_run_id if producer else None,
+        "producer_pipeline_run_id": producer.pipeline_run_id if producer else None,
+    }
+    body = {
+        "artifact": nested_artifact(item.artifact),
+        "materializer": json.loads(row.materializer),
+        "data_type": json.loads(row.data_type),
+    }
+    metadata = {
+        "visualizations": [nested_visualization(v) for v in item.visualizations],
+        "run_metadata": item.run_metadata or {},
+    }
+    return VERSION(row, resources, hydrate=hydrate, body=body, metadata=metadata)

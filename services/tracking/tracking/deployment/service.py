@@ -1,0 +1,122 @@
+"""Business rules for deployments: a snapshot of the same project, a deployer that is a
+deployer, a unique name in the project."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from sqlmodel import col, select
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from shared.errors import BadRequest, NotFound
+from shared.listing import Listing
+from tracking.component.flavors import StackComponentType
+from tracking.component.schemas import nested_component
+from tracking.component.service import ComponentNotFound
+from tracking.core.scoped import NameTaken, ScopedListQuery, ScopedNotFound, ScopedService
+from tracking.deployment.repository import DEPLOYMENTS, TAG_RESOURCE, DeploymentRepository
+from tracking.deployment.schemas import DeploymentItem, DeploymentRequest
+from tracking.models import Deployment, Pipeline, PipelineSnapshot, Stack, StackComponent
+from tracking.pipeline.service import PipelineService
+from tracking.stack.schemas import StackResponse, StackResponseBody
+from tracking.tag.service import TagService
+
+
+class DeploymentNotFound(ScopedNotFound):
+    resource = "deployment"
+
+
+class DeploymentAlreadyExists(NameTaken):
+    resource = "deployment"
+
+
+def _nested_stack(stack: Stack) -> StackResponse:
+    body = StackResponseBody(created=stack.created, updated=stack.updated, user_id=stack.user_id)
+    return StackResponse(id=stack.id, name=stack.name, body=body)
+
+
+class DeploymentService(ScopedService[Deployment]):
+    not_found = DeploymentNotFound
+    name_taken = DeploymentAlreadyExists
+
+    def __init__(self, session: AsyncSession) -> None:
+        super().__init__(session, DeploymentRepository(session))
+        self.tags = TagService(session)
+        self.pipelines = PipelineService(session)
+
+    async def list_page(
+        self, listing: Listing, query: ScopedListQuery
+    ) -> tuple[int, list[DeploymentItem]]:
+        total, rows = await self.list_rows(DEPLOYMENTS, listing, query)
+        return total, await self._items(rows)
+
+    async def get(self, deployment_id: uuid.UUID) -> DeploymentItem:
+        (item,) = await self._items([await self.read_row(deployment_id)])
+        return item
+
+    async def delete(self, deployment_id: uuid.UUID) -> None:
+        await self.delete_row(deployment_id)
+        await self.tags.detach_all(TAG_RESOURCE, [deployment_id])
+
+    async def create(self, request: DeploymentRequest, user_id: uuid.UUID) -> DeploymentItem:
+        project = await self.project(request.project)
+        snapshot = await self.session.get(PipelineSnapshot, request.snapshot_id)
+        if snapshot is None or snapshot.project_id != project.id:
+            raise NotFound(
+                f"The pipeline snapshot with ID {request.snapshot_id} referenced by the "
+                f"deployment being created was not found in the '{project.id}' project"
+            )
+        deployer = await self.session.get(StackComponent, request.deployer_id)
+        if deployer is None:
+            raise ComponentNotFound(request.deployer_id)
+        if deployer.type != StackComponentType.DEPLOYER:
+            raise BadRequest(
+                f"The stack component with ID {request.deployer_id} is a {deployer.type}, "
+                "not a deployer."
+            )
+        deployment = Deployment(
+            project_id=project.id,
+            name=request.name,
+            snapshot_id=request.snapshot_id,
+            deployer_id=request.deployer_id,
+            auth_key=request.auth_key,
+            user_id=user_id,
+        )
+        await self.insert(deployment, project)
+        await self.tags.attach(TAG_RESOURCE, deployment.id, request.tag_names(), user_id)
+        return await self.get(deployment.id)
+
+    async def _by_id(self, model: type[Any], ids: set[Any]) -> dict[uuid.UUID, Any]:
+        ids.discard(None)
+        if not ids:
+            return {}
+        rows = (await self.session.exec(select(model).where(col(model.id).in_(ids)))).all()
+        return {row.id: row for row in rows}
+
+    async def _items(self, rows: Sequence[Any]) -> list[DeploymentItem]:
+        """Each deployment's snapshot, pipeline, deployer, stack and tags: one query per
+        kind for the whole page."""
+        snapshots = await self._by_id(PipelineSnapshot, {r.snapshot_id for r in rows})
+        pipelines = await self._by_id(Pipeline, {s.pipeline_id for s in snapshots.values()})
+        stacks = await self._by_id(Stack, {s.stack_id for s in snapshots.values()})
+        deployers = await self._by_id(StackComponent, {r.deployer_id for r in rows})
+        tags = await self.tags.for_resources(TAG_RESOURCE, [r.id for r in rows])
+        items = []
+        for row in rows:
+            snapshot = snapshots.get(row.snapshot_id)
+            pipeline = pipelines.get(snapshot.pipeline_id) if snapshot else None
+            stack = stacks.get(snapshot.stack_id) if snapshot else None
+            deployer = deployers.get(row.deployer_id)
+            items.append(
+                DeploymentItem(
+                    row,
+                    snapshot,
+                    pipeline,
+                    nested_component(deployer) if deployer is not None else None,
+                    _nested_stack(stack) if stack is not None else None,
+                    tags.get(row.id, ()),
+                )
+            )
+        return items

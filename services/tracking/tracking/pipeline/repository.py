@@ -1,0 +1,46 @@
+"""Pipeline and snapshot queries and the pipeline list declaration."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from sqlalchemy import Table
+from sqlalchemy import delete as sa_delete
+from sqlalchemy import insert as sa_insert
+from sqlalchemy import select as sa_select
+from sqlmodel import col
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from shared.listing import ListSpec
+from tracking.core.scoped import ScopedRepository, scoped_fields, scoped_sort_keys
+from tracking.models import Pipeline, PipelineSnapshot
+
+PIPELINES = ListSpec(
+    resource="pipeline",
+    id_column=col(Pipeline.id),
+    fields=scoped_fields(Pipeline),
+    sort_keys=scoped_sort_keys(Pipeline),
+)
+
+
+class PipelineRepository(ScopedRepository[Pipeline]):
+    def __init__(self, session: AsyncSession) -> None:
+        super().__init__(session, Pipeline)
+
+
+class SnapshotRepository:
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+        self.table: Table = PipelineSnapshot.__table__  # type: ignore[attr-defined]
+
+    async def read(self, snapshot_id: uuid.UUID) -> Any | None:
+        query = sa_select(*self.table.columns).where(col(PipelineSnapshot.id) == snapshot_id)
+        return (await self.session.exec(query)).first()  # type: ignore[call-overload]
+
+    async def delete(self, snapshot_id: uuid.UUID) -> None:
+        statement = sa_delete(self.table).where(col(PipelineSnapshot.id) == snapshot_id)
+        await self.session.exec(statement)
+
+    async def insert(self, values: dict[str, Any]) -> None:
+        await self.session.exec(sa_insert(self.table).values(values))

@@ -1,0 +1,133 @@
+"""Business rules for pipelines and snapshots: a snapshot's pipeline and stack exist, and
+its pipeline is in its project."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, NamedTuple
+
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from shared.db import new_id, utcnow
+from shared.errors import NotFound
+from shared.listing import Listing
+from tracking.core.scoped import (
+    NameTaken,
+    ScopedListQuery,
+    ScopedNotFound,
+    ScopedRow,
+    ScopedService,
+)
+from tracking.models import Pipeline, Stack
+from tracking.pipeline.repository import PIPELINES, PipelineRepository, SnapshotRepository
+from tracking.pipeline.schemas import PipelineRequest, PipelineSnapshotRequest
+
+
+class PipelineNotFound(ScopedNotFound):
+    resource = "pipeline"
+
+
+class PipelineAlreadyExists(NameTaken):
+    resource = "pipeline"
+
+
+class SnapshotNotFound(NotFound):
+    def __init__(self, snapshot_id: object) -> None:
+        super().__init__(
+            f"Unable to get pipeline snapshot with ID '{snapshot_id}': "
+            "No pipeline snapshot with this ID found"
+        )
+
+
+class Snapshot(NamedTuple):
+    """A snapshot's row with its pipeline's."""
+
+    snapshot: Any
+    pipeline: Any
+
+    @property
+    def user_id(self) -> uuid.UUID | None:
+        return self.snapshot.user_id  # type: ignore[no-any-return]
+
+
+class PipelineService(ScopedService[Pipeline]):
+    not_found = PipelineNotFound
+    name_taken = PipelineAlreadyExists
+
+    def __init__(self, session: AsyncSession) -> None:
+        super().__init__(session, PipelineRepository(session))
+
+    async def list_page(
+        self, listing: Listing, query: ScopedListQuery
+    ) -> tuple[int, list[ScopedRow]]:
+        return await self.list_rows(PIPELINES, listing, query)
+
+    async def get(self, pipeline_id: uuid.UUID) -> ScopedRow:
+        return await self.read_row(pipeline_id)
+
+    async def delete(self, pipeline_id: uuid.UUID) -> None:
+        await self.delete_row(pipeline_id)
+
+    async def create(self, request: PipelineRequest, user_id: uuid.UUID) -> Pipeline:
+        project = await self.project(request.project)
+        pipeline = Pipeline(
+            project_id=project.id,
+            name=request.name,
+            description=request.description,
+            user_id=user_id,
+        )
+        await self.insert(pipeline, project)
+        return pipeline
+
+    async def in_project(self, pipeline_id: uuid.UUID, project_id: uuid.UUID) -> ScopedRow:
+        """The pipeline, which must be in ``project_id`` (404 otherwise)."""
+        pipeline = await self.repository.read(pipeline_id)
+        if pipeline is None or pipeline.project_id != project_id:
+            raise PipelineNotFound(pipeline_id)
+        return pipeline
+
+
+class SnapshotService:
+    def __init__(self, session: AsyncSession) -> None:
+        self.pipelines = PipelineService(session)
+        self.snapshots = SnapshotRepository(session)
+
+    async def get(self, snapshot_id: uuid.UUID) -> Snapshot:
+        snapshot = await self.snapshots.read(snapshot_id)
+        if snapshot is None:
+            raise SnapshotNotFound(snapshot_id)
+        return Snapshot(snapshot, await self.pipelines.read_row(snapshot.pipeline_id))
+
+    async def create(self, request: PipelineSnapshotRequest, user_id: uuid.UUID) -> Snapshot:
+        project = await self.pipelines.project(request.project)
+        await self.pipelines.in_project(request.pipeline, project.id)
+        if await self.snapshots.session.get(Stack, request.stack) is None:
+            raise NotFound(
+                f"Unable to get stack with ID '{request.stack}': No stack with this ID found"
+            )
+        now = utcnow()
+        snapshot_id = new_id()
+        await self.snapshots.insert(
+            {
+                "id": snapshot_id,
+                "project_id": project.id,
+                "name": request.name,
+                "description": request.description,
+                "run_name_template": request.run_name_template,
+                "pipeline_configuration": request.pipeline_configuration,
+                "is_dynamic": request.is_dynamic,
+                # Nothing here builds images or runs pipelines from the server.
+                "runnable": False,
+                "deployable": True,
+                "pipeline_id": request.pipeline,
+                "stack_id": request.stack,
+                "user_id": user_id,
+                "created": now,
+                "updated": now,
+            }
+        )
+        return await self.get(snapshot_id)
+
+    async def delete(self, snapshot_id: uuid.UUID) -> None:
+        await self.get(snapshot_id)
+        await self.snapshots.delete(snapshot_id)

@@ -1,0 +1,130 @@
+"""``/runs`` and ``/steps``: the runs and step runs that link artifact versions."""
+
+from __future__ import annotations
+
+import uuid
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from shared.db import transaction
+from shared.pagination import Page
+from shared.responses import render
+from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
+from tracking.core.auth import caller, caller_id
+from tracking.core.schemas import HydrateQuery
+from tracking.core.scoped import (
+    ScopedListQuery,
+    create_handler,
+    delete_handler,
+    get_handler,
+    list_handler,
+    query_extras,
+    render_one,
+)
+from tracking.core.users import users_by_id
+from tracking.pipeline_run.repository import RUNS
+from tracking.pipeline_run.schemas import (
+    PipelineRunRequest,
+    PipelineRunResponse,
+    StepRunRequest,
+    StepRunResponse,
+    run_response,
+    step_response,
+)
+from tracking.pipeline_run.service import RunService, StepService
+
+LIST_QUERY = RUNS.query_model(extra=query_extras(ScopedListQuery))
+
+
+list_runs = list_handler(RunService, RUNS, run_response)
+create_step = create_handler(StepService, StepRunRequest, step_response)
+
+
+async def get_or_create_run(request: Request) -> Response:
+    """200 ``[run, created]``, as the reference."""
+    user_id = caller_id(request)
+    body = await parse_json(request, PipelineRunRequest)
+    async with transaction(request) as session:
+        item, created = await RunService(session).get_or_create(body, user_id)
+    users = await users_by_id(request, [item.user_id])
+    user = users.get(item.user_id) if item.user_id is not None else None
+    return render([run_response(item, True, user), created])
+
+
+async def get_step(request: Request) -> Response:
+    caller(request)
+    step_id = path_param(request, "step_id", uuid.UUID)
+    query = parse_query(request, HydrateQuery)
+    async with transaction(request) as session:
+        item = await StepService(session).get(step_id)
+    return await render_one(request, item, step_response, hydrate=query.hydrate)
+
+
+get_run = get_handler(RunService, "run_id", run_response)
+delete_run = delete_handler(RunService, "run_id")
+
+
+def routes() -> list[ApiRoute]:
+    runs = "/api/v1/runs"
+    steps = "/api/v1/steps"
+    return [
+        api_route(
+            runs,
+            list_runs,
+            method="GET",
+            summary="List Runs",
+            tags=["runs"],
+            query=LIST_QUERY,
+            response=Page[PipelineRunResponse],
+            errors=(400, 404),
+        ),
+        api_route(
+            runs,
+            get_or_create_run,
+            method="POST",
+            summary="Get Or Create Pipeline Run",
+            tags=["runs"],
+            body=PipelineRunRequest,
+            response=tuple[PipelineRunResponse, bool],
+            errors=(404, 409),
+        ),
+        api_route(
+            f"{runs}/{{run_id}}",
+            get_run,
+            method="GET",
+            summary="Get Run",
+            tags=["runs"],
+            query=HydrateQuery,
+            response=PipelineRunResponse,
+            errors=(404,),
+        ),
+        api_route(
+            f"{runs}/{{run_id}}",
+            delete_run,
+            method="DELETE",
+            summary="Delete Run",
+            tags=["runs"],
+            errors=(404,),
+        ),
+        api_route(
+            steps,
+            create_step,
+            method="POST",
+            summary="Create Run Step",
+            tags=["steps"],
+            body=StepRunRequest,
+            response=StepRunResponse,
+            errors=(404, 409),
+        ),
+        api_route(
+            f"{steps}/{{step_id}}",
+            get_step,
+            method="GET",
+            summary="Get Step",
+            tags=["steps"],
+            query=HydrateQuery,
+            response=StepRunResponse,
+            errors=(404,),
+        ),
+    ]

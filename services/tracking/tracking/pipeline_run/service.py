@@ -1,0 +1,176 @@
+"""Business rules for runs and steps: a run belongs to an existing snapshot of its project;
+a step to an existing run; the artifact versions a step links to exist in that project."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from shared.db import utcnow
+from shared.errors import Conflict, NotFound
+from shared.listing import Listing
+from tracking.artifact_version.schemas import version_response
+from tracking.artifact_version.service import ArtifactVersionService
+from tracking.core.scoped import NameTaken, ScopedListQuery, ScopedNotFound, ScopedService
+from tracking.models import PipelineRun, StepRun
+from tracking.pipeline.service import SnapshotNotFound, SnapshotService
+from tracking.pipeline_run.repository import RUNS, RunRepository, StepRepository
+from tracking.pipeline_run.schemas import (
+    PipelineRunRequest,
+    RunItem,
+    StepItem,
+    StepRunRequest,
+)
+
+INPUT = "input"
+OUTPUT = "output"
+
+
+class RunNotFound(ScopedNotFound):
+    resource = "pipeline run"
+
+
+class RunAlreadyExists(NameTaken):
+    resource = "pipeline run"
+
+
+class StepNotFound(NotFound):
+    def __init__(self, step_id: object) -> None:
+        super().__init__(
+            f"Unable to get step run with ID '{step_id}': No step run with this ID found"
+        )
+
+
+class RunService(ScopedService[PipelineRun]):
+    not_found = RunNotFound
+    name_taken = RunAlreadyExists
+
+    def __init__(self, session: AsyncSession) -> None:
+        super().__init__(session, RunRepository(session))
+        self.runs = RunRepository(session)
+        self.snapshots = SnapshotService(session)
+
+    async def list_page(
+        self, listing: Listing, query: ScopedListQuery
+    ) -> tuple[int, list[RunItem]]:
+        total, rows = await self.list_rows(RUNS, listing, query)
+        return total, [await self._item(row) for row in rows]
+
+    async def get(self, run_id: uuid.UUID) -> RunItem:
+        return await self._item(await self.read_row(run_id))
+
+    async def _item(self, run: Any) -> RunItem:
+        if run.snapshot_id is None:
+            return RunItem(run, None, None)
+        snapshot = await self.snapshots.get(run.snapshot_id)
+        return RunItem(run, snapshot.snapshot, snapshot.pipeline)
+
+    async def get_or_create(
+        self, request: PipelineRunRequest, user_id: uuid.UUID
+    ) -> tuple[RunItem, bool]:
+        """The reference's ``POST /runs``: the run of that name in the project if there is
+        one (``False``), else a new one (``True``)."""
+        project = await self.project(request.project)
+        existing = await self.runs.by_name(project.id, request.name)
+        if existing is not None:
+            return await self.get(existing), False
+        try:
+            snapshot = await self.snapshots.get(request.snapshot)
+        except SnapshotNotFound:
+            snapshot = None
+        if snapshot is None or snapshot.snapshot.project_id != project.id:
+            raise NotFound(
+                f"The pipeline snapshot with ID {request.snapshot} referenced by the pipeline "
+                f"run being created was not found in the '{project.id}' project"
+            )
+        pipeline_id = snapshot.snapshot.pipeline_id
+        run = PipelineRun(
+            project_id=project.id,
+            name=request.name,
+            status=request.status,
+            status_reason=request.status_reason,
+            snapshot_id=request.snapshot,
+            pipeline_id=pipeline_id,
+            orchestrator_run_id=request.orchestrator_run_id,
+            index=await self.runs.runs_of(pipeline_id) + 1,
+            start_time=request.start_time or utcnow(),
+            end_time=request.end_time,
+            user_id=user_id,
+        )
+        await self.insert(run, project)
+        return await self.get(run.id), True
+
+    async def delete(self, run_id: uuid.UUID) -> None:
+        """The run with its steps and their links to artifact versions (the versions stay)."""
+        await self.delete_row(run_id)
+
+
+class StepService:
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+        self.steps = StepRepository(session)
+        self.runs = RunService(session)
+        self.versions = ArtifactVersionService(session)
+
+    async def get(self, step_id: uuid.UUID) -> StepItem:
+        step = await self.steps.read(step_id)
+        if step is None:
+            raise StepNotFound(step_id)
+        run = await self.runs.read_row(step.pipeline_run_id)
+        links = await self.steps.links(step_id)
+        versions = await self.versions.many([link.artifact_version_id for link in links])
+        items = {item.version.id: item for item in versions}
+        rendered: dict[str, dict[str, list[dict[str, Any]]]] = {INPUT: {}, OUTPUT: {}}
+        for link in links:
+            nested = version_response(items[link.artifact_version_id], False, None)
+            if link.direction == INPUT:
+                nested["input_type"] = "step_output"
+            rendered[link.direction].setdefault(link.name, []).append(nested)
+        snapshot_id = getattr(run, "snapshot_id", None)
+        return StepItem(step, snapshot_id, rendered[INPUT], rendered[OUTPUT])
+
+    async def create(self, request: StepRunRequest, user_id: uuid.UUID) -> StepItem:
+        run = await self.runs.repository.read(request.pipeline_run_id)
+        if run is None:
+            raise RunNotFound(request.pipeline_run_id)
+        links = {INPUT: request.links(INPUT), OUTPUT: request.links(OUTPUT)}
+        wanted = [v for by_name in links.values() for ids in by_name.values() for v in ids]
+        found = await self.steps.versions_in(wanted, run.project_id)
+        missing = [v for v in wanted if v not in found]
+        if missing:
+            raise NotFound(
+                f"Unable to get artifact version with ID '{missing[0]}': No artifact version "
+                f"with this ID found in the run's project"
+            )
+        step = StepRun(
+            project_id=run.project_id,
+            pipeline_run_id=run.id,
+            name=request.name,
+            status=request.status,
+            start_time=request.start_time,
+            end_time=request.end_time,
+            user_id=user_id,
+        )
+        await self.steps.insert(
+            step,
+            Conflict(
+                f"Unable to create step '{request.name}': A step with this name already "
+                f"exists in the pipeline run with ID '{run.id}'."
+            ),
+        )
+        await self.steps.link(
+            [
+                {
+                    "step_id": step.id,
+                    "direction": direction,
+                    "name": name,
+                    "artifact_version_id": version_id,
+                }
+                for direction, by_name in links.items()
+                for name, ids in by_name.items()
+                for version_id in dict.fromkeys(ids)
+            ]
+        )
+        return await self.get(step.id)

@@ -1,0 +1,29 @@
+"""Schedule queries and the list declaration."""
+
+from __future__ import annotations
+
+from sqlmodel import col
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from shared.listing import Kind, ListSpec, SortKey, column_field
+from tracking.core.scoped import ScopedRepository, scoped_fields, scoped_sort_keys
+from tracking.models import Schedule
+
+SCHEDULES = ListSpec(
+    resource="schedule",
+    id_column=col(Schedule.id),
+    fields=[
+        *scoped_fields(Schedule),
+        column_field("active", col(Schedule.active), Kind.BOOL),
+        column_field("cron_expression", col(Schedule.cron_expression), Kind.STRING),
+        column_field("pipeline_id", col(Schedule.pipeline_id), Kind.UUID),
+        column_field("orchestrator_id", col(Schedule.orchestrator_id), Kind.UUID),
+        column_field("catchup", col(Schedule.catchup), Kind.BOOL),
+    ],
+    sort_keys=[*scoped_sort_keys(Schedule), SortKey("active", col(Schedule.active))],
+)
+
+
+class ScheduleRepository(ScopedRepository[Schedule]):
+    def __init__(self, session: AsyncSession) -> None:
+        super().__init__(session, Schedule)

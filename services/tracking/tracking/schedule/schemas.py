@@ -1,0 +1,63 @@
+"""Schedule request and response models in the reference's shapes."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from shared.types import WireDatetime
+from shared.users import NestedUser
+from tracking.core.schemas import InputDatetime, ProjectScopedBody
+from tracking.core.scoped import EnvelopeShape, NamedResponse, ScopedRequest
+
+
+class ScheduleRequest(ScopedRequest):
+    name: str = Field(min_length=1, max_length=255)
+    active: bool
+    cron_expression: str | None = Field(default=None, max_length=255)
+    start_time: InputDatetime | None = None
+    end_time: InputDatetime | None = None
+    interval_second: dt.timedelta | None = None
+    catchup: bool = False
+    run_once_start_time: InputDatetime | None = None
+    orchestrator_id: uuid.UUID | None
+    pipeline_id: uuid.UUID | None
+
+
+class ScheduleResponseBody(ProjectScopedBody):
+    active: bool
+    cron_expression: str | None = None
+    start_time: WireDatetime | None = None
+    end_time: WireDatetime | None = None
+    interval_second: dt.timedelta | None = None
+    catchup: bool = False
+    run_once_start_time: WireDatetime | None = None
+    is_archived: bool = False
+
+
+class ScheduleResponseMetadata(BaseModel):
+    orchestrator_id: uuid.UUID | None = None
+    pipeline_id: uuid.UUID | None = None
+    run_metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class ScheduleResponseResources(BaseModel):
+    user: NestedUser | None = None
+
+
+class ScheduleResponse(
+    NamedResponse[ScheduleResponseBody, ScheduleResponseMetadata, ScheduleResponseResources]
+):
+    pass
+
+
+SCHEDULE = EnvelopeShape(ScheduleResponse)
+
+
+def schedule_response(row: Any, hydrate: bool, user: NestedUser | None) -> dict[str, Any]:
+    seconds = row.interval_second
+    interval = dt.timedelta(seconds=seconds) if seconds is not None else None
+    return SCHEDULE(row, {"user": user}, hydrate=hydrate, body={"interval_second": interval})

@@ -1,0 +1,87 @@
+"""Business rules for schedules: a way to run (cron, interval or once), an orchestrator
+that is an orchestrator, a pipeline of the same project."""
+
+from __future__ import annotations
+
+import uuid
+
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from shared.errors import BadRequest
+from shared.listing import Listing
+from tracking.component.flavors import StackComponentType
+from tracking.component.service import ComponentNotFound
+from tracking.core.scoped import (
+    NameTaken,
+    ScopedListQuery,
+    ScopedNotFound,
+    ScopedRow,
+    ScopedService,
+)
+from tracking.models import Schedule, StackComponent
+from tracking.pipeline.service import PipelineService
+from tracking.schedule.repository import SCHEDULES, ScheduleRepository
+from tracking.schedule.schemas import ScheduleRequest
+
+
+class ScheduleNotFound(ScopedNotFound):
+    resource = "schedule"
+
+
+class ScheduleAlreadyExists(NameTaken):
+    resource = "schedule"
+
+
+class ScheduleService(ScopedService[Schedule]):
+    not_found = ScheduleNotFound
+    name_taken = ScheduleAlreadyExists
+
+    def __init__(self, session: AsyncSession) -> None:
+        super().__init__(session, ScheduleRepository(session))
+
+    async def list_page(
+        self, listing: Listing, query: ScopedListQuery
+    ) -> tuple[int, list[ScopedRow]]:
+        return await self.list_rows(SCHEDULES, listing, query)
+
+    async def get(self, schedule_id: uuid.UUID) -> ScopedRow:
+        return await self.read_row(schedule_id)
+
+    async def delete(self, schedule_id: uuid.UUID) -> None:
+        await self.delete_row(schedule_id)
+
+    async def create(self, request: ScheduleRequest, user_id: uuid.UUID) -> Schedule:
+        project = await self.project(request.project)
+        if not (request.cron_expression or request.interval_second or request.run_once_start_time):
+            raise BadRequest(
+                "Either a cron expression, an interval or a run-once start time is required "
+                "to create a schedule."
+            )
+        if request.orchestrator_id is not None:
+            orchestrator = await self.session.get(StackComponent, request.orchestrator_id)
+            if orchestrator is None:
+                raise ComponentNotFound(request.orchestrator_id)
+            if orchestrator.type != StackComponentType.ORCHESTRATOR:
+                raise BadRequest(
+                    f"The stack component with ID {request.orchestrator_id} is a "
+                    f"{orchestrator.type}, not an orchestrator."
+                )
+        if request.pipeline_id is not None:
+            await PipelineService(self.session).in_project(request.pipeline_id, project.id)
+        interval = request.interval_second
+        schedule = Schedule(
+            project_id=project.id,
+            name=request.name,
+            active=request.active,
+            cron_expression=request.cron_expression,
+            start_time=request.start_time,
+            end_time=request.end_time,
+            interval_second=interval.total_seconds() if interval is not None else None,
+            catchup=request.catchup,
+            run_once_start_time=request.run_once_start_time,
+            orchestrator_id=request.orchestrator_id,
+            pipeline_id=request.pipeline_id,
+            user_id=user_id,
+        )
+        await self.insert(schedule, project)
+        return schedule

@@ -1,0 +1,195 @@
+"""Runs and step runs: created, read, linked to artifact versions, deleted."""
+
+from __future__ import annotations
+
+import uuid
+
+import httpx
+
+from tests.tracking.artifact.support import Headers, new_project
+from tests.tracking.artifact_version.support import VERSIONS, Json, create_version
+from tests.tracking.pipeline_run.support import (
+    create_pipeline,
+    create_run,
+    create_snapshot,
+    create_step,
+)
+
+
+async def test_post_runs_creates_then_returns_the_existing_run(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    snapshot = await create_snapshot(tracking, auth, default_project)
+    body = {
+        "project": default_project["id"],
+        "name": "nightly",
+        "snapshot": snapshot["id"],
+        "status": "running",
+    }
+    first = await tracking.post("/api/v1/runs", json=body, headers=auth)
+    again = await tracking.post("/api/v1/runs", json=body, headers=auth)
+    assert first.status_code == again.status_code == 200
+    (run, created), (same, created_again) = first.json(), again.json()
+    assert (created, created_again) == (True, False)
+    assert same["id"] == run["id"]
+    assert run["body"]["status"] == "running"
+    assert run["body"]["in_progress"] is True
+    assert run["body"]["index"] == 1
+    assert run["resources"]["snapshot"]["id"] == snapshot["id"]
+    assert run["resources"]["pipeline"]["id"] == snapshot["body"]["pipeline_id"]
+
+
+async def test_run_with_an_unknown_snapshot_is_404(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    body = {
+        "project": default_project["id"],
+        "name": "r",
+        "snapshot": str(uuid.uuid4()),
+        "status": "running",
+    }
+    response = await tracking.post("/api/v1/runs", json=body, headers=auth)
+    assert response.status_code == 404
+
+
+async def test_run_with_a_snapshot_of_another_project_is_404(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    other = await new_project(tracking, auth, "other")
+    snapshot = await create_snapshot(tracking, auth, other)
+    body = {
+        "project": default_project["id"],
+        "name": "r",
+        "snapshot": snapshot["id"],
+        "status": "running",
+    }
+    response = await tracking.post("/api/v1/runs", json=body, headers=auth)
+    assert response.status_code == 404
+    assert "was not found in the" in response.json()["detail"][1]
+
+
+async def test_finished_run_is_not_in_progress(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    run = await create_run(tracking, auth, default_project, status="completed")
+    response = await tracking.get(f"/api/v1/runs/{run['id']}", headers=auth)
+    assert response.json()["body"]["in_progress"] is False
+
+
+async def test_runs_list_filters_by_status(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    await create_run(tracking, auth, default_project, "a", status="running")
+    await create_run(tracking, auth, default_project, "b", status="failed")
+    response = await tracking.get("/api/v1/runs", params={"status": "failed"}, headers=auth)
+    assert [r["name"] for r in response.json()["items"]] == ["b"]
+
+
+async def test_step_links_input_and_output_versions(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    data = await create_version(tracking, auth, default_project, "data")
+    model = await create_version(tracking, auth, default_project, "model")
+    run = await create_run(tracking, auth, default_project)
+    step = await create_step(
+        tracking,
+        auth,
+        default_project,
+        run,
+        inputs={"dataset": [data["id"]]},
+        outputs={"output": [model["id"]]},
+    )
+    resources = step["resources"]
+    assert [v["id"] for v in resources["inputs"]["dataset"]] == [data["id"]]
+    assert [v["id"] for v in resources["outputs"]["output"]] == [model["id"]]
+    assert step["metadata"]["pipeline_run_id"] == run["id"]
+    produced = (await tracking.get(f"{VERSIONS}/{model['id']}", headers=auth)).json()
+    assert produced["resources"]["producer_step_run_id"] == step["id"]
+    assert produced["resources"]["producer_pipeline_run_id"] == run["id"]
+    fetched = await tracking.get(f"/api/v1/steps/{step['id']}", headers=auth)
+    assert fetched.json() == step
+
+
+async def test_step_with_an_unknown_version_is_404_and_not_created(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    run = await create_run(tracking, auth, default_project)
+    body = {
+        "project": default_project["id"],
+        "name": "s",
+        "start_time": "2026-11-22T10:00:00",
+        "status": "completed",
+        "pipeline_run_id": run["id"],
+        "inputs": {"x": [str(uuid.uuid4())]},
+    }
+    response = await tracking.post("/api/v1/steps", json=body, headers=auth)
+    assert response.status_code == 404
+    retry = await tracking.post("/api/v1/steps", json={**body, "inputs": {}}, headers=auth)
+    assert retry.status_code == 200
+
+
+async def test_step_of_an_unknown_run_is_404(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    body = {
+        "project": default_project["id"],
+        "name": "s",
+        "start_time": "2026-11-22T10:00:00",
+        "status": "completed",
+        "pipeline_run_id": str(uuid.uuid4()),
+    }
+    assert (await tracking.post("/api/v1/steps", json=body, headers=auth)).status_code == 404
+
+
+async def test_two_steps_of_one_name_in_a_run_is_409(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    run = await create_run(tracking, auth, default_project)
+    await create_step(tracking, auth, default_project, run, "same")
+    body = {
+        "project": default_project["id"],
+        "name": "same",
+        "start_time": "2026-11-22T10:00:00",
+        "status": "completed",
+        "pipeline_run_id": run["id"],
+    }
+    assert (await tracking.post("/api/v1/steps", json=body, headers=auth)).status_code == 409
+
+
+async def test_deleting_the_run_frees_its_versions(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    version = await create_version(tracking, auth, default_project)
+    run = await create_run(tracking, auth, default_project)
+    step = await create_step(tracking, auth, default_project, run, outputs={"o": [version["id"]]})
+    assert (await tracking.delete(f"{VERSIONS}/{version['id']}", headers=auth)).status_code == 400
+    assert (await tracking.delete(f"/api/v1/runs/{run['id']}", headers=auth)).status_code == 200
+    assert (await tracking.get(f"/api/v1/steps/{step['id']}", headers=auth)).status_code == 404
+    assert (await tracking.delete(f"{VERSIONS}/{version['id']}", headers=auth)).status_code == 200
+
+
+async def test_pipelines_are_created_listed_and_unique_per_project(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    await create_pipeline(tracking, auth, default_project, "etl")
+    clash = await tracking.post(
+        "/api/v1/pipelines", json={"project": default_project["id"], "name": "etl"}, headers=auth
+    )
+    assert clash.status_code == 409
+    listed = await tracking.get("/api/v1/pipelines", params={"name": "etl"}, headers=auth)
+    assert [p["name"] for p in listed.json()["items"]] == ["etl"]
+
+
+async def test_snapshot_needs_a_pipeline_of_its_project(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    other = await new_project(tracking, auth, "other")
+    pipeline = await create_pipeline(tracking, auth, other, "elsewhere")
+    body = {
+        "project": default_project["id"],
+        "run_name_template": "r",
+        "stack": str(uuid.uuid4()),
+        "pipeline": pipeline["id"],
+    }
+    response = await tracking.post("/api/v1/pipeline_snapshots", json=body, headers=auth)
+    assert response.status_code == 404

@@ -1,0 +1,100 @@
+"""Schedules: created with their references checked, read, listed, deleted."""
+
+from __future__ import annotations
+
+import uuid
+
+import httpx
+
+from tests.tracking.artifact.support import Headers, new_project
+from tests.tracking.artifact_version.support import Json
+from tests.tracking.pipeline_run.support import create_pipeline
+
+SCHEDULES = "/api/v1/schedules"
+
+
+def schedule_body(project: Json, name: str = "nightly", **extra: object) -> Json:
+    body: Json = {
+        "project": project["id"],
+        "name": name,
+        "active": True,
+        "cron_expression": "0 3 * * *",
+        "orchestrator_id": None,
+        "pipeline_id": None,
+    }
+    body.update(extra)
+    return body
+
+
+async def test_create_and_get_a_schedule(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    pipeline = await create_pipeline(tracking, auth, default_project)
+    orchestrators = await tracking.get("/api/v1/components?type=orchestrator", headers=auth)
+    orchestrator = orchestrators.json()["items"][0]["id"]
+    body = schedule_body(
+        default_project,
+        pipeline_id=pipeline["id"],
+        orchestrator_id=orchestrator,
+        interval_second=3600,
+        start_time="2026-11-22T10:00:00",
+    )
+    response = await tracking.post(SCHEDULES, json=body, headers=auth)
+    assert response.status_code == 200, response.text
+    made = response.json()
+    assert made["body"]["active"] is True
+    assert made["body"]["cron_expression"] == "0 3 * * *"
+    assert made["body"]["interval_second"] == "PT1H"
+    assert made["body"]["start_time"] == "2026-11-22T10:00:00"
+    assert made["body"]["is_archived"] is False
+    assert made["metadata"] == {
+        "orchestrator_id": orchestrator,
+        "pipeline_id": pipeline["id"],
+        "run_metadata": {},
+    }
+    got = await tracking.get(f"{SCHEDULES}/{made['id']}", headers=auth)
+    assert got.json() == made
+
+
+async def test_schedule_without_a_way_to_run_is_400(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    body = schedule_body(default_project, cron_expression=None)
+    assert (await tracking.post(SCHEDULES, json=body, headers=auth)).status_code == 400
+
+
+async def test_orchestrator_must_be_an_orchestrator(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    stores = await tracking.get("/api/v1/components?type=artifact_store", headers=auth)
+    body = schedule_body(default_project, orchestrator_id=stores.json()["items"][0]["id"])
+    response = await tracking.post(SCHEDULES, json=body, headers=auth)
+    assert response.status_code == 400
+    missing = schedule_body(default_project, orchestrator_id=str(uuid.uuid4()))
+    assert (await tracking.post(SCHEDULES, json=missing, headers=auth)).status_code == 404
+
+
+async def test_pipeline_must_be_in_the_project(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    other = await new_project(tracking, auth, "other")
+    pipeline = await create_pipeline(tracking, auth, other)
+    body = schedule_body(default_project, pipeline_id=pipeline["id"])
+    assert (await tracking.post(SCHEDULES, json=body, headers=auth)).status_code == 404
+
+
+async def test_list_filters_and_delete(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    first = (
+        await tracking.post(SCHEDULES, json=schedule_body(default_project, "a"), headers=auth)
+    ).json()
+    await tracking.post(
+        SCHEDULES, json=schedule_body(default_project, "b", active=False), headers=auth
+    )
+    listed = await tracking.get(SCHEDULES, params={"active": "false"}, headers=auth)
+    assert [s["name"] for s in listed.json()["items"]] == ["b"]
+    clash = await tracking.post(SCHEDULES, json=schedule_body(default_project, "a"), headers=auth)
+    assert clash.status_code == 409
+    assert (await tracking.delete(f"{SCHEDULES}/{first['id']}", headers=auth)).status_code == 200
+    assert (await tracking.get(f"{SCHEDULES}/{first['id']}", headers=auth)).status_code == 404
