@@ -13,6 +13,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import col
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from shared.db import flush_unique
 from shared.errors import RequestValidationFailed
 from shared.listing import (
     Condition,
@@ -30,7 +31,6 @@ from shared.listing import (
 )
 from shared.listing.sql import condition_sql
 from tracking.artifact_version.schemas import Producer
-from tracking.core.listing import flush_unique
 from tracking.core.users import user_field
 from tracking.models import (
     Artifact,

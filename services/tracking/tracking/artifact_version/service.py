@@ -16,7 +16,7 @@ from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from shared.db import new_id, utcnow
+from shared.db import flush_unique, new_id, utcnow
 from shared.errors import BadRequest, Conflict, DoesNotExist, Forbidden, NotFound, PlatformError
 from shared.listing import Listing
 from tracking.artifact.service import ArtifactNotFound, check_name
@@ -32,7 +32,6 @@ from tracking.artifact_version.schemas import (
     VersionItem,
     VisualizationType,
 )
-from tracking.core.listing import flush_unique
 from tracking.core.scoped import ScopedListQuery
 from tracking.models import Artifact, ArtifactVisualization, RunMetadata, StackComponent
 from tracking.project.repository import ProjectRef

@@ -12,8 +12,8 @@ from sqlalchemy import select as sa_select
 from sqlmodel import col
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from shared.db import flush_unique
 from shared.listing import Kind, ListSpec, SortKey, column_field
-from tracking.core.listing import flush_unique
 from tracking.core.scoped import ScopedRepository, scoped_fields, scoped_sort_keys
 from tracking.models import ArtifactVersion, PipelineRun, StepRun, StepRunArtifact
 
