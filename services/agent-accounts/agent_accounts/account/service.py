@@ -21,12 +21,13 @@ from agent_accounts.account.schemas import (
     UserUpdateRequest,
 )
 from agent_accounts.core.auth import AccountCaller, Clock, aware, ensure_admin
-from agent_accounts.core.credentials import hash_secret, new_secret, secret_matches
+from agent_accounts.core.credentials import new_secret
 from agent_accounts.core.listing import ListQuery
 from agent_accounts.models import Account
 from agent_accounts.settings import Settings
 from shared.errors import Forbidden, NotFound
 from shared.passwords import hash_password, verify_password
+from shared.secret_hash import digest, matches
 
 logger = logging.getLogger(__name__)
 
@@ -80,7 +81,7 @@ class AccountService:
 
     def _new_activation(self, account: Account) -> str:
         token = new_secret()
-        account.activation_token_hash = hash_secret(token)
+        account.activation_token_hash = digest(token)
         account.activation_expires_at = self.clock() + self.settings.activation_token_lifetime
         return token
 
@@ -140,7 +141,7 @@ class AccountService:
         account = await self._user(account_id)
         expires = account.activation_expires_at
         if (
-            not secret_matches(request.activation_token, account.activation_token_hash)
+            not matches(account.activation_token_hash, request.activation_token)
             or expires is None
             or self.clock() >= aware(expires)
         ):

@@ -11,11 +11,12 @@ from agent_accounts.account.service import AccountService
 from agent_accounts.api_key.repository import ApiKeyAlreadyExists, ApiKeyRepository
 from agent_accounts.api_key.schemas import ApiKeyRotateRequest
 from agent_accounts.core.auth import AccountCaller, Clock, ensure_admin
-from agent_accounts.core.credentials import encode_api_key, hash_secret, new_secret
+from agent_accounts.core.credentials import encode_api_key, new_secret
 from agent_accounts.core.listing import ListQuery
 from agent_accounts.models import ApiKey
 from agent_accounts.settings import Settings
 from shared.errors import Forbidden, NotFound
+from shared.secret_hash import digest
 
 
 class ApiKeyNotFound(NotFound):
@@ -58,7 +59,7 @@ class ApiKeyService:
             owner_id=owner_id or caller.account_id,
             created_by=caller.account_id,
             name=name,
-            key_hash=hash_secret(secret),
+            key_hash=digest(secret),
             created=now,
             updated=now,
         )
@@ -90,7 +91,7 @@ class ApiKeyService:
         secret = new_secret()
         now = self.clock()
         key.previous_key_hash = key.key_hash
-        key.key_hash = hash_secret(secret)
+        key.key_hash = digest(secret)
         key.retain_period_minutes = request.retain_period_minutes
         key.last_rotated = now
         key.updated = now

@@ -25,7 +25,7 @@ from sqlmodel import col, update
 from starlette.authentication import AuthCredentials, AuthenticationBackend, BaseUser
 from starlette.requests import HTTPConnection
 
-from agent_accounts.core.credentials import API_KEY_PREFIX, decode_api_key, secret_matches
+from agent_accounts.core.credentials import API_KEY_PREFIX, decode_api_key
 from agent_accounts.models import Account, ApiKey, Device, Task, Worker
 from agent_accounts.settings import Settings
 from shared.auth import (
@@ -39,6 +39,7 @@ from shared.auth import (
 )
 from shared.db import SessionMaker, session_scope
 from shared.errors import Forbidden, Unauthorized
+from shared.secret_hash import matches
 
 logger = logging.getLogger(__name__)
 
@@ -218,7 +219,7 @@ class _Resolver:
             account = await session.get(Account, key.owner_id) if key is not None else None
         if key is None or account is None or not key.active or not account.active:
             return refused
-        if not secret_matches(secret, key.key_hash) and not self._previous_matches(key, secret):
+        if not matches(key.key_hash, secret) and not self._previous_matches(key, secret):
             return refused
         await self._touch(key)
         return AccountCaller(account=account, subject=f"account:{account.id}", api_key_id=key.id)
@@ -230,7 +231,7 @@ class _Resolver:
         window = dt.timedelta(minutes=key.retain_period_minutes)
         if self.clock() - aware(key.last_rotated) >= window:
             return False
-        return secret_matches(secret, key.previous_key_hash)
+        return matches(key.previous_key_hash, secret)
 
     async def _touch(self, key: ApiKey) -> None:
         """Record ``last_used`` at most once per interval per key (a Redis gate, so a

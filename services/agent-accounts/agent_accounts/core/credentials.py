@@ -1,13 +1,11 @@
 """Generated secrets: API keys, activation tokens, device codes. Only SHA-256 hashes are
-stored (each secret carries 256 random bits, so a plain hash is enough), and they are
-compared in constant time."""
+stored (each secret carries 256 random bits, so a plain hash is enough: see
+:mod:`shared.secret_hash`), and they are compared in constant time."""
 
 from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
-import hmac
 import json
 import secrets
 import uuid
@@ -20,16 +18,6 @@ MAX_API_KEY_LENGTH = 512
 def new_secret() -> str:
     """256 bits from the CSPRNG as 64 hex characters (kitaru's ``token_hex(32)``)."""
     return secrets.token_hex(32)
-
-
-def hash_secret(secret: str) -> str:
-    return hashlib.sha256(secret.encode()).hexdigest()
-
-
-def secret_matches(secret: str, stored_hash: str | None) -> bool:
-    if stored_hash is None:
-        return False
-    return hmac.compare_digest(hash_secret(secret), stored_hash)
 
 
 def encode_api_key(key_id: uuid.UUID, secret: str) -> str:

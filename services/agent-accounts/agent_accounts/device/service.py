@@ -22,7 +22,7 @@ import uuid
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from agent_accounts.core.auth import AccountCaller, Clock, aware
-from agent_accounts.core.credentials import hash_secret, new_secret, secret_matches
+from agent_accounts.core.credentials import new_secret
 from agent_accounts.core.errors import TokenError
 from agent_accounts.core.listing import ListQuery
 from agent_accounts.device.repository import DeviceRepository
@@ -30,6 +30,7 @@ from agent_accounts.device.schemas import DeviceAuthorizationForm, DeviceStatus
 from agent_accounts.models import Device
 from agent_accounts.settings import Settings
 from shared.errors import HTTPDetailError, NotFound, PlatformError
+from shared.secret_hash import digest, matches
 
 USER_CODE_ALPHABET = "34679ACDEFGHJKLMNPQRTUVWXY"
 USER_CODE_LENGTH = 8
@@ -47,7 +48,7 @@ def normalize_user_code(text: str) -> str:
 
 
 def user_code_matches(text: str, stored_hash: str) -> bool:
-    return secret_matches(normalize_user_code(text), stored_hash)
+    return matches(stored_hash, normalize_user_code(text))
 
 
 class DeviceNotFound(NotFound):
@@ -89,8 +90,8 @@ class DeviceService:
         await self.repository.delete_expired(now)
         user_code, device_code = new_user_code(), new_secret()
         device = Device(
-            user_code_hash=hash_secret(user_code),
-            device_code_hash=hash_secret(device_code),
+            user_code_hash=digest(user_code),
+            device_code_hash=digest(device_code),
             expires=now + dt.timedelta(seconds=self.timeout),
             hostname=form.hostname,
             os=form.os,
@@ -154,7 +155,7 @@ class DeviceService:
             return TokenError("access_denied", "Device is locked")
         if device.is_expired(now):
             return TokenError("expired_token", "Device authorization has expired")
-        if not secret_matches(device_code, device.device_code_hash):
+        if not matches(device.device_code_hash, device_code):
             self._fail(device)
             await self.repository.add(device)
             return invalid_grant()

@@ -28,12 +28,12 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from identity.device.repository import DeviceRepository
 from identity.device.schemas import OAuthDeviceUpdate, OAuthDeviceVerificationRequest
 from identity.models import DeviceStatus, OAuthDevice, User
-from identity.secrets_hash import digest, matches
 from identity.settings import Settings
 from shared.auth import RevocationList
 from shared.db import SessionMaker, session_scope, utcnow
 from shared.errors import BadRequest, NotFound, OAuthError, PlatformError
 from shared.listing import Listing
+from shared.secret_hash import digest, matches
 
 DEVICE_CODE_BYTES = 32
 USER_CODE_BYTES = 16

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from identity.models import User
-from identity.secrets_hash import digest, matches
 from identity.user.repository import UserRepository
 from identity.user.schemas import UserRequest, UserUpdate
 from shared.auth import RevocationList
@@ -17,6 +16,7 @@ from shared.db import utcnow
 from shared.errors import BadRequest, Conflict, Forbidden, NotFound
 from shared.listing import Listing
 from shared.passwords import MIN_PASSWORD_LENGTH, hash_password, verify_password
+from shared.secret_hash import digest, matches
 
 logger = logging.getLogger(__name__)
 

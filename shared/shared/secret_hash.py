@@ -1,4 +1,4 @@
-"""Hashes of high-entropy secrets (activation tokens, device and user codes).
+"""Hashes of high-entropy secrets (activation tokens, API keys, device and user codes).
 
 Secrets of 128 bits or more need no password hash (ASVS 6.5.2): a SHA-256 is stored and
 compared in constant time, so the database never holds a usable secret.
