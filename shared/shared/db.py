@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager, suppress
 from typing import Any, TypeVar
 
@@ -24,6 +24,7 @@ from sqlmodel import SQLModel, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 from starlette.requests import HTTPConnection
 
+from shared import direct
 from shared.sqlite import inline_connect
 
 SessionMaker = async_sessionmaker[AsyncSession]
@@ -144,14 +145,23 @@ def transaction(connection: HTTPConnection) -> Any:
     return session_scope(sessionmaker, write=write)
 
 
-async def core_execute(session: AsyncSession, statement: Executable) -> Result[Any]:
+async def core_execute(
+    session: AsyncSession, statement: Executable, params: Mapping[str, Any] | None = None
+) -> Result[Any]:
     """Run a Core statement on the session's connection, in its transaction: the rows come
     back as Core rows without the ORM's execution layer (several times cheaper for small
-    queries). Pending ORM changes are flushed first, as the session itself would."""
+    queries), and on SQLite SELECTs and single-row INSERTs without SQLAlchemy's execution
+    layer either (:mod:`shared.direct`). Pending ORM changes are flushed first, as the
+    session itself would. ``params``: values of the statement's named bind parameters (a
+    statement built once with ``bindparam`` and run with new values each time skips
+    building it and computing its cache key)."""
     if session.new or session.dirty or session.deleted:
         await session.flush()
     connection = await session.connection()
-    return await connection.execute(statement)
+    result = await direct.execute(connection, statement, params)
+    if result is not None:
+        return result
+    return await connection.execute(statement, params)
 
 
 async def ping(engine: AsyncEngine) -> None:
@@ -172,17 +182,20 @@ async def by_name_or_id(session: AsyncSession, model: type[Named], name_or_id: s
 
 
 async def flush_unique(
-    session: AsyncSession, conflict: Exception, statement: Executable | None = None
+    session: AsyncSession,
+    conflict: Exception,
+    statement: Executable | None = None,
+    params: Mapping[str, Any] | None = None,
 ) -> None:
-    """Flush (or run ``statement``: an INSERT or UPDATE), raising ``conflict`` (a 409) when
-    a unique constraint refuses the write: the constraint decides, so concurrent duplicates
-    fail the same way as sequential ones. Build ``conflict`` before calling: after a failed
-    flush the rows cannot be read."""
+    """Flush (or run ``statement``, an INSERT or UPDATE, with ``params``), raising
+    ``conflict`` (a 409) when a unique constraint refuses the write: the constraint
+    decides, so concurrent duplicates fail the same way as sequential ones. Build
+    ``conflict`` before calling: after a failed flush the rows cannot be read."""
     try:
         if statement is None:
             await session.flush()
         else:
-            await core_execute(session, statement)
+            await core_execute(session, statement, params)
     except IntegrityError as exc:
         # SQLite: "UNIQUE constraint failed: …"; PostgreSQL: "duplicate key value violates
         # unique constraint …". Any other integrity error is a bug, not a conflict.

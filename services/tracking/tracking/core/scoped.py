@@ -9,13 +9,14 @@ It lives here because artifacts were the first such resource; it belongs in
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, Protocol, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict
-from sqlalchemy import Select, Table
+from sqlalchemy import Insert, Select, Table, bindparam
 from sqlalchemy import insert as sa_insert
 from sqlalchemy import select as sa_select
 from sqlalchemy.sql.elements import ColumnElement
@@ -185,6 +186,17 @@ class NameTaken(Conflict):
         )
 
 
+_READS: dict[tuple[type, type], Select[Any]] = {}
+"""Per repository class and model: :meth:`ScopedRepository._columns` of the row with the
+``id`` parameter (built once, run with new values)."""
+
+
+@functools.cache
+def _insert_into(table: Table) -> Insert:
+    """``INSERT INTO table``, its values given at execution (built once per table)."""
+    return sa_insert(table)
+
+
 class ScopedRepository(Generic[Row]):
     def __init__(self, session: AsyncSession, model: type[Row]) -> None:
         self.session = session
@@ -202,8 +214,13 @@ class ScopedRepository(Generic[Row]):
 
     async def read(self, row_id: uuid.UUID) -> ScopedRow | None:
         """The row's columns, to render: a Core row, much cheaper than an instance."""
-        query = self._columns().where(col(self.model.id) == row_id)
-        return (await core_execute(self.session, query)).first()
+        key = (type(self), self.model)
+        query = _READS.get(key)
+        if query is None:
+            id_column = self._table().c.id
+            by_id = id_column == bindparam("id", type_=id_column.type)
+            query = _READS[key] = self._columns().where(by_id)
+        return (await core_execute(self.session, query, {"id": row_id})).first()
 
     async def page(
         self,
@@ -223,9 +240,9 @@ class ScopedRepository(Generic[Row]):
     async def insert(self, row: Row, clash: Conflict) -> None:
         """Write the new ``row`` with one INSERT (no unit of work: ``row`` stays outside
         the session); the name's unique constraint answers ``clash`` (409)."""
-        values = {c.name: getattr(row, c.name) for c in self._table().columns}
-        statement = sa_insert(self._table()).values(values)
-        await flush_unique(self.session, clash, statement)
+        table = self._table()
+        values = {c.name: getattr(row, c.name) for c in table.columns}
+        await flush_unique(self.session, clash, _insert_into(table), values)
 
     async def save(self, row: Row, clash: Conflict) -> None:
         """Write ``row``; the name's unique constraint answers ``clash`` (409), so

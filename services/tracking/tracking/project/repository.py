@@ -3,7 +3,7 @@ from __future__ import annotations
 import uuid
 from typing import Any, NamedTuple
 
-from sqlalchemy import case, func, or_
+from sqlalchemy import bindparam, case, func, or_
 from sqlalchemy import select as sa_select
 from sqlmodel import SQLModel, col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
@@ -42,6 +42,17 @@ class ProjectRef(NamedTuple):
     name: str
 
 
+# Built once, run with new values (no statement building per request).
+_REF_COLUMNS = sa_select(col(Project.id), col(Project.name))
+_REF_BY_NAME = _REF_COLUMNS.where(col(Project.name) == bindparam("name"))
+_BY_ID = col(Project.id) == bindparam("id", type_=Project.__table__.c.id.type)  # type: ignore[attr-defined]
+_REF_BY_ID_OR_NAME = (
+    _REF_COLUMNS.where(or_(_BY_ID, col(Project.name) == bindparam("name")))
+    .order_by(case((_BY_ID, 0), else_=1))
+    .limit(1)
+)
+
+
 class ProjectRepository:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
@@ -51,16 +62,14 @@ class ProjectRepository:
 
     async def ref(self, name_or_id: str) -> ProjectRef | None:
         """:meth:`by_name_or_id`'s id and name in one Core query (an id match wins)."""
-        query = sa_select(col(Project.id), col(Project.name))
+        params: dict[str, Any]
         try:
             project_id = uuid.UUID(name_or_id)
         except ValueError:
-            query = query.where(col(Project.name) == name_or_id)
+            query, params = _REF_BY_NAME, {"name": name_or_id}
         else:
-            by_id = col(Project.id) == project_id
-            query = query.where(or_(by_id, col(Project.name) == name_or_id))
-            query = query.order_by(case((by_id, 0), else_=1)).limit(1)
-        row = (await core_execute(self.session, query)).first()
+            query, params = _REF_BY_ID_OR_NAME, {"id": project_id, "name": name_or_id}
+        row = (await core_execute(self.session, query, params)).first()
         return ProjectRef(row.id, row.name) if row is not None else None
 
     async def by_name(self, name: str) -> Project | None:

@@ -8,7 +8,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import Table, and_, delete, exists, func, not_
+from sqlalchemy import Table, and_, bindparam, delete, exists, func, not_
 from sqlalchemy import select as sa_select
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -121,19 +121,23 @@ class TagService:
         found: dict[uuid.UUID, list[TagRow]] = defaultdict(list)
         if not ids:
             return found
-        tag_table: Table = Tag.__table__  # type: ignore[attr-defined]
-        query = (
-            sa_select(col(TagResource.resource_id).label("resource_id"), *tag_table.columns)
-            .join(Tag, col(Tag.id) == col(TagResource.tag_id))
-            .where(
-                col(TagResource.resource_type) == resource_type,
-                col(TagResource.resource_id).in_(ids),
-            )
-            .order_by(col(Tag.name))
-        )
-        for row in (await core_execute(self.session, query)).all():
+        params = {"resource_type": resource_type, "ids": ids}
+        for row in (await core_execute(self.session, _TAGS_OF_RESOURCES, params)).all():
             found[row.resource_id].append(row)
         return found
+
+
+_TAG_TABLE: Table = Tag.__table__  # type: ignore[attr-defined]
+# Built once, run with new values (no statement building per request).
+_TAGS_OF_RESOURCES = (
+    sa_select(col(TagResource.resource_id).label("resource_id"), *_TAG_TABLE.columns)
+    .join(Tag, col(Tag.id) == col(TagResource.tag_id))
+    .where(
+        col(TagResource.resource_type) == bindparam("resource_type"),
+        col(TagResource.resource_id).in_(bindparam("ids", expanding=True)),
+    )
+    .order_by(col(Tag.name))
+)
 
 
 def _links(resource_type: str, id_column: Any) -> ColumnElement[bool]:

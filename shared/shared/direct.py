@@ -1,0 +1,187 @@
+"""Core SELECTs run straight on the SQLite driver, below SQLAlchemy's execution layer.
+
+SQLAlchemy's asyncio adaptation costs several greenlet switches and a cursor object per
+statement, and its execution context more on top: for the small indexed reads of a request
+that is much of the request's time. :func:`execute` keeps what SQLAlchemy does well
+(compiling a statement, with its compiled-statement cache; binding parameters and decoding
+result values with the dialect's own type processors) and does the rest itself: one call
+on the driver's connection, on the event loop's thread (:mod:`shared.sqlite`), inside the
+session's transaction, answered as an ordinary :class:`~sqlalchemy.engine.Result`.
+
+Only what it can do exactly is taken: SELECTs, and INSERTs of one row with every value
+given, without execution options, on a SQLite connection of :mod:`shared.sqlite`. Anything
+else (PostgreSQL, updates, RETURNING, defaults to compute, a statement whose result columns
+share a name) goes through SQLAlchemy as before (``None`` is returned). Listeners of
+``before_cursor_execute`` are still told about each statement; driver errors are raised as
+SQLAlchemy's exceptions, as the regular path raises them.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import Uuid, exc
+from sqlalchemy.engine import Connection, Dialect, IteratorResult, Result
+from sqlalchemy.engine.result import SimpleResultMetaData
+from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql import Insert, Select
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.types import TypeEngine
+
+from shared.sqlite import InlineConnection
+
+Processor = Callable[[Any], Any]
+ENABLED = True
+
+
+_new = object.__new__
+_set = object.__setattr__
+_UNKNOWN = uuid.SafeUUID.unknown
+
+
+def _hex_uuid(value: Any) -> uuid.UUID | None:
+    """SQLite's stored form of a UUID (32 hex digits) read back: what ``uuid.UUID(value)``
+    gives, without its parsing of the other spellings (several times faster)."""
+    if value is None:
+        return None
+    if type(value) is not str or len(value) != 32 or not value.isalnum():
+        return uuid.UUID(value)
+    number = int(value, 16)
+    made = _new(uuid.UUID)
+    _set(made, "int", number)
+    _set(made, "is_safe", _UNKNOWN)
+    return made
+
+
+def _result_processor(kind: TypeEngine[Any], dialect: Dialect) -> Processor | None:
+    if isinstance(kind, Uuid) and kind.as_uuid and not dialect.supports_native_uuid:
+        return _hex_uuid
+    processor: Processor | None = kind._cached_result_processor(dialect, None)
+    return processor
+
+
+class _Plan:
+    """What one compiled SELECT needs at every execution, worked out once."""
+
+    __slots__ = ("bind_processors", "expanding", "metadata", "positions", "sql")
+
+    def __init__(self, compiled: SQLCompiler, connection: Connection) -> None:
+        dialect = connection.dialect
+        columns = compiled._result_columns
+        keys = [column.keyname for column in columns]
+        processors = [_result_processor(column.type, dialect) for column in columns]
+        self.metadata = SimpleResultMetaData(
+            keys,
+            _processors=processors if any(processors) else None,  # type: ignore[arg-type]
+        )
+        self.sql: str = compiled.string
+        self.positions: Sequence[str] = compiled.positiontup or ()
+        self.bind_processors: dict[str, Processor] = {
+            name: processor
+            for name, processor in compiled._bind_processors.items()
+            if callable(processor)  # a tuple of them: an expanding parameter, expanded below
+        }
+        self.expanding = bool(compiled.literal_execute_params or compiled.post_compile_params)
+
+
+_plans: weakref.WeakKeyDictionary[SQLCompiler, _Plan | None] = weakref.WeakKeyDictionary()
+
+
+def _plan_for(compiled: SQLCompiler, connection: Connection) -> _Plan | None:
+    try:
+        return _plans[compiled]
+    except KeyError:
+        pass
+    plan: _Plan | None = None
+    columns = compiled._result_columns
+    if not compiled.positional or compiled.schema_translate_map:
+        pass
+    elif compiled.isinsert:
+        # One row, every value given: nothing for SQLAlchemy to compute before or read
+        # back after (defaults, RETURNING, several rows).
+        if not (
+            compiled.effective_returning
+            or compiled.insert_prefetch
+            or compiled.postfetch
+            or compiled.for_executemany
+            or compiled._insertmanyvalues
+        ):
+            plan = _Plan(compiled, connection)
+    elif (
+        not compiled.isupdate
+        and not compiled.isdelete
+        and columns
+        and len({column.keyname for column in columns}) == len(columns)
+    ):
+        plan = _Plan(compiled, connection)
+    _plans[compiled] = plan
+    return plan
+
+
+def _driver(connection: Connection) -> InlineConnection | None:
+    adapted = connection.connection.dbapi_connection
+    driver = getattr(adapted, "_connection", None)
+    return driver if isinstance(driver, InlineConnection) else None
+
+
+def _fetchall(driver: InlineConnection, sql: str, parameters: Sequence[Any]) -> list[Any]:
+    return driver._conn.execute(sql, parameters).fetchall()
+
+
+async def execute(
+    connection: AsyncConnection, statement: Any, params: Mapping[str, Any] | None = None
+) -> Result[Any] | None:
+    """``statement`` (with ``params``: the values of its named bind parameters) run on
+    the driver directly: a SELECT's rows, or an INSERT's empty result. ``None`` when this
+    is not a statement (or a connection) it takes: the caller runs it through SQLAlchemy
+    then."""
+    sync = connection.sync_connection
+    if (
+        not ENABLED
+        or sync is None
+        or not isinstance(statement, Select | Insert)
+        or statement._execution_options
+        or sync.dialect.name != "sqlite"
+        or sync._execution_options.get("compiled_cache", True) is None
+    ):
+        return None
+    driver = _driver(sync)
+    if driver is None:
+        return None
+    dialect = sync.dialect
+    compiled, extracted, collected, _hit = statement._compile_w_cache(
+        dialect=dialect,
+        compiled_cache=sync.engine._compiled_cache,
+        column_keys=sorted(params) if params and isinstance(statement, Insert) else [],
+        linting=dialect.compiler_linting,
+    )
+    if not isinstance(compiled, SQLCompiler):  # pragma: no cover (SQLite compiles SQL)
+        return None
+    plan = _plan_for(compiled, sync)
+    if plan is None:
+        return None
+    values = compiled.construct_params(
+        params, extracted_parameters=extracted, escape_names=False, _collected_params=collected
+    )
+    sql, positions, processors = plan.sql, plan.positions, plan.bind_processors
+    if plan.expanding:
+        expanded = compiled._process_parameters_for_postcompile(values)
+        sql, positions = expanded.statement, expanded.positiontup or ()
+        processors = {**processors, **expanded.processors}
+        values = dict(expanded.parameters)
+    parameters = [
+        processors[name](values[name]) if name in processors else values[name] for name in positions
+    ]
+    if sync.dispatch.before_cursor_execute:
+        sync.dispatch.before_cursor_execute(sync, None, sql, parameters, None, False)
+    try:
+        rows = await driver._execute(_fetchall, driver, sql, parameters)
+    except sqlite3.Error as error:
+        raise exc.DBAPIError.instance(
+            sql, parameters, error, sqlite3.Error, connection_invalidated=False
+        ) from error
+    return IteratorResult(plan.metadata, iter(rows))
