@@ -17,7 +17,12 @@ from typing import Any, TypeVar
 from sqlalchemy import Result, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
+from sqlalchemy.ext.asyncio import (
+    AsyncConnection,
+    AsyncEngine,
+    async_sessionmaker,
+    create_async_engine,
+)
 from sqlalchemy.pool import NullPool
 from sqlalchemy.sql import Executable
 from sqlmodel import SQLModel, select
@@ -157,11 +162,24 @@ async def core_execute(
     building it and computing its cache key)."""
     if session.new or session.dirty or session.deleted:
         await session.flush()
-    connection = await session.connection()
+    connection = _established(session) or await session.connection()
     result = await direct.execute(connection, statement, params)
     if result is not None:
         return result
     return await connection.execute(statement, params)
+
+
+def _established(session: AsyncSession) -> AsyncConnection | None:
+    """The connection of the session's transaction when it already has one: what
+    ``session.connection()`` returns then, without its trip through a greenlet."""
+    sync_session = session.sync_session
+    transaction = sync_session.get_transaction()
+    if transaction is None or not transaction.is_active or sync_session.bind is None:
+        return None
+    entry = transaction._connections.get(sync_session.bind)
+    if entry is None:
+        return None
+    return AsyncConnection._retrieve_proxy_for_target(entry[0])
 
 
 async def ping(engine: AsyncEngine) -> None:
