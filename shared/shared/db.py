@@ -69,7 +69,8 @@ def _sqlite_begin(connection: Any) -> None:
     mode = connection.get_execution_options().get(SQLITE_BEGIN, "DEFERRED")
     if mode not in ("DEFERRED", "IMMEDIATE", "EXCLUSIVE"):
         raise ValueError(f"unknown SQLite begin mode {mode!r}")
-    connection.exec_driver_sql(f"BEGIN {mode}")
+    if not direct.begin(connection, f"BEGIN {mode}"):
+        connection.exec_driver_sql(f"BEGIN {mode}")
 
 
 def is_sqlite(url: str) -> bool:

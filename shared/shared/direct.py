@@ -31,6 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql import Insert, Select
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.types import TypeEngine
+from sqlalchemy.util.concurrency import await_
 
 from shared.sqlite import InlineConnection
 
@@ -126,6 +127,24 @@ def _driver(connection: Connection) -> InlineConnection | None:
     adapted = connection.connection.dbapi_connection
     driver = getattr(adapted, "_connection", None)
     return driver if isinstance(driver, InlineConnection) else None
+
+
+def begin(connection: Connection, sql: str) -> bool:
+    """Run ``sql`` (a ``BEGIN``) on the driver directly, from SQLAlchemy's ``begin`` event
+    (inside its greenlet), the database's lock waited for as any call's (:mod:`shared.sqlite`).
+    False when the connection is not one this module takes."""
+    driver = _driver(connection) if ENABLED else None
+    if driver is None:
+        return False
+    if connection.dispatch.before_cursor_execute:
+        connection.dispatch.before_cursor_execute(connection, None, sql, (), None, False)
+    try:
+        await_(driver._execute(driver._conn.execute, sql))
+    except sqlite3.Error as error:
+        raise exc.DBAPIError.instance(
+            sql, (), error, sqlite3.Error, connection_invalidated=False
+        ) from error
+    return True
 
 
 def _fetchall(driver: InlineConnection, sql: str, parameters: Sequence[Any]) -> list[Any]:
