@@ -285,3 +285,20 @@ def test_worker_token_is_renewed_before_expiry_and_after_a_401(
         task = settled(second.url, admin, create_task(second.url, admin, "echo after"))
         assert task["result"]["stdout"] == "after\n"
         assert worker.stop() == 0
+
+
+def test_a_revoked_api_key_stops_the_worker_with_exit_3(
+    service: RunningService, tmp_path: Path, start_worker
+):
+    admin = admin_headers(service.url)
+    issued = httpx.post(f"{service.url}/api/v1/api-keys", json={"name": "revoked-worker"},
+                        headers=admin, timeout=30).json()  # fmt: skip
+    env = cli_environment(tmp_path, SERVICE_API_URL=service.url, SERVICE_API_KEY=issued["key"])
+    worker = start_worker(env)
+    worker.wait_for("registered")
+
+    revoked = httpx.patch(f"{service.url}/api/v1/api-keys/{issued['id']}",
+                          json={"active": False}, headers=admin, timeout=30)  # fmt: skip
+    assert revoked.status_code == 200
+    assert worker.process.wait(timeout=30) == 3
+    assert json.loads(worker.stderr())["error"] == {"message": "Invalid API key.", "code": "AUTH"}

@@ -42,7 +42,7 @@ def run(output: Output, make: Callable[[], Awaitable[T]]) -> T:
     except CliError as error:
         output.error(error)
         raise click.exceptions.Exit(error.code) from None
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, click.exceptions.Abort):
         output.error(CliError("interrupted", ExitCode.INTERRUPTED))
         raise click.exceptions.Exit(ExitCode.INTERRUPTED) from None
     except Exception as exc:  # the promise: a line, never a traceback

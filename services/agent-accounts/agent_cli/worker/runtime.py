@@ -129,8 +129,12 @@ class Worker:
                 ]
                 try:
                     with self.output.waiting("Waiting for tasks (Ctrl-C to stop)..."):
-                        await self._claim_loop(as_worker, stop)
-                        await self._drain(force)
+                        try:
+                            await self._claim_loop(as_worker, stop)
+                        finally:
+                            # Also when claiming failed for good (the key was revoked):
+                            # the tasks already held still finish and report.
+                            await self._drain(force)
                 finally:
                     for job in background:
                         job.cancel()
