@@ -53,13 +53,17 @@ class WorkerProcess:
             self._lines.put(json.loads(line))
         self._lines.put(None)
 
-    def wait_for(self, event: str, timeout: float = 30.0, **fields: Any) -> dict[str, Any]:
-        """The first event named ``event`` with ``fields`` (seen before or still to come)."""
+    def wait_for(
+        self, event: str, timeout: float = 30.0, *, nth: int = 1, **fields: Any
+    ) -> dict[str, Any]:
+        """The ``nth`` event named ``event`` with ``fields`` (seen before or to come)."""
+
+        def matches(item: dict[str, Any]) -> bool:
+            return item["event"] == event and fields.items() <= item.items()
+
+        found = [seen for seen in self.events if matches(seen)]
         deadline = time.monotonic() + timeout
-        for seen in self.events:
-            if seen["event"] == event and fields.items() <= seen.items():
-                return seen
-        while (left := deadline - time.monotonic()) > 0:
+        while len(found) < nth and (left := deadline - time.monotonic()) > 0:
             try:
                 item = self._lines.get(timeout=left)
             except queue.Empty:
@@ -67,9 +71,11 @@ class WorkerProcess:
             if item is None:
                 break
             self.events.append(item)
-            if item["event"] == event and fields.items() <= item.items():
-                return item
-        pytest.fail(f"no {event} {fields} event; saw {self.events}\n{self.stderr()}")
+            if matches(item):
+                found.append(item)
+        if len(found) < nth:
+            pytest.fail(f"no {event} {fields} event #{nth}; saw {self.events}\n{self.stderr()}")
+        return found[nth - 1]
 
     def stop(self, timeout: float = 30.0) -> int:
         self.process.send_signal(signal.SIGTERM)
@@ -265,22 +271,36 @@ def test_a_worker_without_an_api_key_exits_3(service: RunningService, tmp_path: 
     assert done.error()["message"].startswith("a worker needs an API key")
 
 
-def test_worker_token_is_renewed_before_expiry_and_after_a_401(
+def test_worker_token_is_renewed_before_it_expires(tmp_path: Path, redis_url: str, start_worker):
+    env = service_env(tmp_path, redis_url, SERVICE_WORKER_TOKEN_LIFETIME="PT3S")
+    with run_service("agent_accounts", env, tmp_path / "service.log") as running:
+        worker = start_worker(keyed_env(running.url, tmp_path))
+        registered = worker.wait_for("registered")
+        renewed = worker.wait_for("token_renewed", reason="expiry", timeout=15)
+        again = worker.wait_for("token_renewed", reason="expiry", timeout=15, nth=2)
+        assert again["expires_at"] > renewed["expires_at"]
+        # The worker goes on claiming and running tasks.
+        admin = admin_headers(running.url)
+        task = settled(running.url, admin, create_task(running.url, admin, "echo renewed"))
+        assert task["result"]["stdout"] == "renewed\n"
+        assert registered["worker_id"] == task["worker_id"]
+        assert worker.stop() == 0
+
+
+def test_worker_token_refused_with_a_401_is_renewed_with_the_key(
     tmp_path: Path, redis_url: str, start_worker
 ):
-    base = service_env(tmp_path, redis_url, SERVICE_WORKER_TOKEN_LIFETIME="PT3S")
+    # A one-hour token: nothing but the 401 can make the worker renew it here.
+    base = service_env(tmp_path, redis_url)
     log = tmp_path / "service.log"
     with run_service("agent_accounts", base, log) as first:
-        env = keyed_env(first.url, tmp_path)
-        worker = start_worker(env)
+        worker = start_worker(keyed_env(first.url, tmp_path))
         worker.wait_for("registered")
-        worker.wait_for("token_renewed", reason="expiry", timeout=10)
     port = int(first.url.rsplit(":", 1)[1])
     # The same database under a new signing key: the worker's token is now refused.
-    restarted = {**base, "SERVICE_JWT_SIGNING_KEYS": secrets.token_urlsafe(32),
-                 "SERVICE_WORKER_TOKEN_LIFETIME": "PT1H"}  # fmt: skip
+    restarted = {**base, "SERVICE_JWT_SIGNING_KEYS": secrets.token_urlsafe(32)}
     with run_service("agent_accounts", restarted, log, port=port) as second:
-        worker.wait_for("token_renewed", reason="401", timeout=30)
+        worker.wait_for("token_renewed", reason="401", timeout=60)
         admin = admin_headers(second.url)
         task = settled(second.url, admin, create_task(second.url, admin, "echo after"))
         assert task["result"]["stdout"] == "after\n"
