@@ -15,7 +15,6 @@ import json
 import os
 import re
 import secrets
-import selectors
 import shlex
 import subprocess
 import time
@@ -27,6 +26,7 @@ import httpx
 import pytest
 
 from tests.support.processes import LaunchedStack, StackStartError, launch_stack
+from tests.support.terminal import read_until
 from tests.support.zenml_env import (
     OFFLINE_PROXY,
     ZenmlEnvError,
@@ -174,25 +174,6 @@ def test_kitaru_client_against_our_agent_entrypoint(
 
 
 VERIFICATION = re.compile(r"device_id=([0-9a-f-]{36})&user_code=([A-Z0-9]{4}-[A-Z0-9]{4})")
-
-
-def read_until(process: subprocess.Popen[bytes], pattern: re.Pattern[str], timeout: float) -> str:
-    """The process's output up to the first match of ``pattern`` (fails after ``timeout``)."""
-    assert process.stdout is not None
-    seen = b""
-    deadline = time.monotonic() + timeout
-    with selectors.DefaultSelector() as selector:
-        selector.register(process.stdout, selectors.EVENT_READ)
-        while not pattern.search(seen.decode(errors="replace")):
-            left = deadline - time.monotonic()
-            if left <= 0 or (process.poll() is not None and not selector.select(0)):
-                pytest.fail(f"the CLI did not show {pattern.pattern}:\n{seen.decode()}")
-            if selector.select(min(left, 0.5)):
-                chunk = os.read(process.stdout.fileno(), 65536)
-                if not chunk:
-                    pytest.fail(f"the CLI closed its output early:\n{seen.decode()}")
-                seen += chunk
-    return seen.decode(errors="replace")
 
 
 def test_kitaru_cli_device_login_under_a_pty(

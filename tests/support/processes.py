@@ -18,6 +18,9 @@ from pathlib import Path
 
 import httpx
 
+from tests.support.redis_server import free_port
+from tests.support.zenml_env import stop_process
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 STACK_FILE = REPO_ROOT / "deploy" / "stack.toml"
 
@@ -162,3 +165,55 @@ def _wait_for_platform(stack: LaunchedStack, timeout: float) -> None:
                     return
             time.sleep(0.25)
     raise StackStartError(f"the gateway did not answer within {timeout:.0f}s:\n{stack.log_tail()}")
+
+
+@dataclass
+class RunningService:
+    """One service run as ``python -m <package>`` on a loopback port."""
+
+    process: subprocess.Popen[bytes]
+    url: str
+    log: Path
+
+    def log_tail(self, lines: int = 40) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+
+
+@contextlib.contextmanager
+def run_service(
+    package: str,
+    env: Mapping[str, str],
+    log: Path,
+    *,
+    port: int | None = None,
+    start_timeout: float = 60.0,
+) -> Iterator[RunningService]:
+    """Start ``python -m package --port P`` with ``env`` added to this environment, wait
+    for ``/health``, and stop it (SIGTERM, then SIGKILL) on exit."""
+    port = port or free_port()
+    with log.open("ab") as output:
+        process = subprocess.Popen(
+            [sys.executable, "-m", package, "--host", "127.0.0.1", "--port", str(port)],
+            cwd=REPO_ROOT,
+            env={**os.environ, **env},
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    service = RunningService(process, f"http://127.0.0.1:{port}", log)
+    try:
+        deadline = time.monotonic() + start_timeout
+        with httpx.Client(timeout=2.0, trust_env=False) as client:
+            while True:
+                if process.poll() is not None:
+                    raise StackStartError(f"{package} exited:\n{service.log_tail()}")
+                with contextlib.suppress(httpx.HTTPError):
+                    if client.get(f"{service.url}/health").status_code == 200:
+                        break
+                if time.monotonic() > deadline:
+                    raise StackStartError(f"{package} did not answer:\n{service.log_tail()}")
+                time.sleep(0.1)
+        yield service
+    finally:
+        stop_process(process)

@@ -194,3 +194,133 @@ async def test_task_with_an_unknown_session_is_422(client: httpx.AsyncClient, ad
     )  # fmt: skip
 
     assert response.status_code == 422
+
+
+AGENT_RUN = {"command": "echo hi", "working_dir": "/tmp", "env": {"MODE": "test"}}
+
+
+async def _claimed_agent_task(
+    client: httpx.AsyncClient, admin: dict[str, str], new_key: NewKey
+) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """A new agent task claimed by a new worker: its id, token headers and claimed item."""
+    task = await client.post(
+        "/api/v1/tasks", json={"kind": "agent", "timeout_seconds": 60, "run": AGENT_RUN},
+        headers=admin,
+    )  # fmt: skip
+    assert task.status_code == 201, task.text
+    [item] = await _claim_agent_tasks(client, new_key)
+    return task.json()["id"], bearer(item["token"]), item
+
+
+async def _claim_agent_tasks(client: httpx.AsyncClient, new_key: NewKey) -> list[dict[str, Any]]:
+    key = (await new_key())["key"]
+    body = {"name": "w", "scope": {"claims": [{"kind": "agent"}]}, "runtime": {"platform": "x"}}
+    worker = (await client.post("/api/v1/workers", json=body, headers=bearer(key))).json()
+    claimed = await client.post("/api/v1/tasks/claim", headers=bearer(worker["token"]))
+    items: list[dict[str, Any]] = claimed.json()["tasks"]
+    return items
+
+
+async def _report(
+    client: httpx.AsyncClient, task_id: str, headers: dict[str, str], **body: Any
+) -> httpx.Response:
+    return await client.patch(f"/api/v1/tasks/{task_id}", json=body, headers=headers)
+
+
+async def test_claimed_agent_task_carries_its_command_in_the_spec(
+    client: httpx.AsyncClient, admin, new_key: NewKey
+):
+    task_id, _, item = await _claimed_agent_task(client, admin, new_key)
+
+    assert item["spec"] == {
+        "task_id": task_id, "kind": "agent", "timeout_seconds": 60, "run": AGENT_RUN,
+    }  # fmt: skip
+    assert item["task"]["status"] == "claimed"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"kind": "agent", "timeout_seconds": 60},
+        {"kind": "evaluator", "timeout_seconds": 60, "run": {"command": "true"}},
+        {"kind": "agent", "timeout_seconds": 60, "run": {"command": ""}},
+        {"kind": "agent", "timeout_seconds": 60,
+         "run": {"command": "true", "env": {"SERVICE_API_KEY": "x"}}},
+        {"kind": "agent", "timeout_seconds": 60,
+         "run": {"command": "true", "env": {"service_task_id": "x"}}},
+        {"kind": "agent", "timeout_seconds": 60, "run": {"command": "true", "env": {"A=B": "x"}}},
+    ],
+    ids=["agent-without-command", "command-on-evaluator", "empty-command", "contract-variable",
+         "contract-prefix", "bad-variable-name"],
+)  # fmt: skip
+async def test_task_run_rules_are_422(client: httpx.AsyncClient, admin, body: dict[str, Any]):
+    response = await client.post("/api/v1/tasks", json=body, headers=admin)
+
+    assert response.status_code == 422, response.text
+
+
+async def test_task_token_reports_running_then_completed_with_its_result(
+    client: httpx.AsyncClient, admin, new_key: NewKey
+):
+    task_id, token, _ = await _claimed_agent_task(client, admin, new_key)
+
+    running = await _report(client, task_id, token, status="running")
+    assert running.status_code == 200, running.text
+    assert running.json()["started_at"] is not None
+    done = await _report(client, task_id, token, status="completed", result={"exit_code": 0})
+    assert done.status_code == 200, done.text
+    read = (await client.get(f"/api/v1/tasks/{task_id}", headers=admin)).json()
+    assert read["status"] == "completed"
+    assert read["result"] == {"exit_code": 0}
+    assert read["ended_at"] is not None
+    assert read["error"] is None
+
+
+async def test_task_report_out_of_order_is_409_and_changes_nothing(
+    client: httpx.AsyncClient, admin, new_key: NewKey
+):
+    task_id, token, _ = await _claimed_agent_task(client, admin, new_key)
+
+    early = await _report(client, task_id, token, status="completed")
+    assert early.status_code == 409
+    assert early.json() == {"detail": "A claimed task cannot become completed."}
+    assert (await _report(client, task_id, token, status="pending")).status_code == 409
+    failed = await _report(client, task_id, token, status="failed", error="boom")
+    assert failed.status_code == 200
+    assert (await _report(client, task_id, token, status="running")).status_code == 409
+    read = (await client.get(f"/api/v1/tasks/{task_id}", headers=admin)).json()
+    assert (read["status"], read["error"]) == ("failed", "boom")
+    requeue = await client.post(f"/api/v1/tasks/{task_id}/requeue", headers=admin)
+    assert requeue.status_code == 409
+
+
+async def test_task_result_above_the_limit_is_413_and_not_stored(
+    client: httpx.AsyncClient, admin, new_key: NewKey
+):
+    task_id, token, _ = await _claimed_agent_task(client, admin, new_key)
+    await _report(client, task_id, token, status="running")
+
+    big = await _report(client, task_id, token, status="completed", result="x" * (1024 * 1024))
+    assert big.status_code == 413
+    read = (await client.get(f"/api/v1/tasks/{task_id}", headers=admin)).json()
+    assert (read["status"], read["result"]) == ("running", None)
+
+
+async def test_only_the_tasks_current_attempt_may_report(
+    client: httpx.AsyncClient, admin, new_key: NewKey
+):
+    task_id, token, _ = await _claimed_agent_task(client, admin, new_key)
+    other_id, other_token, _ = await _claimed_agent_task(client, admin, new_key)
+
+    assert (await _report(client, task_id, other_token, status="running")).status_code == 403
+    assert (await _report(client, task_id, admin, status="running")).status_code == 403
+    unknown = "01900000-0000-7000-8000-000000000000"
+    assert (await _report(client, unknown, token, status="running")).status_code == 403
+    assert (await _report(client, task_id, token, status="bogus")).status_code == 422
+    await client.post(f"/api/v1/tasks/{task_id}/requeue", headers=admin)
+    assert (await _report(client, task_id, token, status="running")).status_code == 409
+    [again] = await _claim_agent_tasks(client, new_key)
+    assert again["task"]["attempt"] == 2
+    assert (await _report(client, task_id, token, status="running")).status_code == 401
+    assert (await _report(client, task_id, bearer(again["token"]), status="running")).is_success
+    assert (await _report(client, other_id, other_token, status="running")).status_code == 200

@@ -6,7 +6,7 @@ import datetime as dt
 import uuid
 from typing import Any
 
-from sqlalchemy import JSON, Column, LargeBinary
+from sqlalchemy import JSON, Column, LargeBinary, Text
 from sqlmodel import Field, SQLModel
 
 from shared.db import new_id, utcnow
@@ -44,7 +44,9 @@ class Task(SQLModel, table=True):
     """Work an account queues for a worker, with the sessions and blobs it may touch.
 
     ``attempt`` grows with every claim; a task token names its attempt, so the token of
-    an attempt that was requeued stops working.
+    an attempt that was requeued stops working. ``run`` is an agent task's command
+    (``{"command", "working_dir", "env"}``); the attempt's holder reports ``status``,
+    ``error`` and ``result``.
     """
 
     __tablename__ = "tasks"
@@ -58,6 +60,11 @@ class Task(SQLModel, table=True):
     worker_id: uuid.UUID | None = Field(default=None, foreign_key="workers.id")
     session_ids: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     blob_ids: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    run: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    error: str | None = Field(default=None, sa_type=Text)
+    result: Any = Field(default=None, sa_column=Column(JSON, nullable=True))
     claimed_at: dt.datetime | None = None
+    started_at: dt.datetime | None = None
+    ended_at: dt.datetime | None = None
     created: dt.datetime = Field(default_factory=utcnow, index=True)
     updated: dt.datetime = Field(default_factory=utcnow, index=True)

@@ -1,5 +1,5 @@
-"""``/tasks`` (create, claim, requeue, get), ``/sessions`` and ``/blobs``: what task tokens
-guard."""
+"""``/tasks`` (create, claim, report, requeue, get), ``/sessions`` and ``/blobs``: what
+task tokens guard."""
 
 from __future__ import annotations
 
@@ -9,7 +9,12 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from starlette.requests import Request
 from starlette.responses import Response
 
-from agent_accounts.core.auth import require_account, require_caller, require_worker
+from agent_accounts.core.auth import (
+    require_account,
+    require_caller,
+    require_task,
+    require_worker,
+)
 from agent_accounts.core.schemas import parse_optional_json
 from agent_accounts.task.schemas import (
     BlobResponse,
@@ -20,11 +25,12 @@ from agent_accounts.task.schemas import (
     TaskClaimResponse,
     TaskCreateRequest,
     TaskResponse,
-    TaskSpecResponse,
+    TaskUpdateRequest,
     TaskWithSpec,
     blob_response,
     session_response,
     task_response,
+    task_spec,
 )
 from agent_accounts.task.service import TaskService
 from shared.db import transaction
@@ -52,13 +58,7 @@ async def claim(request: Request) -> Response:
     async with transaction(request) as session:
         claimed = await tasks(request, session).claim(caller, body.max_tasks, request.state.issuer)
     items = [
-        TaskWithSpec(
-            task=task_response(task),
-            spec=TaskSpecResponse(
-                task_id=task.id, kind=task.kind, timeout_seconds=task.timeout_seconds
-            ),
-            token=issued.token,
-        )
+        TaskWithSpec(task=task_response(task), spec=task_spec(task), token=issued.token)
         for task, issued in claimed
     ]
     return render(TaskClaimResponse(tasks=items), headers=NO_STORE)
@@ -69,6 +69,15 @@ async def get(request: Request) -> Response:
     task_id = path_param(request, "task_id", uuid.UUID)
     async with transaction(request) as session:
         task = await tasks(request, session).get(task_id, caller)
+    return render(task_response(task))
+
+
+async def update(request: Request) -> Response:
+    caller = require_task(request)
+    task_id = path_param(request, "task_id", uuid.UUID)
+    body = await parse_json(request, TaskUpdateRequest)
+    async with transaction(request) as session:
+        task = await tasks(request, session).update(task_id, body, caller)
     return render(task_response(task))
 
 
@@ -130,9 +139,13 @@ def routes() -> list[ApiRoute]:
                   tags=TAGS, body=TaskClaimRequest, response=TaskClaimResponse, errors=(403,)),
         api_route("/api/v1/tasks/{task_id}", get, method="GET", summary="Get a task",
                   tags=TAGS, response=TaskResponse, errors=(403, 404)),
+        api_route("/api/v1/tasks/{task_id}", update, method="PATCH",
+                  summary="Report a task's status, error and result (its task token)",
+                  tags=TAGS, body=TaskUpdateRequest, response=TaskResponse,
+                  errors=(403, 404, 409, 413)),
         api_route("/api/v1/tasks/{task_id}/requeue", requeue, method="POST",
                   summary="Requeue a task (a new attempt fences off the old token)",
-                  tags=TAGS, response=TaskResponse, errors=(404,)),
+                  tags=TAGS, response=TaskResponse, errors=(404, 409)),
         api_route("/api/v1/sessions", create_session, method="POST",
                   summary="Record a session", tags=TAGS, body=SessionCreateRequest,
                   response=SessionResponse, status_code=201),

@@ -10,6 +10,7 @@ wrote); a requeued task's next claim makes the old attempt's token stop working.
 from __future__ import annotations
 
 import hashlib
+import json
 import uuid
 
 from sqlmodel import col, select
@@ -26,8 +27,24 @@ from agent_accounts.core.auth import (
 )
 from agent_accounts.models import AgentSession, Blob, Task, Worker
 from agent_accounts.settings import Settings
-from agent_accounts.task.schemas import SessionCreateRequest, TaskCreateRequest
-from shared.errors import Forbidden, NotFound, PayloadTooLarge, Unprocessable
+from agent_accounts.task.schemas import (
+    SessionCreateRequest,
+    TaskCreateRequest,
+    TaskStatus,
+    TaskUpdateRequest,
+)
+from shared.errors import Conflict, Forbidden, NotFound, PayloadTooLarge, Unprocessable
+
+# A reported result is kept in the task row; larger ones belong in a blob.
+MAX_RESULT_BYTES = 1024 * 1024
+# Where each reported status may come from.
+TRANSITIONS: dict[TaskStatus, frozenset[TaskStatus]] = {
+    TaskStatus.RUNNING: frozenset({TaskStatus.CLAIMED}),
+    TaskStatus.COMPLETED: frozenset({TaskStatus.RUNNING}),
+    TaskStatus.TIMED_OUT: frozenset({TaskStatus.RUNNING}),
+    TaskStatus.FAILED: frozenset({TaskStatus.CLAIMED, TaskStatus.RUNNING}),
+    TaskStatus.CANCELED: frozenset({TaskStatus.CLAIMED, TaskStatus.RUNNING}),
+}
 
 
 class NotAccessible(Forbidden):
@@ -65,6 +82,7 @@ class TaskService:
             timeout_seconds=request.timeout_seconds,
             session_ids=sorted({str(i) for i in request.session_ids}),
             blob_ids=sorted({str(i) for i in request.blob_ids}),
+            run=request.run.model_dump(mode="json") if request.run is not None else None,
             created=now,
             updated=now,
         )
@@ -93,7 +111,7 @@ class TaskService:
         kinds = sorted({str(c.get("kind")) for c in worker.scope.get("claims", [])})
         query = (
             select(Task)
-            .where(col(Task.status) == "pending", col(Task.kind).in_(kinds))
+            .where(col(Task.status) == TaskStatus.PENDING, col(Task.kind).in_(kinds))
             .order_by(col(Task.created), col(Task.id))
             .limit(max_tasks)
             .with_for_update(skip_locked=True)
@@ -102,7 +120,7 @@ class TaskService:
         claimed = []
         for task in (await self.session.exec(query)).all():
             task.attempt += 1
-            task.status = "claimed"
+            task.status = TaskStatus.CLAIMED
             task.worker_id = worker.id
             task.claimed_at = now
             task.updated = now
@@ -113,12 +131,44 @@ class TaskService:
 
     async def requeue(self, task_id: uuid.UUID, caller: AccountCaller) -> Task:
         """Back to pending; the next claim is a new attempt, which fences off this one's
-        token."""
+        token. Only a claimed or running task goes back."""
         task = await self.get(task_id, caller)
-        task.status = "pending"
+        if task.status not in (TaskStatus.CLAIMED, TaskStatus.RUNNING):
+            raise Conflict(f"A {task.status} task cannot be requeued.")
+        task.status = TaskStatus.PENDING
         task.worker_id = None
         task.claimed_at = None
+        task.started_at = None
         task.updated = self.clock()
+        self.session.add(task)
+        await self.session.flush()
+        return task
+
+    async def update(
+        self, task_id: uuid.UUID, request: TaskUpdateRequest, caller: TaskCaller
+    ) -> Task:
+        """The attempt's own transition (running, then how it ended), with its error and
+        result; the task token names the attempt, so a requeued attempt cannot write."""
+        if caller.task_id != task_id:
+            raise NotAccessible("Task", task_id)
+        task = await self.session.get(Task, task_id, with_for_update=True)
+        if task is None:
+            raise _not_found("Task", task_id)
+        allowed = TRANSITIONS.get(request.status, frozenset())
+        if task.status not in allowed:
+            raise Conflict(f"A {task.status} task cannot become {request.status}.")
+        result_size = len(json.dumps(request.result, separators=(",", ":")).encode())
+        if result_size > MAX_RESULT_BYTES:
+            raise PayloadTooLarge(f"The result is larger than {MAX_RESULT_BYTES} bytes.")
+        now = self.clock()
+        task.status = request.status
+        if request.status == TaskStatus.RUNNING:
+            task.started_at = now
+        else:
+            task.ended_at = now
+            task.error = request.error
+            task.result = request.result
+        task.updated = now
         self.session.add(task)
         await self.session.flush()
         return task

@@ -1,0 +1,1 @@
+"""``agent-run worker``: the worker runtime and its commands."""
