@@ -396,6 +396,29 @@ def get_handler(service: OpenService[Creator], id_param: str, respond: Respond[C
     return get
 
 
+class Updates(Protocol):
+    async def update(self, row_id: uuid.UUID, update: Any) -> Any: ...
+
+
+def update_handler(
+    service: Callable[[AsyncSession], Updates],
+    id_param: str,
+    body: type[BaseModel],
+    respond: Respond[Any],
+) -> Handler:
+    """``PUT …/{id_param}``: change the row from ``body``, answer it fully hydrated."""
+
+    async def update(request: Request) -> Response:
+        caller_id(request)
+        row_id = path_param(request, id_param, uuid.UUID)
+        parsed = await parse_json(request, body)
+        async with transaction(request) as session:
+            item = await service(session).update(row_id, parsed)
+        return await render_one(request, item, respond, hydrate=True)
+
+    return update
+
+
 def delete_handler(service: OpenService[Any], id_param: str) -> Handler:
     """``DELETE …/{id_param}``: 200 ``null``."""
 
@@ -412,7 +435,8 @@ def delete_handler(service: OpenService[Any], id_param: str) -> Handler:
 @dataclass(frozen=True)
 class ResourceRoutes:
     """The usual operations of one resource, declared together: ``GET`` and ``POST`` on
-    ``path``, ``GET`` and ``DELETE`` on ``path/{id_param}`` (any handler may be left out)."""
+    ``path``, ``GET``, ``PUT`` (with ``update_request``) and ``DELETE`` on
+    ``path/{id_param}`` (any handler may be left out)."""
 
     path: str
     id_param: str
@@ -422,6 +446,7 @@ class ResourceRoutes:
     request: type[BaseModel]
     response: type[BaseModel]
     list_query: type[BaseModel]
+    update_request: type[BaseModel] | None = None
 
     @property
     def one(self) -> str:
@@ -433,6 +458,7 @@ class ResourceRoutes:
         list_: Handler | None = None,
         create: Handler | None = None,
         get: Handler | None = None,
+        update: Handler | None = None,
         delete: Handler | None = None,
     ) -> list[ApiRoute]:
         tags = [self.tag]
@@ -474,6 +500,19 @@ class ResourceRoutes:
                     query=HydrateQuery,
                     response=self.response,
                     errors=(404,),
+                )
+            )
+        if update is not None:
+            declared.append(
+                api_route(
+                    self.one,
+                    update,
+                    method="PUT",
+                    summary=f"Update {self.label}",
+                    tags=tags,
+                    body=self.update_request,
+                    response=self.response,
+                    errors=(400, 404, 409),
                 )
             )
         if delete is not None:

@@ -21,12 +21,14 @@ from tracking.core.scoped import (
     list_handler,
     query_extras,
     render_one,
+    update_handler,
 )
 from tracking.core.users import users_by_id
 from tracking.pipeline_run.repository import RUNS
 from tracking.pipeline_run.schemas import (
     PipelineRunRequest,
     PipelineRunResponse,
+    PipelineRunUpdate,
     StepRunRequest,
     StepRunResponse,
     run_response,
@@ -62,6 +64,7 @@ async def get_step(request: Request) -> Response:
 
 
 get_run = get_handler(RunService, "run_id", run_response)
+update_run = update_handler(RunService, "run_id", PipelineRunUpdate, run_response)
 delete_run = delete_handler(RunService, "run_id")
 
 
@@ -96,6 +99,16 @@ def routes() -> list[ApiRoute]:
             summary="Get Run",
             tags=["runs"],
             query=HydrateQuery,
+            response=PipelineRunResponse,
+            errors=(404,),
+        ),
+        api_route(
+            f"{runs}/{{run_id}}",
+            update_run,
+            method="PUT",
+            summary="Update Run",
+            tags=["runs"],
+            body=PipelineRunUpdate,
             response=PipelineRunResponse,
             errors=(404,),
         ),

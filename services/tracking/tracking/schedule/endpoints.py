@@ -11,9 +11,15 @@ from tracking.core.scoped import (
     get_handler,
     list_handler,
     query_extras,
+    update_handler,
 )
 from tracking.schedule.repository import SCHEDULES
-from tracking.schedule.schemas import ScheduleRequest, ScheduleResponse, schedule_response
+from tracking.schedule.schemas import (
+    ScheduleRequest,
+    ScheduleResponse,
+    ScheduleUpdate,
+    schedule_response,
+)
 from tracking.schedule.service import ScheduleService
 
 SCHEDULE = ResourceRoutes(
@@ -25,6 +31,7 @@ SCHEDULE = ResourceRoutes(
     request=ScheduleRequest,
     response=ScheduleResponse,
     list_query=SCHEDULES.query_model(extra=query_extras(ScopedListQuery)),
+    update_request=ScheduleUpdate,
 )
 
 
@@ -33,5 +40,6 @@ def routes() -> list[ApiRoute]:
         list_=list_handler(ScheduleService, SCHEDULES, schedule_response),
         create=create_handler(ScheduleService, ScheduleRequest, schedule_response),
         get=get_handler(ScheduleService, "schedule_id", schedule_response),
+        update=update_handler(ScheduleService, "schedule_id", ScheduleUpdate, schedule_response),
         delete=delete_handler(ScheduleService, "schedule_id"),
     )
