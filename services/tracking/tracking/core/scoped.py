@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, Protocol, TypeVar, get_args
 
@@ -24,6 +24,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from starlette.requests import Request
 from starlette.responses import Response
 
+from shared.auth import ScopeKind
 from shared.db import core_execute, flush_unique, transaction
 from shared.errors import Conflict, NotFound
 from shared.listing import (
@@ -43,7 +44,7 @@ from shared.responses import render, render_null
 from shared.routing import ApiRoute, Handler, api_route, parse_json, parse_query, path_param
 from shared.shapes import Shape
 from shared.users import NestedUser
-from tracking.core.auth import caller, caller_id
+from tracking.core.auth import USER_TOKEN_KINDS, caller, caller_id, object_caller
 from tracking.core.schemas import HydrateQuery
 from tracking.core.users import user_field, users_by_id
 from tracking.project.repository import ProjectRef
@@ -369,11 +370,14 @@ def create_handler(
     service: Callable[[AsyncSession], Creates],
     body: type[BaseModel],
     respond: Respond[Any],
+    *,
+    kinds: Collection[str] = USER_TOKEN_KINDS,
 ) -> Handler:
-    """``POST …``: create from ``body``, answer it fully hydrated."""
+    """``POST …``: create from ``body``, answer it fully hydrated; callers' tokens of
+    ``kinds`` only."""
 
     async def create(request: Request) -> Response:
-        user_id = caller_id(request)
+        user_id = caller_id(request, kinds=kinds)
         parsed = await parse_json(request, body)
         async with transaction(request) as session:
             item = await service(session).create(parsed, user_id)
@@ -382,12 +386,27 @@ def create_handler(
     return create
 
 
-def get_handler(service: OpenService[Creator], id_param: str, respond: Respond[Creator]) -> Handler:
+def _authorize(request: Request, id_param: str, scope: ScopeKind | None) -> uuid.UUID:
+    """The row id, once the caller may address the row: a workload token only its own
+    run, schedule or deployment (``scope`` names which of those the rows are)."""
+    caller_id(request)
+    row_id = path_param(request, id_param, uuid.UUID)
+    if scope is not None:
+        object_caller(request, scope, row_id)
+    return row_id
+
+
+def get_handler(
+    service: OpenService[Creator],
+    id_param: str,
+    respond: Respond[Creator],
+    *,
+    scope: ScopeKind | None = None,
+) -> Handler:
     """``GET …/{id_param}?hydrate=true``."""
 
     async def get(request: Request) -> Response:
-        caller(request)
-        row_id = path_param(request, id_param, uuid.UUID)
+        row_id = _authorize(request, id_param, scope)
         query = parse_query(request, HydrateQuery)
         async with transaction(request) as session:
             item = await service(session).get(row_id)
@@ -405,12 +424,13 @@ def update_handler(
     id_param: str,
     body: type[BaseModel],
     respond: Respond[Any],
+    *,
+    scope: ScopeKind | None = None,
 ) -> Handler:
     """``PUT …/{id_param}``: change the row from ``body``, answer it fully hydrated."""
 
     async def update(request: Request) -> Response:
-        caller_id(request)
-        row_id = path_param(request, id_param, uuid.UUID)
+        row_id = _authorize(request, id_param, scope)
         parsed = await parse_json(request, body)
         async with transaction(request) as session:
             item = await service(session).update(row_id, parsed)
@@ -419,12 +439,13 @@ def update_handler(
     return update
 
 
-def delete_handler(service: OpenService[Any], id_param: str) -> Handler:
+def delete_handler(
+    service: OpenService[Any], id_param: str, *, scope: ScopeKind | None = None
+) -> Handler:
     """``DELETE …/{id_param}``: 200 ``null``."""
 
     async def delete(request: Request) -> Response:
-        caller_id(request)
-        row_id = path_param(request, id_param, uuid.UUID)
+        row_id = _authorize(request, id_param, scope)
         async with transaction(request) as session:
             await service(session).delete(row_id)
         return render_null()

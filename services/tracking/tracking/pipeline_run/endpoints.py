@@ -7,6 +7,7 @@ import uuid
 from starlette.requests import Request
 from starlette.responses import Response
 
+from shared.auth import ScopeKind
 from shared.db import transaction
 from shared.pagination import Page
 from shared.responses import render
@@ -63,9 +64,10 @@ async def get_step(request: Request) -> Response:
     return await render_one(request, item, step_response, hydrate=query.hydrate)
 
 
-get_run = get_handler(RunService, "run_id", run_response)
-update_run = update_handler(RunService, "run_id", PipelineRunUpdate, run_response)
-delete_run = delete_handler(RunService, "run_id")
+RUN = ScopeKind.PIPELINE_RUN
+get_run = get_handler(RunService, "run_id", run_response, scope=RUN)
+update_run = update_handler(RunService, "run_id", PipelineRunUpdate, run_response, scope=RUN)
+delete_run = delete_handler(RunService, "run_id", scope=RUN)
 
 
 def routes() -> list[ApiRoute]:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from shared.auth import ScopeKind
 from shared.routing import ApiRoute
+from tracking.core.auth import MANAGING_KINDS
 from tracking.core.scoped import (
     ResourceRoutes,
     ScopedListQuery,
@@ -35,11 +37,18 @@ SCHEDULE = ResourceRoutes(
 )
 
 
+SCOPE = ScopeKind.SCHEDULE
+
+
 def routes() -> list[ApiRoute]:
     return SCHEDULE.routes(
         list_=list_handler(ScheduleService, SCHEDULES, schedule_response),
-        create=create_handler(ScheduleService, ScheduleRequest, schedule_response),
-        get=get_handler(ScheduleService, "schedule_id", schedule_response),
-        update=update_handler(ScheduleService, "schedule_id", ScheduleUpdate, schedule_response),
-        delete=delete_handler(ScheduleService, "schedule_id"),
+        create=create_handler(
+            ScheduleService, ScheduleRequest, schedule_response, kinds=MANAGING_KINDS
+        ),
+        get=get_handler(ScheduleService, "schedule_id", schedule_response, scope=SCOPE),
+        update=update_handler(
+            ScheduleService, "schedule_id", ScheduleUpdate, schedule_response, scope=SCOPE
+        ),
+        delete=delete_handler(ScheduleService, "schedule_id", scope=SCOPE),
     )
