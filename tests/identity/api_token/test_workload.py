@@ -87,6 +87,27 @@ async def test_expires_in_bounds_a_workload_token(
     assert claims["exp"] == pytest.approx(claims["iat"] + 600, abs=2)
 
 
+@pytest.mark.parametrize("expires_in", ["604801", str(10**20)])
+async def test_expires_in_above_the_generic_maximum_is_400(
+    identity: httpx.AsyncClient,
+    tracking: httpx.AsyncClient,
+    auth: Headers,
+    default_project: Json,
+    expires_in: str,
+) -> None:
+    run = await create_run(tracking, auth, default_project)
+    response = await ask_workload_token(
+        identity, auth, pipeline_run_id=run["id"], expires_in=expires_in
+    )
+    assert_error(
+        response,
+        400,
+        "ValueError",
+        "The maximum expiration time for workload API tokens allowed by this server is "
+        "604800 seconds.",
+    )
+
+
 async def test_no_scope_is_400(identity: httpx.AsyncClient, auth: Headers) -> None:
     assert_error(
         await ask_workload_token(identity, auth),

@@ -6,9 +6,10 @@ They keep the caller's ``device_id``, so they die with the caller's device.
 Workload tokens are bound to exactly one schedule, pipeline run or deployment, named in
 the query or, without one, inherited from the calling workload token. Tracking is asked,
 fresh rather than from the cache, that the object exists and is active (a schedule
-active, a run in progress). They carry no ``exp`` (unless ``expires_in`` asks for one,
-which the reference ignores), keep the caller's ``device_id``, and are checked against
-their object on every use, on every service (:mod:`shared.auth.workload`).
+active, a run in progress). They carry no ``exp`` (unless ``expires_in`` asks for one, up
+to the generic maximum; the reference ignores it), keep the caller's ``device_id``, and
+are checked against their object on every use, on every service
+(:mod:`shared.auth.workload`).
 
 Where we differ from the reference, on purpose:
 
@@ -91,24 +92,27 @@ class APITokenService:
             raise BadRequest(
                 "Generic API tokens cannot be scoped to a schedule, pipeline run or deployment."
             )
-        settings = self.tokens.settings
-        maximum = int(settings.generic_api_token_max_lifetime.total_seconds())
-        # Compared as numbers first: a huge expires_in does not fit in a timedelta.
-        if query.expires_in is not None and query.expires_in > maximum:
-            raise BadRequest(
-                "The maximum expiration time for generic API tokens allowed by this server "
-                f"is {maximum} seconds."
-            )
-        lifetime = (
-            settings.generic_api_token_lifetime
-            if query.expires_in is None
-            else timedelta(seconds=query.expires_in)
-        )
+        lifetime = self._lifetime(query) or self.tokens.settings.generic_api_token_lifetime
         return await self.tokens.issue_for_user(
             user, TokenKind.GENERIC, lifetime, device_id=caller.device_id
         )
 
+    def _lifetime(self, query: APITokenQuery) -> timedelta | None:
+        """``expires_in`` as a lifetime (``None`` when not given), at most the server's
+        maximum for generic tokens, which also bounds a workload token that asks for one."""
+        if query.expires_in is None:
+            return None
+        maximum = int(self.tokens.settings.generic_api_token_max_lifetime.total_seconds())
+        # Compared as numbers first: a huge expires_in does not fit in a timedelta.
+        if query.expires_in > maximum:
+            raise BadRequest(
+                f"The maximum expiration time for {query.token_type.value} API tokens allowed "
+                f"by this server is {maximum} seconds."
+            )
+        return timedelta(seconds=query.expires_in)
+
     async def _workload(self, user: User, caller: VerifiedToken, query: APITokenQuery) -> str:
+        lifetime = self._lifetime(query)
         requested = scopes_named(query.model_dump())
         if len(requested) > 1:
             raise BadRequest(
@@ -124,9 +128,12 @@ class APITokenService:
         state = await self._state_if_allowed(held, target)
         if state is None or not state.active:
             raise ScopeUnavailable(target, state)
-        lifetime = None if query.expires_in is None else timedelta(seconds=query.expires_in)
         return await self.tokens.issue_for_user(
-            user, TokenKind.WORKLOAD, lifetime, device_id=caller.device_id, scope=target
+            user,
+            TokenKind.WORKLOAD,
+            lifetime,
+            device_id=caller.device_id,
+            scope=target,
         )
 
     async def _state_if_allowed(
