@@ -13,7 +13,8 @@ lifespan for each service, so a service only contributes its routes, its migrati
 
 The lifespan yields, as request state: ``settings``, ``engine``, ``sessionmaker``,
 ``redis``, ``keys`` (Redis key builder), ``http`` (httpx client), ``verifier``,
-``revocations``, plus whatever the service's own hook yields.
+``revocations``, ``workload_scopes`` (see :mod:`shared.auth.workload`), plus whatever
+the service's own hook yields.
 """
 
 from __future__ import annotations
@@ -36,11 +37,19 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Match, Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from shared.auth import JWKSClient, JWTAuthBackend, RevocationList, TokenKind, TokenVerifier
+from shared.auth import (
+    JWKSClient,
+    JWTAuthBackend,
+    RevocationList,
+    TokenKind,
+    TokenVerifier,
+    TrackingScopeSource,
+    WorkloadScopes,
+)
 from shared.db import create_engine, create_sessionmaker
 from shared.errors import PlatformError
 from shared.health import health_routes
-from shared.http import create_http_client
+from shared.http import create_http_client, service_auth
 from shared.idempotency import IdempotencyMiddleware
 from shared.middleware import (
     AccessLogMiddleware,
@@ -149,6 +158,18 @@ class UnhandledErrorMiddleware:
             await send({"type": "http.response.body", "body": body})
 
 
+def _workload_scopes(settings: ServiceSettings, http: httpx.AsyncClient) -> WorkloadScopes | None:
+    """Workload tokens checked with tracking, as this service; ``None`` (workload tokens
+    refused) without service credentials. Tracking and identity replace it."""
+    auth = service_auth(settings, http)
+    if auth is None:
+        return None
+    return WorkloadScopes(
+        TrackingScopeSource(http, settings.tracking_url, auth),
+        ttl=settings.workload_scope_cache_ttl.total_seconds(),
+    )
+
+
 @asynccontextmanager
 async def _base_state(
     settings: ServiceSettings,
@@ -184,6 +205,7 @@ async def _base_state(
                 leeway=settings.jwt_leeway.total_seconds(),
             ),
             "revocations": RevocationList(redis, keys),
+            "workload_scopes": _workload_scopes(settings, http),
         }
     finally:
         await http.aclose()

@@ -87,15 +87,43 @@ def create_http_client(
     )
 
 
-class ServiceTokenAuth(httpx.Auth):
-    """Authenticate outgoing calls with a token identity issues to this service.
+class CachedTokenAuth(httpx.Auth):
+    """Authenticate outgoing calls with a bearer token that a subclass obtains.
 
-    The token comes from identity's OAuth2 client-credentials grant and is cached until
-    shortly before it expires; a 401 answer drops it and the request is retried once
-    with a fresh one.
+    The token is cached until shortly before it expires; a 401 answer drops it and the
+    request is retried once with a fresh one. Subclasses implement :meth:`fetch`.
     """
 
     requires_response_body = False
+
+    def __init__(self) -> None:
+        self._token: str | None = None
+        self._expires_at = 0.0
+        self._lock = asyncio.Lock()
+
+    async def fetch(self) -> tuple[str, float]:
+        """A new token and its lifetime in seconds."""
+        raise NotImplementedError
+
+    async def token(self, *, refresh: bool = False) -> str:
+        async with self._lock:
+            if refresh or self._token is None or time.monotonic() >= self._expires_at:
+                token, lifetime = await self.fetch()
+                self._token = token
+                self._expires_at = time.monotonic() + max(lifetime - 30, lifetime / 2)
+            return self._token
+
+    async def async_auth_flow(self, request: httpx.Request) -> Any:
+        request.headers["Authorization"] = f"Bearer {await self.token()}"
+        response = yield request
+        if response.status_code == 401:
+            request.headers["Authorization"] = f"Bearer {await self.token(refresh=True)}"
+            yield request
+
+
+class ServiceTokenAuth(CachedTokenAuth):
+    """Authenticate outgoing calls with a token identity issues to this service, from
+    its OAuth2 client-credentials grant."""
 
     def __init__(
         self,
@@ -105,15 +133,13 @@ class ServiceTokenAuth(httpx.Auth):
         client_secret: str,
         token_path: str = "/api/v1/login",
     ) -> None:
+        super().__init__()
         self._client = token_client
         self._client_id = client_id
         self._client_secret = client_secret
         self._token_path = token_path
-        self._token: str | None = None
-        self._expires_at = 0.0
-        self._lock = asyncio.Lock()
 
-    async def _fetch(self) -> str:
+    async def fetch(self) -> tuple[str, float]:
         response = await self._client.post(
             self._token_path,
             data={
@@ -124,20 +150,17 @@ class ServiceTokenAuth(httpx.Auth):
         )
         response.raise_for_status()
         payload = response.json()
-        self._token = str(payload["access_token"])
-        lifetime = float(payload.get("expires_in") or 300)
-        self._expires_at = time.monotonic() + max(lifetime - 30, lifetime / 2)
-        return self._token
+        return str(payload["access_token"]), float(payload.get("expires_in") or 300)
 
-    async def token(self, *, refresh: bool = False) -> str:
-        async with self._lock:
-            if refresh or self._token is None or time.monotonic() >= self._expires_at:
-                return await self._fetch()
-            return self._token
 
-    async def async_auth_flow(self, request: httpx.Request) -> Any:
-        request.headers["Authorization"] = f"Bearer {await self.token()}"
-        response = yield request
-        if response.status_code == 401:
-            request.headers["Authorization"] = f"Bearer {await self.token(refresh=True)}"
-            yield request
+def service_auth(settings: ServiceSettings, http: httpx.AsyncClient) -> ServiceTokenAuth | None:
+    """The service's client-credentials auth against ``settings.identity_url``; ``None``
+    when the service has no credentials configured."""
+    if settings.service_client_id is None or settings.service_client_secret is None:
+        return None
+    return ServiceTokenAuth(
+        http,
+        client_id=settings.service_client_id,
+        client_secret=settings.service_client_secret.get_secret_value(),
+        token_path=settings.identity_url.rstrip("/") + "/api/v1/login",
+    )

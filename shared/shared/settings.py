@@ -58,6 +58,14 @@ class ServiceSettings(BaseSettings):
     service_client_id: str | None = None
     service_client_secret: SecretStr | None = None
 
+    # Tracking owns the pipeline runs, schedules and deployments that workload tokens are
+    # bound to; every service asks it (with its service token) whether a workload token's
+    # object still accepts it, and trusts the answer this long. A run finished past its
+    # leeway, a schedule deactivated or a deleted object stops its tokens everywhere
+    # within this time.
+    tracking_url: str = "http://127.0.0.1:8102"
+    workload_scope_cache_ttl: timedelta = timedelta(seconds=5)
+
     http_timeout: timedelta = timedelta(seconds=10)
     http_connect_timeout: timedelta = timedelta(seconds=3)
     http_retries: int = Field(default=2, ge=0, le=10)

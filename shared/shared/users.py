@@ -24,7 +24,7 @@ import httpx
 from pydantic import BaseModel
 
 from shared.errors import ServiceUnavailable
-from shared.http import ServiceTokenAuth
+from shared.http import service_auth
 from shared.settings import ServiceSettings
 from shared.types import WireDatetime
 
@@ -243,16 +243,10 @@ def create_user_directory(
 ) -> UserDirectory | None:
     """A directory that authenticates with the service's client credentials against
     ``settings.identity_url``; ``None`` when the service has none configured."""
-    if settings.service_client_id is None or settings.service_client_secret is None:
+    auth = service_auth(settings, http)
+    if auth is None:
         return None
-    identity_url = settings.identity_url.rstrip("/")
-    auth = ServiceTokenAuth(
-        http,
-        client_id=settings.service_client_id,
-        client_secret=settings.service_client_secret.get_secret_value(),
-        token_path=f"{identity_url}/api/v1/login",
-    )
-    return UserDirectory(http, identity_url=identity_url, auth=auth)
+    return UserDirectory(http, identity_url=settings.identity_url.rstrip("/"), auth=auth)
 
 
 # The nested user under its purpose's name, for readers of other services' code.

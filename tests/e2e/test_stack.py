@@ -15,6 +15,7 @@ import time
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -134,6 +135,71 @@ def test_agent_entrypoint_reaches_agent_accounts(stack, client):
     response = client.get(stack.url("agent", "/_services/agent-accounts/health"))
     assert response.status_code == 200
     assert response.text == "ok"
+
+
+def _post(client: httpx.Client, url: str, headers: dict[str, str], body: dict[str, Any]) -> Any:
+    response = client.post(url, json=body, headers=headers)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def test_workload_token_lives_as_long_as_its_run_on_every_service(stack, client):
+    """Identity asks tracking (another process) before issuing and on every use; tracking
+    checks its own rows. Deleting the run stops the token on both within the 5 s cache."""
+    headers = {"Authorization": f"Bearer {_login(client, stack)}"}
+    client.cookies.clear()
+
+    def api(path: str) -> str:
+        url: str = stack.url("platform", f"/api/v1/{path}")
+        return url
+
+    project = client.get(api("projects/default"), headers=headers).json()["id"]
+    stack_id = client.get(api("stacks?name=default"), headers=headers).json()["items"][0]["id"]
+    name = f"e2e-{secrets.token_hex(4)}"
+    pipeline = _post(client, api("pipelines"), headers, {"project": project, "name": name})
+    snapshot = _post(
+        client,
+        api("pipeline_snapshots"),
+        headers,
+        {
+            "project": project,
+            "run_name_template": "run",
+            "pipeline_configuration": {"name": name},
+            "stack": stack_id,
+            "pipeline": pipeline["id"],
+        },
+    )
+    run, _ = _post(
+        client,
+        api("runs"),
+        headers,
+        {"project": project, "name": name, "snapshot": snapshot["id"], "status": "running"},
+    )
+    issued = client.get(
+        api("api_token"),
+        params={"token_type": "workload", "pipeline_run_id": run["id"]},
+        headers=headers,
+    )
+    assert issued.status_code == 200, issued.text
+    workload = {"Authorization": f"Bearer {issued.json()}"}
+    assert client.get(api(f"runs/{run['id']}"), headers=workload).status_code == 200
+    assert client.get(api("current-user"), headers=workload).status_code == 200
+
+    assert client.delete(api(f"runs/{run['id']}"), headers=headers).status_code == 200
+    deadline = time.monotonic() + 10
+    while True:
+        answers = [
+            client.get(api(path), headers=workload) for path in ("artifacts", "current-user")
+        ]
+        if all(a.status_code == 401 for a in answers) or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    for answer in answers:
+        assert answer.status_code == 401, answer.text
+        assert answer.json()["detail"] == [
+            "CredentialsNotValid",
+            f"Authentication error: pipeline run {run['id']} does not exist",
+        ]
 
 
 def test_sigterm_stops_the_stack_and_leaves_no_process(stack):

@@ -82,6 +82,21 @@ def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
+async def tracking_service_token(identity: httpx.AsyncClient) -> str:
+    """The token identity's client-credentials grant gives the tracking service."""
+    response = await identity.post(
+        "/api/v1/login",
+        data={
+            "grant_type": "client_credentials",
+            "client_id": "tracking",
+            "client_secret": TRACKING_SECRET,
+        },
+    )
+    assert response.status_code == 200, response.text
+    token: str = response.json()["access_token"]
+    return token
+
+
 async def _whoami(request: Request) -> Response:
     return render({"sub": require_principal(request).token.subject})
 

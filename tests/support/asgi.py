@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -68,3 +68,23 @@ async def client_for(
         httpx.AsyncClient(transport=httpx.ASGITransport(app=wrapped), base_url=base_url) as client,
     ):
         yield client
+
+
+class HostRouter(httpx.AsyncBaseTransport):
+    """Sends each request to the in-process app serving its host, as DNS would route it
+    to a process (and, for a key ``host/prefix``, the paths under a prefix to another
+    app; the first matching key wins). Services that call one another (identity and
+    tracking) share one router and are registered once started."""
+
+    def __init__(self, routes: Mapping[str, httpx.AsyncBaseTransport] | None = None) -> None:
+        self.routes = dict(routes or {})
+
+    def register(self, key: str, app: ASGIApp) -> None:
+        self.routes[key] = httpx.ASGITransport(app=app)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        for key, transport in self.routes.items():
+            host, _, prefix = key.partition("/")
+            if request.url.host == host and request.url.path.startswith("/" + prefix):
+                return await transport.handle_async_request(request)
+        return httpx.Response(502, text=f"no route to {request.url}")

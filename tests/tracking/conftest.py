@@ -3,12 +3,14 @@ that issues its tokens, serves its JWKS and answers its user look-ups.
 
 Identity keeps its own SQLite file (it is an outside service here); tracking runs on the
 ``database_url`` fixture, so every tracking test runs on SQLite and, when configured,
-PostgreSQL.
+PostgreSQL. The two reach each other through one :class:`HostRouter`; neither caches
+workload scopes (``workload_scope_cache_ttl`` 0), so a run finished is seen at once.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +20,13 @@ from pydantic import SecretStr
 
 from identity.app import create_app as create_identity_app
 from tests.identity.conftest import ADMIN, ADMIN_PASSWORD, TRACKING_SECRET, bearer, make_settings
-from tests.support.asgi import LifespanApp, running
+from tests.support.asgi import HostRouter, LifespanApp, running
 from tests.support.databases import sqlite_url
 from tracking.app import create_app
 from tracking.settings import Settings
 
 IDENTITY_URL = "http://identity"
+TRACKING_URL = "http://tracking"
 
 
 def tracking_settings_for(
@@ -39,6 +42,7 @@ def tracking_settings_for(
         "service_client_id": "tracking",
         "service_client_secret": SecretStr(TRACKING_SECRET),
         "artifact_store_root": artifact_root,
+        "workload_scope_cache_ttl": timedelta(0),
         "environment": "test",
         "log_json": False,
     }
@@ -47,11 +51,25 @@ def tracking_settings_for(
 
 
 @pytest.fixture
+def router() -> HostRouter:
+    """How identity and tracking reach each other (tracking's users, identity's workload
+    scopes)."""
+    return HostRouter()
+
+
+@pytest.fixture
 async def identity_app(
-    tmp_path: Path, redis_url: str, redis_namespace: str
+    tmp_path: Path, redis_url: str, redis_namespace: str, router: HostRouter
 ) -> AsyncIterator[LifespanApp]:
-    settings = make_settings(sqlite_url(tmp_path, "identity"), redis_url, redis_namespace)
-    async with running(create_identity_app(settings)) as app:
+    settings = make_settings(
+        sqlite_url(tmp_path, "identity"),
+        redis_url,
+        redis_namespace,
+        tracking_url=TRACKING_URL,
+        workload_scope_cache_ttl=timedelta(0),
+    )
+    async with running(create_identity_app(settings, http_transport=router)) as app:
+        router.register("identity/", app)
         yield app
 
 
@@ -64,10 +82,11 @@ def tracking_settings(
 
 @pytest.fixture
 async def tracking_app(
-    tracking_settings: Settings, identity_app: LifespanApp
+    tracking_settings: Settings, identity_app: LifespanApp, router: HostRouter
 ) -> AsyncIterator[LifespanApp]:
-    app = create_app(tracking_settings, http_transport=httpx.ASGITransport(app=identity_app))
+    app = create_app(tracking_settings, http_transport=router)
     async with running(app) as started:
+        router.register("tracking/", started)
         yield started
 
 

@@ -14,11 +14,11 @@ EXPECTED = {
     "/api/v1/deployments": {"get", "post"},
     "/api/v1/deployments/{deployment_id}": {"get", "delete"},
     "/api/v1/runs": {"get", "post"},
-    "/api/v1/runs/{run_id}": {"get", "delete"},
+    "/api/v1/runs/{run_id}": {"get", "put", "delete"},
     "/api/v1/steps": {"post"},
     "/api/v1/steps/{step_id}": {"get"},
     "/api/v1/schedules": {"get", "post"},
-    "/api/v1/schedules/{schedule_id}": {"get", "delete"},
+    "/api/v1/schedules/{schedule_id}": {"get", "put", "delete"},
     "/api/v1/pipelines": {"get", "post"},
     "/api/v1/pipeline_snapshots": {"post"},
 }

@@ -18,11 +18,11 @@ from pydantic import SecretStr
 
 from identity.app import create_app as create_identity_app
 from tests.identity.conftest import TRACKING_SECRET, make_settings
-from tests.support.asgi import LifespanApp, running
+from tests.support.asgi import HostRouter, LifespanApp, running
 from tests.support.databases import sqlite_url
 from tests.tracking import conftest as tracking_fixtures
 from tests.tracking.conftest import tracking_settings_for
-from tests.webhooks.support import HostRouter, SnapshotRuns
+from tests.webhooks.support import SnapshotRuns
 from tracking.app import create_app as create_tracking_app
 from webhooks.app import create_app
 from webhooks.settings import Settings

@@ -9,7 +9,6 @@ import hmac
 import json
 import time
 import uuid
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -122,21 +121,6 @@ async def deliver_through(
                 content=body,
                 headers=codehost_headers(hook["secret"], body),
             )
-
-
-class HostRouter(httpx.AsyncBaseTransport):
-    """Sends each request to the in-process app serving its host (and, for one host, a
-    path prefix to another app)."""
-
-    def __init__(self, routes: Mapping[str, httpx.AsyncBaseTransport]) -> None:
-        self.routes = dict(routes)
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        for key, transport in self.routes.items():
-            host, _, prefix = key.partition("/")
-            if request.url.host == host and request.url.path.startswith("/" + prefix):
-                return await transport.handle_async_request(request)
-        return httpx.Response(502, text=f"no route to {request.url}")
 
 
 @dataclass

@@ -15,6 +15,7 @@ from starlette.applications import Starlette
 from identity import api_token, auth, device, server, user
 from identity.api_token import endpoints as api_token_endpoints
 from identity.auth import endpoints as auth_endpoints
+from identity.auth.service import OwnServiceAuth, TokenService
 from identity.device import endpoints as device_endpoints
 from identity.server import endpoints as server_endpoints
 from identity.settings import Settings
@@ -22,7 +23,7 @@ from identity.signing_key.service import KeyRing, SigningKeyService
 from identity.user import endpoints as user_endpoints
 from identity.user.service import UserService
 from shared.app import State, create_service_app
-from shared.auth import TokenVerifier
+from shared.auth import TokenVerifier, TrackingScopeSource, WorkloadScopes
 from shared.db import session_scope
 from shared.settings import PLATFORM_VERSION
 
@@ -59,9 +60,14 @@ async def _lifespan(app: Starlette, state: State) -> AsyncIterator[State]:
         audience=settings.jwt_audience,
         leeway=settings.jwt_leeway.total_seconds(),
     )
+    own_auth = OwnServiceAuth(TokenService(settings, keyring))
+    workload_scopes = WorkloadScopes(
+        TrackingScopeSource(state["http"], settings.tracking_url, own_auth),
+        ttl=settings.workload_scope_cache_ttl.total_seconds(),
+    )
     refresher = asyncio.create_task(keyring.run(), name="signing-key-refresh")
     try:
-        yield {"keyring": keyring, "verifier": verifier}
+        yield {"keyring": keyring, "verifier": verifier, "workload_scopes": workload_scopes}
     finally:
         refresher.cancel()
         with contextlib.suppress(asyncio.CancelledError):

@@ -12,6 +12,7 @@ from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 
 from shared.app import State, create_service_app
+from shared.auth import WorkloadScopes
 from shared.settings import PLATFORM_VERSION
 from shared.users import create_user_directory
 from tracking.artifact import endpoints as artifact_endpoints
@@ -27,6 +28,8 @@ from tracking.project import endpoints as project_endpoints
 from tracking.schedule import endpoints as schedule_endpoints
 from tracking.settings import Settings
 from tracking.stack import endpoints as stack_endpoints
+from tracking.workload_scope import endpoints as workload_scope_endpoints
+from tracking.workload_scope.service import LocalScopeSource
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 
@@ -43,6 +46,7 @@ def routes() -> list[BaseRoute]:
         *pipeline_run_endpoints.routes(),
         *deployment_endpoints.routes(),
         *schedule_endpoints.routes(),
+        *workload_scope_endpoints.routes(),
     ]
 
 
@@ -54,7 +58,16 @@ async def _lifespan(app: Starlette, state: State) -> AsyncIterator[State]:
     downloads = DownloadTokens.create(
         secret.get_secret_value() if secret else None, settings.download_token_lifetime
     )
-    yield {"users": create_user_directory(settings, state["http"]), "downloads": downloads}
+    # Workload tokens are checked against tracking's own database, not over HTTP.
+    workload_scopes = WorkloadScopes(
+        LocalScopeSource(state["sessionmaker"], settings.workload_token_expiration_leeway),
+        ttl=settings.workload_scope_cache_ttl.total_seconds(),
+    )
+    yield {
+        "users": create_user_directory(settings, state["http"]),
+        "downloads": downloads,
+        "workload_scopes": workload_scopes,
+    }
 
 
 def create_app(

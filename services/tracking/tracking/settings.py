@@ -25,6 +25,10 @@ class Settings(ServiceSettings):
     # Signs download tokens, which only tracking reads. Replicas must share it; unset, each
     # process makes its own (fine for one process, as the local stack runs).
     download_token_secret: SecretStr | None = None
+    # A workload token scoped to a pipeline run stays valid this long after the run
+    # finished (so the steps still running when another failed can report); negative:
+    # for ever. The reference's ZENML_WORKLOAD_TOKEN_EXPIRATION_LEEWAY, same default.
+    workload_token_expiration_leeway: timedelta = timedelta(seconds=3600)
     # The largest visualization loaded into a response.
     visualization_size_limit: int = Field(default=100 * 1024**2, ge=1)
 

@@ -26,8 +26,7 @@ class Settings(ServiceSettings):
     # unset, `endpoint_url` is null, as the reference's.
     server_api_url: str | None = None
 
-    # Where projects and pipeline snapshots live.
-    tracking_url: str = "http://127.0.0.1:8102"
+    # Projects and pipeline snapshots live in tracking (`tracking_url`, a shared setting).
     project_cache_ttl: timedelta = timedelta(seconds=60)
 
     # Intake: senders' retries of one delivery id within this window are answered 2xx and

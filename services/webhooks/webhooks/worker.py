@@ -16,7 +16,7 @@ from arq.connections import RedisSettings
 from arq.worker import Worker, func
 
 from shared.db import create_engine, create_sessionmaker
-from shared.http import ServiceTokenAuth, create_http_client
+from shared.http import create_http_client, service_auth
 from shared.logging import configure_logging
 from webhooks.event.dispatch import SnapshotRunner, TrackingSnapshotRunner
 from webhooks.event.queue import PROCESS_EVENT, deserializer, serializer
@@ -25,17 +25,6 @@ from webhooks.intake.providers import providers
 from webhooks.settings import Settings
 
 logger = logging.getLogger(__name__)
-
-
-def service_auth(settings: Settings, http: httpx.AsyncClient) -> httpx.Auth | None:
-    if settings.service_client_id is None or settings.service_client_secret is None:
-        return None
-    return ServiceTokenAuth(
-        http,
-        client_id=settings.service_client_id,
-        client_secret=settings.service_client_secret.get_secret_value(),
-        token_path=settings.identity_url.rstrip("/") + "/api/v1/login",
-    )
 
 
 def create_worker(

@@ -3,7 +3,8 @@
 Identity signs with :class:`TokenSigner` and publishes :func:`public_jwk` keys as a JWKS.
 Every service verifies with a :class:`TokenVerifier` over a :class:`KeySource`
 (:class:`JWKSClient` for identity's JWKS, :class:`StaticKeySource` in-process), checks
-the :class:`RevocationList`, and installs :class:`JWTAuthBackend`::
+the :class:`RevocationList` (and, for workload tokens, their object through
+:class:`WorkloadScopes`), and installs :class:`JWTAuthBackend`::
 
     verifier = TokenVerifier(JWKSClient(http, settings.jwks_url), issuer=..., audience=...)
     Middleware(AuthenticationMiddleware, backend=JWTAuthBackend(cookie_name=..., kinds=...))
@@ -32,6 +33,16 @@ from shared.auth.revocation import RevocationList
 from shared.auth.signer import TokenSigner
 from shared.auth.tokens import TokenKind, VerifiedToken
 from shared.auth.verifier import InvalidToken, TokenVerifier
+from shared.auth.workload import (
+    ScopeKind,
+    ScopeSource,
+    ScopeState,
+    TrackingScopeSource,
+    WorkloadScope,
+    WorkloadScopes,
+    scope_of,
+    scopes_named,
+)
 
 __all__ = [
     "InvalidCredentials",
@@ -41,11 +52,17 @@ __all__ = [
     "KeySource",
     "Principal",
     "RevocationList",
+    "ScopeKind",
+    "ScopeSource",
+    "ScopeState",
     "StaticKeySource",
     "TokenKind",
     "TokenSigner",
     "TokenVerifier",
+    "TrackingScopeSource",
     "VerifiedToken",
+    "WorkloadScope",
+    "WorkloadScopes",
     "bearer_token",
     "generate_signing_key",
     "new_kid",
@@ -55,4 +72,6 @@ __all__ = [
     "public_jwk",
     "require_admin",
     "require_principal",
+    "scope_of",
+    "scopes_named",
 ]

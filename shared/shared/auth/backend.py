@@ -16,8 +16,9 @@ from starlette.authentication import AuthCredentials, AuthenticationBackend, Bas
 from starlette.requests import HTTPConnection
 
 from shared.auth.revocation import RevocationList
-from shared.auth.tokens import VerifiedToken
+from shared.auth.tokens import TokenKind, VerifiedToken
 from shared.auth.verifier import InvalidToken, TokenVerifier
+from shared.auth.workload import WorkloadScopes
 from shared.errors import AuthorizationFailed, Forbidden, HTTPDetailError, Unauthorized
 
 
@@ -90,8 +91,12 @@ class JWTAuthBackend(AuthenticationBackend):
     request state (``state.verifier``, and ``state.revocations`` if the service checks
     revocation), because the app's lifespan creates them.
 
+    A workload token is also checked against its object (``state.workload_scopes``, a
+    :class:`~shared.auth.workload.WorkloadScopes`; without one, workload tokens are
+    refused).
+
     Never raises for a bad token; only :class:`~shared.errors.ServiceUnavailable` from
-    the revocation check propagates (Redis down: fail closed).
+    the revocation or workload check propagates (Redis or tracking down: fail closed).
     """
 
     def __init__(self, *, cookie_name: str, kinds: Collection[str]) -> None:
@@ -119,6 +124,15 @@ class JWTAuthBackend(AuthenticationBackend):
         revocations: RevocationList | None = getattr(conn.state, "revocations", None)
         if revocations is not None and await revocations.is_revoked(token):
             return AuthCredentials([]), InvalidCredentials("token has been revoked")
+        if token.kind == TokenKind.WORKLOAD:
+            checker: WorkloadScopes | None = getattr(conn.state, "workload_scopes", None)
+            reason = (
+                "workload tokens are not accepted by this service"
+                if checker is None
+                else await checker.refusal(token)
+            )
+            if reason is not None:
+                return AuthCredentials([]), InvalidCredentials(reason)
         scopes = ["authenticated", f"kind:{token.kind}"]
         if token.is_admin:
             scopes.append("admin")

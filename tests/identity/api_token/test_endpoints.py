@@ -1,4 +1,4 @@
-"""``GET /api/v1/api_token``: generic tokens, and the documented refusal of workload ones."""
+"""``GET /api/v1/api_token``: generic tokens (workload tokens: ``test_workload.py``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import jwt
 import pytest
 
 from shared.auth import TokenKind
-from tests.identity.conftest import ADMIN_PASSWORD, TRACKING_SECRET, Login, bearer
+from tests.identity.conftest import ADMIN_PASSWORD, Login, bearer, tracking_service_token
 from tests.identity.device.support import device_id, device_login
 
 
@@ -87,19 +87,6 @@ async def test_scoped_generic_token_is_400(identity: httpx.AsyncClient, login: L
     assert response.json()["detail"][1].startswith("Generic API tokens cannot be scoped")
 
 
-async def test_workload_token_is_refused_with_501_not_implemented(
-    identity: httpx.AsyncClient, login: Login
-):
-    response = await identity.get(
-        "/api/v1/api_token",
-        params={"token_type": "workload", "pipeline_run_id": str(uuid.uuid4())},
-        headers=bearer(await login()),
-    )
-    assert response.status_code == 501
-    assert response.json()["detail"][0] == "NotImplementedError"
-    assert "Workload API tokens are not available" in response.json()["detail"][1]
-
-
 async def test_unknown_token_type_is_422(identity: httpx.AsyncClient, login: Login):
     response = await identity.get(
         "/api/v1/api_token", params={"token_type": "forever"}, headers=bearer(await login())
@@ -114,17 +101,8 @@ async def test_api_token_needs_a_login(identity: httpx.AsyncClient):
 
 
 async def test_service_token_cannot_get_an_api_token(identity: httpx.AsyncClient):
-    service = await identity.post(
-        "/api/v1/login",
-        data={
-            "grant_type": "client_credentials",
-            "client_id": "tracking",
-            "client_secret": TRACKING_SECRET,
-        },
-    )
-    response = await identity.get(
-        "/api/v1/api_token", headers=bearer(service.json()["access_token"])
-    )
+    service = await tracking_service_token(identity)
+    response = await identity.get("/api/v1/api_token", headers=bearer(service))
     assert response.status_code == 401
     assert response.json()["detail"][0] == "AuthorizationException"
 

@@ -9,24 +9,14 @@ import uuid
 import httpx
 import pytest
 
-from tests.identity.conftest import ADMIN, TRACKING_SECRET, Login, bearer
+from tests.identity.conftest import ADMIN, Login, bearer, tracking_service_token
 
 PASSWORD = "a long enough password"
 
 
 @pytest.fixture
 async def service_token(identity: httpx.AsyncClient) -> str:
-    response = await identity.post(
-        "/api/v1/login",
-        data={
-            "grant_type": "client_credentials",
-            "client_id": "tracking",
-            "client_secret": TRACKING_SECRET,
-        },
-    )
-    assert response.status_code == 200, response.text
-    token: str = response.json()["access_token"]
-    return token
+    return await tracking_service_token(identity)
 
 
 async def _create(identity: httpx.AsyncClient, admin: str, name: str) -> str:

@@ -14,10 +14,13 @@ from redis.asyncio import Redis
 
 from shared.auth import (
     RevocationList,
+    ScopeKind,
+    ScopeState,
     StaticKeySource,
     TokenKind,
     TokenSigner,
     TokenVerifier,
+    WorkloadScope,
     generate_signing_key,
 )
 from shared.redis import Keys, create_redis
@@ -80,3 +83,31 @@ async def redis_client(redis_url: str, redis_namespace: str) -> AsyncIterator[Re
 @pytest.fixture
 def revocations(redis_client: Redis, redis_namespace: str) -> RevocationList:
     return RevocationList(redis_client, Keys(redis_namespace))
+
+
+class TrackingObjects:
+    """Stands in for tracking, the other service that holds workload tokens' objects: a
+    :class:`~shared.auth.ScopeSource` over a dict, counting the lookups."""
+
+    def __init__(self) -> None:
+        self.states: dict[WorkloadScope, ScopeState] = {}
+        self.lookups = 0
+
+    def add(
+        self, kind: ScopeKind = ScopeKind.PIPELINE_RUN, *, active: bool = True, usable: bool = True
+    ) -> WorkloadScope:
+        scope = WorkloadScope(kind, uuid4())
+        self.put(scope, active=active, usable=usable)
+        return scope
+
+    def put(self, scope: WorkloadScope, *, active: bool, usable: bool) -> None:
+        self.states[scope] = ScopeState(kind=scope.kind, id=scope.id, active=active, usable=usable)
+
+    async def state(self, scope: WorkloadScope) -> ScopeState | None:
+        self.lookups += 1
+        return self.states.get(scope)
+
+
+@pytest.fixture
+def tracking_objects() -> TrackingObjects:
+    return TrackingObjects()

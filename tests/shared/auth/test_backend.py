@@ -21,9 +21,12 @@ from shared.auth import (
     JWTAuthBackend,
     Principal,
     RevocationList,
+    ScopeKind,
     TokenKind,
     TokenSigner,
     TokenVerifier,
+    WorkloadScope,
+    WorkloadScopes,
     generate_signing_key,
     require_admin,
     require_principal,
@@ -31,6 +34,7 @@ from shared.auth import (
 from shared.errors import PlatformError, ServiceUnavailable
 from shared.redis import Keys, create_redis
 from shared.responses import error_response
+from tests.shared.auth.conftest import TrackingObjects
 from tests.support.asgi import client_for
 from tests.support.redis_server import free_port
 
@@ -96,9 +100,14 @@ def make_app(state: dict[str, Any]) -> Starlette:
 
 @pytest.fixture
 async def client(
-    verifier: TokenVerifier, revocations: RevocationList
+    verifier: TokenVerifier, revocations: RevocationList, tracking_objects: TrackingObjects
 ) -> AsyncIterator[httpx.AsyncClient]:
-    async with client_for(make_app({"verifier": verifier, "revocations": revocations})) as client:
+    state = {
+        "verifier": verifier,
+        "revocations": revocations,
+        "workload_scopes": WorkloadScopes(tracking_objects, ttl=0),
+    }
+    async with client_for(make_app(state)) as client:
         yield client
 
 
@@ -227,17 +236,97 @@ async def test_token_of_a_kind_the_service_does_not_accept_is_not_valid(
     assert "token kind download not accepted here" in response.json()["detail"][1]
 
 
+def workload(issue: Any, scope: WorkloadScope) -> str:
+    token: str = issue(kind=TokenKind.WORKLOAD, lifetime=None, extra=scope.claims())
+    return token
+
+
 async def test_route_limited_to_kinds_refuses_other_kinds(
-    client: httpx.AsyncClient, issue: Any
+    client: httpx.AsyncClient, issue: Any, tracking_objects: TrackingObjects
 ) -> None:
     refused = await client.get("/workload", headers=bearer(issue(kind=TokenKind.ACCESS)))
-    allowed = await client.get(
-        "/workload", headers=bearer(issue(kind=TokenKind.WORKLOAD, lifetime=None))
-    )
+    token = workload(issue, tracking_objects.add())
+    allowed = await client.get("/workload", headers=bearer(token))
 
     assert refused.status_code == 401
     assert refused.json()["detail"][0] == "AuthorizationException"
     assert allowed.status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("kind", "usable", "reason"),
+    [
+        (
+            ScopeKind.PIPELINE_RUN,
+            False,
+            "has finished and API tokens scoped to it are no longer valid",
+        ),
+        (ScopeKind.SCHEDULE, False, "is not active"),
+        (ScopeKind.DEPLOYMENT, None, "does not exist"),
+    ],
+)
+async def test_workload_token_is_refused_once_its_object_refuses_it(
+    client: httpx.AsyncClient,
+    issue: Any,
+    tracking_objects: TrackingObjects,
+    kind: ScopeKind,
+    usable: bool | None,
+    reason: str,
+) -> None:
+    scope = tracking_objects.add(kind)
+    token = workload(issue, scope)
+    assert (await client.get("/workload", headers=bearer(token))).status_code == 200
+    if usable is None:
+        del tracking_objects.states[scope]
+    else:
+        tracking_objects.put(scope, active=False, usable=usable)
+
+    response = await client.get("/workload", headers=bearer(token))
+
+    assert_credentials_not_valid(response, token)
+    assert response.json()["detail"][1] == f"Authentication error: {scope} {reason}"
+
+
+@pytest.mark.parametrize(
+    "claims",
+    [
+        {},
+        {"pipeline_run_id": "not-a-uuid"},
+        {"pipeline_run_id": str(uuid4()), "schedule_id": str(uuid4())},
+    ],
+)
+async def test_workload_token_without_exactly_one_object_is_refused(
+    client: httpx.AsyncClient, issue: Any, claims: dict[str, str]
+) -> None:
+    token = issue(kind=TokenKind.WORKLOAD, lifetime=None, extra=claims)
+
+    response = await client.get("/workload", headers=bearer(token))
+
+    assert_credentials_not_valid(response)
+    assert "not bound to exactly one schedule, pipeline run or deployment" in response.text
+
+
+async def test_service_that_cannot_check_workload_tokens_refuses_them(
+    verifier: TokenVerifier, issue: Any, tracking_objects: TrackingObjects
+) -> None:
+    token = workload(issue, tracking_objects.add())
+    async with client_for(make_app({"verifier": verifier})) as client:
+        response = await client.get("/workload", headers=bearer(token))
+
+    assert_credentials_not_valid(response)
+    assert "workload tokens are not accepted by this service" in response.text
+    assert tracking_objects.lookups == 0
+
+
+async def test_other_kinds_do_not_ask_tracking(
+    client: httpx.AsyncClient, issue: Any, tracking_objects: TrackingObjects
+) -> None:
+    token = issue(extra={"pipeline_run_id": str(uuid4())})
+
+    response = await client.get("/me", headers=bearer(token))
+
+    assert response.status_code == 200
+    assert tracking_objects.lookups == 0
 
 
 async def test_non_admin_is_forbidden_on_an_admin_route(

@@ -76,6 +76,40 @@ async def test_finished_run_is_not_in_progress(
     assert response.json()["body"]["in_progress"] is False
 
 
+async def test_run_reaching_a_finished_status_ends_and_resuming_reopens_it(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    run = await create_run(tracking, auth, default_project)
+    path = f"/api/v1/runs/{run['id']}"
+    body = {"status": "failed", "status_reason": "out of memory", "add_tags": ["ignored"]}
+    failed = await tracking.put(path, json=body, headers=auth)
+    assert failed.status_code == 200, failed.text
+    assert failed.json()["body"]["status"] == "failed"
+    assert failed.json()["body"]["in_progress"] is False
+    assert failed.json()["body"]["status_reason"] == "out of memory"
+    ended = failed.json()["metadata"]["end_time"]
+    assert ended is not None
+    # A second finished status keeps the first end: the leeway counts from there.
+    stopped = await tracking.put(path, json={"status": "stopped"}, headers=auth)
+    assert stopped.json()["metadata"]["end_time"] == ended
+    resumed = await tracking.put(path, json={"status": "resuming"}, headers=auth)
+    assert resumed.json()["body"]["in_progress"] is True
+    assert resumed.json()["metadata"]["end_time"] is None
+    assert (await tracking.get(path, headers=auth)).json() == resumed.json()
+
+
+async def test_updating_an_unknown_run_is_404_and_a_bad_status_422(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    missing = await tracking.put(
+        f"/api/v1/runs/{uuid.uuid4()}", json={"status": "completed"}, headers=auth
+    )
+    assert missing.status_code == 404
+    run = await create_run(tracking, auth, default_project)
+    bad = await tracking.put(f"/api/v1/runs/{run['id']}", json={"status": "done"}, headers=auth)
+    assert bad.status_code == 422
+
+
 async def test_runs_list_filters_by_status(
     tracking: httpx.AsyncClient, auth: Headers, default_project: Json
 ) -> None:

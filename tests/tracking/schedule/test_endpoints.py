@@ -98,3 +98,34 @@ async def test_list_filters_and_delete(
     assert clash.status_code == 409
     assert (await tracking.delete(f"{SCHEDULES}/{first['id']}", headers=auth)).status_code == 200
     assert (await tracking.get(f"{SCHEDULES}/{first['id']}", headers=auth)).status_code == 404
+
+
+async def test_update_deactivates_and_renames_a_schedule(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    created = await tracking.post(SCHEDULES, json=schedule_body(default_project), headers=auth)
+    path = f"{SCHEDULES}/{created.json()['id']}"
+    body = {"active": False, "name": "weekly", "cron_expression": "0 3 * * 1"}
+    updated = await tracking.put(path, json=body, headers=auth)
+    assert updated.status_code == 200, updated.text
+    assert updated.json()["name"] == "weekly"
+    assert updated.json()["body"]["active"] is False
+    assert updated.json()["body"]["cron_expression"] == "0 3 * * 1"
+    assert (await tracking.get(path, headers=auth)).json() == updated.json()
+    # Fields left out (or null) keep their value.
+    again = await tracking.put(path, json={"active": None}, headers=auth)
+    assert again.json()["body"]["active"] is False
+
+
+async def test_update_to_a_taken_name_is_409_and_of_an_unknown_schedule_404(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    await tracking.post(SCHEDULES, json=schedule_body(default_project, "a"), headers=auth)
+    other = await tracking.post(SCHEDULES, json=schedule_body(default_project, "b"), headers=auth)
+    taken = await tracking.put(
+        f"{SCHEDULES}/{other.json()['id']}", json={"name": "a"}, headers=auth
+    )
+    assert taken.status_code == 409
+    assert taken.json()["detail"][0] == "EntityExistsError"
+    missing = await tracking.put(f"{SCHEDULES}/{uuid.uuid4()}", json={"active": True}, headers=auth)
+    assert missing.status_code == 404

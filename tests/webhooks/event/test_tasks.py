@@ -12,7 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.webhooks.support import HostRouter, SnapshotRuns, codehost_headers, push_body
+from tests.support.asgi import HostRouter
+from tests.webhooks.support import SnapshotRuns, codehost_headers, push_body
 from webhooks.settings import Settings
 from webhooks.worker import create_worker
 

@@ -7,26 +7,23 @@ from starlette.responses import Response
 
 from identity.api_token.schemas import APITokenQuery
 from identity.api_token.service import APITokenService
-from identity.auth.endpoints import acting_user
+from identity.auth.endpoints import USER_TOKEN_KINDS, acting_user
 from identity.auth.service import TokenService
 from identity.user.service import UserService
-from shared.auth import TokenKind, require_principal
+from shared.auth import require_principal
 from shared.db import transaction
 from shared.responses import NO_STORE, render
 from shared.routing import ApiRoute, api_route, parse_query
 
-# A workload token may not mint tokens (workload tokens are not issued yet anyway), and
-# a service token is not a user's.
-MINTING_KINDS = (TokenKind.ACCESS, TokenKind.DEVICE, TokenKind.GENERIC)
-
 
 async def api_token(request: Request) -> Response:
     query = parse_query(request, APITokenQuery)
-    principal = require_principal(request, kinds=MINTING_KINDS)
+    principal = require_principal(request, kinds=USER_TOKEN_KINDS)
     async with transaction(request) as session:
-        user = await acting_user(request, UserService(session))
+        user = await acting_user(request, UserService(session), kinds=USER_TOKEN_KINDS)
         tokens = TokenService(request.state.settings, request.state.keyring)
-        token = await APITokenService(tokens).issue(user, principal.token, query)
+        service = APITokenService(tokens, request.state.workload_scopes)
+        token = await service.issue(user, principal.token, query)
     return render(token, headers=NO_STORE)
 
 
@@ -40,6 +37,6 @@ def routes() -> list[ApiRoute]:
             tags=["authentication"],
             query=APITokenQuery,
             response=str,
-            errors=(400, 401, 422, 501),
+            errors=(400, 401, 422, 503),
         ),
     ]

@@ -19,12 +19,20 @@ from shared.errors import OAuthError, RequestValidationFailed, Unauthorized
 from shared.responses import NO_STORE, render, render_null
 from shared.routing import ApiRoute, api_route, parse_form, parse_json, parse_query
 
-USER_TOKEN_KINDS = (TokenKind.ACCESS, TokenKind.DEVICE, TokenKind.GENERIC, TokenKind.WORKLOAD)
+MANAGING_KINDS = (TokenKind.ACCESS, TokenKind.DEVICE, TokenKind.GENERIC)
+"""A user's tokens that may manage accounts, devices and the user itself. A workload
+token (a pipeline's credential, bound to one run, schedule or deployment) may not: it is
+refused with 401 ``AuthorizationException`` (security reference §1.3, class separation)."""
+USER_TOKEN_KINDS = (*MANAGING_KINDS, TokenKind.WORKLOAD)
+"""A user's tokens: what may read the current user and ask for API tokens."""
 
 
-async def acting_user(request: Request, users: UserService) -> User:
-    """The active user behind the request's token (401 when there is none)."""
-    principal = require_principal(request, kinds=USER_TOKEN_KINDS)
+async def acting_user(
+    request: Request, users: UserService, *, kinds: tuple[str, ...] = MANAGING_KINDS
+) -> User:
+    """The active user behind the request's token (401 when there is none, or when the
+    token is not of ``kinds``)."""
+    principal = require_principal(request, kinds=kinds)
     user = await users.repository.get(principal.user_id) if principal.user_id else None
     if user is None or not user.active:
         raise Unauthorized(
@@ -77,7 +85,7 @@ async def logout(request: Request) -> Response:
 async def get_current_user(request: Request) -> Response:
     query = parse_query(request, UserQuery)
     async with transaction(request) as session:
-        user = await acting_user(request, UserService(session))
+        user = await acting_user(request, UserService(session), kinds=USER_TOKEN_KINDS)
     device_id = require_principal(request).token.device_id
     if device_id is not None:
         # The zenml client asks who it is at the start of every session: the moment a

@@ -1,24 +1,55 @@
-"""Who is calling: every tracking route needs a user's token."""
+"""Who is calling: every tracking route needs a user's token.
+
+A workload token (a pipeline's credential, bound to one pipeline run, schedule or
+deployment) works on the routes a running pipeline needs, with two limits a demanding
+user expects and the reference lacks (there a deployment's token works everywhere):
+
+- by id, it may address only its own run, schedule or deployment; a schedule's or a
+  deployment's token may also address any run, since they start runs (tracking does not
+  record which);
+- it may not create schedules or deployments (:data:`MANAGING_KINDS`).
+"""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Collection
 
 from starlette.requests import HTTPConnection
 
-from shared.auth import Principal, TokenKind, require_principal
+from shared.auth import Principal, ScopeKind, TokenKind, WorkloadScope, require_principal, scope_of
 from shared.errors import AuthorizationFailed
 
-USER_TOKEN_KINDS = (TokenKind.ACCESS, TokenKind.DEVICE, TokenKind.GENERIC, TokenKind.WORKLOAD)
+MANAGING_KINDS = (TokenKind.ACCESS, TokenKind.DEVICE, TokenKind.GENERIC)
+USER_TOKEN_KINDS = (*MANAGING_KINDS, TokenKind.WORKLOAD)
 
 
-def caller(connection: HTTPConnection) -> Principal:
-    """The authenticated user (401 without a valid user token)."""
-    return require_principal(connection, kinds=USER_TOKEN_KINDS)
+def caller(connection: HTTPConnection, *, kinds: Collection[str] = USER_TOKEN_KINDS) -> Principal:
+    """The authenticated user (401 without a valid user token of ``kinds``)."""
+    return require_principal(connection, kinds=kinds)
 
 
-def caller_id(connection: HTTPConnection) -> uuid.UUID:
-    principal = caller(connection)
+def caller_id(
+    connection: HTTPConnection, *, kinds: Collection[str] = USER_TOKEN_KINDS
+) -> uuid.UUID:
+    principal = caller(connection, kinds=kinds)
     if principal.user_id is None:
         raise AuthorizationFailed("This token does not belong to a user.")
     return principal.user_id
+
+
+def object_caller(connection: HTTPConnection, kind: ScopeKind, object_id: uuid.UUID) -> Principal:
+    """The caller, when it may address this run, schedule or deployment (see above)."""
+    principal = caller(connection)
+    if principal.kind != TokenKind.WORKLOAD:
+        return principal
+    # The authentication backend accepts only workload tokens bound to exactly one object.
+    held = scope_of(principal.token)
+    target = WorkloadScope(kind, object_id)
+    if held == target or (
+        kind is ScopeKind.PIPELINE_RUN
+        and held is not None
+        and held.kind is not ScopeKind.PIPELINE_RUN
+    ):
+        return principal
+    raise AuthorizationFailed(f"A workload token scoped to {held} may not be used on {target}.")

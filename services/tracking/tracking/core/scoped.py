@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, Protocol, TypeVar, get_args
 
@@ -25,6 +25,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from starlette.requests import Request
 from starlette.responses import Response
 
+from shared.auth import ScopeKind
 from shared.db import core_execute, flush_unique, transaction
 from shared.errors import Conflict, NotFound
 from shared.listing import (
@@ -44,7 +45,7 @@ from shared.responses import render, render_null
 from shared.routing import ApiRoute, Handler, api_route, parse_json, parse_query, path_param
 from shared.shapes import Shape
 from shared.users import NestedUser
-from tracking.core.auth import caller, caller_id
+from tracking.core.auth import USER_TOKEN_KINDS, caller, caller_id, object_caller
 from tracking.core.schemas import HydrateQuery
 from tracking.core.users import user_field, users_by_id
 from tracking.project.repository import ProjectRef
@@ -386,11 +387,14 @@ def create_handler(
     service: Callable[[AsyncSession], Creates],
     body: type[BaseModel],
     respond: Respond[Any],
+    *,
+    kinds: Collection[str] = USER_TOKEN_KINDS,
 ) -> Handler:
-    """``POST …``: create from ``body``, answer it fully hydrated."""
+    """``POST …``: create from ``body``, answer it fully hydrated; callers' tokens of
+    ``kinds`` only."""
 
     async def create(request: Request) -> Response:
-        user_id = caller_id(request)
+        user_id = caller_id(request, kinds=kinds)
         parsed = await parse_json(request, body)
         async with transaction(request) as session:
             item = await service(session).create(parsed, user_id)
@@ -399,12 +403,27 @@ def create_handler(
     return create
 
 
-def get_handler(service: OpenService[Creator], id_param: str, respond: Respond[Creator]) -> Handler:
+def _authorize(request: Request, id_param: str, scope: ScopeKind | None) -> uuid.UUID:
+    """The row id, once the caller may address the row: a workload token only its own
+    run, schedule or deployment (``scope`` names which of those the rows are)."""
+    caller_id(request)
+    row_id = path_param(request, id_param, uuid.UUID)
+    if scope is not None:
+        object_caller(request, scope, row_id)
+    return row_id
+
+
+def get_handler(
+    service: OpenService[Creator],
+    id_param: str,
+    respond: Respond[Creator],
+    *,
+    scope: ScopeKind | None = None,
+) -> Handler:
     """``GET …/{id_param}?hydrate=true``."""
 
     async def get(request: Request) -> Response:
-        caller(request)
-        row_id = path_param(request, id_param, uuid.UUID)
+        row_id = _authorize(request, id_param, scope)
         query = parse_query(request, HydrateQuery)
         async with transaction(request) as session:
             item = await service(session).get(row_id)
@@ -413,12 +432,37 @@ def get_handler(service: OpenService[Creator], id_param: str, respond: Respond[C
     return get
 
 
-def delete_handler(service: OpenService[Any], id_param: str) -> Handler:
+class Updates(Protocol):
+    async def update(self, row_id: uuid.UUID, update: Any) -> Any: ...
+
+
+def update_handler(
+    service: Callable[[AsyncSession], Updates],
+    id_param: str,
+    body: type[BaseModel],
+    respond: Respond[Any],
+    *,
+    scope: ScopeKind | None = None,
+) -> Handler:
+    """``PUT …/{id_param}``: change the row from ``body``, answer it fully hydrated."""
+
+    async def update(request: Request) -> Response:
+        row_id = _authorize(request, id_param, scope)
+        parsed = await parse_json(request, body)
+        async with transaction(request) as session:
+            item = await service(session).update(row_id, parsed)
+        return await render_one(request, item, respond, hydrate=True)
+
+    return update
+
+
+def delete_handler(
+    service: OpenService[Any], id_param: str, *, scope: ScopeKind | None = None
+) -> Handler:
     """``DELETE …/{id_param}``: 200 ``null``."""
 
     async def delete(request: Request) -> Response:
-        caller_id(request)
-        row_id = path_param(request, id_param, uuid.UUID)
+        row_id = _authorize(request, id_param, scope)
         async with transaction(request) as session:
             await service(session).delete(row_id)
         return render_null()
@@ -429,7 +473,8 @@ def delete_handler(service: OpenService[Any], id_param: str) -> Handler:
 @dataclass(frozen=True)
 class ResourceRoutes:
     """The usual operations of one resource, declared together: ``GET`` and ``POST`` on
-    ``path``, ``GET`` and ``DELETE`` on ``path/{id_param}`` (any handler may be left out)."""
+    ``path``, ``GET``, ``PUT`` (with ``update_request``) and ``DELETE`` on
+    ``path/{id_param}`` (any handler may be left out)."""
 
     path: str
     id_param: str
@@ -439,6 +484,7 @@ class ResourceRoutes:
     request: type[BaseModel]
     response: type[BaseModel]
     list_query: type[BaseModel]
+    update_request: type[BaseModel] | None = None
 
     @property
     def one(self) -> str:
@@ -450,6 +496,7 @@ class ResourceRoutes:
         list_: Handler | None = None,
         create: Handler | None = None,
         get: Handler | None = None,
+        update: Handler | None = None,
         delete: Handler | None = None,
     ) -> list[ApiRoute]:
         tags = [self.tag]
@@ -491,6 +538,19 @@ class ResourceRoutes:
                     query=HydrateQuery,
                     response=self.response,
                     errors=(404,),
+                )
+            )
+        if update is not None:
+            declared.append(
+                api_route(
+                    self.one,
+                    update,
+                    method="PUT",
+                    summary=f"Update {self.label}",
+                    tags=tags,
+                    body=self.update_request,
+                    response=self.response,
+                    errors=(400, 404, 409),
                 )
             )
         if delete is not None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from shared.auth import ScopeKind
 from shared.routing import ApiRoute
+from tracking.core.auth import MANAGING_KINDS
 from tracking.core.scoped import (
     ResourceRoutes,
     ScopedListQuery,
@@ -19,9 +21,12 @@ from tracking.deployment.service import DeploymentService
 LIST_QUERY = DEPLOYMENTS.query_model(extra=query_extras(ScopedListQuery))
 
 list_deployments = list_handler(DeploymentService, DEPLOYMENTS, deployment_response)
-create = create_handler(DeploymentService, DeploymentRequest, deployment_response)
-get = get_handler(DeploymentService, "deployment_id", deployment_response)
-delete = delete_handler(DeploymentService, "deployment_id")
+SCOPE = ScopeKind.DEPLOYMENT
+create = create_handler(
+    DeploymentService, DeploymentRequest, deployment_response, kinds=MANAGING_KINDS
+)
+get = get_handler(DeploymentService, "deployment_id", deployment_response, scope=SCOPE)
+delete = delete_handler(DeploymentService, "deployment_id", scope=SCOPE)
 
 
 DEPLOYMENT = ResourceRoutes(

@@ -7,6 +7,7 @@ import uuid
 from starlette.requests import Request
 from starlette.responses import Response
 
+from shared.auth import ScopeKind
 from shared.db import transaction
 from shared.pagination import Page
 from shared.responses import render
@@ -21,12 +22,14 @@ from tracking.core.scoped import (
     list_handler,
     query_extras,
     render_one,
+    update_handler,
 )
 from tracking.core.users import users_by_id
 from tracking.pipeline_run.repository import RUNS
 from tracking.pipeline_run.schemas import (
     PipelineRunRequest,
     PipelineRunResponse,
+    PipelineRunUpdate,
     StepRunRequest,
     StepRunResponse,
     run_response,
@@ -61,8 +64,10 @@ async def get_step(request: Request) -> Response:
     return await render_one(request, item, step_response, hydrate=query.hydrate)
 
 
-get_run = get_handler(RunService, "run_id", run_response)
-delete_run = delete_handler(RunService, "run_id")
+RUN = ScopeKind.PIPELINE_RUN
+get_run = get_handler(RunService, "run_id", run_response, scope=RUN)
+update_run = update_handler(RunService, "run_id", PipelineRunUpdate, run_response, scope=RUN)
+delete_run = delete_handler(RunService, "run_id", scope=RUN)
 
 
 def routes() -> list[ApiRoute]:
@@ -96,6 +101,16 @@ def routes() -> list[ApiRoute]:
             summary="Get Run",
             tags=["runs"],
             query=HydrateQuery,
+            response=PipelineRunResponse,
+            errors=(404,),
+        ),
+        api_route(
+            f"{runs}/{{run_id}}",
+            update_run,
+            method="PUT",
+            summary="Update Run",
+            tags=["runs"],
+            body=PipelineRunUpdate,
             response=PipelineRunResponse,
             errors=(404,),
         ),

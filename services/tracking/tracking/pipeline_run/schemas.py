@@ -7,7 +7,7 @@ import uuid
 from enum import StrEnum
 from typing import Any, NamedTuple
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from shared.types import WireDatetime
 from shared.users import NestedUser
@@ -67,6 +67,17 @@ class PipelineRunRequest(ScopedRequest):
     orchestrator_run_id: str | None = Field(default=None, max_length=255)
     start_time: InputDatetime | None = None
     end_time: InputDatetime | None = None
+
+
+class PipelineRunUpdate(BaseModel):
+    """The part of the reference's ``PipelineRunUpdate`` that runs keep here; other keys
+    (tags, logs, outputs, exception info) are accepted and ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    status: ExecutionStatus | None = None
+    status_reason: str | None = Field(default=None, max_length=255)
+    orchestrator_run_id: str | None = Field(default=None, max_length=255)
 
 
 class PipelineRunResponseBody(ProjectScopedBody):

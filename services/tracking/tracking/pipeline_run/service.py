@@ -19,9 +19,11 @@ from tracking.pipeline.service import SnapshotNotFound, SnapshotService
 from tracking.pipeline_run.repository import RUNS, RunRepository, StepRepository
 from tracking.pipeline_run.schemas import (
     PipelineRunRequest,
+    PipelineRunUpdate,
     RunItem,
     StepItem,
     StepRunRequest,
+    in_progress,
 )
 
 INPUT = "input"
@@ -101,6 +103,26 @@ class RunService(ScopedService[PipelineRun]):
         )
         await self.insert(run, project)
         return await self.get(run.id), True
+
+    async def update(self, run_id: uuid.UUID, update: PipelineRunUpdate) -> RunItem:
+        """A run that reaches a finished status ends now (``end_time``), which starts the
+        leeway of the workload tokens scoped to it; one that leaves it (resumed) has not
+        ended."""
+        run = await self.get_row(run_id)
+        run.updated = utcnow()
+        if update.status is not None:
+            if not in_progress(update.status):
+                if in_progress(run.status) or run.end_time is None:
+                    run.end_time = run.updated
+            else:
+                run.end_time = None
+            run.status = update.status
+        if update.status_reason is not None:
+            run.status_reason = update.status_reason
+        if update.orchestrator_run_id is not None:
+            run.orchestrator_run_id = update.orchestrator_run_id
+        await self.session.flush()
+        return await self.get(run_id)
 
     async def delete(self, run_id: uuid.UUID) -> None:
         """The run with its steps and their links to artifact versions (the versions stay)."""

@@ -6,7 +6,7 @@ import datetime as dt
 import uuid
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from shared.types import WireDatetime
 from shared.users import NestedUser
@@ -25,6 +25,16 @@ class ScheduleRequest(ScopedRequest):
     run_once_start_time: InputDatetime | None = None
     orchestrator_id: uuid.UUID | None
     pipeline_id: uuid.UUID | None
+
+
+class ScheduleUpdate(BaseModel):
+    """The reference's ``ScheduleUpdate``: fields sent and not null change."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    name: str | None = Field(default=None, min_length=1, max_length=255)
+    cron_expression: str | None = Field(default=None, max_length=255)
+    active: bool | None = None
 
 
 class ScheduleResponseBody(ProjectScopedBody):

@@ -7,6 +7,7 @@ import uuid
 
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from shared.db import utcnow
 from shared.errors import BadRequest
 from shared.listing import Listing
 from tracking.component.flavors import StackComponentType
@@ -21,7 +22,7 @@ from tracking.core.scoped import (
 from tracking.models import Schedule, StackComponent
 from tracking.pipeline.service import PipelineService
 from tracking.schedule.repository import SCHEDULES, ScheduleRepository
-from tracking.schedule.schemas import ScheduleRequest
+from tracking.schedule.schemas import ScheduleRequest, ScheduleUpdate
 
 
 class ScheduleNotFound(ScopedNotFound):
@@ -46,6 +47,20 @@ class ScheduleService(ScopedService[Schedule]):
 
     async def get(self, schedule_id: uuid.UUID) -> ScopedRow:
         return await self.read_row(schedule_id)
+
+    async def update(self, schedule_id: uuid.UUID, update: ScheduleUpdate) -> ScopedRow:
+        """Deactivating a schedule stops the workload tokens scoped to it (within the
+        services' ``workload_scope_cache_ttl``)."""
+        schedule = await self.get_row(schedule_id)
+        schedule.updated = utcnow()
+        if update.cron_expression is not None:
+            schedule.cron_expression = update.cron_expression
+        if update.active is not None:
+            schedule.active = update.active
+        if update.name is not None:
+            await self.rename(schedule, update.name)
+        await self.session.flush()
+        return await self.get(schedule_id)
 
     async def delete(self, schedule_id: uuid.UUID) -> None:
         await self.delete_row(schedule_id)

@@ -1,5 +1,6 @@
 """Who may manage webhooks: a user's token (the intake needs none: the signature is the
-credential)."""
+credential). A workload token, a pipeline's credential bound to one run, schedule or
+deployment, may not configure webhooks (security reference §1.3, class separation)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from starlette.requests import HTTPConnection
 from shared.auth import TokenKind, require_principal
 from shared.errors import AuthorizationFailed
 
-MANAGING_KINDS = (TokenKind.ACCESS, TokenKind.DEVICE, TokenKind.GENERIC, TokenKind.WORKLOAD)
+MANAGING_KINDS = (TokenKind.ACCESS, TokenKind.DEVICE, TokenKind.GENERIC)
 
 
 def acting_user(connection: HTTPConnection) -> uuid.UUID:
