@@ -58,10 +58,12 @@ async def _lifespan(app: Starlette, state: State) -> AsyncIterator[State]:
     downloads = DownloadTokens.create(
         secret.get_secret_value() if secret else None, settings.download_token_lifetime
     )
-    # Workload tokens are checked against tracking's own database, not over HTTP.
+    # Workload tokens are checked against tracking's own database, not over HTTP, and
+    # uncached: tracking owns the pipeline endpoints they are for, and there a token stops
+    # on the very next request after its object ended (one primary-key read per request).
     workload_scopes = WorkloadScopes(
         LocalScopeSource(state["sessionmaker"], settings.workload_token_expiration_leeway),
-        ttl=settings.workload_scope_cache_ttl.total_seconds(),
+        ttl=0,
     )
     yield {
         "users": create_user_directory(settings, state["http"]),

@@ -49,8 +49,8 @@ class ScheduleService(ScopedService[Schedule]):
         return await self.read_row(schedule_id)
 
     async def update(self, schedule_id: uuid.UUID, update: ScheduleUpdate) -> ScopedRow:
-        """Deactivating a schedule stops the workload tokens scoped to it (within the
-        services' ``workload_scope_cache_ttl``)."""
+        """Deactivating a schedule stops the workload tokens scoped to it (on tracking at
+        the next request, elsewhere within the services' ``workload_scope_cache_ttl``)."""
         schedule = await self.get_row(schedule_id)
         schedule.updated = utcnow()
         if update.cron_expression is not None:
