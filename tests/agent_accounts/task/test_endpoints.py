@@ -6,7 +6,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.agent_accounts.conftest import NewKey, bearer, stored_rows
+from tests.agent_accounts.conftest import NewKey, NewUser, bearer, stored_rows
 from tests.agent_accounts.conftest import register_worker as _worker
 
 
@@ -212,9 +212,16 @@ async def _claimed_agent_task(
     return task.json()["id"], bearer(item["token"]), item
 
 
-async def _claim_agent_tasks(client: httpx.AsyncClient, new_key: NewKey) -> list[dict[str, Any]]:
-    key = (await new_key())["key"]
-    body = {"name": "w", "scope": {"claims": [{"kind": "agent"}]}, "runtime": {"platform": "x"}}
+async def _claim_agent_tasks(
+    client: httpx.AsyncClient,
+    new_key: NewKey,
+    headers: dict[str, str] | None = None,
+    kinds: tuple[str, ...] = ("agent",),
+) -> list[dict[str, Any]]:
+    """Tasks claimed by a new worker of ``headers``'s account (the admin's by default)."""
+    key = (await new_key(headers))["key"]
+    claims = [{"kind": kind} for kind in kinds]
+    body = {"name": "w", "scope": {"claims": claims}, "runtime": {"platform": "x"}}
     worker = (await client.post("/api/v1/workers", json=body, headers=bearer(key))).json()
     claimed = await client.post("/api/v1/tasks/claim", headers=bearer(worker["token"]))
     items: list[dict[str, Any]] = claimed.json()["tasks"]
@@ -236,6 +243,26 @@ async def test_claimed_agent_task_carries_its_command_in_the_spec(
         "task_id": task_id, "kind": "agent", "timeout_seconds": 60, "run": AGENT_RUN,
     }  # fmt: skip
     assert item["task"]["status"] == "claimed"
+
+
+async def test_an_agent_task_is_claimed_only_by_its_own_accounts_workers(
+    client: httpx.AsyncClient, admin, new_key: NewKey, new_user: NewUser
+):
+    """An agent task runs a shell command: another account's worker never gets it, while
+    other kinds stay shared by every worker (the reference's trusted-team model)."""
+    for body in (
+        {"kind": "agent", "timeout_seconds": 60, "run": AGENT_RUN},
+        {"kind": "evaluator", "timeout_seconds": 60},
+    ):
+        response = await client.post("/api/v1/tasks", json=body, headers=admin)
+        assert response.status_code == 201, response.text
+    _, other = await new_user()
+
+    taken = await _claim_agent_tasks(client, new_key, other, kinds=("agent", "evaluator"))
+
+    assert [item["spec"]["kind"] for item in taken] == ["evaluator"]
+    [own] = await _claim_agent_tasks(client, new_key)
+    assert own["spec"]["kind"] == "agent"
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ import hashlib
 import json
 import uuid
 
+from sqlalchemy import or_
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
@@ -33,6 +34,7 @@ from agent_accounts.task.schemas import (
     TaskStatus,
     TaskUpdateRequest,
 )
+from agent_accounts.worker.schemas import TaskKind
 from shared.errors import Conflict, Forbidden, NotFound, PayloadTooLarge, Unprocessable
 
 # A reported result is kept in the task row; larger ones belong in a blob.
@@ -104,14 +106,22 @@ class TaskService:
         self, caller: WorkerCaller, max_tasks: int, issuer: TokenIssuer
     ) -> list[tuple[Task, Issued]]:
         """Claim pending tasks of the kinds the worker serves (rows locked, skipping those
-        another worker is claiming)."""
+        another worker is claiming).
+
+        An agent task carries a shell command: only a worker of the task's own account
+        claims it, so one account cannot run commands on another's machines. Other kinds
+        are shared by every worker, as the reference's trusted-team model has it."""
         worker = await self.session.get(Worker, caller.worker_id)
         if worker is None:
             raise _not_found("Worker", caller.worker_id)
         kinds = sorted({str(c.get("kind")) for c in worker.scope.get("claims", [])})
         query = (
             select(Task)
-            .where(col(Task.status) == TaskStatus.PENDING, col(Task.kind).in_(kinds))
+            .where(
+                col(Task.status) == TaskStatus.PENDING,
+                col(Task.kind).in_(kinds),
+                or_(col(Task.kind) != TaskKind.AGENT, col(Task.owner_id) == worker.owner_id),
+            )
             .order_by(col(Task.created), col(Task.id))
             .limit(max_tasks)
             .with_for_update(skip_locked=True)
