@@ -7,6 +7,9 @@ call for all the ids it does not have, and keeps the answers in a small in-proce
     directory = create_user_directory(settings, state["http"])   # in the lifespan
     users = await directory.get_many({a.user_id for a in artifacts if a.user_id})
     user = users.get(artifact.user_id)                           # None → "user": null
+
+Every service that shows creators reads them with :func:`users_by_id` (the request's
+directory, ``state.users``) and filters on them with :func:`user_field`.
 """
 
 from __future__ import annotations
@@ -16,15 +19,18 @@ import json
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 from uuid import UUID
 
 import httpx
 from pydantic import BaseModel
+from starlette.requests import HTTPConnection
 
 from shared.errors import ServiceUnavailable
 from shared.http import service_auth
+from shared.listing import Condition, Field, Kind, Op
 from shared.settings import ServiceSettings
 from shared.types import WireDatetime
 
@@ -251,3 +257,34 @@ def create_user_directory(
 
 # The nested user under its purpose's name, for readers of other services' code.
 NestedUser = UserResponse
+
+
+async def users_by_id(
+    connection: HTTPConnection, ids: Iterable[UUID | None]
+) -> dict[UUID, NestedUser]:
+    """The nested users for ``ids`` from the request's directory (missing ones are left
+    out: rendered as null)."""
+    directory: UserDirectory | None = connection.state.users
+    wanted = {i for i in ids if i is not None}
+    if directory is None or not wanted:
+        return {}
+    return await directory.get_many(wanted)
+
+
+async def _find_users(connection: HTTPConnection, cond: Condition) -> set[UUID]:
+    directory: UserDirectory | None = connection.state.users
+    if directory is None or cond.op in (Op.IS_NULL, Op.IS_NOT_NULL):
+        return set()
+    return await directory.find_ids(cond.raw)
+
+
+def user_field(column: Any) -> Field:
+    """The ``user`` filter (name or id): the operator applies to the creator's id here and
+    to users' names and full names in identity, joined by OR."""
+    return Field(
+        name="user",
+        kind=Kind.STRING,
+        column=column,
+        lookup=_find_users,
+        description="The creator: user name, full name or id (filter syntax)",
+    )

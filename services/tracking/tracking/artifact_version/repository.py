@@ -30,8 +30,8 @@ from shared.listing import (
     parse,
 )
 from shared.listing.sql import condition_sql
+from shared.users import user_field
 from tracking.artifact_version.schemas import Producer
-from tracking.core.users import user_field
 from tracking.models import (
     Artifact,
     ArtifactVersion,

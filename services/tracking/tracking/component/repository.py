@@ -8,9 +8,9 @@ from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from shared.listing import Kind, Listing, ListSpec, SortKey, base_fields, column_field, fetch_page
+from shared.users import user_field
 from tracking.component.schemas import ComponentScopeQuery
 from tracking.core.listing import linked_field, scope_conditions
-from tracking.core.users import user_field
 from tracking.models import StackComponent, StackComposition
 
 COMPONENTS = ListSpec(

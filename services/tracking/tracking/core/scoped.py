@@ -44,10 +44,9 @@ from shared.pagination import Page
 from shared.responses import render, render_null
 from shared.routing import ApiRoute, Handler, api_route, parse_json, parse_query, path_param
 from shared.shapes import Shape
-from shared.users import NestedUser
+from shared.users import NestedUser, user_field, users_by_id
 from tracking.core.auth import USER_TOKEN_KINDS, caller, caller_id, object_caller
 from tracking.core.schemas import HydrateQuery
-from tracking.core.users import user_field, users_by_id
 from tracking.project.repository import ProjectRef
 from tracking.project.scope import resolve_project_ref
 

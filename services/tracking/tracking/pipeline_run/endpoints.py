@@ -12,6 +12,7 @@ from shared.db import transaction
 from shared.pagination import Page
 from shared.responses import render
 from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
+from shared.users import users_by_id
 from tracking.core.auth import caller, caller_id
 from tracking.core.schemas import HydrateQuery
 from tracking.core.scoped import (
@@ -24,7 +25,6 @@ from tracking.core.scoped import (
     render_one,
     update_handler,
 )
-from tracking.core.users import users_by_id
 from tracking.pipeline_run.repository import RUNS
 from tracking.pipeline_run.schemas import (
     PipelineRunRequest,

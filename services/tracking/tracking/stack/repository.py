@@ -18,9 +18,9 @@ from shared.listing import (
     fetch_page,
     name_or_id,
 )
+from shared.users import user_field
 from tracking.component.schemas import UserScopeQuery
 from tracking.core.listing import linked_field, scope_conditions
-from tracking.core.users import user_field
 from tracking.models import Stack, StackComponent, StackComposition
 
 STACKS = ListSpec(

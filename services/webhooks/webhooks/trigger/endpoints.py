@@ -13,9 +13,9 @@ from shared.listing import page_of, read_list
 from shared.pagination import Page
 from shared.responses import render, render_null
 from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
+from shared.users import users_by_id
 from webhooks.core.auth import acting_user
 from webhooks.core.projects import resolve_project
-from webhooks.core.users import creators
 from webhooks.models import TriggerExecution, WebhookTrigger
 from webhooks.trigger.repository import EXECUTIONS, TRIGGERS
 from webhooks.trigger.schemas import (
@@ -45,7 +45,7 @@ def _service(request: Request, session: AsyncSession) -> TriggerService:
 async def _responses(
     request: Request, triggers: list[WebhookTrigger], *, hydrate: bool
 ) -> list[WebhookTriggerResponse]:
-    users = await creators(request, [t.user_id for t in triggers])
+    users = await users_by_id(request, [t.user_id for t in triggers])
     return [
         WebhookTriggerResponse(
             id=trigger.id,

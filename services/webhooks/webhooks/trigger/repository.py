@@ -9,7 +9,7 @@ from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from shared.listing import Kind, Listing, ListSpec, SortKey, base_fields, column_field, fetch_page
-from webhooks.core.users import creator_filter
+from shared.users import user_field
 from webhooks.models import TriggerExecution, WebhookTrigger
 
 TRIGGERS = ListSpec(
@@ -25,7 +25,7 @@ TRIGGERS = ListSpec(
         column_field("concurrency", col(WebhookTrigger.concurrency), Kind.STRING),
         column_field("webhook_id", col(WebhookTrigger.webhook_id), Kind.UUID),
         column_field("snapshot_id", col(WebhookTrigger.snapshot_id), Kind.UUID),
-        creator_filter(col(WebhookTrigger.user_id)),
+        user_field(col(WebhookTrigger.user_id)),
     ],
     sort_keys=[
         SortKey("created", col(WebhookTrigger.created)),

@@ -14,11 +14,11 @@ from shared.listing import page_of, read_list
 from shared.pagination import Page
 from shared.responses import render, render_null
 from shared.routing import ApiRoute, api_route, parse_json, parse_query
+from shared.users import users_by_id
 from webhooks.core.auth import acting_user
 from webhooks.core.crypto import SecretBox
 from webhooks.core.live import LiveState
 from webhooks.core.projects import resolve_project
-from webhooks.core.users import creators
 from webhooks.event.repository import EventRepository
 from webhooks.intake.providers.base import stored_payload
 from webhooks.models import Webhook
@@ -66,7 +66,7 @@ async def _responses(
 ) -> list[WebhookResponse]:
     settings: Settings = request.state.settings
     live: LiveState = request.state.live
-    users = await creators(request, [w.user_id for w in webhooks])
+    users = await users_by_id(request, [w.user_id for w in webhooks])
     stats = await live.stats([w.id for w in webhooks]) if hydrate else []
     return [
         WebhookResponse(

@@ -23,7 +23,7 @@ from shared.listing import (
 )
 from shared.listing.spec import as_uuid_condition
 from shared.listing.sql import condition_sql
-from webhooks.core.users import creator_filter
+from shared.users import user_field
 from webhooks.models import Webhook, WebhookTrigger
 
 WEBHOOKS = ListSpec(
@@ -34,7 +34,7 @@ WEBHOOKS = ListSpec(
         column_field("name", col(Webhook.name), Kind.STRING),
         column_field("webhook_type", col(Webhook.webhook_type), Kind.STRING),
         column_field("active", col(Webhook.active), Kind.BOOL),
-        creator_filter(col(Webhook.user_id)),
+        user_field(col(Webhook.user_id)),
     ],
     sort_keys=[
         SortKey(name, expression)
