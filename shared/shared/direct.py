@@ -136,19 +136,28 @@ def begin(connection: Connection, sql: str) -> bool:
     driver = _driver(connection) if ENABLED else None
     if driver is None:
         return False
-    if connection.dispatch.before_cursor_execute:
-        connection.dispatch.before_cursor_execute(connection, None, sql, (), None, False)
-    try:
-        await_(driver._execute(driver._conn.execute, sql))
-    except sqlite3.Error as error:
-        raise exc.DBAPIError.instance(
-            sql, (), error, sqlite3.Error, connection_invalidated=False
-        ) from error
+    await_(_run(connection, driver, sql, []))
     return True
 
 
 def _fetchall(driver: InlineConnection, sql: str, parameters: Sequence[Any]) -> list[Any]:
     return driver._conn.execute(sql, parameters).fetchall()
+
+
+async def _run(
+    connection: Connection, driver: InlineConnection, sql: str, parameters: list[Any]
+) -> list[Any]:
+    """``sql``'s rows, as SQLAlchemy would run it: listeners told first, driver errors
+    raised as SQLAlchemy's."""
+    if connection.dispatch.before_cursor_execute:
+        connection.dispatch.before_cursor_execute(connection, None, sql, parameters, None, False)
+    try:
+        rows: list[Any] = await driver._execute(_fetchall, driver, sql, parameters)
+    except sqlite3.Error as error:
+        raise exc.DBAPIError.instance(
+            sql, parameters, error, sqlite3.Error, connection_invalidated=False
+        ) from error
+    return rows
 
 
 async def execute(
@@ -195,12 +204,5 @@ async def execute(
     parameters = [
         processors[name](values[name]) if name in processors else values[name] for name in positions
     ]
-    if sync.dispatch.before_cursor_execute:
-        sync.dispatch.before_cursor_execute(sync, None, sql, parameters, None, False)
-    try:
-        rows = await driver._execute(_fetchall, driver, sql, parameters)
-    except sqlite3.Error as error:
-        raise exc.DBAPIError.instance(
-            sql, parameters, error, sqlite3.Error, connection_invalidated=False
-        ) from error
+    rows = await _run(sync, driver, sql, parameters)
     return IteratorResult(plan.metadata, iter(rows))
