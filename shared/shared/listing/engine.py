@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 from pydantic import Field as PydanticField
-from sqlalchemy import Select, and_, func, or_
+from sqlalchemy import Select, and_, bindparam, func, or_
 from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import select
 from sqlmodel.ext.asyncio.session import AsyncSession
@@ -152,6 +152,54 @@ def where_clause(
     return and_(*parts)
 
 
+@dataclass(frozen=True)
+class _Prebuilt:
+    """An unfiltered list's count and page statements; ``sources`` keeps what the cache
+    key names by ``id`` alive."""
+
+    sources: tuple[object, ...]
+    count: Select[Any]
+    page: Select[Any]
+
+
+_PREBUILT: dict[tuple[int, ...], _Prebuilt] = {}
+_PREBUILT_MAX = 256
+
+
+def _order(spec: ListSpec, listing: Listing) -> list[ColumnElement[Any]]:
+    columns = (listing.sort.expression, spec.id_column)
+    if listing.descending:
+        return [column.desc() for column in columns]
+    return [column.asc() for column in columns]
+
+
+def _counting(spec: ListSpec, where: ColumnElement[bool] | None) -> Select[Any]:
+    ids = select(spec.id_column)
+    if where is not None:
+        ids = ids.where(where)
+    return select(func.count()).select_from(ids.subquery())
+
+
+def _prebuilt(
+    spec: ListSpec, listing: Listing, statement: Select[Any], scope: Sequence[ColumnElement[bool]]
+) -> _Prebuilt:
+    """The statements of an unfiltered list of ``statement`` in ``scope``, built once per
+    (spec, statement, scope, sort): the page's offset and size are parameters."""
+    sources = (spec, statement, *scope, listing.sort)
+    key = (*map(id, sources), listing.descending)
+    found = _PREBUILT.get(key)
+    if found is not None and found.sources == sources:
+        return found
+    where = and_(*scope) if scope else None
+    page = statement.where(where) if where is not None else statement
+    page = page.order_by(*_order(spec, listing))
+    page = page.offset(bindparam("page_offset")).limit(bindparam("page_size"))
+    if len(_PREBUILT) >= _PREBUILT_MAX:
+        _PREBUILT.clear()
+    found = _PREBUILT[key] = _Prebuilt(sources, _counting(spec, where), page)
+    return found
+
+
 async def fetch_page(
     session: AsyncSession,
     spec: ListSpec,
@@ -159,30 +207,36 @@ async def fetch_page(
     statement: Select[Any],
     *,
     scope: Sequence[ColumnElement[bool]] = (),
+    params: Mapping[str, Any] | None = None,
     core: bool = False,
 ) -> tuple[int, list[Any]]:
     """The total and the requested page of ``statement``'s rows (400 past the last page).
 
+    ``params``: values of the bound parameters of ``statement`` and ``scope``. A caller
+    that builds those once and names its values here gets an unfiltered list run from
+    statements built once too (the common case: a page of everything in a project).
     ``core``: ``statement`` selects columns, not ORM entities; its rows are read as Core
     rows on the session's connection (cheaper; see :func:`shared.db.core_execute`)."""
+    if params is not None and not listing.conditions:
+        prebuilt = _prebuilt(spec, listing, statement, scope)
+        values = dict(params)
+        total = int((await core_execute(session, prebuilt.count, values)).scalar_one())
+        values["page_offset"] = check_page(listing.page, listing.size, total)
+        values["page_size"] = listing.size
+        if core:
+            return total, list((await core_execute(session, prebuilt.page, values)).all())
+        return total, list((await session.exec(prebuilt.page, params=values)).all())  # type: ignore[call-overload]
     dialect = session.get_bind().dialect.name
     where = where_clause(listing, dialect, scope)
-    ids = select(spec.id_column)
     if where is not None:
-        ids = ids.where(where)
         statement = statement.where(where)
-    counting = select(func.count()).select_from(ids.subquery())
-    total = int((await core_execute(session, counting)).scalar_one())
+    counting = _counting(spec, where)
+    total = int((await core_execute(session, counting, params)).scalar_one())
     offset = check_page(listing.page, listing.size, total)
-    order = (
-        [spec_expression.desc() for spec_expression in (listing.sort.expression, spec.id_column)]
-        if listing.descending
-        else [listing.sort.expression.asc(), spec.id_column.asc()]
-    )
-    page = statement.order_by(*order).offset(offset).limit(listing.size)
+    page = statement.order_by(*_order(spec, listing)).offset(offset).limit(listing.size)
     if core:
-        return total, list((await core_execute(session, page)).all())
-    rows = list((await session.exec(page)).all())  # type: ignore[call-overload]
+        return total, list((await core_execute(session, page, params)).all())
+    rows = list((await session.exec(page, params=params)).all())  # type: ignore[call-overload]
     return total, rows
 
 

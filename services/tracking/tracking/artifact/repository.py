@@ -15,7 +15,7 @@ from shared.listing import Kind, ListSpec, SortKey, column_field
 from tracking.core.scoped import ScopedRepository, ScopedRow, scoped_fields, scoped_sort_keys
 from tracking.models import Artifact, ArtifactVersion
 from tracking.tag.schemas import TagRow
-from tracking.tag.service import tags_field, tags_sort
+from tracking.tag.service import tag_ids_column, tags_field, tags_sort
 
 TAG_RESOURCE = "artifact"
 
@@ -69,12 +69,13 @@ class ArtifactRepository(ScopedRepository[Artifact]):
         super().__init__(session, Artifact)
 
     def _columns(self) -> Select[Any]:
-        """The artifact's columns and its latest version's id and ``version``."""
+        """The artifact's columns, its latest version's id and ``version`` and its tags' ids."""
         return (
             super()
             ._columns()
             .add_columns(
                 _latest(col(ArtifactVersion.id)).label("latest_version_id"),
                 _latest(col(ArtifactVersion.version)).label("latest_version_name"),
+                tag_ids_column(TAG_RESOURCE, col(Artifact.id)),
             )
         )

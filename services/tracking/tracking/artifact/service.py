@@ -95,8 +95,7 @@ class ArtifactService(ScopedService[Artifact]):
         if not request.tags:
             return TaggedArtifact(artifact)
         await self.tags.attach(TAG_RESOURCE, artifact.id, request.tags, user_id)
-        (item,) = await self._with_tags([artifact])
-        return item
+        return await self.get(artifact.id)
 
     async def update(
         self, artifact_id: uuid.UUID, update: ArtifactUpdate, user_id: uuid.UUID
@@ -128,6 +127,6 @@ class ArtifactService(ScopedService[Artifact]):
         await self.tags.detach_all(TAG_RESOURCE, [artifact.id])
 
     async def _with_tags(self, artifacts: Sequence[ScopedRow]) -> list[TaggedArtifact]:
-        """Every artifact's tags in one query."""
-        tags = await self.tags.for_resources(TAG_RESOURCE, [a.id for a in artifacts])
-        return [TaggedArtifact(a, tags.get(a.id, ())) for a in artifacts]
+        """Every artifact's tags (read rows carry their tags' ids) in one query."""
+        tags = await self.tags.for_rows(artifacts)
+        return [TaggedArtifact(a, t) for a, t in zip(artifacts, tags, strict=True)]

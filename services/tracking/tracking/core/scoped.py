@@ -186,9 +186,18 @@ class NameTaken(Conflict):
         )
 
 
-_READS: dict[tuple[type, type], Select[Any]] = {}
-"""Per repository class and model: :meth:`ScopedRepository._columns` of the row with the
-``id`` parameter (built once, run with new values)."""
+_BUILT: dict[tuple[str, type, type], Any] = {}
+"""Statements and conditions per repository class and model, built once and run with new
+values: SQLAlchemy then also reuses their cache keys (walking a statement to make one
+costs as much as running it)."""
+
+
+def _built(kind: str, repository: ScopedRepository[Any], build: Callable[[], Any]) -> Any:
+    key = (kind, type(repository), repository.model)
+    found = _BUILT.get(key)
+    if found is None:
+        found = _BUILT[key] = build()
+    return found
 
 
 @functools.cache
@@ -210,17 +219,35 @@ class ScopedRepository(Generic[Row]):
         return self.model.__table__  # type: ignore[attr-defined,no-any-return]
 
     def _columns(self) -> Select[Any]:
+        """What a read row holds (built once per class: see :meth:`columns`)."""
         return sa_select(*self._table().columns)
+
+    def columns(self) -> Select[Any]:
+        return _built("columns", self, self._columns)  # type: ignore[no-any-return]
 
     async def read(self, row_id: uuid.UUID) -> ScopedRow | None:
         """The row's columns, to render: a Core row, much cheaper than an instance."""
-        key = (type(self), self.model)
-        query = _READS.get(key)
-        if query is None:
+
+        def build() -> Select[Any]:
             id_column = self._table().c.id
-            by_id = id_column == bindparam("id", type_=id_column.type)
-            query = _READS[key] = self._columns().where(by_id)
+            return self.columns().where(id_column == bindparam("id", type_=id_column.type))
+
+        query = _built("read", self, build)
         return (await core_execute(self.session, query, {"id": row_id})).first()
+
+    def _scope(self, by_user: bool) -> tuple[ColumnElement[bool], ...]:
+        """The page's scope: the ``scope_project`` and, ``by_user``, ``scope_user``
+        parameters (built once per class, so unfiltered pages are prebuilt statements)."""
+
+        def build() -> tuple[ColumnElement[bool], ...]:
+            table = self._table()
+            project = table.c.project_id == bindparam(
+                "scope_project", type_=table.c.project_id.type
+            )
+            user = table.c.user_id == bindparam("scope_user", type_=table.c.user_id.type)
+            return (project, user) if by_user else (project,)
+
+        return _built("scope-user" if by_user else "scope", self, build)  # type: ignore[no-any-return]
 
     async def page(
         self,
@@ -230,11 +257,12 @@ class ScopedRepository(Generic[Row]):
         scope_user: uuid.UUID | None,
     ) -> tuple[int, list[ScopedRow]]:
         """The page's rows as Core rows (columns by name), to render."""
-        scope: list[ColumnElement[bool]] = [col(self.model.project_id) == project_id]
+        params = {"scope_project": project_id}
         if scope_user is not None:
-            scope.append(col(self.model.user_id) == scope_user)
+            params["scope_user"] = scope_user
+        scope = self._scope(scope_user is not None)
         return await fetch_page(
-            self.session, spec, listing, self._columns(), scope=scope, core=True
+            self.session, spec, listing, self.columns(), scope=scope, params=params, core=True
         )
 
     async def insert(self, row: Row, clash: Conflict) -> None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import hashlib
 import uuid
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import Table, and_, bindparam, delete, exists, func, not_
+from sqlalchemy import String, Table, and_, bindparam, cast, delete, exists, func, not_
 from sqlalchemy import select as sa_select
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -126,6 +126,36 @@ class TagService:
             found[row.resource_id].append(row)
         return found
 
+    async def for_rows(self, rows: Sequence[Any]) -> list[list[TagRow]]:
+        """Each row's tags, sorted by name, from its :func:`tag_ids_column`: one query for
+        the distinct tags of the whole page (a few rows, whatever the page's size)."""
+        listed = [row.tag_ids.split(",") if row.tag_ids else [] for row in rows]
+        keys = {key: uuid.UUID(key) for ids in listed for key in ids}
+        if not keys:
+            return [[] for _ in rows]
+        params = {"ids": list(set(keys.values()))}
+        tags = {row.id: row for row in await core_execute(self.session, _TAGS_BY_ID, params)}
+        return [
+            sorted((tags[keys[key]] for key in ids if keys[key] in tags), key=_tag_name)
+            for ids in listed
+        ]
+
+
+def _tag_name(tag: TagRow) -> str:
+    return tag.name
+
+
+def tag_ids_column(resource_type: str, id_column: Any) -> Any:
+    """A column of the ids of the row's tags, as one comma-separated text (or NULL), for
+    :meth:`TagService.for_rows`: a page's tag links come with its rows, not as rows."""
+    tag_id = cast(col(TagResource.tag_id), String)
+    return (
+        sa_select(func.aggregate_strings(tag_id, ","))
+        .where(_links(resource_type, id_column))
+        .scalar_subquery()
+        .label("tag_ids")
+    )
+
 
 _TAG_TABLE: Table = Tag.__table__  # type: ignore[attr-defined]
 # Built once, run with new values (no statement building per request).
@@ -137,6 +167,9 @@ _TAGS_OF_RESOURCES = (
         col(TagResource.resource_id).in_(bindparam("ids", expanding=True)),
     )
     .order_by(col(Tag.name))
+)
+_TAGS_BY_ID = sa_select(*_TAG_TABLE.columns).where(
+    col(Tag.id).in_(bindparam("ids", expanding=True))
 )
 
 
