@@ -25,6 +25,7 @@ from tracking.core.scoped import (
     ScopedNotFound,
     ScopedRow,
     ScopedService,
+    new_row,
 )
 from tracking.models import Artifact
 from tracking.tag.service import TagService
@@ -85,7 +86,8 @@ class ArtifactService(ScopedService[Artifact]):
     async def create(self, request: ArtifactRequest, user_id: uuid.UUID) -> TaggedArtifact:
         check_name(request.name, "ArtifactRequest")
         project = await self.project(request.project)
-        artifact = Artifact(
+        artifact = new_row(
+            Artifact,
             project_id=project.id,
             name=request.name,
             has_custom_name=request.has_custom_name,
