@@ -47,6 +47,14 @@ Builder = Callable[[Any, dict[str, Any]], dict[str, Any]]
 _RECENT_RESULTS = 64
 
 
+def compile_builder(arguments: str, display: str, env: dict[str, Any]) -> Any:
+    """``def build(<arguments>): return <display>``, compiled in ``env`` (sources from
+    :meth:`Shape.display`, built from models' field names)."""
+    source = f"def build({arguments}):\n    return {display}\n"
+    exec(source, env)  # noqa: S102 (see above)
+    return env["build"]
+
+
 class Shape:
     """The fields of ``model`` (its own, not its nested models'), read from a row.
 
@@ -100,30 +108,51 @@ class Shape:
     def _compile(self, columns: tuple[str, ...] | None, given: frozenset[str]) -> Builder:
         """The builder for rows with ``columns`` (``None``: read attributes) and the
         explicit values named ``given``."""
+        env: dict[str, Any] = {}
+        display = self.display(columns, given, env, "values", "s")
+        builder: Builder = compile_builder("row, values", display, env)
+        return builder
+
+    def display(
+        self,
+        columns: tuple[str, ...] | None,
+        given: frozenset[str],
+        env: dict[str, Any],
+        values: str,
+        prefix: str,
+        *,
+        row: str = "row",
+        inline: Mapping[str, str] | None = None,
+    ) -> str:
+        """Python source of a dict display building this shape from the row named ``row``
+        (with ``columns``, or ``None``: read attributes), the mapping named ``values`` (the
+        ``given`` keys) and the expressions ``inline`` gives for some fields; what it
+        refers to goes into ``env`` under names starting with ``prefix``. Lets a caller
+        build nested shapes in one function."""
+        inline = inline or {}
         position = {name: i for i, name in enumerate(columns or ())}
-        env: dict[str, Any] = {"_factory": self._default}
+        env[f"{prefix}_shape"] = self
         entries: list[str] = []
         for i, (name, default, convert) in enumerate(self._fields):
-            env[f"d{i}"] = default
-            if name in given:
-                expression = f"values[{name!r}]"
+            env[f"{prefix}d{i}"] = default
+            if name in inline:
+                expression = inline[name]
+            elif name in given:
+                expression = f"{values}[{name!r}]"
             elif columns is None:
-                expression = f"_or_default(getattr(row, {name!r}, d{i}), {name!r})"
+                read = f"getattr({row}, {name!r}, {prefix}d{i})"
+                expression = f"{prefix}_shape._or_default({read}, {name!r})"
             elif name in position:
-                expression = f"row[{position[name]}]"
+                expression = f"{row}[{position[name]}]"
             elif default is _MISSING:
-                expression = f"_factory({name!r})"
+                expression = f"{prefix}_shape._default({name!r})"
             else:
-                expression = f"d{i}"
+                expression = f"{prefix}d{i}"
             if convert is not None:
-                env[f"c{i}"] = convert
-                expression = f"c{i}({expression})"
+                env[f"{prefix}c{i}"] = convert
+                expression = f"{prefix}c{i}({expression})"
             entries.append(f"{name!r}: {expression}")
-        env["_or_default"] = self._or_default
-        source = "def build(row, values):\n    return {" + ", ".join(entries) + "}\n"
-        exec(source, env)  # noqa: S102 (source built above from the model's field names)
-        builder: Builder = env["build"]
-        return builder
+        return "{" + ", ".join(entries) + "}"
 
     def _or_default(self, value: Any, name: str) -> Any:
         return self._default(name) if value is _MISSING else value

@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar, get_args
 from pydantic import BaseModel, ConfigDict
 from pydantic_core import PydanticUndefined
 from sqlalchemy import Insert, Select, Table, bindparam
+from sqlalchemy import Row as SqlRow
 from sqlalchemy import insert as sa_insert
 from sqlalchemy import select as sa_select
 from sqlalchemy.sql.elements import ColumnElement
@@ -45,7 +46,7 @@ from shared.listing import (
 from shared.pagination import Page
 from shared.responses import render, render_null
 from shared.routing import ApiRoute, Handler, api_route, parse_json, parse_query, path_param
-from shared.shapes import Shape
+from shared.shapes import Shape, compile_builder
 from shared.users import NestedUser, user_field, users_by_id
 from tracking.core.auth import USER_TOKEN_KINDS, caller, caller_id, object_caller
 from tracking.core.schemas import HydrateQuery
@@ -103,17 +104,23 @@ def _part(response: type[BaseModel], name: str) -> type[BaseModel]:
     raise TypeError(f"{response.__name__}.{name} is not a model")
 
 
+_NOTHING: dict[str, Any] = {}
+
+
 class EnvelopeShape:
     """A response envelope's wire dict (a :class:`NamedResponse` subclass, or any model
     with ``body``, ``metadata`` and ``resources`` parts), built from a row (see
     :mod:`shared.shapes`): the body and, hydrated, the metadata from the row's columns of
-    the same names; the resources from what the caller gathered."""
+    the same names; the resources from what the caller gathered. The whole envelope is
+    built by one function, compiled per kind of row and set of given values."""
 
     def __init__(self, response: type[BaseModel]) -> None:
         self.envelope = Shape(response)
         self.body = Shape(_part(response, "body"))
         self.metadata = Shape(_part(response, "metadata"))
         self.resources = Shape(_part(response, "resources"))
+        self._builders: dict[tuple[Any, ...], Any] = {}
+        self._recent: dict[tuple[Any, ...], tuple[object, Any]] = {}
 
     def __call__(
         self,
@@ -125,12 +132,54 @@ class EnvelopeShape:
         metadata: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """``body`` and ``metadata`` give values the row lacks (or holds in another form)."""
-        return self.envelope.of(
-            row,
-            body=self.body.of(row, **(body or {})),
-            metadata=self.metadata.of(row, **(metadata or {})) if hydrate else None,
-            resources=self.resources.of_mapping(resources),
-        )
+        body = body or _NOTHING
+        metadata = metadata or _NOTHING
+        given = (tuple(body), tuple(metadata), tuple(resources), hydrate)
+        if isinstance(row, SqlRow):
+            # The rows of one result share their metadata: remember its builder (holding
+            # the metadata, so its id cannot be reused meanwhile), as Shape.of does.
+            parent = row._parent
+            recent = self._recent.get((id(parent), *given))
+            if recent is None or recent[0] is not parent:
+                if len(self._recent) >= 64:
+                    self._recent.clear()
+                recent = self._recent[(id(parent), *given)] = (
+                    parent,
+                    self._builder(row._fields, given),
+                )
+            builder = recent[1]
+        else:
+            builder = self._builder(None, given)
+        return builder(row, body, metadata, resources)  # type: ignore[no-any-return]
+
+    def _builder(self, columns: tuple[str, ...] | None, given: tuple[Any, ...]) -> Any:
+        builder = self._builders.get((columns, *given))
+        if builder is None:
+            builder = self._builders[(columns, *given)] = self._compile(columns, *given)
+        return builder
+
+    def _compile(
+        self,
+        columns: tuple[str, ...] | None,
+        body: tuple[str, ...],
+        metadata: tuple[str, ...],
+        resources: tuple[str, ...],
+        hydrate: bool,
+    ) -> Any:
+        env: dict[str, Any] = {}
+        parts = {
+            "body": self.body.display(columns, frozenset(body), env, "body", "b"),
+            "metadata": (
+                self.metadata.display(columns, frozenset(metadata), env, "metadata", "m")
+                if hydrate
+                else "None"
+            ),
+            "resources": self.resources.display(
+                None, frozenset(resources), env, "resources", "r", row="None"
+            ),
+        }
+        envelope = self.envelope.display(columns, frozenset(), env, "_", "e", inline=parts)
+        return compile_builder("row, body, metadata, resources", envelope, env)
 
 
 class ScopedListQuery(BaseModel):
