@@ -44,17 +44,30 @@ _set = object.__setattr__
 _UNKNOWN = uuid.SafeUUID.unknown
 
 
+_RECENT_UUIDS: dict[str, uuid.UUID] = {}
+_RECENT_UUIDS_KEPT = 4096
+
+
 def _hex_uuid(value: Any) -> uuid.UUID | None:
     """SQLite's stored form of a UUID (32 hex digits) read back: what ``uuid.UUID(value)``
-    gives, without its parsing of the other spellings (several times faster)."""
+    gives, without its parsing of the other spellings (several times faster).
+
+    Values read again and again (a page's project, its creators) come back as the same
+    object, from a bounded memo: UUIDs are immutable, and equal keys that are the same
+    object make dict lookups by them cheaper too."""
     if value is None:
         return None
+    made = _RECENT_UUIDS.get(value)
+    if made is not None:
+        return made
     if type(value) is not str or len(value) != 32 or not value.isalnum():
         return uuid.UUID(value)
-    number = int(value, 16)
     made = _new(uuid.UUID)
-    _set(made, "int", number)
+    _set(made, "int", int(value, 16))
     _set(made, "is_safe", _UNKNOWN)
+    if len(_RECENT_UUIDS) >= _RECENT_UUIDS_KEPT:
+        _RECENT_UUIDS.clear()
+    _RECENT_UUIDS[value] = made
     return made
 
 

@@ -130,7 +130,7 @@ class TagService:
         """Each row's tags, sorted by name, from its :func:`tag_ids_column`: one query for
         the distinct tags of the whole page (a few rows, whatever the page's size)."""
         listed = [row.tag_ids.split(",") if row.tag_ids else [] for row in rows]
-        keys = {key: uuid.UUID(key) for ids in listed for key in ids}
+        keys = {key: uuid.UUID(key) for key in {key for ids in listed for key in ids}}
         if not keys:
             return [[] for _ in rows]
         params = {"ids": list(set(keys.values()))}
