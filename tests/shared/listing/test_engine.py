@@ -7,12 +7,12 @@ from collections.abc import AsyncIterator
 from urllib.parse import urlencode
 
 import pytest
-from sqlalchemy import Column, ForeignKey, MetaData, String, Table, Uuid, select
+from sqlalchemy import Column, ForeignKey, MetaData, String, Table, Uuid, bindparam, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.requests import Request
 
 from shared.db import create_engine, create_sessionmaker, session_scope
-from shared.errors import RequestValidationFailed
+from shared.errors import PlatformError, RequestValidationFailed
 from shared.listing import (
     Condition,
     Field,
@@ -255,3 +255,51 @@ async def test_lookup_condition_also_matches_the_id_here(engine):
 
 async def test_lookup_that_finds_nothing_matches_nothing(engine):
     assert await remote_names(engine, ("owner", "carol")) == []
+
+
+BY_OWNER = (pets.c.owner_id == bindparam("scope_owner", type_=Uuid()),)
+PETS_COLUMNS = select(pets)
+
+
+@pytest.mark.parametrize(
+    "pairs",
+    [
+        [],
+        [("sort_by", "name")],
+        [("sort_by", "desc:name")],
+        [("sort_by", "name"), ("size", "1"), ("page", "2")],
+        [("sort_by", "desc:name"), ("size", "1"), ("page", "2")],
+        [("name", "startswith:a")],  # filtered: built per request, same parameters
+    ],
+)
+@pytest.mark.parametrize("owner", [ANN, BOB])
+async def test_prebuilt_pages_answer_as_built_ones(engine, pairs, owner):
+    """A scope given as parameters (statements built once, reused across requests and
+    owners) pages exactly as the same scope built with its values."""
+    listing = parse_list(request(*pairs), PETS)
+    async with session_scope(create_sessionmaker(engine), write=False) as session:
+        for _ in range(2):  # the second time from the statements built the first
+            prebuilt = await fetch_page(
+                session,
+                PETS,
+                listing,
+                PETS_COLUMNS,
+                scope=BY_OWNER,
+                params={"scope_owner": owner},
+                core=True,
+            )
+            built = await fetch_page(
+                session, PETS, listing, select(pets), scope=[pets.c.owner_id == owner]
+            )
+            assert prebuilt[0] == built[0]
+            assert [r.name for r in prebuilt[1]] == [r.name for r in built[1]]
+
+
+async def test_prebuilt_page_past_the_end_is_400(engine):
+    listing = parse_list(request(("size", "2"), ("page", "3")), PETS)
+    async with session_scope(create_sessionmaker(engine), write=False) as session:
+        with pytest.raises(PlatformError) as caught:
+            await fetch_page(
+                session, PETS, listing, PETS_COLUMNS, scope=BY_OWNER, params={"scope_owner": ANN}
+            )
+    assert caught.value.status_code == 400
