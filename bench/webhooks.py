@@ -560,6 +560,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--drain-timeout", type=float, default=600.0, help="seconds to wait for the queue"
     )
+    parser.add_argument(
+        "--keep", action="store_true", help="leave the servers' data dirs (and logs) after the run"
+    )
     args = parser.parse_args(argv)
     if min(args.duration, args.runs, args.connections, args.threads) <= 0:
         parser.error("--duration, --runs, --connections and --threads must be positive")
@@ -654,7 +657,10 @@ def run(args: argparse.Namespace) -> int:
             with reference(base, password) as (target, path):
                 results.append(measure_counted(name, target, path, args))
     finally:
-        shutil.rmtree(base, ignore_errors=True)
+        if args.keep:
+            say(f"kept the servers' data dirs and logs in {base}")
+        else:
+            shutil.rmtree(base, ignore_errors=True)
     print()
     print(
         f"signed custom webhook intake, {args.connections} concurrent senders (wrk, "

@@ -238,3 +238,4 @@ async def test_errors_are_logged_one_by_one_and_accepted_deliveries_counted(
         "POST /api/v1/webhooks/{webhook_type}/{webhook_id}/events: 3 x 202 in "
     )
     assert summary["answered"] == {"202": 3}
+    assert "request_id" not in summary

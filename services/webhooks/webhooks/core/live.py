@@ -233,9 +233,17 @@ class ScriptPipe:
                     future.set_exception(error or RedisConnectionError("Not connected to Redis"))
             return
         loop = asyncio.get_running_loop()
-        protocol.send(
-            b"".join(command for command, _ in queued), [f for _, f in queued], loop.time()
-        )
+        try:
+            protocol.send(
+                b"".join(command for command, _ in queued), [f for _, f in queued], loop.time()
+            )
+        except Exception as exc:  # the transport closed before telling the protocol
+            error = RedisConnectionError(f"Cannot write to Redis: {exc!r}")
+            for _, future in queued:
+                if not future.done():
+                    future.set_exception(error)
+            protocol.fail(error)
+            return
         if not self._watching:
             self._watching = True
             loop.call_later(self._timeout, self._watch)

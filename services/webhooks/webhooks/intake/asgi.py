@@ -16,6 +16,7 @@ down the full stack, so every answer is the routed one.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import time
 import uuid
@@ -113,7 +114,9 @@ class IntakeAccessLog(AccessLogMiddleware):
     def _count(self, status: int) -> None:
         if not self._answered:
             self._since = time.monotonic()
-            asyncio.get_running_loop().call_later(self.interval, self.flush)
+            # In a context of its own: the line is about no one request (no request id).
+            loop = asyncio.get_running_loop()
+            loop.call_later(self.interval, self.flush, context=contextvars.Context())
         self._answered[status] += 1
 
     def flush(self) -> None:
