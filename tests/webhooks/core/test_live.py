@@ -12,7 +12,7 @@ from redis.exceptions import ConnectionError, ResponseError, TimeoutError
 
 from shared.redis import Keys, create_redis
 from tests.support.redis_server import free_port
-from webhooks.core.live import LiveState, Outcome, ScriptPipe
+from webhooks.core.live import LiveState, Outcome, ScriptPipe, _Replies
 
 
 @pytest.fixture
@@ -34,7 +34,11 @@ def _unique_script(body: str) -> str:
     return f"-- {uuid.uuid4()}\n{body}"
 
 
-async def test_concurrent_calls_share_writes_and_get_their_own_results(redis, monkeypatch):
+async def connected_doubler(
+    redis: Redis, monkeypatch: pytest.MonkeyPatch
+) -> tuple[ScriptPipe, _Replies, list[bytes]]:
+    """A connected pipe running ``ARGV[1] * 2``, its connection, and the writes to it from
+    now on."""
     pipe = ScriptPipe(redis, _unique_script("return tonumber(ARGV[1]) * 2"))
     await pipe([], [0])  # connects and loads the script
     protocol = pipe._protocol
@@ -48,9 +52,39 @@ async def test_concurrent_calls_share_writes_and_get_their_own_results(redis, mo
         original(data)
 
     monkeypatch.setattr(protocol.transport, "write", counting)
+    return pipe, protocol, writes
+
+
+async def test_concurrent_calls_share_writes_and_get_their_own_results(redis, monkeypatch):
+    pipe, _, writes = await connected_doubler(redis, monkeypatch)
     results = await asyncio.gather(*(pipe([], [i]) for i in range(50)))
     assert results == [i * 2 for i in range(50)]
     assert len(writes) == 1  # the 50 calls of one turn of the loop: one write
+    await pipe.aclose()
+
+
+async def test_calls_made_while_replies_are_awaited_go_out_together_after_them(redis, monkeypatch):
+    pipe, protocol, writes = await connected_doubler(redis, monkeypatch)
+    held: list[bytes] = []
+    answered = asyncio.Event()
+
+    def hold(data: bytes) -> None:  # Redis answers... later
+        held.append(data)
+        answered.set()
+
+    receive = protocol.data_received
+    monkeypatch.setattr(protocol, "data_received", hold)
+    first = asyncio.ensure_future(pipe([], [1]))
+    await asyncio.wait_for(answered.wait(), 5)
+    later = [asyncio.ensure_future(pipe([], [i])) for i in range(2, 12)]
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert len(writes) == 1  # the ten wait for the first one's reply
+    monkeypatch.setattr(protocol, "data_received", receive)
+    for data in held:
+        receive(data)
+    assert await asyncio.gather(first, *later) == [i * 2 for i in range(1, 12)]
+    assert len(writes) == 2  # ... and then go out in one write
     await pipe.aclose()
 
 
