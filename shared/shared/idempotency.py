@@ -251,7 +251,7 @@ class _Recorder:
                     self.chunks.append(chunk)
 
 
-async def _read_body(receive: Receive) -> bytes | None:
+async def read_body(receive: Receive) -> bytes | None:
     """The whole request body, or ``None`` when the client went away first."""
     chunks: list[bytes] = []
     while True:
@@ -317,7 +317,7 @@ class IdempotencyMiddleware:
             await self.app(scope, receive, send)
             return
 
-        body = await _read_body(receive)
+        body = await read_body(receive)
         if body is None:
             return
         state = scope.get("state", {})

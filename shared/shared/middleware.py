@@ -123,20 +123,25 @@ class AccessLogMiddleware:
         try:
             await self.app(scope, receive, send_capturing)
         finally:
-            client = scope.get("client")
-            access_logger.info(
-                "%s %s%s %s",
-                scope["method"],
-                scope["path"],
-                _redacted_query(scope.get("query_string", b"")),
-                status,
-                extra={
-                    PRE_REDACTED: True,  # the query is masked above; paths hold no secrets
-                    "status": status,
-                    "duration_ms": round((time.perf_counter() - started) * 1000, 2),
-                    "client": client[0] if client else None,
-                },
-            )
+            self.log(scope, status, started)
+
+    def log(self, scope: Scope, status: int, started: float) -> None:
+        """The line for one request answered ``status``, begun at ``started``
+        (``time.perf_counter()``)."""
+        client = scope.get("client")
+        access_logger.info(
+            "%s %s%s %s",
+            scope["method"],
+            scope["path"],
+            _redacted_query(scope.get("query_string", b"")),
+            status,
+            extra={
+                PRE_REDACTED: True,  # the query is masked above; paths hold no secrets
+                "status": status,
+                "duration_ms": round((time.perf_counter() - started) * 1000, 2),
+                "client": client[0] if client else None,
+            },
+        )
 
 
 SECURITY_HEADERS: tuple[tuple[str, str], ...] = (

@@ -8,17 +8,21 @@ that nothing it started is left.
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
+import re
 import secrets
 import signal
 import subprocess
 import time
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+import redis
 
 from tests.support.processes import LaunchedStack, StackStartError, launch_stack, live_processes
 
@@ -143,6 +147,33 @@ def _post(client: httpx.Client, url: str, headers: dict[str, str], body: dict[st
     return response.json()
 
 
+def _new_snapshot(
+    client: httpx.Client,
+    api: Callable[[str], str],
+    headers: dict[str, str],
+    name: str,
+    run_name_template: str,
+) -> tuple[str, dict[str, Any]]:
+    """A new pipeline ``name`` and a snapshot of it on the default stack: (the default
+    project's id, the snapshot)."""
+    project: str = client.get(api("projects/default"), headers=headers).json()["id"]
+    stack_id = client.get(api("stacks?name=default"), headers=headers).json()["items"][0]["id"]
+    pipeline = _post(client, api("pipelines"), headers, {"project": project, "name": name})
+    snapshot = _post(
+        client,
+        api("pipeline_snapshots"),
+        headers,
+        {
+            "project": project,
+            "run_name_template": run_name_template,
+            "pipeline_configuration": {"name": name},
+            "stack": stack_id,
+            "pipeline": pipeline["id"],
+        },
+    )
+    return project, snapshot
+
+
 def test_workload_token_lives_as_long_as_its_run_on_every_service(stack, client):
     """Identity asks tracking (another process) before issuing and on every use; tracking
     checks its own rows. Deleting the run stops the token on both within the 5 s cache."""
@@ -153,22 +184,8 @@ def test_workload_token_lives_as_long_as_its_run_on_every_service(stack, client)
         url: str = stack.url("platform", f"/api/v1/{path}")
         return url
 
-    project = client.get(api("projects/default"), headers=headers).json()["id"]
-    stack_id = client.get(api("stacks?name=default"), headers=headers).json()["items"][0]["id"]
     name = f"e2e-{secrets.token_hex(4)}"
-    pipeline = _post(client, api("pipelines"), headers, {"project": project, "name": name})
-    snapshot = _post(
-        client,
-        api("pipeline_snapshots"),
-        headers,
-        {
-            "project": project,
-            "run_name_template": "run",
-            "pipeline_configuration": {"name": name},
-            "stack": stack_id,
-            "pipeline": pipeline["id"],
-        },
-    )
+    project, snapshot = _new_snapshot(client, api, headers, name, "run")
     run, _ = _post(
         client,
         api("runs"),
@@ -200,6 +217,109 @@ def test_workload_token_lives_as_long_as_its_run_on_every_service(stack, client)
             "CredentialsNotValid",
             f"Authentication error: pipeline run {run['id']} does not exist",
         ]
+
+
+def _wait_for(check: Callable[[], bool], what: str, within: float = 30.0) -> None:
+    deadline = time.monotonic() + within
+    while not check():
+        assert time.monotonic() < deadline, f"not within {within:g}s: {what}"
+        time.sleep(0.25)
+
+
+def test_a_signed_delivery_runs_the_triggers_snapshot_in_tracking_once(stack, client):
+    """Intake (webhooks) → Valkey → the worker process matches the trigger → tracking (its
+    own process, through its service token) starts the run; the event delivered again
+    after the replay window is processed again and runs nothing twice."""
+    headers = {"Authorization": f"Bearer {_login(client, stack)}"}
+    client.cookies.clear()
+
+    def api(path: str) -> str:
+        url: str = stack.url("platform", f"/api/v1/{path}")
+        return url
+
+    name = f"e2e-hook-{secrets.token_hex(4)}"
+    project, snapshot = _new_snapshot(client, api, headers, name, name + "-{date}-{time}")
+    secret = secrets.token_urlsafe(24)
+    hook = _post(
+        client,
+        api("webhooks"),
+        headers,
+        {"project": project, "name": name, "webhook_type": "custom", "secret": secret},
+    )
+    trigger = _post(
+        client,
+        api("webhook_triggers"),
+        headers,
+        {
+            "project": project,
+            "name": name,
+            "webhook_id": hook["id"],
+            "snapshot_id": snapshot["id"],
+            "configuration": {"target_events": []},  # custom: every event
+        },
+    )
+    body = b'{"build": {"id": 7, "status": "success"}}'
+    signature = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    delivery = {
+        "Content-Type": "application/json",
+        "X-ZenML-Event": "build.finished",
+        "X-ZenML-Delivery": "e2e-delivery-1",
+        "X-ZenML-Signature-256": signature,
+    }
+    intake = api(f"webhooks/custom/{hook['id']}/events")
+
+    def runs() -> list[dict[str, Any]]:
+        listed = client.get(
+            api("runs"), params={"snapshot_id": snapshot["id"], "hydrate": "true"}, headers=headers
+        )
+        assert listed.status_code == 200, listed.text
+        items: list[dict[str, Any]] = listed.json()["items"]
+        return items
+
+    def executions() -> list[dict[str, Any]]:
+        listed = client.get(api(f"webhook_triggers/{trigger['id']}/executions"), headers=headers)
+        assert listed.status_code == 200, listed.text
+        items: list[dict[str, Any]] = listed.json()["items"]
+        return items
+
+    assert client.post(intake, content=body, headers=delivery).status_code == 202
+    _wait_for(lambda: [e["status"] for e in executions()] == ["dispatched"], "the run requested")
+    (run,) = runs()
+    (execution,) = executions()
+    assert execution["run_id"] == run["id"]
+    assert run["body"]["status"] == "initializing"
+    assert run["metadata"]["trigger_execution_info"]["webhook_upstream_event"] == {
+        "custom": {
+            "webhook_id": hook["id"],
+            "delivery_id": "e2e-delivery-1",
+            "event_type": "build.finished",
+            "event": {"type": "build.finished"},
+        }
+    }
+
+    # The replay window over (its record dropped from Valkey), the sender's retry is
+    # accepted and queued again; the worker processes the event a second time.
+    found = re.search(r"valkey is ready at (redis://\S+)", stack.output())
+    assert found is not None, stack.log_tail()
+    valkey = redis.Redis.from_url(found.group(1))
+    try:
+        replay_records = list(valkey.scan_iter(f"platform:webhooks:delivery:{hook['id']}:*"))
+        assert len(replay_records) == 1
+        valkey.delete(*replay_records)
+        assert client.post(intake, content=body, headers=delivery).status_code == 202
+        _wait_for(
+            lambda: (
+                valkey.zcard("platform:webhooks:events") == 0
+                and not valkey.keys("arq:in-progress:*")
+            ),
+            "the second delivery processed",
+        )
+    finally:
+        valkey.close()
+    stats = client.get(api(f"webhooks/{hook['id']}"), headers=headers).json()["metadata"]
+    assert stats["stats"]["accepted_count"] == 2
+    assert [r["id"] for r in runs()] == [run["id"]]
+    assert [e["id"] for e in executions()] == [execution["id"]]
 
 
 def test_sigterm_stops_the_stack_and_leaves_no_process(stack):

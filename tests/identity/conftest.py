@@ -25,6 +25,7 @@ from tests.support.asgi import LifespanApp, client_for, running
 ADMIN = "default"
 ADMIN_PASSWORD = "correct horse battery staple"
 TRACKING_SECRET = "tracking-client-secret-0123456789abcdef"
+WEBHOOKS_SECRET = "webhooks-client-secret-0123456789abcdef"
 
 
 def make_settings(database_url: str, redis_url: str, namespace: str, **overrides: Any) -> Settings:

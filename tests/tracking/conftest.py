@@ -19,7 +19,14 @@ import pytest
 from pydantic import SecretStr
 
 from identity.app import create_app as create_identity_app
-from tests.identity.conftest import ADMIN, ADMIN_PASSWORD, TRACKING_SECRET, bearer, make_settings
+from tests.identity.conftest import (
+    ADMIN,
+    ADMIN_PASSWORD,
+    TRACKING_SECRET,
+    WEBHOOKS_SECRET,
+    bearer,
+    make_settings,
+)
 from tests.support.asgi import HostRouter, LifespanApp, running
 from tests.support.databases import sqlite_url
 from tracking.app import create_app
@@ -61,12 +68,15 @@ def router() -> HostRouter:
 async def identity_app(
     tmp_path: Path, redis_url: str, redis_namespace: str, router: HostRouter
 ) -> AsyncIterator[LifespanApp]:
+    # The webhooks service's client too: its service token requests snapshot runs.
+    clients = {"tracking": SecretStr(TRACKING_SECRET), "webhooks": SecretStr(WEBHOOKS_SECRET)}
     settings = make_settings(
         sqlite_url(tmp_path, "identity"),
         redis_url,
         redis_namespace,
         tracking_url=TRACKING_URL,
         workload_scope_cache_ttl=timedelta(0),
+        service_clients=clients,
     )
     async with running(create_identity_app(settings, http_transport=router)) as app:
         router.register("identity/", app)

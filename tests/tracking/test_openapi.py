@@ -21,6 +21,7 @@ EXPECTED = {
     "/api/v1/schedules/{schedule_id}": {"get", "put", "delete"},
     "/api/v1/pipelines": {"get", "post"},
     "/api/v1/pipeline_snapshots": {"post"},
+    "/api/v1/pipeline_snapshots/{snapshot_id}/runs": {"post"},
 }
 
 
@@ -35,6 +36,10 @@ async def test_openapi_lists_the_new_routes(tracking: httpx.AsyncClient) -> None
     assert "security" not in data  # the download token is the only credential
     token = paths["/api/v1/artifact_versions/{artifact_version_id}/download-token"]["get"]
     assert token["security"] == [{"CookieOAuth2TokenBearer": []}]
+    run = paths["/api/v1/pipeline_snapshots/{snapshot_id}/runs"]["post"]
+    assert run["security"] == [{"CookieOAuth2TokenBearer": []}]
+    body = run["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+    assert body.endswith("/PipelineSnapshotRunRequest")
     listed = paths["/api/v1/artifact_versions"]["get"]
     names = {p["name"] for p in listed["parameters"]}
     assert {"artifact", "version_number", "only_unused", "run_metadata", "pipeline_run"} <= names

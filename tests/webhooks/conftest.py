@@ -1,5 +1,6 @@
 """A webhooks app per test on a real database and Redis, beside an in-process identity
-(tokens, JWKS, users), a real tracking app (projects) and the snapshot-run fake.
+(tokens, JWKS, users) and a real tracking app (projects, snapshot runs); tests of failing
+snapshot-run requests use a stand-in for that one route (``snapshot_runs``).
 
 The webhooks app runs on the ``database_url`` fixture (SQLite, and PostgreSQL when
 configured); identity and tracking keep their own SQLite files.
@@ -17,7 +18,7 @@ from cryptography.fernet import Fernet
 from pydantic import SecretStr
 
 from identity.app import create_app as create_identity_app
-from tests.identity.conftest import TRACKING_SECRET, make_settings
+from tests.identity.conftest import TRACKING_SECRET, WEBHOOKS_SECRET, make_settings
 from tests.support.asgi import HostRouter, LifespanApp, running
 from tests.support.databases import sqlite_url
 from tests.tracking import conftest as tracking_fixtures
@@ -29,7 +30,6 @@ from webhooks.settings import Settings
 
 IDENTITY_URL = "http://identity"
 TRACKING_URL = "http://tracking"
-WEBHOOKS_SECRET = "webhooks-client-secret-0123456789abcdef"
 SERVER_API_URL = "https://platform.example/api/v1"
 
 # The admin's token from this module's identity app, as tracking's tests get theirs.
@@ -83,21 +83,23 @@ async def tracking_app(
 
 
 @pytest.fixture
-def snapshot_runs() -> SnapshotRuns:
-    return SnapshotRuns()
-
-
-@pytest.fixture
-def router(
-    identity_app: LifespanApp, tracking_app: LifespanApp, snapshot_runs: SnapshotRuns
-) -> HostRouter:
+def router(identity_app: LifespanApp, tracking_app: LifespanApp) -> HostRouter:
     return HostRouter(
         {
             "identity/": httpx.ASGITransport(app=identity_app),
-            "tracking/api/v1/pipeline_snapshots": httpx.ASGITransport(app=snapshot_runs.app()),
             "tracking/": httpx.ASGITransport(app=tracking_app),
         }
     )
+
+
+@pytest.fixture
+def snapshot_runs(router: HostRouter) -> SnapshotRuns:
+    """Tracking's snapshot-run route replaced by a stand-in that can fail on demand (the
+    tests of retries and refusals); other tests reach the real tracking app."""
+    runs = SnapshotRuns()
+    stand_in = {"tracking/api/v1/pipeline_snapshots": httpx.ASGITransport(app=runs.app())}
+    router.routes = {**stand_in, **router.routes}
+    return runs
 
 
 @pytest.fixture

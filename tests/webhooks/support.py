@@ -125,9 +125,10 @@ async def deliver_through(
 
 @dataclass
 class SnapshotRuns:
-    """A stand-in for tracking's ``POST /api/v1/pipeline_snapshots/{id}/runs``: records
-    every call and, as tracking's Idempotency-Key handling would, starts one run per key.
-    ``fail_next`` answers that many calls with 503 first."""
+    """A stand-in for tracking's ``POST /api/v1/pipeline_snapshots/{id}/runs`` that fails
+    on demand: records every call and, as tracking does, starts one run per trigger
+    execution (the ``Idempotency-Key`` is its id). ``fail_next`` answers that many calls
+    with 503 first; ``refuse`` answers 404."""
 
     calls: list[dict[str, Any]] = field(default_factory=list)
     runs: dict[str, str] = field(default_factory=dict)

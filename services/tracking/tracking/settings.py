@@ -31,6 +31,10 @@ class Settings(ServiceSettings):
     workload_token_expiration_leeway: timedelta = timedelta(seconds=3600)
     # The largest visualization loaded into a response.
     visualization_size_limit: int = Field(default=100 * 1024**2, ge=1)
+    # Services (client ids of identity's client-credentials grant) whose service tokens may
+    # request snapshot runs (`POST /pipeline_snapshots/{id}/runs`): the webhooks service,
+    # for its triggers. Users may too; workload tokens may not.
+    snapshot_run_clients: list[str] = Field(default_factory=lambda: ["webhooks"])
 
     @field_validator("download_token_secret")
     @classmethod

@@ -12,12 +12,14 @@ from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 
 from shared.app import State, create_service_app
+from shared.responses import ErrorStyle
 from shared.settings import PLATFORM_VERSION
 from shared.users import create_user_directory
 from webhooks.core.crypto import SecretBox
 from webhooks.core.live import LiveState
 from webhooks.core.projects import ProjectDirectory
 from webhooks.intake import endpoints as intake_endpoints
+from webhooks.intake.asgi import IntakeFastPath
 from webhooks.intake.cache import WebhookCache
 from webhooks.intake.providers import providers
 from webhooks.intake.service import IntakeService
@@ -26,6 +28,7 @@ from webhooks.trigger import endpoints as trigger_endpoints
 from webhooks.webhook import endpoints as webhook_endpoints
 
 MIGRATIONS = Path(__file__).parent / "migrations"
+ERROR_STYLE: ErrorStyle = "platform"
 
 
 def routes() -> list[BaseRoute]:
@@ -43,23 +46,26 @@ async def _lifespan(app: Starlette, state: State) -> AsyncIterator[State]:
     live = LiveState(state["redis"], state["keys"])
     registered = providers(settings.signature_tolerance.total_seconds())
     cache = WebhookCache(state["sessionmaker"], box, live)
-    yield {
-        "box": box,
-        "live": live,
-        "providers": registered,
-        "intake": IntakeService(settings, registered, cache, live),
-        "projects": ProjectDirectory(
-            state["http"], settings.tracking_url, ttl=settings.project_cache_ttl.total_seconds()
-        ),
-        "users": create_user_directory(settings, state["http"]),
-    }
+    try:
+        yield {
+            "box": box,
+            "live": live,
+            "providers": registered,
+            "intake": IntakeService(settings, registered, cache, live),
+            "projects": ProjectDirectory(
+                state["http"], settings.tracking_url, ttl=settings.project_cache_ttl.total_seconds()
+            ),
+            "users": create_user_directory(settings, state["http"]),
+        }
+    finally:
+        await live.aclose()
 
 
 def create_app(
     settings: Settings | None = None, *, http_transport: httpx.AsyncBaseTransport | None = None
 ) -> Starlette:
     settings = settings or Settings()
-    return create_service_app(
+    app = create_service_app(
         settings,
         title="webhooks",
         version=PLATFORM_VERSION,
@@ -68,4 +74,13 @@ def create_app(
         migrations=MIGRATIONS,
         lifespan=_lifespan,
         http_transport=http_transport,
+        error_style=ERROR_STYLE,
     )
+    # Outermost: deliveries skip the stack the management API needs (see its module).
+    app.add_middleware(
+        IntakeFastPath,
+        max_body_size=settings.max_body_size,
+        server_header=str(settings.server_id),
+        error_style=ERROR_STYLE,
+    )
+    return app

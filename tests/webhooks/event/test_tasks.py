@@ -6,14 +6,19 @@ from __future__ import annotations
 import json
 import uuid
 import warnings
+from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
 import httpx
 import pytest
+from sqlmodel import select
 
+from shared.db import session_scope
 from tests.support.asgi import HostRouter
+from tests.tracking.pipeline_run.support import create_snapshot
 from tests.webhooks.support import SnapshotRuns, codehost_headers, push_body
+from webhooks.models import TriggerExecution, WebhookEvent
 from webhooks.settings import Settings
 from webhooks.worker import create_worker
 
@@ -82,20 +87,127 @@ async def executions(client, auth, trigger) -> list[dict[str, Any]]:
     return items
 
 
-async def test_a_matching_event_requests_the_snapshot_run_once(
+@pytest.fixture
+async def tracking(tracking_app) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=tracking_app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://tracking") as client:
+        yield client
+
+
+@pytest.fixture
+async def snapshot(tracking, auth, project) -> dict[str, Any]:
+    """A real snapshot in the tracking app the worker asks."""
+    return await create_snapshot(tracking, auth, project)
+
+
+@pytest.fixture
+async def wired_to_tracking(client, auth, create_webhook, project, snapshot):
+    """A codehost webhook with a trigger on pushes to main running a real snapshot."""
+    hook = await create_webhook("codehost")
+    body = {
+        "project": project["id"],
+        "name": "main-pushes",
+        "webhook_id": hook["id"],
+        "snapshot_id": snapshot["id"],
+        "configuration": {"target_events": [{"type": "push", "branch": "main"}]},
+    }
+    response = await client.post(TRIGGERS, json=body, headers=auth)
+    assert response.status_code == 200, response.text
+    return hook, response.json()
+
+
+async def runs_of(tracking, auth, snapshot) -> list[dict[str, Any]]:
+    response = await tracking.get(
+        "/api/v1/runs", params={"snapshot_id": snapshot["id"], "hydrate": "true"}, headers=auth
+    )
+    assert response.status_code == 200, response.text
+    items: list[dict[str, Any]] = response.json()["items"]
+    return items
+
+
+async def test_a_matching_event_starts_one_run_of_the_snapshot_in_tracking(
+    client, auth, wired_to_tracking, drain, tracking, snapshot
+):
+    hook, trigger = wired_to_tracking
+    await deliver(client, hook, push_body("main"), "d-1")
+    await drain()
+    (execution,) = await executions(client, auth, trigger)
+    assert execution["status"] == "dispatched"
+    assert execution["delivery_id"] == "d-1"
+    (run,) = await runs_of(tracking, auth, snapshot)
+    assert execution["run_id"] == run["id"]
+    assert run["body"]["status"] == "initializing"
+    assert run["resources"]["user"] is None  # started by the webhooks service
+    upstream = run["metadata"]["trigger_execution_info"]["webhook_upstream_event"]
+    assert upstream == {
+        "codehost": {
+            "webhook_id": hook["id"],
+            "delivery_id": "d-1",
+            "event_type": "push",
+            "event": {
+                "type": "push",
+                "repo": "acme/app",
+                "branch": "main",
+                "actor": "alice",
+                "commit": {"name": "main", "sha": "abc123"},
+            },
+        }
+    }
+
+
+async def test_an_event_processed_twice_runs_the_snapshot_once(
+    client, auth, wired_to_tracking, drain, tracking, snapshot, webhooks_app
+):
+    """As a worker that died after tracking started the run and before it recorded so:
+    the event is consumed again and its execution dispatched again."""
+    hook, trigger = wired_to_tracking
+    await deliver(client, hook, push_body("main"), "d-twice")
+    await drain()
+    (first,) = await runs_of(tracking, auth, snapshot)
+    async with session_scope(webhooks_app.state["sessionmaker"]) as session:
+        for event in (await session.exec(select(WebhookEvent))).all():
+            event.status = "received"
+        for row in (await session.exec(select(TriggerExecution))).all():
+            row.status, row.run_id = "pending", None
+    # The intake's replay window and tracking's idempotency records (Redis) are gone too:
+    # only tracking's one run per trigger execution stands between the event and a second.
+    redis, namespace = webhooks_app.state["redis"], webhooks_app.state["settings"].redis_namespace
+    for pattern in (f"{namespace}:webhooks:delivery:*", f"{namespace}:idempotency:*"):
+        found = [k async for k in redis.scan_iter(match=pattern)]
+        assert found
+        await redis.delete(*found)
+    await deliver(client, hook, push_body("main"), "d-twice")
+    await drain()
+    (execution,) = await executions(client, auth, trigger)
+    assert execution["status"] == "dispatched"
+    assert execution["attempts"] == 2
+    assert execution["run_id"] == first["id"]
+    assert [run["id"] for run in await runs_of(tracking, auth, snapshot)] == [first["id"]]
+
+
+async def test_a_snapshot_tracking_does_not_know_fails_the_execution(client, auth, wired, drain):
+    hook, trigger = wired  # its snapshot id is random: tracking answers 404
+    await deliver(client, hook, push_body("main"), "d-unknown")
+    await drain()
+    (execution,) = await executions(client, auth, trigger)
+    assert execution["status"] == "failed"
+    assert execution["run_id"] is None
+    assert "404" in execution["error"]
+
+
+async def test_the_stand_in_is_called_with_the_trigger_execution(
     client, auth, wired, drain, snapshot_runs: SnapshotRuns
 ):
     hook, trigger = wired
     await deliver(client, hook, push_body("main"), "d-1")
     await drain()
     (execution,) = await executions(client, auth, trigger)
-    assert execution["status"] == "dispatched"
-    assert execution["delivery_id"] == "d-1"
-    assert execution["snapshot_id"] == trigger["body"]["snapshot_id"]
     (call,) = snapshot_runs.calls
     assert call["snapshot_id"] == trigger["body"]["snapshot_id"]
     assert call["key"] == execution["id"]
-    assert call["body"] == {"run_configuration": {"parameters": {"env": "prod"}}}
+    assert call["body"]["run_configuration"] == {"parameters": {"env": "prod"}}
+    assert call["body"]["trigger_execution"]["id"] == execution["id"]
+    assert call["body"]["trigger_execution"]["trigger_id"] == trigger["id"]
     assert call["authorization"].startswith("Bearer ey")  # identity's service token
     assert execution["run_id"] == snapshot_runs.runs[call["key"]]
 

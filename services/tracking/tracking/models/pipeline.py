@@ -59,7 +59,10 @@ class PipelineSnapshot(SQLModel, table=True):
 
 class PipelineRun(SQLModel, table=True):
     __tablename__ = "pipeline_runs"
-    __table_args__ = (UniqueConstraint("project_id", "name", name="uq_pipeline_runs_project_name"),)
+    __table_args__ = (
+        UniqueConstraint("project_id", "name", name="uq_pipeline_runs_project_name"),
+        UniqueConstraint("trigger_execution_id", name="uq_pipeline_runs_trigger_execution"),
+    )
 
     id: uuid.UUID = Field(default_factory=new_id, primary_key=True)
     project_id: uuid.UUID = _project_fk()
@@ -79,6 +82,13 @@ class PipelineRun(SQLModel, table=True):
     start_time: dt.datetime | None = None
     end_time: dt.datetime | None = None
     user_id: uuid.UUID | None = Field(default=None, index=True)
+    # A run a trigger asked for (``POST /pipeline_snapshots/{id}/runs``): the asking
+    # trigger execution (one run each, whatever the retries) and what the reference
+    # records about it (``TriggerExecutionInfo``, e.g. the webhook event).
+    trigger_execution_id: uuid.UUID | None = None
+    trigger_execution_info: dict[str, Any] | None = Field(
+        default=None, sa_column=Column(JSON, nullable=True)
+    )
     created: dt.datetime = Field(default_factory=utcnow, index=True)
     updated: dt.datetime = Field(default_factory=utcnow)
 

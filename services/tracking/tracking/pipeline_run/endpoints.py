@@ -7,13 +7,14 @@ import uuid
 from starlette.requests import Request
 from starlette.responses import Response
 
-from shared.auth import ScopeKind
+from shared.auth import ScopeKind, TokenKind
 from shared.db import transaction
+from shared.errors import AuthorizationFailed, Conflict
 from shared.pagination import Page
 from shared.responses import render
 from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
 from shared.users import users_by_id
-from tracking.core.auth import caller, caller_id
+from tracking.core.auth import MANAGING_KINDS, caller, caller_id
 from tracking.core.schemas import HydrateQuery
 from tracking.core.scoped import (
     ScopedListQuery,
@@ -30,12 +31,14 @@ from tracking.pipeline_run.schemas import (
     PipelineRunRequest,
     PipelineRunResponse,
     PipelineRunUpdate,
+    PipelineSnapshotRunRequest,
     StepRunRequest,
     StepRunResponse,
     run_response,
     step_response,
 )
 from tracking.pipeline_run.service import RunService, StepService
+from tracking.settings import Settings
 
 LIST_QUERY = RUNS.query_model(extra=query_extras(ScopedListQuery))
 
@@ -53,6 +56,46 @@ async def get_or_create_run(request: Request) -> Response:
     users = await users_by_id(request, [item.user_id])
     user = users.get(item.user_id) if item.user_id is not None else None
     return render([run_response(item, True, user), created])
+
+
+SNAPSHOT_RUN_KINDS = (*MANAGING_KINDS, TokenKind.SERVICE)
+
+
+def snapshot_runner(request: Request) -> uuid.UUID | None:
+    """Who may run a snapshot, and as which user: a user (login, device or generic API
+    token) as itself, or a service named in ``snapshot_run_clients`` (the webhooks
+    service, for its triggers) as nobody (the run records the trigger instead). A workload
+    token may not: it is bound to its own run, schedule or deployment."""
+    principal = caller(request, kinds=SNAPSHOT_RUN_KINDS)
+    if principal.kind != TokenKind.SERVICE:
+        return caller_id(request, kinds=SNAPSHOT_RUN_KINDS)
+    settings: Settings = request.state.settings
+    if principal.identity not in {f"service:{c}" for c in settings.snapshot_run_clients}:
+        raise AuthorizationFailed(f"The service '{principal.display_name}' may not run snapshots.")
+    return None
+
+
+async def run_snapshot(request: Request) -> Response:
+    """A new run of the snapshot (for a trigger execution that asked before: its run)."""
+    user_id = snapshot_runner(request)
+    snapshot_id = path_param(request, "snapshot_id", uuid.UUID)
+    body = await parse_json(request, PipelineSnapshotRunRequest)
+    try:
+        async with transaction(request) as session:
+            item = await RunService(session).run_snapshot(snapshot_id, body, user_id)
+    except Conflict:
+        if body.trigger_execution is None:
+            raise
+        # The same execution asked twice at once and the other request's run won the
+        # unique constraint: answer with that run.
+        async with transaction(request) as session:
+            found = await RunService(session).of_trigger_execution(
+                snapshot_id, body.trigger_execution.id
+            )
+        if found is None:
+            raise
+        item = found
+    return await render_one(request, item, run_response, hydrate=True)
 
 
 async def get_step(request: Request) -> Response:
@@ -93,6 +136,16 @@ def routes() -> list[ApiRoute]:
             body=PipelineRunRequest,
             response=tuple[PipelineRunResponse, bool],
             errors=(404, 409),
+        ),
+        api_route(
+            "/api/v1/pipeline_snapshots/{snapshot_id}/runs",
+            run_snapshot,
+            method="POST",
+            summary="Create Snapshot Run",
+            tags=["pipeline_snapshots"],
+            body=PipelineSnapshotRunRequest,
+            response=PipelineRunResponse,
+            errors=(400, 401, 404, 409),
         ),
         api_route(
             f"{runs}/{{run_id}}",

@@ -46,6 +46,13 @@ class RunRepository(ScopedRepository[PipelineRun]):
         found = (await self.session.exec(query)).first()  # type: ignore[call-overload]
         return None if found is None else uuid.UUID(str(found[0]))
 
+    async def by_trigger_execution(self, execution_id: uuid.UUID) -> uuid.UUID | None:
+        query = sa_select(col(PipelineRun.id)).where(
+            col(PipelineRun.trigger_execution_id) == execution_id
+        )
+        found = (await self.session.exec(query)).first()  # type: ignore[call-overload]
+        return None if found is None else uuid.UUID(str(found[0]))
+
     async def runs_of(self, pipeline_id: uuid.UUID | None) -> int:
         query = sa_select(func.count()).where(col(PipelineRun.pipeline_id) == pipeline_id)
         return int((await self.session.exec(query)).one()[0])  # type: ignore[call-overload]

@@ -80,6 +80,48 @@ class PipelineRunUpdate(BaseModel):
     orchestrator_run_id: str | None = Field(default=None, max_length=255)
 
 
+class WebhookTriggerExecutionInfo(BaseModel):
+    """The webhook event behind a run (the reference's ``WebhookTriggerExecutionInfo``):
+    ``event`` is the event as the trigger matched it (its curated form when there is one)."""
+
+    webhook_id: uuid.UUID
+    delivery_id: str = Field(min_length=1, max_length=255)
+    event_type: str | None = Field(default=None, max_length=255)
+    event: dict[str, Any] | None = None
+
+
+class TriggerExecutionInfo(BaseModel):
+    """What started a run (the reference's ``TriggerExecutionInfo``, 0.98.0's fields);
+    ``webhook_upstream_event`` is keyed by webhook type."""
+
+    upstream_run_id: uuid.UUID | None = None
+    upstream_pipeline_ids: list[uuid.UUID] = Field(default_factory=list)
+    webhook_upstream_event: dict[str, WebhookTriggerExecutionInfo] | None = None
+
+
+class TriggerExecutionRequest(TriggerExecutionInfo):
+    """The trigger execution asking for a snapshot run: at most one run per ``id``, so a
+    retried request (the webhooks worker retries until tracking answers) gets the run the
+    first one created."""
+
+    id: uuid.UUID
+    trigger_id: uuid.UUID | None = None
+
+    def info(self) -> dict[str, Any]:
+        """The :class:`TriggerExecutionInfo` part, as a run stores and renders it."""
+        fields = set(TriggerExecutionInfo.model_fields)
+        return self.model_dump(mode="json", include=fields)
+
+
+class PipelineSnapshotRunRequest(BaseModel):
+    """``POST /pipeline_snapshots/{id}/runs``. ``run_configuration`` is the reference's
+    (accepted and not applied: no pipeline executes on this platform's servers);
+    ``trigger_execution`` is set by a trigger (the webhooks service)."""
+
+    run_configuration: dict[str, Any] | None = None
+    trigger_execution: TriggerExecutionRequest | None = None
+
+
 class PipelineRunResponseBody(ProjectScopedBody):
     status: ExecutionStatus
     in_progress: bool
@@ -102,6 +144,7 @@ class PipelineRunResponseMetadata(BaseModel):
     template_id: uuid.UUID | None = None
     is_templatable: bool = False
     enable_heartbeat: bool = False
+    trigger_execution_info: TriggerExecutionInfo | None = None
 
 
 class PipelineRunResponseResources(BaseModel):

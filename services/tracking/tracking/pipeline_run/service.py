@@ -3,30 +3,35 @@ a step to an existing run; the artifact versions a step links to exist in that p
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 from typing import Any
 
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from shared.db import utcnow
-from shared.errors import Conflict, NotFound
+from shared.errors import BadRequest, Conflict, NotFound
 from shared.listing import Listing
 from tracking.artifact_version.schemas import version_response
 from tracking.artifact_version.service import ArtifactVersionService
 from tracking.core.scoped import NameTaken, ScopedListQuery, ScopedNotFound, ScopedService
 from tracking.models import PipelineRun, StepRun
-from tracking.pipeline.service import SnapshotNotFound, SnapshotService
+from tracking.pipeline.service import Snapshot, SnapshotNotFound, SnapshotService
 from tracking.pipeline_run.repository import RUNS, RunRepository, StepRepository
 from tracking.pipeline_run.schemas import (
+    ExecutionStatus,
     PipelineRunRequest,
     PipelineRunUpdate,
+    PipelineSnapshotRunRequest,
     RunItem,
     StepItem,
     StepRunRequest,
     in_progress,
 )
+from tracking.project.repository import ProjectRef
 
 INPUT = "input"
+MAX_RUN_NAME = 255
 OUTPUT = "output"
 
 
@@ -87,22 +92,76 @@ class RunService(ScopedService[PipelineRun]):
                 f"The pipeline snapshot with ID {request.snapshot} referenced by the pipeline "
                 f"run being created was not found in the '{project.id}' project"
             )
-        pipeline_id = snapshot.snapshot.pipeline_id
-        run = PipelineRun(
-            project_id=project.id,
+        run_id = await self._create(
+            project,
+            snapshot,
             name=request.name,
             status=request.status,
             status_reason=request.status_reason,
-            snapshot_id=request.snapshot,
-            pipeline_id=pipeline_id,
             orchestrator_run_id=request.orchestrator_run_id,
-            index=await self.runs.runs_of(pipeline_id) + 1,
             start_time=request.start_time or utcnow(),
             end_time=request.end_time,
             user_id=user_id,
         )
+        return await self.get(run_id), True
+
+    async def run_snapshot(
+        self,
+        snapshot_id: uuid.UUID,
+        request: PipelineSnapshotRunRequest,
+        user_id: uuid.UUID | None,
+    ) -> RunItem:
+        """A new run of the snapshot, in the reference's initial status (``initializing``)
+        and named by the snapshot's run name template; for a trigger execution that asked
+        before, the run it got then."""
+        trigger = request.trigger_execution
+        if trigger is not None:
+            earlier = await self.of_trigger_execution(snapshot_id, trigger.id)
+            if earlier is not None:
+                return earlier
+        snapshot = await self.snapshots.get(snapshot_id)
+        project = await self.project(snapshot.snapshot.project_id)
+        start = utcnow()
+        run_id = await self._create(
+            project,
+            snapshot,
+            name=run_name(snapshot.snapshot, start),
+            status=ExecutionStatus.INITIALIZING,
+            start_time=start,
+            user_id=user_id,
+            trigger_execution_id=trigger.id if trigger is not None else None,
+            trigger_execution_info=trigger.info() if trigger is not None else None,
+        )
+        return await self.get(run_id)
+
+    async def of_trigger_execution(
+        self, snapshot_id: uuid.UUID, execution_id: uuid.UUID
+    ) -> RunItem | None:
+        """The run a trigger execution got (409 when it was of another snapshot)."""
+        found = await self.runs.by_trigger_execution(execution_id)
+        if found is None:
+            return None
+        run = await self.get(found)
+        if run.run.snapshot_id != snapshot_id:
+            raise Conflict(
+                f"The trigger execution with ID '{execution_id}' already ran the pipeline "
+                f"snapshot with ID '{run.run.snapshot_id}'."
+            )
+        return run
+
+    async def _create(self, project: ProjectRef, snapshot: Snapshot, **fields: Any) -> uuid.UUID:
+        """Insert a run of ``snapshot``, numbered after its pipeline's runs (409 when the
+        name, or the trigger execution, already has one)."""
+        pipeline_id = snapshot.snapshot.pipeline_id
+        run = PipelineRun(
+            project_id=project.id,
+            snapshot_id=snapshot.snapshot.id,
+            pipeline_id=pipeline_id,
+            index=await self.runs.runs_of(pipeline_id) + 1,
+            **fields,
+        )
         await self.insert(run, project)
-        return await self.get(run.id), True
+        return run.id
 
     async def update(self, run_id: uuid.UUID, update: PipelineRunUpdate) -> RunItem:
         """A run that reaches a finished status ends now (``end_time``), which starts the
@@ -127,6 +186,31 @@ class RunService(ScopedService[PipelineRun]):
     async def delete(self, run_id: uuid.UUID) -> None:
         """The run with its steps and their links to artifact versions (the versions stay)."""
         await self.delete_row(run_id)
+
+
+def run_name(snapshot: Any, start: dt.datetime) -> str:
+    """The snapshot's run name template filled in as the reference does: the pipeline
+    configuration's ``substitutions``, and ``{date}`` and ``{time}`` of ``start`` unless
+    those name them (400 when the template cannot be filled)."""
+    template: str = snapshot.run_name_template
+    configured = (snapshot.pipeline_configuration or {}).get("substitutions")
+    values = dict(configured) if isinstance(configured, dict) else {}
+    values.setdefault("date", start.strftime("%Y_%m_%d"))
+    values.setdefault("time", start.strftime("%H_%M_%S_%f"))
+    try:
+        name = template.format_map(values)
+    except (KeyError, IndexError, ValueError, AttributeError) as exc:
+        raise BadRequest(
+            f"The run name template '{template}' of the pipeline snapshot with ID "
+            f"'{snapshot.id}' cannot be filled in: {exc!r}"
+        ) from None
+    if not 0 < len(name) <= MAX_RUN_NAME:
+        raise BadRequest(
+            f"The run name template '{template}' of the pipeline snapshot with ID "
+            f"'{snapshot.id}' gives a run name of {len(name)} characters (1 to "
+            f"{MAX_RUN_NAME} allowed)."
+        )
+    return name
 
 
 class StepService:

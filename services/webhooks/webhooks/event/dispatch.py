@@ -1,7 +1,8 @@
 """Requesting a snapshot run from tracking: ``POST /api/v1/pipeline_snapshots/{id}/runs``
-(the reference's path and ``PipelineSnapshotRunRequest`` body), authenticated with this
-service's client-credentials token and keyed by the execution id (``Idempotency-Key``),
-so a retried request never starts a second run."""
+(the reference's path and ``PipelineSnapshotRunRequest`` body, plus the trigger execution
+asking), authenticated with this service's client-credentials token. Tracking starts at
+most one run per trigger execution id, however often it is asked, so a retried request
+never starts a second run (the id is also sent as ``Idempotency-Key``)."""
 
 from __future__ import annotations
 
@@ -28,10 +29,44 @@ class RunRequested:
     error: str | None = None
 
 
+@dataclass(frozen=True)
+class UpstreamEvent:
+    """The webhook event a trigger execution reacts to (the reference's
+    ``WebhookTriggerExecutionInfo``, keyed by webhook type)."""
+
+    webhook_type: str
+    webhook_id: uuid.UUID
+    delivery_id: str
+    event_type: str | None
+    event: dict[str, Any] | None  # as the trigger matched it
+
+    def trigger_execution(
+        self, execution_id: uuid.UUID, trigger_id: uuid.UUID | None
+    ) -> dict[str, Any]:
+        """The request's ``trigger_execution``: who asks, and what the run records."""
+        return {
+            "id": str(execution_id),
+            "trigger_id": str(trigger_id) if trigger_id is not None else None,
+            "webhook_upstream_event": {
+                self.webhook_type: {
+                    "webhook_id": str(self.webhook_id),
+                    "delivery_id": self.delivery_id,
+                    "event_type": self.event_type,
+                    "event": self.event,
+                }
+            },
+        }
+
+
 class SnapshotRunner(Protocol):
     async def run(
-        self, snapshot_id: uuid.UUID, run_configuration: dict[str, Any] | None, key: uuid.UUID
-    ) -> RunRequested: ...
+        self,
+        snapshot_id: uuid.UUID,
+        run_configuration: dict[str, Any] | None,
+        trigger_execution: dict[str, Any],
+    ) -> RunRequested:
+        """Ask for the run; ``trigger_execution["id"]`` keys it (one run per id)."""
+        ...
 
 
 class TrackingSnapshotRunner:
@@ -41,13 +76,17 @@ class TrackingSnapshotRunner:
         self._auth = auth
 
     async def run(
-        self, snapshot_id: uuid.UUID, run_configuration: dict[str, Any] | None, key: uuid.UUID
+        self,
+        snapshot_id: uuid.UUID,
+        run_configuration: dict[str, Any] | None,
+        trigger_execution: dict[str, Any],
     ) -> RunRequested:
+        body = {"run_configuration": run_configuration, "trigger_execution": trigger_execution}
         try:
             response = await self._http.post(
                 self._url.format(snapshot_id),
-                json={"run_configuration": run_configuration},
-                headers={"Idempotency-Key": str(key)},
+                json=body,
+                headers={"Idempotency-Key": trigger_execution["id"]},
                 auth=self._auth or httpx.USE_CLIENT_DEFAULT,
             )
         except httpx.HTTPError as exc:

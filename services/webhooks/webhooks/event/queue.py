@@ -10,6 +10,7 @@ import time
 import uuid
 from typing import Any
 
+import pydantic_core
 from arq.jobs import serialize_job
 from pydantic import BaseModel
 
@@ -43,7 +44,9 @@ class EventMessage(BaseModel):
 
 
 def serializer(value: dict[str, Any]) -> bytes:
-    return json.dumps(value, separators=(",", ":")).encode()
+    # pydantic's encoder (in Rust): a fifth of the stdlib's cost per accepted delivery; it
+    # also writes UUIDs and datetimes (ISO 8601) as JSON strings.
+    return pydantic_core.to_json(value)
 
 
 def deserializer(data: bytes) -> dict[str, Any]:
@@ -52,13 +55,15 @@ def deserializer(data: bytes) -> dict[str, Any]:
 
 
 def encode(message: dict[str, Any], *, queue: str, expires_ms: int) -> QueuedJob:
-    """The arq job for one event (the fields of :class:`EventMessage`, JSON-ready), in
-    the exact form ``ArqRedis.enqueue_job`` writes. A plain dict: this runs for every
-    accepted delivery, and the worker validates what it reads."""
+    """The arq job for one event (the fields of :class:`EventMessage`, as values
+    :func:`serializer` writes: ``event_id`` a UUID), in the exact form
+    ``ArqRedis.enqueue_job`` writes. A plain dict: this runs for every accepted delivery,
+    and the worker validates what it reads."""
     now_ms = int(time.time() * 1000)
     data = serialize_job(PROCESS_EVENT, (message,), {}, None, now_ms, serializer=serializer)
+    event_id: uuid.UUID = message["event_id"]
     return QueuedJob(
-        job_id=uuid.UUID(message["event_id"]).hex,
+        job_id=event_id.hex,
         data=data,
         queue=queue,
         score_ms=now_ms,

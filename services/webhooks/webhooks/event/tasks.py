@@ -21,7 +21,7 @@ from typing import Any
 from arq.worker import Retry
 
 from shared.db import SessionMaker, session_scope, utcnow
-from webhooks.event.dispatch import SnapshotRunner, TransientDispatchError
+from webhooks.event.dispatch import SnapshotRunner, TransientDispatchError, UpstreamEvent
 from webhooks.event.queue import EventMessage
 from webhooks.event.repository import EventRepository
 from webhooks.intake.providers import PayloadError, Provider
@@ -70,7 +70,7 @@ class Consumer:
             if event is not None and event.status != RECEIVED:
                 return event.status  # done before: nothing runs twice
             if event is None:
-                await self._record(session, message, matched)
+                await self._record(session, message, [t for t, _ in matched.values()])
         async with session_scope(self.sessionmaker, write=False) as session:
             pending = [
                 e
@@ -80,7 +80,15 @@ class Consumer:
         last_try = job_try >= self.max_tries
         failures = 0
         for execution in pending:
-            failures += not await self._dispatch(execution, last_try)
+            upstream = UpstreamEvent(
+                webhook_type=message.webhook_type,
+                webhook_id=message.webhook_id,
+                delivery_id=message.delivery_id,
+                event_type=message.event_type,
+                # None when the trigger changed since the execution was recorded.
+                event=matched[execution.trigger_id][1] if execution.trigger_id in matched else None,
+            )
+            failures += not await self._dispatch(execution, upstream, last_try)
         status = FAILED if failures else PROCESSED
         async with session_scope(self.sessionmaker) as session:
             event = await session.get(WebhookEvent, message.event_id)
@@ -89,8 +97,11 @@ class Consumer:
             event.processed_at = utcnow()
         return status
 
-    async def _matching(self, message: EventMessage) -> list[WebhookTrigger]:
-        """The webhook's live triggers this event matches."""
+    async def _matching(
+        self, message: EventMessage
+    ) -> dict[uuid.UUID, tuple[WebhookTrigger, dict[str, Any]]]:
+        """The webhook's live triggers this event matches by id, each with the event as
+        it matched (its curated form when there is one)."""
         provider = self.providers.get(message.webhook_type)
         try:
             payload = stored_payload(message.raw_body)
@@ -98,12 +109,13 @@ class Consumer:
             payload = None
         if provider is None or payload is None:
             logger.warning("event cannot be matched", extra={"event_id": str(message.event_id)})
-            return []
-        return [
-            trigger
-            for trigger in await self._live_triggers(message.webhook_id)
-            if match(provider, trigger.configuration, message.event_type, payload) is not None
-        ]
+            return {}
+        matched = {}
+        for trigger in await self._live_triggers(message.webhook_id):
+            event = match(provider, trigger.configuration, message.event_type, payload)
+            if event is not None:
+                matched[trigger.id] = (trigger, event)
+        return matched
 
     async def _live_triggers(self, webhook_id: uuid.UUID) -> list[WebhookTrigger]:
         """The webhook's active triggers, re-read at most every ``trigger_ttl`` seconds:
@@ -155,7 +167,9 @@ class Consumer:
             message.webhook_id, message.delivery_id, message.raw_body
         )
 
-    async def _dispatch(self, execution: TriggerExecution, last_try: bool) -> bool:
+    async def _dispatch(
+        self, execution: TriggerExecution, upstream: UpstreamEvent, last_try: bool
+    ) -> bool:
         """Request the run; ``False`` when it failed for good (recorded on the execution).
         A transient failure retries the whole job later, until the last try."""
         async with session_scope(self.sessionmaker, write=False) as session:
@@ -168,7 +182,9 @@ class Consumer:
         error: str | None
         try:
             result = await self.runner.run(
-                execution.snapshot_id, run_configuration, key=execution.id
+                execution.snapshot_id,
+                run_configuration,
+                upstream.trigger_execution(execution.id, execution.trigger_id),
             )
             run_id, error = result.run_id, result.error
         except TransientDispatchError as exc:

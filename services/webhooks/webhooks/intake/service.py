@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 from redis.exceptions import RedisError
 from sqlalchemy.exc import DBAPIError
-from starlette.datastructures import Headers
 
 from shared.errors import HTTPDetailError, ServiceUnavailable
 from webhooks.core.crypto import SecretUnreadable
@@ -21,7 +20,7 @@ from webhooks.core.live import LiveState, Outcome
 from webhooks.event.queue import encode, event_id_for
 from webhooks.intake.cache import CachedWebhook, WebhookCache
 from webhooks.intake.providers import Delivery, PayloadError, Provider
-from webhooks.intake.providers.base import MAX_ERROR_SUMMARY
+from webhooks.intake.providers.base import MAX_ERROR_SUMMARY, RequestHeaders
 from webhooks.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -46,6 +45,10 @@ class Answer:
     status_code: int
     text: str | None = None
     accepted: bool = False
+
+
+IGNORED = Answer(202)
+"""A delivery the provider ignores before any lookup (an event family triggers cannot use)."""
 
 
 def _unavailable(exc: Exception) -> ServiceUnavailable:
@@ -76,7 +79,7 @@ class IntakeService:
             raise not_found()
         return provider
 
-    def pre_validate(self, provider: Provider, headers: Headers) -> bool:
+    def pre_validate(self, provider: Provider, headers: RequestHeaders) -> bool:
         """Headers only, before any lookup: ``False`` means ignore (202)."""
         try:
             return provider.pre_validate(headers)
@@ -84,7 +87,7 @@ class IntakeService:
             raise IntakeError(400, str(exc)) from None
 
     async def receive(
-        self, provider: Provider, webhook_id: uuid.UUID, headers: Headers, body: bytes
+        self, provider: Provider, webhook_id: uuid.UUID, headers: RequestHeaders, body: bytes
     ) -> Answer:
         try:
             for _ in range(ATTEMPTS):
@@ -100,7 +103,7 @@ class IntakeService:
         raise ServiceUnavailable("The webhook is changing; retry later.")
 
     async def _decide(
-        self, provider: Provider, webhook: CachedWebhook, headers: Headers, body: bytes
+        self, provider: Provider, webhook: CachedWebhook, headers: RequestHeaders, body: bytes
     ) -> Answer | None:
         """The answer, or ``None`` when ``webhook`` turned out stale."""
         now = time.time()
@@ -138,7 +141,7 @@ class IntakeService:
         self,
         webhook: CachedWebhook,
         delivery: Delivery,
-        headers: Headers,
+        headers: RequestHeaders,
         body: bytes,
         now: float,
     ) -> Outcome:
@@ -147,13 +150,13 @@ class IntakeService:
             return await self._record(webhook, "accepted", now_us)
         delivery_id = delivery.delivery_id or str(uuid.uuid4())
         message = {
-            "event_id": str(event_id_for(webhook.id, delivery_id)),
-            "webhook_id": str(webhook.id),
-            "project_id": str(webhook.project_id),
+            "event_id": event_id_for(webhook.id, delivery_id),
+            "webhook_id": webhook.id,
+            "project_id": webhook.project_id,
             "webhook_type": webhook.webhook_type,
             "event_type": delivery.event_type,
             "delivery_id": delivery_id,
-            "received_at": dt.datetime.fromtimestamp(now, dt.UTC).isoformat(),
+            "received_at": dt.datetime.fromtimestamp(now, dt.UTC),
             "content_type": headers.get("content-type"),
             "body": base64.b64encode(body).decode(),
         }

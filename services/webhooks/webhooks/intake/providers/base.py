@@ -9,7 +9,6 @@ from typing import Any, ClassVar, Protocol
 from urllib.parse import parse_qs
 
 from pydantic import BaseModel
-from starlette.datastructures import Headers
 
 from webhooks.intake.signatures import hmac_hex, same
 
@@ -18,6 +17,11 @@ MAX_ERROR_SUMMARY = 4096
 INVALID_SIGNATURE = "Invalid webhook signature."
 NOT_JSON = "Request body must be valid JSON."
 NOT_OBJECT = "Request body must contain a top-level JSON object."
+
+
+RequestHeaders = Mapping[str, str]
+"""A request's headers by lower-case name, first value wins (a Starlette ``Headers``, or the
+plain dict the intake's own front door builds)."""
 
 
 class PayloadError(Exception):
@@ -53,16 +57,18 @@ class Provider(Protocol):
     targets: ClassVar[Mapping[str, type[BaseModel]]]
     min_targets: ClassVar[int]
 
-    def pre_validate(self, headers: Headers) -> bool:
+    def pre_validate(self, headers: RequestHeaders) -> bool:
         """Headers only, before the webhook is looked up: ``False`` ignores the delivery
         (202, nothing counted); :class:`PayloadError` answers 400."""
         ...
 
-    def authenticate(self, body: bytes, headers: Headers, secret: str, now: float) -> str | None:
+    def authenticate(
+        self, body: bytes, headers: RequestHeaders, secret: str, now: float
+    ) -> str | None:
         """``None`` when the delivery is authentic, else the error summary."""
         ...
 
-    def parse(self, body: bytes, headers: Headers) -> tuple[Delivery, dict[str, Any] | None]:
+    def parse(self, body: bytes, headers: RequestHeaders) -> tuple[Delivery, dict[str, Any] | None]:
         """The delivery and its JSON payload (:class:`PayloadError` when unusable)."""
         ...
 
@@ -71,7 +77,7 @@ class Provider(Protocol):
         ...
 
 
-def header(headers: Headers, names: Sequence[str]) -> str | None:
+def header(headers: RequestHeaders, names: Sequence[str]) -> str | None:
     """The first of ``names`` present (our name first, then the real sender's)."""
     for name in names:
         value = headers.get(name)
@@ -112,7 +118,7 @@ def json_object(body: bytes) -> dict[str, Any]:
 
 
 def check_prefixed(
-    body: bytes, headers: Headers, secret: str, names: Sequence[str], prefix: str = "sha256="
+    body: bytes, headers: RequestHeaders, secret: str, names: Sequence[str], prefix: str = "sha256="
 ) -> str | None:
     """GitHub-style ``sha256=<hex>`` over the raw body (case-sensitive, as GitHub's)."""
     presented = header(headers, names)

@@ -6,12 +6,12 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from pydantic import BaseModel
-from starlette.datastructures import Headers
 
 from webhooks.intake.providers.base import (
     INVALID_SIGNATURE,
     Delivery,
     PayloadError,
+    RequestHeaders,
     SemanticEvent,
     header,
     json_object,
@@ -56,10 +56,12 @@ class Chat:
     def __init__(self, tolerance: float) -> None:
         self.tolerance = tolerance
 
-    def pre_validate(self, headers: Headers) -> bool:
+    def pre_validate(self, headers: RequestHeaders) -> bool:
         return True
 
-    def authenticate(self, body: bytes, headers: Headers, secret: str, now: float) -> str | None:
+    def authenticate(
+        self, body: bytes, headers: RequestHeaders, secret: str, now: float
+    ) -> str | None:
         signature = header(headers, SIGNATURE_HEADERS)
         if signature is None or not signature.startswith("v0="):
             return "Missing or malformed x-slack-signature header."
@@ -71,7 +73,7 @@ class Chat:
         expected = "v0=" + hmac_hex(secret.encode(), b"v0:", timestamp.encode(), b":", body)
         return None if same(expected, signature) else INVALID_SIGNATURE
 
-    def parse(self, body: bytes, headers: Headers) -> tuple[Delivery, dict[str, Any] | None]:
+    def parse(self, body: bytes, headers: RequestHeaders) -> tuple[Delivery, dict[str, Any] | None]:
         payload = json_object(body)
         kind = payload.get("type")
         if kind == "url_verification":

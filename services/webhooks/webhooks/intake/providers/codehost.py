@@ -6,11 +6,11 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from pydantic import BaseModel
-from starlette.datastructures import Headers
 
 from webhooks.intake.providers.base import (
     Delivery,
     PayloadError,
+    RequestHeaders,
     SemanticEvent,
     check_prefixed,
     decode_payload,
@@ -58,16 +58,18 @@ class Codehost:
         ),
     }
 
-    def pre_validate(self, headers: Headers) -> bool:
+    def pre_validate(self, headers: RequestHeaders) -> bool:
         event = header(headers, EVENT_HEADERS)
         if not event:
             raise PayloadError("Missing required X-Codehost-Event header.")
         return event in SUPPORTED_EVENTS
 
-    def authenticate(self, body: bytes, headers: Headers, secret: str, now: float) -> str | None:
+    def authenticate(
+        self, body: bytes, headers: RequestHeaders, secret: str, now: float
+    ) -> str | None:
         return check_prefixed(body, headers, secret, SIGNATURE_HEADERS)
 
-    def parse(self, body: bytes, headers: Headers) -> tuple[Delivery, dict[str, Any] | None]:
+    def parse(self, body: bytes, headers: RequestHeaders) -> tuple[Delivery, dict[str, Any] | None]:
         # GitHub may send form content (the JSON in a `payload` field); the signature was
         # checked on the raw bytes already.
         payload = decode_payload(body, headers.get("content-type"))

@@ -12,12 +12,12 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from pydantic import BaseModel
-from starlette.datastructures import Headers
 
 from webhooks.intake.providers.base import (
     INVALID_SIGNATURE,
     Delivery,
     PayloadError,
+    RequestHeaders,
     SemanticEvent,
     check_prefixed,
     header,
@@ -57,16 +57,18 @@ class Custom:
     def __init__(self, tolerance: float) -> None:
         self.tolerance = tolerance
 
-    def pre_validate(self, headers: Headers) -> bool:
+    def pre_validate(self, headers: RequestHeaders) -> bool:
         return True
 
-    def authenticate(self, body: bytes, headers: Headers, secret: str, now: float) -> str | None:
+    def authenticate(
+        self, body: bytes, headers: RequestHeaders, secret: str, now: float
+    ) -> str | None:
         if SW_SIGNATURE in headers:
             return self._standard_webhooks(body, headers, secret, now)
         return check_prefixed(body, headers, secret, SIGNATURE_HEADERS)
 
     def _standard_webhooks(
-        self, body: bytes, headers: Headers, secret: str, now: float
+        self, body: bytes, headers: RequestHeaders, secret: str, now: float
     ) -> str | None:
         msg_id, timestamp = headers.get(SW_ID, ""), headers.get(SW_TIMESTAMP, "")
         if not msg_id or "." in msg_id:
@@ -84,7 +86,7 @@ class Custom:
                 return None
         return INVALID_SIGNATURE
 
-    def parse(self, body: bytes, headers: Headers) -> tuple[Delivery, dict[str, Any] | None]:
+    def parse(self, body: bytes, headers: RequestHeaders) -> tuple[Delivery, dict[str, Any] | None]:
         payload = json_object(body)
         event_type = header(headers, EVENT_HEADERS)
         if not event_type and SW_SIGNATURE in headers and isinstance(payload.get("type"), str):

@@ -6,12 +6,12 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from pydantic import BaseModel
-from starlette.datastructures import Headers
 
 from webhooks.intake.providers.base import (
     INVALID_SIGNATURE,
     Delivery,
     PayloadError,
+    RequestHeaders,
     SemanticEvent,
     header,
     json_object,
@@ -60,17 +60,19 @@ class Tasks:
         **{kind: target_model(kind, LIST_FIELDS) for kind in LIST_EVENTS},
     }
 
-    def pre_validate(self, headers: Headers) -> bool:
+    def pre_validate(self, headers: RequestHeaders) -> bool:
         return True
 
-    def authenticate(self, body: bytes, headers: Headers, secret: str, now: float) -> str | None:
+    def authenticate(
+        self, body: bytes, headers: RequestHeaders, secret: str, now: float
+    ) -> str | None:
         presented = header(headers, SIGNATURE_HEADERS)
         if presented is None:
             return "Missing x-signature header."
         expected = hmac_hex(secret.encode(), body)
         return None if same(expected, presented.lower()) else INVALID_SIGNATURE
 
-    def parse(self, body: bytes, headers: Headers) -> tuple[Delivery, dict[str, Any] | None]:
+    def parse(self, body: bytes, headers: RequestHeaders) -> tuple[Delivery, dict[str, Any] | None]:
         payload = json_object(body)
         webhook_id = text(payload.get("webhook_id"))
         if not webhook_id:

@@ -1,0 +1,173 @@
+"""The intake's own front door: ``POST /api/v1/webhooks/{webhook_type}/{webhook_id}/events``
+answered before the service's generic middleware stack and router.
+
+A delivery needs none of what that stack does for the management API (token
+verification, the idempotency records, route matching over every route), and under load
+that stack cost more CPU than the intake itself. :class:`IntakeFastPath`, the outermost
+middleware of the webhooks app, sends an intake request through the shared middleware it
+does need, in the same order as the full stack (error style, request id, access log,
+security headers, error rendering, body size limit), to :func:`intake_endpoint`, which
+calls the same :class:`~webhooks.intake.service.IntakeService` and renders the same
+answers as the routed endpoint. The few requests the router answers on its own (another
+method: 405; a webhook id that is not a canonical UUID: 422 or the router's decision) go
+down the full stack, so every answer is the routed one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import time
+import uuid
+from collections import Counter
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from shared.app import UnhandledErrorMiddleware
+from shared.idempotency import read_body
+from shared.logging import PRE_REDACTED
+from shared.middleware import (
+    AccessLogMiddleware,
+    BodySizeLimitMiddleware,
+    ErrorStyleMiddleware,
+    RequestIdMiddleware,
+    SecurityHeadersMiddleware,
+    access_logger,
+)
+from shared.responses import ErrorStyle
+from webhooks.intake.endpoints import respond
+from webhooks.intake.providers.base import RequestHeaders
+from webhooks.intake.service import IGNORED, IntakeService
+
+PREFIX = "/api/v1/webhooks/"
+SUFFIX = "/events"
+PATH = PREFIX + "{webhook_type}/{webhook_id}" + SUFFIX
+
+
+@functools.lru_cache(maxsize=4096)  # senders deliver to the same few webhooks over and over
+def _canonical_uuid(text: str) -> uuid.UUID | None:
+    """``text`` as a UUID when it is written 8-4-4-4-12 (what the router's UUID
+    validation surely accepts alike); anything else is left to the router."""
+    if len(text) != 36 or text[8] != "-" or text[13] != "-" or text[18] != "-" or text[23] != "-":
+        return None
+    try:
+        return uuid.UUID(text)
+    except ValueError:
+        return None
+
+
+def _intake_params(scope: Scope) -> tuple[str, uuid.UUID] | None:
+    """(webhook type, webhook id) of a request the intake answers itself, else ``None``."""
+    if scope["type"] != "http" or scope["method"] != "POST" or scope.get("root_path"):
+        return None
+    path: str = scope["path"]
+    if not (path.startswith(PREFIX) and path.endswith(SUFFIX)):
+        return None
+    parts = path[len(PREFIX) : -len(SUFFIX)].split("/")
+    if len(parts) != 2:
+        return None
+    webhook_id = _canonical_uuid(parts[1])
+    return None if webhook_id is None else (parts[0], webhook_id)
+
+
+def request_headers(raw: list[tuple[bytes, bytes]]) -> RequestHeaders:
+    """The headers by (already lower-case) name; the first of repeated ones wins, as with
+    Starlette's ``Headers``."""
+    return {name.decode("latin-1"): value.decode("latin-1") for name, value in reversed(raw)}
+
+
+async def intake_endpoint(scope: Scope, receive: Receive, send: Send) -> None:
+    """The intake as a raw ASGI app (see :func:`webhooks.intake.endpoints.receive`)."""
+    intake: IntakeService = scope["state"]["intake"]
+    params = scope["path_params"]
+    provider = intake.provider(params["webhook_type"])
+    headers = request_headers(scope["headers"])
+    answer = IGNORED
+    if intake.pre_validate(provider, headers):
+        body = await read_body(receive)  # BodySizeLimitMiddleware limits what it reads
+        if body is None:
+            return
+        answer = await intake.receive(provider, params["webhook_id"], headers, body)
+    await respond(answer)(scope, receive, send)
+
+
+class IntakeAccessLog(AccessLogMiddleware):
+    """The intake's access log: a line for every answer that is not 2xx (as every request
+    elsewhere gets), and one line a second counting the 2xx answers by status. A line per
+    accepted delivery cost about as much CPU as accepting it (the record, its formatting,
+    the write, and whatever collects the lines); the gateway's access log keeps a line per
+    request, with the same request id."""
+
+    def __init__(self, app: ASGIApp, *, interval: float = 1.0) -> None:
+        super().__init__(app)
+        self.interval = interval
+        self._answered: Counter[int] = Counter()
+        self._since = 0.0
+
+    def log(self, scope: Scope, status: int, started: float) -> None:
+        if 200 <= status < 300:
+            self._count(status)
+        else:
+            super().log(scope, status, started)
+
+    def _count(self, status: int) -> None:
+        if not self._answered:
+            self._since = time.monotonic()
+            # In a context of its own: the line is about no one request (no request id).
+            loop = asyncio.get_running_loop()
+            loop.call_later(self.interval, self.flush, context=contextvars.Context())
+        self._answered[status] += 1
+
+    def flush(self) -> None:
+        """Write the counts gathered since the last line (also when the app stops)."""
+        if not self._answered:
+            return
+        answered, self._answered = self._answered, Counter()
+        seconds = time.monotonic() - self._since
+        summary = ", ".join(f"{count} x {status}" for status, count in sorted(answered.items()))
+        access_logger.info(
+            "POST %s: %s in %.1f s",
+            PATH,
+            summary,
+            seconds,
+            extra={
+                PRE_REDACTED: True,  # counts and a fixed path
+                "answered": {str(status): count for status, count in answered.items()},
+                "seconds": round(seconds, 3),
+            },
+        )
+
+
+class IntakeFastPath:
+    """Outermost middleware of the webhooks app: intake requests take the short stack
+    described in the module's docstring; every other request (and the lifespan) goes on to
+    ``app``, the full stack."""
+
+    def __init__(
+        self, app: ASGIApp, *, max_body_size: int, server_header: str, error_style: ErrorStyle
+    ) -> None:
+        self.app = app
+        self.access_log = IntakeAccessLog(
+            SecurityHeadersMiddleware(
+                UnhandledErrorMiddleware(
+                    BodySizeLimitMiddleware(intake_endpoint, max_body_size=max_body_size)
+                ),
+                server_header=server_header,
+            )
+        )
+        self.intake = ErrorStyleMiddleware(RequestIdMiddleware(self.access_log), style=error_style)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        params = _intake_params(scope)
+        if params is not None:
+            scope["path_params"] = {"webhook_type": params[0], "webhook_id": params[1]}
+            await self.intake(scope, receive, send)
+            return
+        if scope["type"] == "lifespan":
+            try:
+                await self.app(scope, receive, send)
+            finally:
+                self.access_log.flush()
+            return
+        await self.app(scope, receive, send)
