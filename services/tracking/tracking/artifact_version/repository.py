@@ -7,7 +7,6 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from sqlalchemy import (
-    Select,
     String,
     Table,
     and_,
@@ -43,7 +42,6 @@ from shared.listing import (
 )
 from shared.listing.sql import condition_sql
 from shared.users import user_field
-from tracking.artifact_version.schemas import Producer
 from tracking.models import (
     Artifact,
     ArtifactVersion,
@@ -203,24 +201,32 @@ def _in_ids(column: Any) -> ColumnElement[bool]:
     return column.in_(bindparam("ids", expanding=True))  # type: ignore[no-any-return]
 
 
+def _producer(column: Any) -> Any:
+    """``column`` of the step that produced the version (the first one, should several
+    claim it), if any: one lookup in the links' version index."""
+    return (
+        sa_select(column)
+        .select_from(StepRunArtifact)
+        .join(StepRun, col(StepRun.id) == col(StepRunArtifact.step_id))
+        .where(
+            col(StepRunArtifact.artifact_version_id) == col(V.id),
+            col(StepRunArtifact.direction) == OUTPUT,
+        )
+        .order_by(col(StepRun.created), col(StepRun.id))
+        .limit(1)
+        .scalar_subquery()
+    )
+
+
 # Built once, run with new values (no statement building per request).
-_VERSION_COLUMNS = sa_select(*_table(V).columns)
+_VERSION_COLUMNS = sa_select(
+    *_table(V).columns,
+    _producer(col(StepRun.id)).label("producer_step_run_id"),
+    _producer(col(StepRun.pipeline_run_id)).label("producer_pipeline_run_id"),
+)
 _VERSION = _VERSION_COLUMNS.where(col(V.id) == bindparam("id", type_=_table(V).c.id.type))
 _VERSIONS = _VERSION_COLUMNS.where(_in_ids(col(V.id)))
 _ARTIFACTS = sa_select(*_table(Artifact).columns).where(_in_ids(col(Artifact.id)))
-_PRODUCERS: Select[Any, Any, Any] = (
-    sa_select(
-        col(StepRunArtifact.artifact_version_id).label("version_id"),
-        col(StepRun.id).label("step_run_id"),
-        col(StepRun.pipeline_run_id),
-    )
-    .join(StepRun, col(StepRun.id) == col(StepRunArtifact.step_id))
-    .where(
-        col(StepRunArtifact.direction) == OUTPUT,
-        _in_ids(col(StepRunArtifact.artifact_version_id)),
-    )
-    .order_by(col(StepRun.created))
-)
 _VISUALIZATIONS = (
     sa_select(*_table(ArtifactVisualization).columns)
     .where(_in_ids(col(ArtifactVisualization.artifact_version_id)))
@@ -241,11 +247,13 @@ class ArtifactVersionRepository:
         self.session = session
 
     async def read(self, version_id: uuid.UUID) -> Any | None:
-        """The version's columns (a Core row), to render."""
+        """The version's columns and its producer's ``producer_step_run_id`` and
+        ``producer_pipeline_run_id`` (a Core row), to render."""
         return (await core_execute(self.session, _VERSION, {"id": version_id})).first()
 
     async def read_many(self, ids: Collection[uuid.UUID]) -> list[Any]:
-        """The versions in ``ids`` (those that exist), in no particular order."""
+        """The versions in ``ids`` (those that exist, as :meth:`read`), in no particular
+        order."""
         if not ids:
             return []
         return list((await core_execute(self.session, _VERSIONS, {"ids": list(ids)})).all())
@@ -279,13 +287,6 @@ class ArtifactVersionRepository:
     async def artifacts(self, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, Any]:
         rows = (await core_execute(self.session, _ARTIFACTS, {"ids": list(ids)})).all()
         return {row.id: row for row in rows}
-
-    async def producers(self, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, Producer]:
-        """The step (and its run) that produced each version, if any."""
-        found: dict[uuid.UUID, Producer] = {}
-        for row in (await core_execute(self.session, _PRODUCERS, {"ids": list(ids)})).all():
-            found.setdefault(row.version_id, Producer(row.step_run_id, row.pipeline_run_id))
-        return found
 
     async def visualizations(self, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, list[Any]]:
         found: dict[uuid.UUID, list[Any]] = {}
