@@ -179,16 +179,17 @@ def nested_artifact(row: Any) -> dict[str, Any]:
     return ARTIFACT.envelope.of(row, body=ARTIFACT.body.of(row), metadata=None, resources=None)
 
 
+_NOT_FOUND = object()
+
+
 def _memoized(
     memo: dict[tuple[str, Any], Any], kind: str, key: Any, build: Callable[[Any], Any], value: Any
 ) -> Any:
+    """``build(value)``, once per ``(kind, key)`` in ``memo``."""
     found = memo.get((kind, key), _NOT_FOUND)
     if found is _NOT_FOUND:
         found = memo[(kind, key)] = build(value)
     return found
-
-
-_NOT_FOUND = object()
 
 
 def version_response(item: VersionItem, hydrate: bool, user: NestedUser | None) -> dict[str, Any]:
