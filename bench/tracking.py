@@ -637,15 +637,23 @@ async def measure(
         await asyncio.gather(*(client.aclose() for client in clients))
 
 
-def wrk_requests(target: Target, workload: str) -> list[wrk.WrkRequest]:
-    """The requests of ``workload`` for wrk to cycle through (``{n}``: a unique number)."""
+def wrk_requests(
+    target: Target, workload: str, args: argparse.Namespace | None = None
+) -> list[wrk.WrkRequest]:
+    """The requests of ``workload`` for wrk to cycle through (``{n}``: a unique number):
+    every loaded artifact for ``get``, every versioned artifact for ``versions`` (which
+    needs ``args``, as :func:`make_request`)."""
     if workload == "create":
         body = json.dumps({"project": target.project_id, "name": f"created-{target.run_tag}-"})
         return [wrk.WrkRequest("POST", "/api/v1/artifacts", body.replace('-"}', '-{n}"}'))]
-    count = len(target.artifact_ids) if workload == "get" else 1
+    count = 1
+    if workload == "get":
+        count = len(target.artifact_ids)
+    elif workload == "versions" and args is not None:
+        count = args.version_artifacts
     requests = []
     for index in range(count):
-        method, path, params, _ = make_request(target, workload, index)
+        method, path, params, _ = make_request(target, workload, index, args)
         query = f"?{urlencode(params)}" if params else ""
         requests.append(wrk.WrkRequest(method, path + query))
     return requests
@@ -656,7 +664,7 @@ def measure_with_wrk(
 ) -> Stats | str:
     """One cell with wrk: a short warm-up, then ``--time-cap`` seconds (``total == 0``:
     the warm-up only)."""
-    requests = wrk_requests(target, workload)
+    requests = wrk_requests(target, workload, args)
     headers = {"Authorization": f"Bearer {target.token}"}
     try:
         wrk.run(target.base_url, requests, connections=concurrency, seconds=2, headers=headers)

@@ -54,6 +54,16 @@ def test_versions_request_uses_three_filters_and_size_50():
     assert params["size"] == "50"
 
 
+def test_wrk_versions_requests_cycle_every_versioned_artifact():
+    args = tracking.parse_args(["--versions", "1000", "--version-artifacts", "4"])
+    target = tracking.Target("ours", "http://x", "t", "p", "stack")
+    requests = tracking.wrk_requests(target, "versions", args)
+    assert [r.method for r in requests] == ["GET"] * 4
+    assert all(r.path.startswith("/api/v1/artifact_versions?") for r in requests)
+    assert [r.path.count(f"artifact=bench-v-{i}&") for i, r in enumerate(requests)] == [1] * 4
+    assert all("version_number=gte%3A125" in r.path for r in requests)
+
+
 def test_loaded_versions_are_unique_per_artifact():
     target = tracking.Target("ours", "http://x", "t", "p", "stack")
     bodies = [tracking.version_body(target, i, 7) for i in range(70)]

@@ -5,16 +5,19 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.tracking.artifact.support import Headers, new_project
+from tests.support.asgi import LifespanApp
+from tests.tracking.artifact.support import Headers, new_project, statements
 from tests.tracking.artifact_version.support import (
     VERSIONS,
     Json,
     create_version,
     default_store,
     list_versions,
+    version_body,
     versions_of,
 )
 from tests.tracking.pipeline_run.support import create_run, create_step
+from tracking.artifact_version.schemas import ArtifactVersionResponse
 
 
 @pytest.fixture
@@ -113,18 +116,26 @@ async def test_user_filter(tracking: httpx.AsyncClient, auth: Headers, catalog: 
     assert await labels(tracking, auth, ("user", "someone-else")) == []
 
 
-async def test_only_unused_and_pipeline_run_filters(
-    tracking: httpx.AsyncClient, auth: Headers, default_project: Json, catalog: list[Json]
-) -> None:
-    run = await create_run(tracking, auth, default_project, "nightly")
-    await create_step(
+async def nightly_run(
+    tracking: httpx.AsyncClient, auth: Headers, project: Json, catalog: list[Json]
+) -> tuple[Json, Json]:
+    """The run "nightly" and its step, which read ``dataset:1`` and produced ``model:1``."""
+    run = await create_run(tracking, auth, project, "nightly")
+    step = await create_step(
         tracking,
         auth,
-        default_project,
+        project,
         run,
         inputs={"data": [catalog[2]["id"]]},
         outputs={"model": [catalog[0]["id"]]},
     )
+    return run, step
+
+
+async def test_only_unused_and_pipeline_run_filters(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json, catalog: list[Json]
+) -> None:
+    run, _ = await nightly_run(tracking, auth, default_project, catalog)
     assert await labels(tracking, auth, ("only_unused", "true")) == [
         "dataset:10",
         "model:candidate",
@@ -210,3 +221,76 @@ async def test_get_by_name_as_the_zenml_client_asks(
     )
     assert [v["id"] for v in page["items"]] == [catalog[1]["id"]]
     assert page["total"] == 2
+
+
+async def test_list_and_get_show_each_versions_producer(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json, catalog: list[Json]
+) -> None:
+    run, step = await nightly_run(tracking, auth, default_project, catalog)
+    page = await list_versions(tracking, auth)
+    producers = {
+        label(v): (
+            v["resources"]["producer_step_run_id"],
+            v["resources"]["producer_pipeline_run_id"],
+        )
+        for v in page["items"]
+    }
+    # Read (an input) is not produced.
+    assert producers == {
+        "model:1": (step["id"], run["id"]),
+        "model:candidate": (None, None),
+        "dataset:1": (None, None),
+        "dataset:10": (None, None),
+    }
+    got = await tracking.get(f"{VERSIONS}/{catalog[0]['id']}", headers=auth)
+    assert got.json()["resources"]["producer_step_run_id"] == step["id"]
+
+
+async def test_every_answer_is_exactly_what_its_response_model_sends(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json, catalog: list[Json]
+) -> None:
+    """Versions are rendered from rows without validation, the parts a page's versions
+    share rendered once (shared.shapes): each answer must validate as the declared model
+    and serialize to the same JSON."""
+    tagged = {"tags": ["prod", "raw"], "metadata": {"n": 1}}
+    batch = await tracking.post(
+        f"{VERSIONS}/batch",
+        json=[version_body(default_project, "model", version=f"b{i}", **tagged) for i in range(3)],
+        headers=auth,
+    )
+    assert batch.status_code == 200, batch.text
+    answers: list[Json] = [*catalog, *batch.json()]
+    for hydrate in ("false", "true"):
+        answers.extend((await list_versions(tracking, auth, ("hydrate", hydrate)))["items"])
+        for version in catalog:
+            one = await tracking.get(
+                f"{VERSIONS}/{version['id']}", params={"hydrate": hydrate}, headers=auth
+            )
+            answers.append(one.json())
+    assert len(answers) == 4 + 3 + 2 * (7 + 4)
+    for answer in answers:
+        assert ArtifactVersionResponse.model_validate(answer).model_dump(mode="json") == answer
+
+
+async def test_listing_costs_the_same_few_queries_for_5_or_50_versions(
+    tracking: httpx.AsyncClient,
+    auth: Headers,
+    default_project: Json,
+    tracking_app: LifespanApp,
+) -> None:
+    bodies = [
+        version_body(default_project, f"a{i % 7}", version=i, tags=[f"t{i % 3}"]) for i in range(50)
+    ]
+    created = await tracking.post(f"{VERSIONS}/batch", json=bodies, headers=auth)
+    assert created.status_code == 200, created.text
+    counted = []
+    for size in (5, 50):
+        for hydrate in ("false", "true"):
+            params = {"size": size, "hydrate": hydrate}
+            with statements(tracking_app.state["engine"]) as seen:
+                response = await tracking.get(VERSIONS, params=params, headers=auth)
+            assert len(response.json()["items"]) == size
+            counted.append(len([s for s in seen if s.lstrip().upper().startswith("SELECT")]))
+    # The project, the count, the page's ids, its rows (with their producers), their
+    # artifacts, their tags; hydrated, their visualizations and their metadata too.
+    assert counted == [6, 8, 6, 8]

@@ -1,12 +1,15 @@
-"""The list with three filters (artifact, type, version number) uses the artifact's index,
-not a walk over the project's versions, on SQLite and PostgreSQL."""
+"""Lists of an artifact's versions count their matches and find their page in an index
+that holds every column they filter and sort on, not by reading the project's (or the
+artifact's) rows, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 from typing import Any
 
 import httpx
+import pytest
 from sqlalchemy import event, insert, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -21,7 +24,8 @@ PER_ARTIFACT = 50
 
 
 async def _fill(engine: AsyncEngine, project_id: str) -> None:
-    """``ARTIFACTS`` artifacts with ``PER_ARTIFACT`` versions each, written in bulk."""
+    """``ARTIFACTS`` artifacts with ``PER_ARTIFACT`` versions each, written in bulk; each
+    artifact's versions created one second apart, in the order of their numbers."""
     now = utcnow()
     project = uuid.UUID(project_id)
     artifacts = [
@@ -40,7 +44,7 @@ async def _fill(engine: AsyncEngine, project_id: str) -> None:
             "materializer": "{}",
             "data_type": "{}",
             "save_type": "external",
-            "created": now,
+            "created": now + dt.timedelta(seconds=number),
             "updated": now,
         }
         for artifact in artifacts
@@ -57,20 +61,51 @@ async def _fill(engine: AsyncEngine, project_id: str) -> None:
             await conn.execute(text("ANALYZE artifacts"))
 
 
-async def test_three_filter_list_uses_the_artifact_index(
-    tracking: httpx.AsyncClient,
-    auth: Headers,
-    default_project: Json,
-    tracking_app: LifespanApp,
-) -> None:
+async def _plans(
+    tracking: httpx.AsyncClient, auth: Headers, engine: AsyncEngine, params: dict[str, str]
+) -> tuple[Json, dict[str, str]]:
+    """The list's answer, and the plans of its count and of its page-of-ids query."""
+    seen: list[tuple[str, Any]] = []
+
+    def record(_conn: Any, _cursor: Any, statement: str, bound: Any, *_args: Any) -> None:
+        seen.append((statement, bound))
+
+    event.listen(engine.sync_engine, "before_cursor_execute", record)
+    try:
+        response = await tracking.get(VERSIONS, params=params, headers=auth)
+    finally:
+        event.remove(engine.sync_engine, "before_cursor_execute", record)
+    assert response.status_code == 200, response.text
+    counted = [(s, p) for s, p in seen if "count(" in s and "FROM artifact_versions" in s]
+    # The page's ids, then its rows by id.
+    paged = [(s, p) for s, p in seen if s.split("\n")[0].strip() == "SELECT artifact_versions.id"]
+    assert len(counted) == len(paged) == 1, seen
+    sqlite = engine.dialect.name == "sqlite"
+    prefix = "EXPLAIN QUERY PLAN " if sqlite else "EXPLAIN "
+    plans = {}
+    async with engine.connect() as conn:
+        for name, (statement, bound) in (("count", counted[0]), ("page", paged[0])):
+            rows = (await conn.exec_driver_sql(prefix + statement, tuple(bound))).all()
+            plans[name] = " ".join(str(row[-1]) for row in rows)
+    page: Json = response.json()
+    return page, plans
+
+
+@pytest.fixture
+async def bulk(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json, tracking_app: LifespanApp
+) -> AsyncEngine:
+    """The tracking database, filled by :func:`_fill` (after one version made through the
+    API, so the project and tables are in use)."""
     engine: AsyncEngine = tracking_app.state["engine"]
     await create_version(tracking, auth, default_project)
     await _fill(engine, default_project["id"])
-    seen: list[tuple[str, Any]] = []
+    return engine
 
-    def record(_conn: Any, _cursor: Any, statement: str, params: Any, *_args: Any) -> None:
-        seen.append((statement, params))
 
+async def test_three_filter_list_counts_and_pages_in_the_covering_index(
+    tracking: httpx.AsyncClient, auth: Headers, bulk: AsyncEngine
+) -> None:
     params = {
         "artifact": "bulk-7",
         "type": "ModelArtifact",
@@ -78,21 +113,29 @@ async def test_three_filter_list_uses_the_artifact_index(
         "sort_by": "desc:created",
         "size": "50",
     }
-    event.listen(engine.sync_engine, "before_cursor_execute", record)
-    try:
-        response = await tracking.get(VERSIONS, params=params, headers=auth)
-    finally:
-        event.remove(engine.sync_engine, "before_cursor_execute", record)
-    assert response.status_code == 200
-    assert response.json()["total"] == 20  # the odd numbers from 11 to 49
-    listed = [(s, p) for s, p in seen if "FROM artifact_versions" in s and "LIMIT" in s]
-    assert listed
-    statement, bound = listed[0]
-    sqlite = engine.dialect.name == "sqlite"
-    prefix = "EXPLAIN QUERY PLAN " if sqlite else "EXPLAIN "
-    async with engine.connect() as conn:
-        plan = " ".join(
-            str(row[-1]) for row in (await conn.exec_driver_sql(prefix + statement, bound)).all()
-        )
-    assert "ix_artifact_versions_artifact" in plan, plan
-    assert "project_created" not in plan, plan
+    page, plans = await _plans(tracking, auth, bulk, params)
+    assert page["total"] == 20  # the odd numbers from 11 to 49
+    assert len(page["items"]) == 20
+    for plan in plans.values():
+        assert "ix_artifact_versions_artifact_type_number" in plan, plans
+    if bulk.dialect.name == "sqlite":  # PostgreSQL's index-only scans need a vacuum first
+        assert all("COVERING INDEX" in plan for plan in plans.values()), plans
+
+
+async def test_one_artifacts_list_counts_and_pages_in_its_index(
+    tracking: httpx.AsyncClient, auth: Headers, bulk: AsyncEngine
+) -> None:
+    params = {"artifact": "bulk-3", "sort_by": "desc:created", "size": "10"}
+    page, plans = await _plans(tracking, auth, bulk, params)
+    assert page["total"] == PER_ARTIFACT
+    assert [item["body"]["version"] for item in page["items"]] == [
+        str(n) for n in range(PER_ARTIFACT, PER_ARTIFACT - 10, -1)
+    ]
+    # Without a vacuum, PostgreSQL reads the rows through the smallest index, as good.
+    expected = (
+        "COVERING INDEX ix_artifact_versions_artifact_created"
+        if bulk.dialect.name == "sqlite"
+        else "ix_artifact_versions_artifact_"
+    )
+    for plan in plans.values():
+        assert expected in plan, plans

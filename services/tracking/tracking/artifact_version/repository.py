@@ -6,14 +6,25 @@ import uuid
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from sqlalchemy import String, Table, and_, case, delete, exists, func, literal, not_
+from sqlalchemy import (
+    String,
+    Table,
+    and_,
+    bindparam,
+    case,
+    delete,
+    exists,
+    func,
+    literal,
+    not_,
+)
 from sqlalchemy import insert as sa_insert
 from sqlalchemy import select as sa_select
 from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import col
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from shared.db import flush_unique
+from shared.db import core_execute, flush_unique
 from shared.errors import RequestValidationFailed
 from shared.listing import (
     Condition,
@@ -31,7 +42,6 @@ from shared.listing import (
 )
 from shared.listing.sql import condition_sql
 from shared.users import user_field
-from tracking.artifact_version.schemas import Producer
 from tracking.models import (
     Artifact,
     ArtifactVersion,
@@ -187,20 +197,66 @@ ARTIFACT_VERSIONS = ListSpec(
 )
 
 
+def _in_ids(column: Any) -> ColumnElement[bool]:
+    return column.in_(bindparam("ids", expanding=True))  # type: ignore[no-any-return]
+
+
+def _producer(column: Any) -> Any:
+    """``column`` of the step that produced the version (the first one, should several
+    claim it), if any: one lookup in the links' version index."""
+    return (
+        sa_select(column)
+        .select_from(StepRunArtifact)
+        .join(StepRun, col(StepRun.id) == col(StepRunArtifact.step_id))
+        .where(
+            col(StepRunArtifact.artifact_version_id) == col(V.id),
+            col(StepRunArtifact.direction) == OUTPUT,
+        )
+        .order_by(col(StepRun.created), col(StepRun.id))
+        .limit(1)
+        .scalar_subquery()
+    )
+
+
+# Built once, run with new values (no statement building per request).
+_VERSION_COLUMNS = sa_select(
+    *_table(V).columns,
+    _producer(col(StepRun.id)).label("producer_step_run_id"),
+    _producer(col(StepRun.pipeline_run_id)).label("producer_pipeline_run_id"),
+)
+_VERSION = _VERSION_COLUMNS.where(col(V.id) == bindparam("id", type_=_table(V).c.id.type))
+_VERSIONS = _VERSION_COLUMNS.where(_in_ids(col(V.id)))
+_ARTIFACTS = sa_select(*_table(Artifact).columns).where(_in_ids(col(Artifact.id)))
+_VISUALIZATIONS = (
+    sa_select(*_table(ArtifactVisualization).columns)
+    .where(_in_ids(col(ArtifactVisualization.artifact_version_id)))
+    .order_by(col(ArtifactVisualization.position))
+)
+_RUN_METADATA = (
+    sa_select(col(RunMetadata.resource_id), col(RunMetadata.key), col(RunMetadata.value))
+    .where(
+        col(RunMetadata.resource_type) == METADATA_RESOURCE,
+        _in_ids(col(RunMetadata.resource_id)),
+    )
+    .order_by(col(RunMetadata.key))
+)
+
+
 class ArtifactVersionRepository:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
 
-    def _columns(self) -> Any:
-        return sa_select(*_table(V).columns)
-
     async def read(self, version_id: uuid.UUID) -> Any | None:
-        query = self._columns().where(col(V.id) == version_id)
-        return (await self.session.exec(query)).first()
+        """The version's columns and its producer's ``producer_step_run_id`` and
+        ``producer_pipeline_run_id`` (a Core row), to render."""
+        return (await core_execute(self.session, _VERSION, {"id": version_id})).first()
 
     async def read_many(self, ids: Collection[uuid.UUID]) -> list[Any]:
-        query = self._columns().where(col(V.id).in_(list(ids)))
-        return list((await self.session.exec(query)).all())
+        """The versions in ``ids`` (those that exist, as :meth:`read`), in no particular
+        order."""
+        if not ids:
+            return []
+        return list((await core_execute(self.session, _VERSIONS, {"ids": list(ids)})).all())
 
     async def get(self, version_id: uuid.UUID) -> ArtifactVersion | None:
         return await self.session.get(V, version_id)
@@ -212,64 +268,37 @@ class ArtifactVersionRepository:
         scope_user: uuid.UUID | None,
         only_unused: bool,
     ) -> tuple[int, list[Any]]:
+        """The total and the page's rows. The page's ids come first: an index holding the
+        filtered and sorted columns (see the models) finds them without reading a row, and
+        only the page's rows are read, where sorting whole rows would read every match."""
         scope: list[ColumnElement[bool]] = [col(V.project_id) == project_id]
         if scope_user is not None:
             scope.append(col(V.user_id) == scope_user)
         if only_unused:
             scope.append(not_(is_used(col(V.id))))
-        return await fetch_page(
-            self.session, ARTIFACT_VERSIONS, listing, self._columns(), scope=scope
+        total, found = await fetch_page(
+            self.session, ARTIFACT_VERSIONS, listing, sa_select(col(V.id)), scope=scope, core=True
         )
+        ids = [row[0] for row in found]
+        rows = {row.id: row for row in await self.read_many(ids)}
+        # A version deleted in between (PostgreSQL reads each statement's own snapshot).
+        return total, [rows[i] for i in ids if i in rows]
 
     async def artifacts(self, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, Any]:
-        query = sa_select(*_table(Artifact).columns).where(col(Artifact.id).in_(list(ids)))
-        rows = (await self.session.exec(query)).all()  # type: ignore[call-overload]
+        rows = (await core_execute(self.session, _ARTIFACTS, {"ids": list(ids)})).all()
         return {row.id: row for row in rows}
 
-    async def producers(self, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, Producer]:
-        """The step (and its run) that produced each version, if any."""
-        query = (
-            sa_select(
-                col(StepRunArtifact.artifact_version_id),
-                col(StepRun.id),
-                col(StepRun.pipeline_run_id),
-            )
-            .join(StepRun, col(StepRun.id) == col(StepRunArtifact.step_id))
-            .where(
-                col(StepRunArtifact.direction) == OUTPUT,
-                col(StepRunArtifact.artifact_version_id).in_(list(ids)),
-            )
-            .order_by(col(StepRun.created))
-        )
-        found: dict[uuid.UUID, Producer] = {}
-        for version_id, step_id, run_id in (await self.session.exec(query)).all():  # type: ignore[call-overload]
-            found.setdefault(version_id, Producer(step_id, run_id))
-        return found
-
     async def visualizations(self, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, list[Any]]:
-        query = (
-            sa_select(*_table(ArtifactVisualization).columns)
-            .where(col(ArtifactVisualization.artifact_version_id).in_(list(ids)))
-            .order_by(col(ArtifactVisualization.position))
-        )
         found: dict[uuid.UUID, list[Any]] = {}
-        for row in (await self.session.exec(query)).all():  # type: ignore[call-overload]
+        for row in (await core_execute(self.session, _VISUALIZATIONS, {"ids": list(ids)})).all():
             found.setdefault(row.artifact_version_id, []).append(row)
         return found
 
     async def run_metadata(self, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, dict[str, str]]:
         """Each version's metadata as JSON texts, by key."""
-        query = (
-            sa_select(col(RunMetadata.resource_id), col(RunMetadata.key), col(RunMetadata.value))
-            .where(
-                col(RunMetadata.resource_type) == METADATA_RESOURCE,
-                col(RunMetadata.resource_id).in_(list(ids)),
-            )
-            .order_by(col(RunMetadata.key))
-        )
         found: dict[uuid.UUID, dict[str, str]] = {}
-        for resource_id, key, value in (await self.session.exec(query)).all():  # type: ignore[call-overload]
-            found.setdefault(resource_id, {})[key] = value
+        for row in (await core_execute(self.session, _RUN_METADATA, {"ids": list(ids)})).all():
+            found.setdefault(row.resource_id, {})[row.key] = row.value
         return found
 
     async def lock_artifact(self, artifact_id: uuid.UUID) -> Any | None:

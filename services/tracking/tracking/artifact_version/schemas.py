@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from enum import StrEnum
 from typing import Annotated, Any, NamedTuple
 
@@ -146,20 +146,19 @@ class LoadedVisualization(BaseModel):
     value: str
 
 
-class Producer(NamedTuple):
-    step_run_id: uuid.UUID
-    pipeline_run_id: uuid.UUID
-
-
 class VersionItem(NamedTuple):
-    """A version's row with what its response needs from other tables."""
+    """A version's row (with its producer's ids, see the repository) and what its response
+    needs from other tables."""
 
     version: Any
     artifact: Any
     tags: Sequence[TagRow] = ()
-    producer: Producer | None = None
     visualizations: Sequence[Any] = ()
     run_metadata: dict[str, Any] | None = None
+    memo: dict[tuple[str, Any], Any] | None = None
+    """Shared by the items rendered together (a page): what they have in common (their
+    artifact, their sources, their tags) is rendered once. The parts are never changed
+    after rendering, so one object can appear in several items."""
 
     @property
     def user_id(self) -> uuid.UUID | None:
@@ -180,22 +179,37 @@ def nested_artifact(row: Any) -> dict[str, Any]:
     return ARTIFACT.envelope.of(row, body=ARTIFACT.body.of(row), metadata=None, resources=None)
 
 
+_NOT_FOUND = object()
+
+
+def _memoized(
+    memo: dict[tuple[str, Any], Any], kind: str, key: Any, build: Callable[[Any], Any], value: Any
+) -> Any:
+    """``build(value)``, once per ``(kind, key)`` in ``memo``."""
+    found = memo.get((kind, key), _NOT_FOUND)
+    if found is _NOT_FOUND:
+        found = memo[(kind, key)] = build(value)
+    return found
+
+
 def version_response(item: VersionItem, hydrate: bool, user: NestedUser | None) -> dict[str, Any]:
     row = item.version
-    producer = item.producer
+    memo = item.memo if item.memo is not None else {}
     resources = {
         "user": user,
-        "tags": [nested_tag(t) for t in item.tags],
-        "producer_step_run_id": producer.step_run_id if producer else None,
-        "producer_pipeline_run_id": producer.pipeline_run_id if producer else None,
+        "tags": [_memoized(memo, "tag", t.id, nested_tag, t) for t in item.tags],
+        "producer_step_run_id": row.producer_step_run_id,
+        "producer_pipeline_run_id": row.producer_pipeline_run_id,
     }
     body = {
-        "artifact": nested_artifact(item.artifact),
-        "materializer": json.loads(row.materializer),
-        "data_type": json.loads(row.data_type),
+        "artifact": _memoized(memo, "artifact", row.artifact_id, nested_artifact, item.artifact),
+        "materializer": _memoized(memo, "json", row.materializer, json.loads, row.materializer),
+        "data_type": _memoized(memo, "json", row.data_type, json.loads, row.data_type),
     }
-    metadata = {
-        "visualizations": [nested_visualization(v) for v in item.visualizations],
-        "run_metadata": item.run_metadata or {},
-    }
+    metadata = None
+    if hydrate:
+        metadata = {
+            "visualizations": [nested_visualization(v) for v in item.visualizations],
+            "run_metadata": item.run_metadata or {},
+        }
     return VERSION(row, resources, hydrate=hydrate, body=body, metadata=metadata)

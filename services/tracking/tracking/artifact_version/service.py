@@ -140,27 +140,29 @@ class ArtifactVersionService:
         return await self._items([rows[i] for i in dict.fromkeys(ids) if i in rows], hydrate=False)
 
     async def _items(self, rows: Sequence[Any], *, hydrate: bool) -> list[VersionItem]:
-        """Every version's artifact, tags and producer (and, hydrated, visualizations and
-        metadata), one query each for the whole page."""
+        """Every version's artifact and tags (and, hydrated, visualizations and metadata),
+        one query each for the whole page; their rendering shared (``VersionItem.memo``)."""
         if not rows:
             return []
         ids = [row.id for row in rows]
         artifacts = await self.repository.artifacts({row.artifact_id for row in rows})
         tags = await self.tags.for_resources(TAG_RESOURCE, ids)
-        producers = await self.repository.producers(ids)
-        visualizations: dict[uuid.UUID, list[Any]] = {}
-        metadata: dict[uuid.UUID, dict[str, str]] = {}
-        if hydrate:
-            visualizations = await self.repository.visualizations(ids)
-            metadata = await self.repository.run_metadata(ids)
+        memo: dict[tuple[str, Any], Any] = {}
+        if not hydrate:
+            return [
+                VersionItem(row, artifacts[row.artifact_id], tags.get(row.id, ()), memo=memo)
+                for row in rows
+            ]
+        visualizations = await self.repository.visualizations(ids)
+        metadata = await self.repository.run_metadata(ids)
         return [
             VersionItem(
                 row,
                 artifacts[row.artifact_id],
                 tags.get(row.id, ()),
-                producers.get(row.id),
                 visualizations.get(row.id, ()),
                 {k: json.loads(v) for k, v in metadata.get(row.id, {}).items()},
+                memo,
             )
             for row in rows
         ]

@@ -18,9 +18,24 @@ class ArtifactVersion(SQLModel, table=True):
         UniqueConstraint("artifact_id", "version", name="uq_artifact_versions_artifact_version"),
         # The list's scope and default order; the filters most used narrow from there.
         Index("ix_artifact_versions_project_created", "project_id", "created", "id"),
-        Index("ix_artifact_versions_artifact_created", "artifact_id", "created", "id"),
+        # One artifact's versions in order; with the list's project scope, so counting
+        # and paging them reads the index alone.
+        Index(
+            "ix_artifact_versions_artifact_created", "artifact_id", "created", "id", "project_id"
+        ),
         Index("ix_artifact_versions_artifact_number", "artifact_id", "version_number"),
         Index("ix_artifact_versions_project_type_created", "project_id", "type", "created"),
+        # An artifact's versions of a type in a range of numbers, and what the page's
+        # order and scope need: the count and the page's ids without reading a row.
+        Index(
+            "ix_artifact_versions_artifact_type_number",
+            "artifact_id",
+            "type",
+            "version_number",
+            "created",
+            "id",
+            "project_id",
+        ),
     )
 
     id: uuid.UUID = Field(default_factory=new_id, primary_key=True)

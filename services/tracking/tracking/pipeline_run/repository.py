@@ -3,19 +3,26 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
-from sqlalchemy import Table, func
+from sqlalchemy import Table, bindparam, func
 from sqlalchemy import insert as sa_insert
 from sqlalchemy import select as sa_select
 from sqlmodel import col
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from shared.db import flush_unique
+from shared.db import core_execute, flush_unique
 from shared.listing import Kind, ListSpec, SortKey, column_field
 from tracking.core.scoped import ScopedRepository, scoped_fields, scoped_sort_keys
-from tracking.models import ArtifactVersion, PipelineRun, StepRun, StepRunArtifact
+from tracking.models import (
+    ArtifactVersion,
+    Pipeline,
+    PipelineRun,
+    PipelineSnapshot,
+    StepRun,
+    StepRunArtifact,
+)
 
 RUNS = ListSpec(
     resource="pipeline_run",
@@ -33,6 +40,17 @@ RUNS = ListSpec(
 
 def _table(model: Any) -> Table:
     return model.__table__  # type: ignore[no-any-return]
+
+
+def _by_ids(model: Any) -> Any:
+    """``model``'s rows whose id is one of the ``ids`` parameter (built once)."""
+    return sa_select(*_table(model).columns).where(
+        col(model.id).in_(bindparam("ids", expanding=True))
+    )
+
+
+_SNAPSHOTS = _by_ids(PipelineSnapshot)
+_PIPELINES = _by_ids(Pipeline)
 
 
 class RunRepository(ScopedRepository[PipelineRun]):
@@ -56,6 +74,20 @@ class RunRepository(ScopedRepository[PipelineRun]):
     async def runs_of(self, pipeline_id: uuid.UUID | None) -> int:
         query = sa_select(func.count()).where(col(PipelineRun.pipeline_id) == pipeline_id)
         return int((await self.session.exec(query)).one()[0])  # type: ignore[call-overload]
+
+    async def snapshots(self, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, tuple[Any, Any]]:
+        """Each snapshot of ``ids`` that exists with its pipeline (``None`` if it has none),
+        as Core rows: two queries however many runs (a page) refer to them."""
+        if not ids:
+            return {}
+        snapshots = (await core_execute(self.session, _SNAPSHOTS, {"ids": list(ids)})).all()
+        pipeline_ids = list({s.pipeline_id for s in snapshots if s.pipeline_id is not None})
+        pipelines: dict[uuid.UUID, Any] = {}
+        if pipeline_ids:
+            params = {"ids": pipeline_ids}
+            rows = (await core_execute(self.session, _PIPELINES, params)).all()
+            pipelines = {row.id: row for row in rows}
+        return {s.id: (s, pipelines.get(s.pipeline_id)) for s in snapshots}
 
 
 class StepRepository:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from sqlmodel.ext.asyncio.session import AsyncSession
@@ -63,16 +64,22 @@ class RunService(ScopedService[PipelineRun]):
         self, listing: Listing, query: ScopedListQuery
     ) -> tuple[int, list[RunItem]]:
         total, rows = await self.list_rows(RUNS, listing, query)
-        return total, [await self._item(row) for row in rows]
+        return total, await self._items(rows)
 
     async def get(self, run_id: uuid.UUID) -> RunItem:
-        return await self._item(await self.read_row(run_id))
+        (item,) = await self._items([await self.read_row(run_id)])
+        return item
 
-    async def _item(self, run: Any) -> RunItem:
-        if run.snapshot_id is None:
-            return RunItem(run, None, None)
-        snapshot = await self.snapshots.get(run.snapshot_id)
-        return RunItem(run, snapshot.snapshot, snapshot.pipeline)
+    async def _items(self, runs: Sequence[Any]) -> list[RunItem]:
+        """Each run with its snapshot and the snapshot's pipeline, read for all the runs at
+        once (a run whose snapshot is gone shows none)."""
+        wanted = {run.snapshot_id for run in runs if run.snapshot_id is not None}
+        snapshots = await self.runs.snapshots(wanted)
+        items = []
+        for run in runs:
+            snapshot, pipeline = snapshots.get(run.snapshot_id, (None, None))
+            items.append(RunItem(run, snapshot, pipeline))
+        return items
 
     async def get_or_create(
         self, request: PipelineRunRequest, user_id: uuid.UUID

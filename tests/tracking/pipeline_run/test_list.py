@@ -1,0 +1,53 @@
+"""Listing runs: each run with its snapshot and pipeline, read once per page."""
+
+from __future__ import annotations
+
+import httpx
+
+from tests.support.asgi import LifespanApp
+from tests.tracking.artifact.support import Headers, statements
+from tests.tracking.artifact_version.support import Json
+from tests.tracking.pipeline_run.support import create_run
+
+
+async def test_listing_runs_reads_their_snapshots_once_per_page(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json, tracking_app: LifespanApp
+) -> None:
+    # Each run of its own snapshot and pipeline.
+    runs = {}
+    for i in range(6):
+        run = await create_run(tracking, auth, default_project, f"run-{i}")
+        runs[run["id"]] = run
+    counted = []
+    for size in (2, 6):
+        with statements(tracking_app.state["engine"]) as seen:
+            response = await tracking.get(
+                "/api/v1/runs", params={"size": size, "hydrate": "true"}, headers=auth
+            )
+        assert response.status_code == 200, response.text
+        items = response.json()["items"]
+        assert len(items) == size
+        for item in items:
+            created = runs[item["id"]]["resources"]
+            assert item["resources"]["snapshot"]["id"] == created["snapshot"]["id"]
+            assert item["resources"]["pipeline"]["id"] == created["pipeline"]["id"]
+            assert item["metadata"]["config"] == {"name": created["pipeline"]["name"]}
+        counted.append(len([s for s in seen if s.lstrip().upper().startswith("SELECT")]))
+    # The project, the count, the page, the page's snapshots and their pipelines.
+    assert counted == [5, 5]
+
+
+async def test_a_run_whose_snapshot_is_gone_lists_without_one(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    run = await create_run(tracking, auth, default_project, "orphan")
+    snapshot_id = run["resources"]["snapshot"]["id"]
+    deleted = await tracking.delete(f"/api/v1/pipeline_snapshots/{snapshot_id}", headers=auth)
+    assert deleted.status_code == 200, deleted.text
+    listed = await tracking.get("/api/v1/runs", params={"name": "orphan"}, headers=auth)
+    assert listed.status_code == 200, listed.text
+    (item,) = listed.json()["items"]
+    assert (item["resources"]["snapshot"], item["resources"]["pipeline"]) == (None, None)
+    got = await tracking.get(f"/api/v1/runs/{run['id']}", headers=auth)
+    assert got.status_code == 200, got.text
+    assert got.json()["resources"]["snapshot"] is None
