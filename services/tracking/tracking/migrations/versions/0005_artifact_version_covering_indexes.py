@@ -10,8 +10,8 @@ revision left out: the unique (artifact, version) index's. Without it SQLite gue
 rows per artifact there and prefers that index, which holds no project, for every list of
 one artifact's versions.
 
-Revision ID: 0004
-Revises: 0003
+Revision ID: 0005
+Revises: 0004
 Create Date: 2026-11-22 20:30:00
 """
 
@@ -19,8 +19,8 @@ from collections.abc import Sequence
 
 from alembic import op
 
-revision: str = "0004"
-down_revision: str | None = "0003"
+revision: str = "0005"
+down_revision: str | None = "0004"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
