@@ -153,51 +153,53 @@ def where_clause(
 
 
 @dataclass(frozen=True)
-class _Prebuilt:
-    """An unfiltered list's count and page statements; ``sources`` keeps what the cache
-    key names by ``id`` alive."""
+class _Statements:
+    """A list's count and page statements, the page's offset and size as parameters
+    (``page_offset``, ``page_size``)."""
 
-    sources: tuple[object, ...]
     count: Select[Any]
     page: Select[Any]
 
 
-_PREBUILT: dict[tuple[int, ...], _Prebuilt] = {}
-_PREBUILT_MAX = 256
-
-
-def _order(spec: ListSpec, listing: Listing) -> list[ColumnElement[Any]]:
-    columns = (listing.sort.expression, spec.id_column)
-    if listing.descending:
-        return [column.desc() for column in columns]
-    return [column.asc() for column in columns]
-
-
-def _counting(spec: ListSpec, where: ColumnElement[bool] | None) -> Select[Any]:
+def _statements(
+    spec: ListSpec,
+    listing: Listing,
+    statement: Select[Any],
+    where: ColumnElement[bool] | None,
+) -> _Statements:
     ids = select(spec.id_column)
     if where is not None:
         ids = ids.where(where)
-    return select(func.count()).select_from(ids.subquery())
+        statement = statement.where(where)
+    columns = (listing.sort.expression, spec.id_column)
+    order = [c.desc() for c in columns] if listing.descending else [c.asc() for c in columns]
+    page = statement.order_by(*order)
+    return _Statements(
+        count=select(func.count()).select_from(ids.subquery()),
+        page=page.offset(bindparam("page_offset")).limit(bindparam("page_size")),
+    )
+
+
+_PREBUILT: dict[tuple[int | bool, ...], tuple[tuple[object, ...], _Statements]] = {}
+_PREBUILT_MAX = 256
 
 
 def _prebuilt(
     spec: ListSpec, listing: Listing, statement: Select[Any], scope: Sequence[ColumnElement[bool]]
-) -> _Prebuilt:
+) -> _Statements:
     """The statements of an unfiltered list of ``statement`` in ``scope``, built once per
-    (spec, statement, scope, sort): the page's offset and size are parameters."""
+    (spec, statement, scope, sort). The entry keeps what its key names by ``id`` alive, so
+    a key found is always those same objects."""
     sources = (spec, statement, *scope, listing.sort)
     key = (*map(id, sources), listing.descending)
     found = _PREBUILT.get(key)
-    if found is not None and found.sources == sources:
-        return found
-    where = and_(*scope) if scope else None
-    page = statement.where(where) if where is not None else statement
-    page = page.order_by(*_order(spec, listing))
-    page = page.offset(bindparam("page_offset")).limit(bindparam("page_size"))
+    if found is not None:
+        return found[1]
     if len(_PREBUILT) >= _PREBUILT_MAX:
         _PREBUILT.clear()
-    found = _PREBUILT[key] = _Prebuilt(sources, _counting(spec, where), page)
-    return found
+    built = _statements(spec, listing, statement, and_(*scope) if scope else None)
+    _PREBUILT[key] = (sources, built)
+    return built
 
 
 async def fetch_page(
@@ -218,25 +220,17 @@ async def fetch_page(
     ``core``: ``statement`` selects columns, not ORM entities; its rows are read as Core
     rows on the session's connection (cheaper; see :func:`shared.db.core_execute`)."""
     if params is not None and not listing.conditions:
-        prebuilt = _prebuilt(spec, listing, statement, scope)
-        values = dict(params)
-        total = int((await core_execute(session, prebuilt.count, values)).scalar_one())
-        values["page_offset"] = check_page(listing.page, listing.size, total)
-        values["page_size"] = listing.size
-        if core:
-            return total, list((await core_execute(session, prebuilt.page, values)).all())
-        return total, list((await session.exec(prebuilt.page, params=values)).all())  # type: ignore[call-overload]
-    dialect = session.get_bind().dialect.name
-    where = where_clause(listing, dialect, scope)
-    if where is not None:
-        statement = statement.where(where)
-    counting = _counting(spec, where)
-    total = int((await core_execute(session, counting, params)).scalar_one())
-    offset = check_page(listing.page, listing.size, total)
-    page = statement.order_by(*_order(spec, listing)).offset(offset).limit(listing.size)
+        statements = _prebuilt(spec, listing, statement, scope)
+    else:
+        where = where_clause(listing, session.get_bind().dialect.name, scope)
+        statements = _statements(spec, listing, statement, where)
+    values = dict(params or {})
+    total = int((await core_execute(session, statements.count, values)).scalar_one())
+    values["page_offset"] = check_page(listing.page, listing.size, total)
+    values["page_size"] = listing.size
     if core:
-        return total, list((await core_execute(session, page, params)).all())
-    rows = list((await session.exec(page, params=params)).all())  # type: ignore[call-overload]
+        return total, list((await core_execute(session, statements.page, values)).all())
+    rows = list((await session.exec(statements.page, params=values)).all())  # type: ignore[call-overload]
     return total, rows
 
 
