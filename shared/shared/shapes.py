@@ -55,6 +55,42 @@ def compile_builder(arguments: str, display: str, env: dict[str, Any]) -> Any:
     return env["build"]
 
 
+class Builders:
+    """Compiled builders, one per kind of source (a Core row's columns, or ``None`` for any
+    other object) and ``given`` key, made by ``compile(columns, given)`` on first use.
+
+    The rows of one result share their metadata: its builder is remembered by the
+    metadata's id (the entry holds the metadata, so its id cannot be reused meanwhile),
+    which skips hashing the columns for every row."""
+
+    def __init__(self, compile: Callable[[tuple[str, ...] | None, Any], Any]) -> None:
+        self._compile = compile
+        self._built: dict[tuple[tuple[str, ...] | None, Any], Any] = {}
+        self._recent: dict[tuple[int, Any], tuple[object, Any]] = {}
+
+    def for_row(self, row: Any, given: Any) -> Any:
+        """The builder for ``row`` and the explicit values ``given`` names."""
+        if not isinstance(row, Row):
+            return self._get(None, given)
+        # A Core row answers a name it lacks through a slow exception path: its builder
+        # reads its columns by position.
+        parent = row._parent
+        recent = self._recent.get((id(parent), given))
+        if recent is not None and recent[0] is parent:
+            return recent[1]
+        builder = self._get(row._fields, given)
+        if len(self._recent) >= _RECENT_RESULTS:
+            self._recent.clear()
+        self._recent[(id(parent), given)] = (parent, builder)
+        return builder
+
+    def _get(self, columns: tuple[str, ...] | None, given: Any) -> Any:
+        builder = self._built.get((columns, given))
+        if builder is None:
+            builder = self._built[(columns, given)] = self._compile(columns, given)
+        return builder
+
+
 class Shape:
     """The fields of ``model`` (its own, not its nested models'), read from a row.
 
@@ -66,8 +102,7 @@ class Shape:
     def __init__(self, model: type[BaseModel]) -> None:
         self.model = model
         self._fields: list[tuple[str, Any, Callable[[Any], Any] | None]] = []
-        self._builders: dict[tuple[tuple[str, ...] | None, tuple[str, ...]], Builder] = {}
-        self._recent: dict[tuple[int, tuple[str, ...]], tuple[object, Builder]] = {}
+        self._builders = Builders(self._compile)
         for name, info in model.model_fields.items():
             if info.default_factory is not None:
                 default: Any = _MISSING  # built per use, never shared between dicts
@@ -80,36 +115,17 @@ class Shape:
 
     def of(self, row: Any, **values: Any) -> dict[str, Any]:
         """``values`` first, then ``row``'s attributes, then the model's defaults."""
-        given = tuple(values)
-        if isinstance(row, Row):
-            # A Core row answers a name it lacks through a slow exception path: read its
-            # columns by position. The rows of one result share their metadata: remember
-            # its builder (holding the metadata, so its id cannot be reused meanwhile).
-            parent = row._parent
-            recent = self._recent.get((id(parent), given))
-            if recent is not None and recent[0] is parent:
-                return recent[1](row, values)
-            builder = self._builder(row._fields, given)
-            if len(self._recent) >= _RECENT_RESULTS:
-                self._recent.clear()
-            self._recent[(id(parent), given)] = (parent, builder)
-            return builder(row, values)
-        return self._builder(None, given)(row, values)
-
-    def _builder(self, columns: tuple[str, ...] | None, given: tuple[str, ...]) -> Builder:
-        builder = self._builders.get((columns, given))
-        if builder is None:
-            builder = self._builders[(columns, given)] = self._compile(columns, frozenset(given))
-        return builder
+        builder: Builder = self._builders.for_row(row, tuple(values))
+        return builder(row, values)
 
     def of_mapping(self, values: Mapping[str, Any]) -> dict[str, Any]:
         return self.of(None, **values)
 
-    def _compile(self, columns: tuple[str, ...] | None, given: frozenset[str]) -> Builder:
+    def _compile(self, columns: tuple[str, ...] | None, given: tuple[str, ...]) -> Builder:
         """The builder for rows with ``columns`` (``None``: read attributes) and the
         explicit values named ``given``."""
         env: dict[str, Any] = {}
-        display = self.display(columns, given, env, "values", "s")
+        display = self.display(columns, frozenset(given), env, "values", "s")
         builder: Builder = compile_builder("row, values", display, env)
         return builder
 

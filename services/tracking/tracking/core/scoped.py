@@ -19,7 +19,6 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar, get_args
 from pydantic import BaseModel, ConfigDict
 from pydantic_core import PydanticUndefined
 from sqlalchemy import Insert, Select, Table, bindparam
-from sqlalchemy import Row as SqlRow
 from sqlalchemy import insert as sa_insert
 from sqlalchemy import select as sa_select
 from sqlalchemy.sql.elements import ColumnElement
@@ -46,7 +45,7 @@ from shared.listing import (
 from shared.pagination import Page
 from shared.responses import render, render_null
 from shared.routing import ApiRoute, Handler, api_route, parse_json, parse_query, path_param
-from shared.shapes import Shape, compile_builder
+from shared.shapes import Builders, Shape, compile_builder
 from shared.users import NestedUser, user_field, users_by_id
 from tracking.core.auth import USER_TOKEN_KINDS, caller, caller_id, object_caller
 from tracking.core.schemas import HydrateQuery
@@ -119,8 +118,7 @@ class EnvelopeShape:
         self.body = Shape(_part(response, "body"))
         self.metadata = Shape(_part(response, "metadata"))
         self.resources = Shape(_part(response, "resources"))
-        self._builders: dict[tuple[Any, ...], Any] = {}
-        self._recent: dict[tuple[Any, ...], tuple[object, Any]] = {}
+        self._builders = Builders(self._compile)
 
     def __call__(
         self,
@@ -135,37 +133,15 @@ class EnvelopeShape:
         body = body or _NOTHING
         metadata = metadata or _NOTHING
         given = (tuple(body), tuple(metadata), tuple(resources), hydrate)
-        if isinstance(row, SqlRow):
-            # The rows of one result share their metadata: remember its builder (holding
-            # the metadata, so its id cannot be reused meanwhile), as Shape.of does.
-            parent = row._parent
-            recent = self._recent.get((id(parent), *given))
-            if recent is None or recent[0] is not parent:
-                if len(self._recent) >= 64:
-                    self._recent.clear()
-                recent = self._recent[(id(parent), *given)] = (
-                    parent,
-                    self._builder(row._fields, given),
-                )
-            builder = recent[1]
-        else:
-            builder = self._builder(None, given)
+        builder = self._builders.for_row(row, given)
         return builder(row, body, metadata, resources)  # type: ignore[no-any-return]
-
-    def _builder(self, columns: tuple[str, ...] | None, given: tuple[Any, ...]) -> Any:
-        builder = self._builders.get((columns, *given))
-        if builder is None:
-            builder = self._builders[(columns, *given)] = self._compile(columns, *given)
-        return builder
 
     def _compile(
         self,
         columns: tuple[str, ...] | None,
-        body: tuple[str, ...],
-        metadata: tuple[str, ...],
-        resources: tuple[str, ...],
-        hydrate: bool,
+        given: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], bool],
     ) -> Any:
+        body, metadata, resources, hydrate = given
         env: dict[str, Any] = {}
         parts = {
             "body": self.body.display(columns, frozenset(body), env, "body", "b"),
