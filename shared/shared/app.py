@@ -46,7 +46,7 @@ from shared.auth import (
     TrackingScopeSource,
     WorkloadScopes,
 )
-from shared.db import create_engine, create_sessionmaker
+from shared.db import create_engine, create_sessionmaker, start_background_checkpoints
 from shared.errors import PlatformError
 from shared.health import health_routes
 from shared.http import create_http_client, service_auth
@@ -179,6 +179,7 @@ async def _base_state(
     engine = create_engine(
         settings.database_url, pool_size=settings.database_pool_size, echo=settings.database_echo
     )
+    checkpoints = start_background_checkpoints(engine)
     redis = create_redis(settings.redis_url)
     http = create_http_client(settings, transport=http_transport)
     try:
@@ -211,6 +212,8 @@ async def _base_state(
         await http.aclose()
         await redis.aclose()
         await engine.dispose()
+        if checkpoints is not None:
+            checkpoints.stop()
 
 
 def create_service_app(

@@ -30,7 +30,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from starlette.requests import HTTPConnection
 
 from shared import direct
-from shared.sqlite import inline_connect
+from shared.sqlite import WalCheckpointer, inline_connect
 
 SessionMaker = async_sessionmaker[AsyncSession]
 BUSY_TIMEOUT_S = 10.0
@@ -115,6 +115,27 @@ def create_engine(url: str, *, pool_size: int = 10, echo: bool = False) -> Async
     )
 
 
+def _no_autocheckpoint(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA wal_autocheckpoint=0")
+    cursor.close()
+
+
+def start_background_checkpoints(
+    engine: AsyncEngine, *, interval: float = 0.2
+) -> WalCheckpointer | None:
+    """On a SQLite file: WAL checkpoints on a thread of their own from now on, instead of
+    inside the commit that crosses SQLite's threshold (see
+    :class:`~shared.sqlite.WalCheckpointer`); the engine's connections opened from now
+    on leave them to it. ``None`` (nothing to do) on other databases. Call
+    :meth:`~shared.sqlite.WalCheckpointer.stop` when done with the engine."""
+    url = engine.url
+    if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
+        return None
+    event.listen(engine.sync_engine, "connect", _no_autocheckpoint)
+    return WalCheckpointer(url.database, interval=interval).start()
+
+
 def create_sessionmaker(engine: AsyncEngine) -> SessionMaker:
     return async_sessionmaker(engine, class_=AsyncSession, expire_on_commit=False)
 
@@ -149,6 +170,10 @@ def transaction(connection: HTTPConnection) -> Any:
     sessionmaker: SessionMaker = connection.state.sessionmaker
     write = connection.scope.get("method", "GET") not in READ_ONLY_METHODS
     return session_scope(sessionmaker, write=write)
+
+
+prepared = direct.prepared
+"""Marks a statement built once as run again and again (see :func:`shared.direct.prepared`)."""
 
 
 async def core_execute(

@@ -22,7 +22,7 @@ import sqlite3
 import uuid
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Uuid, exc
 from sqlalchemy.engine import Connection, Dialect, IteratorResult, Result
@@ -36,6 +36,7 @@ from sqlalchemy.util.concurrency import await_
 from shared.sqlite import InlineConnection
 
 Processor = Callable[[Any], Any]
+S = TypeVar("S")
 ENABLED = True
 
 
@@ -173,6 +174,80 @@ async def _run(
     return rows
 
 
+class _Bound:
+    """A prepared statement run with one set of parameter names: its SQL, result
+    metadata, and per position of the SQL either the parameter to read (with its
+    processor) or a value the statement fixes (processed once)."""
+
+    __slots__ = ("metadata", "slots", "sql")
+
+    def __init__(
+        self, sql: str, metadata: Any, slots: list[tuple[str | None, Processor | None, Any]]
+    ) -> None:
+        self.sql = sql
+        self.metadata = metadata
+        self.slots = slots
+
+
+class _Prepared:
+    __slots__ = ("bound", "statement")
+
+    def __init__(self, statement: Any) -> None:
+        self.statement = statement  # kept alive: the registry is keyed by its id
+        self.bound: dict[tuple[str, ...], _Bound | None] = {}
+
+
+_PREPARED: dict[int, _Prepared] = {}
+_PREPARED_KEPT = 4096
+
+
+def prepared(statement: S) -> S:
+    """Marks ``statement`` (a SELECT or INSERT built once, its changing values bound
+    parameters) as run again and again: :func:`execute` then works out, once per set
+    of parameter names, its SQL, the order and processors of its parameters and the values
+    it fixes itself, and at every later run only reads the parameters (no cache key, no
+    compiled-statement cache lookup, no parameter assembly). Returns ``statement``."""
+    if id(statement) not in _PREPARED:
+        if len(_PREPARED) >= _PREPARED_KEPT:  # a builder that should not mark what it builds
+            _PREPARED.clear()
+        _PREPARED[id(statement)] = _Prepared(statement)
+    return statement
+
+
+def _bind(
+    compiled: SQLCompiler,
+    plan: _Plan,
+    params: Mapping[str, Any],
+    sql: str,
+    positions: Sequence[str],
+    processors: Mapping[str, Processor],
+    values: Mapping[str, Any],
+) -> _Bound | None:
+    """The :class:`_Bound` of a prepared statement, from one run's SQL and assembled
+    ``values`` (after the expansion of parameters rendered into the SQL); ``None`` when
+    that SQL or a value depends on more than the parameters' names: a parameter rendered
+    into the SQL (an expanding ``IN``), or a value computed at every run."""
+    binds = compiled.binds
+    rendered = compiled.literal_execute_params | compiled.post_compile_params
+    if any(bind.key in params or binds.get(bind.key) is None for bind in rendered):
+        return None
+    slots: list[tuple[str | None, Processor | None, Any]] = []
+    for name in positions:
+        bind = binds.get(name)
+        processor = processors.get(name)
+        if bind is None:  # an expanded value: fixed by the statement (checked above)
+            value = values[name]
+            slots.append((None, None, processor(value) if processor else value))
+        elif bind.key in params or name in params:
+            slots.append((bind.key if bind.key in params else name, processor, None))
+        elif bind.callable is not None:
+            return None
+        else:
+            value = values[name]
+            slots.append((None, None, processor(value) if processor else value))
+    return _Bound(sql, plan.metadata, slots)
+
+
 async def execute(
     connection: AsyncConnection, statement: Any, params: Mapping[str, Any] | None = None
 ) -> Result[Any] | None:
@@ -181,10 +256,24 @@ async def execute(
     is not a statement (or a connection) it takes: the caller runs it through SQLAlchemy
     then."""
     sync = connection.sync_connection
+    if not ENABLED or sync is None:
+        return None
+    entry = _PREPARED.get(id(statement))
+    if entry is not None and entry.statement is statement:
+        names = tuple(params) if params else ()
+        bound = entry.bound.get(names)
+        if bound is not None:
+            driver = _driver(sync)
+            if driver is not None:
+                given: Mapping[str, Any] = params or {}
+                parameters = [
+                    static if key is None else processor(given[key]) if processor else given[key]
+                    for key, processor, static in bound.slots
+                ]
+                rows = await _run(sync, driver, bound.sql, parameters)
+                return IteratorResult(bound.metadata, iter(rows))
     if (
-        not ENABLED
-        or sync is None
-        or not isinstance(statement, Select | Insert)
+        not isinstance(statement, Select | Insert)
         or statement._execution_options
         or sync.dialect.name != "sqlite"
         or sync._execution_options.get("compiled_cache", True) is None
@@ -214,6 +303,10 @@ async def execute(
         sql, positions = expanded.statement, expanded.positiontup or ()
         processors = {**processors, **expanded.processors}
         values = dict(expanded.parameters)
+    if entry is not None and entry.statement is statement:
+        entry.bound[tuple(params) if params else ()] = _bind(
+            compiled, plan, params or {}, sql, positions, processors, values
+        )
     parameters = [
         processors[name](values[name]) if name in processors else values[name] for name in positions
     ]

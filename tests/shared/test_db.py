@@ -21,6 +21,7 @@ from shared.db import (
     is_sqlite,
     ping,
     session_scope,
+    start_background_checkpoints,
     transaction,
 )
 
@@ -122,6 +123,62 @@ async def test_sqlite_engine_creates_the_database_folder(tmp_path: Path):
     finally:
         await engine.dispose()
     assert (tmp_path / "nested" / "deeper" / "service.db").exists()
+
+
+async def _wal_frames(path: Path) -> int:
+    """Frames in the database's write-ahead log (a PASSIVE checkpoint's report)."""
+    import sqlite3
+
+    with sqlite3.connect(path, timeout=0) as conn:
+        _busy, frames, _copied = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    return int(frames)
+
+
+async def test_background_checkpoints_take_over_from_the_committing_connection(tmp_path: Path):
+    path = tmp_path / "checkpoints.db"
+    engine = create_engine(f"sqlite+aiosqlite:///{path}", pool_size=1)
+    checkpoints = start_background_checkpoints(engine, interval=0.02)
+    assert checkpoints is not None
+    try:
+        async with engine.begin() as conn:
+            await conn.run_sync(metadata.create_all)
+            automatic = (await conn.exec_driver_sql("PRAGMA wal_autocheckpoint")).scalar_one()
+        # Far more than SQLite's own threshold (1,000 pages) of single-row commits.
+        sessionmaker = create_sessionmaker(engine)
+        for value in range(1500):
+            async with session_scope(sessionmaker) as session:
+                await session.exec(counters.insert().values(id=value, value=value))
+        runs = checkpoints.runs
+        # A checkpoint after the last write has run (a counter of another thread: polled).
+        while checkpoints.runs < runs + 2:  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+        # The log was copied back whole, so the next writer starts it over: it stays short.
+        async with session_scope(sessionmaker) as session:
+            await session.exec(counters.insert().values(id=1500, value=0))
+        frames = await _wal_frames(path)
+    finally:
+        await engine.dispose()
+        checkpoints.stop()
+    assert automatic == 0
+    assert checkpoints.failures == 0
+    assert frames < 50
+    assert not checkpoints._thread.is_alive()
+
+
+async def test_sqlite_connections_checkpoint_themselves_without_the_thread(tmp_path: Path):
+    engine = create_engine(f"sqlite+aiosqlite:///{tmp_path}/alone.db")
+    try:
+        async with engine.connect() as conn:
+            automatic = (await conn.exec_driver_sql("PRAGMA wal_autocheckpoint")).scalar_one()
+    finally:
+        await engine.dispose()
+    assert automatic == 1000
+
+
+def test_background_checkpoints_are_for_sqlite_files_only():
+    for url in ("postgresql+asyncpg://u@h/db", "sqlite+aiosqlite://"):
+        engine = create_engine(url)
+        assert start_background_checkpoints(engine) is None
 
 
 def test_is_sqlite_tells_backends_apart():

@@ -30,7 +30,7 @@ from sqlmodel import select
 from sqlmodel.ext.asyncio.session import AsyncSession
 from starlette.requests import Request
 
-from shared.db import core_execute
+from shared.db import core_execute, prepared
 from shared.errors import RequestValidationFailed
 from shared.listing.expressions import Condition, FilterError, Kind, parse
 from shared.listing.spec import COMMON_PARAMS, Field, ListSpec, SortKey, as_uuid_condition
@@ -198,6 +198,8 @@ def _prebuilt(
     if len(_PREBUILT) >= _PREBUILT_MAX:
         _PREBUILT.clear()
     built = _statements(spec, listing, statement, and_(*scope) if scope else None)
+    prepared(built.count)
+    prepared(built.page)
     _PREBUILT[key] = (sources, built)
     return built
 

@@ -24,7 +24,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import col
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from shared.db import core_execute, flush_unique
+from shared.db import core_execute, flush_unique, prepared
 from shared.errors import RequestValidationFailed
 from shared.listing import (
     Condition,
@@ -224,7 +224,7 @@ _VERSION_COLUMNS = sa_select(
     _producer(col(StepRun.id)).label("producer_step_run_id"),
     _producer(col(StepRun.pipeline_run_id)).label("producer_pipeline_run_id"),
 )
-_VERSION = _VERSION_COLUMNS.where(col(V.id) == bindparam("id", type_=_table(V).c.id.type))
+_VERSION = prepared(_VERSION_COLUMNS.where(col(V.id) == bindparam("id", type_=_table(V).c.id.type)))
 _VERSIONS = _VERSION_COLUMNS.where(_in_ids(col(V.id)))
 _ARTIFACTS = sa_select(*_table(Artifact).columns).where(_in_ids(col(Artifact.id)))
 _VISUALIZATIONS = (

@@ -28,7 +28,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from shared.auth import ScopeKind
-from shared.db import core_execute, flush_unique, transaction
+from shared.db import core_execute, flush_unique, prepared, transaction
 from shared.errors import Conflict, NotFound
 from shared.listing import (
     Field,
@@ -262,7 +262,7 @@ def new_row(model: type[Row], **given: Any) -> Row:
 @functools.cache
 def _insert_into(table: Table) -> Insert:
     """``INSERT INTO table``, its values given at execution (built once per table)."""
-    return sa_insert(table)
+    return prepared(sa_insert(table))
 
 
 class ScopedRepository(Generic[Row]):
@@ -289,7 +289,9 @@ class ScopedRepository(Generic[Row]):
 
         def build() -> Select[Any]:
             id_column = self._table().c.id
-            return self.columns().where(id_column == bindparam("id", type_=id_column.type))
+            return prepared(
+                self.columns().where(id_column == bindparam("id", type_=id_column.type))
+            )
 
         query = _built("read", self, build)
         return (await core_execute(self.session, query, {"id": row_id})).first()
