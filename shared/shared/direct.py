@@ -34,6 +34,7 @@ from sqlalchemy.types import TypeEngine
 from sqlalchemy.util.concurrency import await_
 
 from shared.sqlite import InlineConnection
+from shared.types import WireTimestamp, sqlite_wire_text
 
 Processor = Callable[[Any], Any]
 S = TypeVar("S")
@@ -75,6 +76,8 @@ def _hex_uuid(value: Any) -> uuid.UUID | None:
 def _result_processor(kind: TypeEngine[Any], dialect: Dialect) -> Processor | None:
     if isinstance(kind, Uuid) and kind.as_uuid and not dialect.supports_native_uuid:
         return _hex_uuid
+    if isinstance(kind, WireTimestamp) and dialect.name == "sqlite":
+        return sqlite_wire_text  # the decorator's own processor, minus its wrapper
     processor: Processor | None = kind._cached_result_processor(dialect, None)
     return processor
 

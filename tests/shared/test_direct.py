@@ -11,7 +11,9 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import pydantic_core
 import pytest
+from pydantic import TypeAdapter
 from sqlalchemy import (
     JSON,
     Boolean,
@@ -31,9 +33,11 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlmodel.sql.sqltypes import UTCDateTime
 
 from shared import direct
 from shared.db import core_execute, create_engine, create_sessionmaker, flush_unique, session_scope
+from shared.types import WireDatetime, wire_timestamp
 
 metadata = MetaData()
 things = Table(
@@ -299,3 +303,30 @@ async def test_a_prepared_insert_takes_each_set_of_columns_it_is_given(sessions)
         query = select(things.c.name, things.c.size, things.c.done).order_by(things.c.name)
         found = [tuple(r) for r in (await core_execute(session, query)).all()]
     assert found == [("few", None, False), ("thing-0", None, True), ("thing-1", 10, False)]
+
+
+stamps = Table(
+    "direct_stamp", metadata, Column("id", Integer, primary_key=True), Column("at", UTCDateTime)
+)
+STAMPS = [
+    dt.datetime(2026, 11, 22, 10, 25, 49, 617843, tzinfo=dt.UTC),
+    dt.datetime(2026, 11, 22, 10, 25, 49, tzinfo=dt.UTC),  # no fraction on the wire
+    dt.datetime(2026, 11, 22, 10, 25, 49, 5, tzinfo=dt.UTC),
+    dt.datetime(2026, 11, 22, 12, 0, tzinfo=dt.timezone(dt.timedelta(hours=2))),
+    dt.datetime(1999, 12, 31, 23, 59, 59, 999999, tzinfo=dt.UTC),
+]
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+async def test_a_wire_timestamp_reads_as_the_response_would_send_the_datetime(sessions, enabled):
+    async with session_scope(sessions) as session:
+        for index, at in enumerate([*STAMPS, None]):
+            await core_execute(session, insert(stamps), {"id": index, "at": at})
+    query = select(wire_timestamp(stamps.c.at, "at")).order_by(stamps.c.id)
+    with direct_path(enabled):
+        async with session_scope(sessions, write=False) as session:
+            read = (await core_execute(session, query)).scalars().all()
+    wire = TypeAdapter(WireDatetime | None)
+    assert [pydantic_core.to_json(value) for value in read] == [
+        wire.dump_json(wire.validate_python(at)) for at in [*STAMPS, None]
+    ]

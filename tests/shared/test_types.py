@@ -7,7 +7,7 @@ import datetime as dt
 import pytest
 from pydantic import BaseModel, TypeAdapter
 
-from shared.types import WireDatetime
+from shared.types import WireDatetime, sqlite_wire_text
 
 
 class Stamped(BaseModel):
@@ -47,3 +47,19 @@ def test_json_dump_in_python_mode_is_the_wire_string_too():
 
 def test_json_schema_is_a_date_time_string():
     assert TypeAdapter(WireDatetime).json_schema() == {"type": "string", "format": "date-time"}
+
+
+@pytest.mark.parametrize(
+    ("stored", "wire"),
+    [
+        ("2026-11-22 10:25:49.617843", "2026-11-22T10:25:49.617843"),
+        ("2026-11-22 10:25:49.000000", "2026-11-22T10:25:49"),
+        ("2026-11-22 10:25:49.000005", "2026-11-22T10:25:49.000005"),
+        # Spellings SQLAlchemy does not write, read as the datetime column would read them.
+        ("2026-11-22 10:25:49", "2026-11-22T10:25:49"),
+        ("2026-11-22 12:25:49.5+02:00", "2026-11-22T10:25:49.500000"),
+        (None, None),
+    ],
+)
+def test_sqlite_text_becomes_the_wire_text(stored, wire):
+    assert sqlite_wire_text(stored) == wire

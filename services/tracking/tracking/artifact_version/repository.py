@@ -42,6 +42,7 @@ from shared.listing import (
 )
 from shared.listing.sql import condition_sql
 from shared.users import user_field
+from tracking.core.scoped import rendered_columns
 from tracking.models import (
     Artifact,
     ArtifactVersion,
@@ -219,14 +220,15 @@ def _producer(column: Any) -> Any:
 
 
 # Built once, run with new values (no statement building per request).
+# Rendered only: timestamps read in their wire form (see rendered_columns).
 _VERSION_COLUMNS = sa_select(
-    *_table(V).columns,
+    *rendered_columns(_table(V)),
     _producer(col(StepRun.id)).label("producer_step_run_id"),
     _producer(col(StepRun.pipeline_run_id)).label("producer_pipeline_run_id"),
 )
 _VERSION = prepared(_VERSION_COLUMNS.where(col(V.id) == bindparam("id", type_=_table(V).c.id.type)))
 _VERSIONS = _VERSION_COLUMNS.where(_in_ids(col(V.id)))
-_ARTIFACTS = sa_select(*_table(Artifact).columns).where(_in_ids(col(Artifact.id)))
+_ARTIFACTS = sa_select(*rendered_columns(_table(Artifact))).where(_in_ids(col(Artifact.id)))
 _VISUALIZATIONS = (
     sa_select(*_table(ArtifactVisualization).columns)
     .where(_in_ids(col(ArtifactVisualization.artifact_version_id)))

@@ -46,6 +46,7 @@ from shared.pagination import Page
 from shared.responses import render, render_null
 from shared.routing import ApiRoute, Handler, api_route, parse_json, parse_query, path_param
 from shared.shapes import Builders, Shape, compile_builder
+from shared.types import wire_timestamp
 from shared.users import NestedUser, user_field, users_by_id
 from tracking.core.auth import USER_TOKEN_KINDS, caller, caller_id, object_caller
 from tracking.core.schemas import HydrateQuery
@@ -60,8 +61,14 @@ class ScopedRow(Protocol):
     project_id: uuid.UUID
     name: str
     user_id: uuid.UUID | None
-    created: dt.datetime
-    updated: dt.datetime
+
+    # Read-only here: a read row's are already in their wire form (see
+    # ScopedRepository._columns), an instance's are datetimes.
+    @property
+    def created(self) -> dt.datetime | str: ...
+
+    @property
+    def updated(self) -> dt.datetime | str: ...
 
 
 Row = TypeVar("Row", bound=ScopedRow)
@@ -259,6 +266,18 @@ def new_row(model: type[Row], **given: Any) -> Row:
     return SimpleNamespace(**values)  # type: ignore[return-value]
 
 
+_RENDERED_ONLY = frozenset({"created", "updated"})
+
+
+def rendered_columns(table: Table) -> list[ColumnElement[Any]]:
+    """``table``'s columns, to select rows that are only rendered: ``created`` and
+    ``updated`` in their wire form (:func:`~shared.types.wire_timestamp`)."""
+    return [
+        wire_timestamp(column, column.name) if column.name in _RENDERED_ONLY else column
+        for column in table.columns
+    ]
+
+
 @functools.cache
 def _insert_into(table: Table) -> Insert:
     """``INSERT INTO table``, its values given at execution (built once per table)."""
@@ -278,8 +297,10 @@ class ScopedRepository(Generic[Row]):
         return self.model.__table__  # type: ignore[attr-defined,no-any-return]
 
     def _columns(self) -> Select[Any]:
-        """What a read row holds (built once per class: see :meth:`columns`)."""
-        return sa_select(*self._table().columns)
+        """What a read row holds (built once per class: see :meth:`columns`). Read rows
+        are rendered, never written back: ``created`` and ``updated`` come in their wire
+        form (:func:`~shared.types.wire_timestamp`)."""
+        return sa_select(*rendered_columns(self._table()))
 
     def columns(self) -> Select[Any]:
         return _built("columns", self, self._columns)  # type: ignore[no-any-return]
