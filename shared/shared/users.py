@@ -25,7 +25,7 @@ from typing import Any
 from uuid import UUID
 
 import httpx
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 from starlette.requests import HTTPConnection
 
 from shared.errors import ServiceUnavailable
@@ -43,6 +43,8 @@ BATCH_SIZE = 100
 class UserResponseBody(BaseModel):
     """The body of the reference's ``UserResponse``."""
 
+    model_config = ConfigDict(frozen=True)  # cached and rendered by many responses
+
     created: WireDatetime
     updated: WireDatetime
     active: bool = False
@@ -57,7 +59,11 @@ class UserResponseBody(BaseModel):
 
 class UserResponse(BaseModel):
     """A ``UserResponse`` nested in another entity: body only, ``metadata`` and
-    ``resources`` are ``null``. Fields are in the reference's envelope order."""
+    ``resources`` are ``null``. Fields are in the reference's envelope order. Frozen,
+    all the way down: the directory's cached users are shared by every response, which
+    may keep their JSON form (:func:`shared.responses.dumps`)."""
+
+    model_config = ConfigDict(frozen=True)
 
     body: UserResponseBody
     metadata: None = None

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import datetime as dt
+import enum
 import json
+import uuid
+from typing import Any
 
-from pydantic import BaseModel
+import pydantic_core
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel, ConfigDict
 
 from shared.errors import Forbidden, OAuthError, RequestValidationFailed
-from shared.responses import error_body, error_style_var, render, render_null
+from shared.pagination import Page
+from shared.responses import dumps, error_body, error_style_var, render, render_null
 from shared.types import WireDatetime
 
 
@@ -79,3 +86,78 @@ def test_platform_style_is_the_default():
     assert json.loads(error_body(Forbidden("Not yours."))) == {
         "detail": ["IllegalOperationError", "Not yours."]
     }
+
+
+class Color(enum.Enum):
+    RED = "red"
+    COUNT = 3
+
+
+class Kind(enum.StrEnum):
+    ONE = "one"
+
+
+_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text()
+    | st.uuids()
+    | st.datetimes(timezones=st.none() | st.just(dt.UTC) | st.timezones())
+    | st.dates()
+    | st.times()
+    | st.decimals(allow_nan=False, allow_infinity=False)
+    | st.sampled_from([*Color, *Kind])
+)
+_values = st.recursive(
+    _scalars,
+    lambda inner: (
+        st.lists(inner, max_size=5)
+        | st.tuples(inner, inner)
+        | st.dictionaries(st.text(max_size=8), inner, max_size=5)
+        | st.dictionaries(st.integers(), inner, min_size=1, max_size=2)
+        | st.builds(lambda thing: [thing], st.just(THING))
+    ),
+    max_leaves=25,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_values)
+def test_dumps_writes_what_pydantic_writes(value):
+    # Infinities and NaN as null: what models and type adapters write (ser_json_inf_nan).
+    assert dumps(value) == pydantic_core.to_json(value, inf_nan_mode="null")
+
+
+def test_a_page_renders_as_its_model_would():
+    items = [
+        {"id": uuid.UUID(int=i), "at": dt.datetime(2026, 1, 2, 3, 4, 5, i), "tags": [THING]}
+        for i in range(3)
+    ]
+    page: Page[Any] = Page(index=2, max_size=3, total_pages=4, total=10, items=items)
+    assert bytes(render(page).body) == page.model_dump_json().encode()
+
+
+def test_plain_values_render_as_pydantic_writes_them():
+    value = [{"id": uuid.UUID(int=7), "n": 2**80, "at": dt.datetime(2026, 1, 2, tzinfo=dt.UTC)}]
+    assert bytes(render(value).body) == pydantic_core.to_json(value, inf_nan_mode="null")
+    assert bytes(render([float("inf")]).body) == b"[null]"
+    assert bytes(render(None).body) == b"null"
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    created: WireDatetime
+
+
+def test_a_frozen_model_is_written_as_pydantic_writes_it_every_time():
+    frozen = Frozen(name="a", created=dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC))
+    value = {
+        "items": [frozen, {"again": frozen}],
+        "other": Frozen(name="b", created=frozen.created),
+    }
+    for _ in range(2):  # the second time from what the first kept
+        assert dumps(value) == pydantic_core.to_json(value, inf_nan_mode="null")
