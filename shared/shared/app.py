@@ -62,6 +62,7 @@ from shared.middleware import (
 from shared.migrations import upgrade
 from shared.openapi import build_openapi
 from shared.redis import Keys, create_redis
+from shared.redis_pipe import close_pipe_of
 from shared.responses import JSON, ErrorStyle, error_body, error_response
 from shared.settings import ServiceSettings
 
@@ -210,6 +211,7 @@ async def _base_state(
         }
     finally:
         await http.aclose()
+        await close_pipe_of(redis)  # the revocation check's and idempotency's connection
         await redis.aclose()
         await engine.dispose()
         if checkpoints is not None:

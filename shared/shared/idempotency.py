@@ -66,6 +66,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from shared.errors import Conflict, PlatformError, RequestValidationFailed, ServiceUnavailable
 from shared.redis import Keys
+from shared.redis_pipe import RedisPipe, Script, pipe_of
 from shared.responses import error_response
 
 logger = logging.getLogger(__name__)
@@ -83,19 +84,19 @@ _UUID = TypeAdapter(uuid.UUID)
 
 # Compare-and-set on the claim this request wrote, so a request that outlived its claim
 # (a handler slower than the TTL) cannot overwrite or delete another request's record.
-_STORE = """
+_STORE = Script("""
 if redis.call('GET', KEYS[1]) == ARGV[1] then
     redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
     return 1
 end
 return 0
-"""
-_RELEASE = """
+""")
+_RELEASE = Script("""
 if redis.call('GET', KEYS[1]) == ARGV[1] then
     return redis.call('DEL', KEYS[1])
 end
 return 0
-"""
+""")
 
 
 class IdempotencyKeyReused(RequestValidationFailed):
@@ -325,10 +326,12 @@ class IdempotencyMiddleware:
         keys: Keys | None = state.get("keys")
         if redis is None or keys is None:
             raise RuntimeError("IdempotencyMiddleware needs state.redis and state.keys")
+        # The client's pipe, like the revocation check: every keyed write claims and stores.
+        pipe = pipe_of(redis)
         name = record_key(keys, user.identity, scope["method"], scope["path"], key)
         claim = Record(_fingerprint(scope, body), owner=secrets.token_hex(8))
         try:
-            stored = await self._claim_or_wait(redis, name, claim)
+            stored = await self._claim_or_wait(pipe, name, claim)
         except (RedisError, OSError):
             logger.warning("idempotency records unreachable", exc_info=True)
             await self._error(RecordsUnavailable(), scope, receive, send)
@@ -345,20 +348,20 @@ class IdempotencyMiddleware:
                 return
             await replay(scope, receive, send)
             return
-        await self._run(scope, _replaying(body, receive), send, redis, name, claim)
+        await self._run(scope, _replaying(body, receive), send, pipe, name, claim)
 
-    async def _claim_or_wait(self, redis: Redis, name: str, claim: Record) -> Record | None:
+    async def _claim_or_wait(self, pipe: RedisPipe, name: str, claim: Record) -> Record | None:
         """``None`` once this request holds the claim; the stored answer to replay; or
         raises 409 (still running past the wait) or 422 (key used for another request)."""
         deadline = time.monotonic() + self.wait
         while True:
-            if await redis.set(name, claim.encode(), nx=True, ex=self.ttl):
+            if await pipe("SET", name, claim.encode(), "NX", "EX", self.ttl):
                 return None
-            raw = await redis.get(name)
+            raw = await pipe("GET", name)
             existing = Record.decode(raw) if raw is not None else None
             if raw is not None and existing is None:
                 # Not ours to interpret (a foreign or damaged value): start afresh.
-                await redis.delete(name)
+                await pipe("DEL", name)
                 continue
             if existing is None:
                 continue  # released or expired between SET and GET: claim again
@@ -371,7 +374,7 @@ class IdempotencyMiddleware:
             await asyncio.sleep(self.poll_interval)
 
     async def _run(
-        self, scope: Scope, receive: Receive, send: Send, redis: Redis, name: str, claim: Record
+        self, scope: Scope, receive: Receive, send: Send, pipe: RedisPipe, name: str, claim: Record
     ) -> None:
         recorder = _Recorder(self.max_stored_body, keep_secrets=self.cipher is not None)
         stored = False
@@ -383,19 +386,19 @@ class IdempotencyMiddleware:
                 # Stored before the last chunk goes out: a client that retries after
                 # reading the answer always finds it.
                 stored = True
-                await self._store(redis, name, claim, recorder)
+                await self._store(pipe, name, claim, recorder)
             await send(message)
 
         try:
             await self.app(scope, receive, recording_send)
         except Exception:
             if not recorder.succeeded:
-                await self._release(redis, name, claim)
+                await self._release(pipe, name, claim)
             raise
         if not recorder.succeeded or recorder.oversized:
-            await self._release(redis, name, claim)
+            await self._release(pipe, name, claim)
 
-    async def _store(self, redis: Redis, name: str, claim: Record, recorder: _Recorder) -> None:
+    async def _store(self, pipe: RedisPipe, name: str, claim: Record, recorder: _Recorder) -> None:
         body = b"".join(recorder.chunks)
         sealed = recorder.secret and self.cipher is not None
         if sealed:
@@ -409,15 +412,14 @@ class IdempotencyMiddleware:
             sealed=sealed,
         )
         try:
-            store = redis.register_script(_STORE)
-            await store(keys=[name], args=[claim.encode(), record.encode(), self.ttl])
+            await pipe.run(_STORE, [name], [claim.encode(), record.encode(), self.ttl])
         except (RedisError, OSError):
             # The claim stays until it expires: a duplicate gets 409, never a second run.
             logger.warning("could not store an idempotent answer", exc_info=True)
 
-    async def _release(self, redis: Redis, name: str, claim: Record) -> None:
+    async def _release(self, pipe: RedisPipe, name: str, claim: Record) -> None:
         try:
-            await redis.register_script(_RELEASE)(keys=[name], args=[claim.encode()])
+            await pipe.run(_RELEASE, [name], [claim.encode()])
         except (RedisError, OSError):
             logger.warning("could not release an idempotency claim", exc_info=True)
 

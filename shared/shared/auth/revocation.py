@@ -16,7 +16,9 @@ revoke a token (all under ``<namespace>:revoked:``):
   (the device authorized again: what it held before must die, what it gets next must
   work). No TTL.
 
-When Redis cannot be reached the check fails closed with
+The check is one ``MGET`` sent through the Redis client's :func:`~shared.redis_pipe.pipe_of`
+(it runs on every request; redis-py's per-command machinery would cost more than the rest
+of the check). When Redis cannot be reached the check fails closed with
 :class:`~shared.errors.ServiceUnavailable` (503): an unknown revocation state is never
 taken for "not revoked".
 """
@@ -35,6 +37,7 @@ from redis.exceptions import RedisError
 from shared.auth.tokens import VerifiedToken
 from shared.errors import ServiceUnavailable
 from shared.redis import Keys
+from shared.redis_pipe import pipe_of
 
 T = TypeVar("T")
 
@@ -82,6 +85,7 @@ class RevocationList:
         self._redis = redis
         self._keys = keys
         self._raise_cutoff = redis.register_script(_RAISE_CUTOFF)
+        self._pipe = pipe_of(redis)
 
     def _jti_key(self, jti: str) -> str:
         return self._keys("revoked", "jti", jti)
@@ -99,9 +103,7 @@ class RevocationList:
         try:
             return await operation()
         except (RedisError, OSError) as exc:
-            raise ServiceUnavailable(
-                "The token revocation list is unavailable; try again shortly."
-            ) from exc
+            raise _unavailable() from exc
 
     async def revoke_token(self, jti: str, expires_at: datetime | None) -> None:
         """Revoke one token until it would have expired anyway."""
@@ -161,7 +163,10 @@ class RevocationList:
         device_id = token.claims.get("device_id")
         if isinstance(device_id, str) and device_id:
             keys += [self._device_key(device_id), self._device_cutoff_key(device_id)]
-        values = await self._call(lambda: self._redis.mget(keys))
+        try:
+            values = await self._pipe("MGET", *keys)
+        except (RedisError, OSError) as exc:
+            raise _unavailable() from exc
         jti_entry, *cutoffs = (_text(v) for v in values)
         if jti_entry is not None:
             return True
@@ -171,6 +176,10 @@ class RevocationList:
                 return True
             cutoffs = [subject_cutoff, device_cutoff]
         return any(_issued_by(token, cutoff) for cutoff in cutoffs)
+
+
+def _unavailable() -> ServiceUnavailable:
+    return ServiceUnavailable("The token revocation list is unavailable; try again shortly.")
 
 
 def _issued_by(token: VerifiedToken, cutoff: str | None) -> bool:

@@ -1,9 +1,9 @@
 """Fixtures for the auth tests: a signing key, a verifier over it, and a revocation list on
-the real Redis (``redis_url`` and ``redis_namespace`` come from ``tests/conftest.py``)."""
+the real Redis (``redis_client`` comes from ``tests/shared/conftest.py``)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 from uuid import uuid4
@@ -23,7 +23,7 @@ from shared.auth import (
     WorkloadScope,
     generate_signing_key,
 )
-from shared.redis import Keys, create_redis
+from shared.redis import Keys
 
 ISSUER = "https://identity.test"
 AUDIENCE = "platform-api"
@@ -68,16 +68,6 @@ def issue(signer: TokenSigner) -> IssueToken:
         return token
 
     return issue_token
-
-
-@pytest.fixture
-async def redis_client(redis_url: str, redis_namespace: str) -> AsyncIterator[Redis]:
-    client = create_redis(redis_url)
-    yield client
-    leftovers = [key async for key in client.scan_iter(match=f"{redis_namespace}:*")]
-    if leftovers:
-        await client.delete(*leftovers)
-    await client.aclose()
 
 
 @pytest.fixture

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import uuid4
 
+import hiredis
 import pytest
 from redis.asyncio import Redis
 
 from shared.auth import RevocationList, VerifiedToken
 from shared.errors import ServiceUnavailable
 from shared.redis import Keys, create_redis
+from shared.redis_pipe import pipe_of
 from tests.support.redis_server import free_port
 
 DAY = 24 * 3600
@@ -39,25 +40,6 @@ def token(
         expires_at=issued_at + lifetime if lifetime else None,
         key_id="k",
     )
-
-
-class CountingRedis(Redis):
-    """A real client that also records the commands it sends."""
-
-    commands: list[str]
-
-    async def execute_command(self, *args: Any, **options: Any) -> Any:
-        self.commands.append(str(args[0]))
-        # redis-py leaves execute_command unannotated.
-        return await super().execute_command(*args, **options)  # type: ignore[no-untyped-call]
-
-
-@pytest.fixture
-async def counting_redis(redis_url: str) -> AsyncIterator[CountingRedis]:
-    client = CountingRedis.from_url(redis_url)
-    client.commands = []
-    yield client
-    await client.aclose()
 
 
 @pytest.fixture
@@ -222,14 +204,32 @@ async def test_device_id_spelling_does_not_matter(revocations: RevocationList) -
     assert await revocations.is_revoked(on_device) is True
 
 
-async def test_revocation_check_is_one_round_trip(
-    counting_redis: CountingRedis, redis_namespace: str
+async def test_revocation_check_is_one_mget_in_one_write(
+    revocations: RevocationList, redis_client: Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    revocations = RevocationList(counting_redis, Keys(redis_namespace))
+    await revocations.is_revoked(token())  # connects the pipe
+    protocol = pipe_of(redis_client)._protocol
+    assert protocol is not None
+    transport = protocol.transport
+    assert transport is not None
+    writes: list[bytes] = []
+    write = transport.write
+
+    def recording(data: bytes) -> None:
+        writes.append(bytes(data))
+        write(data)
+
+    monkeypatch.setattr(transport, "write", recording)
 
     await revocations.is_revoked(token(device_id=str(uuid4())))
 
-    assert counting_redis.commands == ["MGET"]
+    [written] = writes
+    commands = hiredis.Reader()  # commands are written in the shape of a reply
+    commands.feed(written)
+    command = commands.gets()
+    assert command[0] == b"MGET"
+    assert len(command) == 5  # token, subject, device, device cutoff
+    assert commands.gets() is False
 
 
 async def test_revocation_check_fails_closed_when_redis_is_down(unused_port: int) -> None:
