@@ -177,39 +177,55 @@ async def _run(
     return rows
 
 
+Slot = tuple[str | None, int | None, Processor | None, Any]
+"""Where one position of a prepared statement's SQL takes its value from: the parameter
+named (``None``: the fixed value given last), the item at that index of it (an expanded
+list), and the processor to apply."""
+
+
 class _Bound:
-    """A prepared statement run with one set of parameter names: its SQL, result
-    metadata, and per position of the SQL either the parameter to read (with its
-    processor) or a value the statement fixes (processed once)."""
+    """A prepared statement run with one set of parameter names (and lengths of its
+    expanded lists): its SQL, result metadata and :data:`Slot` per position."""
 
     __slots__ = ("metadata", "slots", "sql")
 
-    def __init__(
-        self, sql: str, metadata: Any, slots: list[tuple[str | None, Processor | None, Any]]
-    ) -> None:
+    def __init__(self, sql: str, metadata: Any, slots: list[Slot]) -> None:
         self.sql = sql
         self.metadata = metadata
         self.slots = slots
 
 
 class _Prepared:
-    __slots__ = ("bound", "statement")
+    __slots__ = ("bound", "lists", "statement")
 
     def __init__(self, statement: Any) -> None:
         self.statement = statement  # kept alive: the registry is keyed by its id
-        self.bound: dict[tuple[str, ...], _Bound | None] = {}
+        self.lists: tuple[str, ...] = ()  # its expanding parameters, known after a run
+        self.bound: dict[tuple[Any, ...], _Bound | None] = {}
+
+    def key(self, params: Mapping[str, Any] | None) -> tuple[Any, ...]:
+        """What a run's SQL depends on: the parameters' names, and the lengths of the
+        lists it expands into the SQL (``IN``)."""
+        if not params:
+            return ()
+        names = tuple(params)
+        if not self.lists:
+            return names
+        return (*names, *(len(params[name]) if name in params else -1 for name in self.lists))
 
 
 _PREPARED: dict[int, _Prepared] = {}
 _PREPARED_KEPT = 4096
+_BOUND_KEPT = 256  # per statement: its expanded lists' lengths make a key each
 
 
 def prepared(statement: S) -> S:
     """Marks ``statement`` (a SELECT or INSERT built once, its changing values bound
     parameters) as run again and again: :func:`execute` then works out, once per set
-    of parameter names, its SQL, the order and processors of its parameters and the values
-    it fixes itself, and at every later run only reads the parameters (no cache key, no
-    compiled-statement cache lookup, no parameter assembly). Returns ``statement``."""
+    of parameter names (and lengths of expanded lists), its SQL, the order and processors
+    of its parameters and the values it fixes itself, and at every later run only reads
+    the parameters (no cache key, no compiled-statement cache lookup, no parameter
+    assembly, no expansion of ``IN`` lists into the SQL). Returns ``statement``."""
     if id(statement) not in _PREPARED:
         if len(_PREPARED) >= _PREPARED_KEPT:  # a builder that should not mark what it builds
             _PREPARED.clear()
@@ -225,30 +241,57 @@ def _bind(
     positions: Sequence[str],
     processors: Mapping[str, Processor],
     values: Mapping[str, Any],
-) -> _Bound | None:
-    """The :class:`_Bound` of a prepared statement, from one run's SQL and assembled
-    ``values`` (after the expansion of parameters rendered into the SQL); ``None`` when
-    that SQL or a value depends on more than the parameters' names: a parameter rendered
-    into the SQL (an expanding ``IN``), or a value computed at every run."""
+) -> tuple[tuple[str, ...], _Bound | None]:
+    """The names of the expanding parameters of a prepared statement, and its
+    :class:`_Bound`, from one run's SQL and assembled ``values`` (after expansion).
+    ``None`` when the SQL or a value depends on more than what :meth:`_Prepared.key`
+    holds: a parameter rendered into the SQL as a literal, a list expanded in a way not
+    read back here, or a value computed at every run."""
     binds = compiled.binds
-    rendered = compiled.literal_execute_params | compiled.post_compile_params
-    if any(bind.key in params or binds.get(bind.key) is None for bind in rendered):
-        return None
-    slots: list[tuple[str | None, Processor | None, Any]] = []
+    expanded: dict[str, tuple[str, int]] = {}  # an expanded name: (parameter, index)
+    lists: list[str] = []
+    for rendered in compiled.literal_execute_params | compiled.post_compile_params:
+        if rendered.key not in params:
+            if binds.get(rendered.key) is None:
+                return (), None
+            continue  # the statement's own value: fixed
+        if rendered in compiled.literal_execute_params or not rendered.expanding:
+            return (), None
+        lists.append(rendered.key)
+        name = compiled.bind_names[rendered]
+        for index in range(len(params[rendered.key])):
+            expanded[f"{name}_{index + 1}"] = (rendered.key, index)
+    slots: list[Slot] = []
     for name in positions:
         bind = binds.get(name)
         processor = processors.get(name)
-        if bind is None:  # an expanded value: fixed by the statement (checked above)
+        if name in expanded:
+            key, index = expanded[name]
+            if values[name] is not params[key][index]:
+                return (), None
+            slots.append((key, index, processor, None))
+        elif bind is None:  # expanded from the statement's own list: fixed
             value = values[name]
-            slots.append((None, None, processor(value) if processor else value))
+            slots.append((None, None, None, processor(value) if processor else value))
         elif bind.key in params or name in params:
-            slots.append((bind.key if bind.key in params else name, processor, None))
+            slots.append((bind.key if bind.key in params else name, None, processor, None))
         elif bind.callable is not None:
-            return None
+            return (), None
         else:
             value = values[name]
-            slots.append((None, None, processor(value) if processor else value))
-    return _Bound(sql, plan.metadata, slots)
+            slots.append((None, None, None, processor(value) if processor else value))
+    return tuple(sorted(lists)), _Bound(sql, plan.metadata, slots)
+
+
+def _parameters(slots: list[Slot], given: Mapping[str, Any]) -> list[Any]:
+    parameters = []
+    for key, index, processor, fixed in slots:
+        if key is None:
+            parameters.append(fixed)
+            continue
+        value = given[key] if index is None else given[key][index]
+        parameters.append(processor(value) if processor else value)
+    return parameters
 
 
 async def execute(
@@ -263,16 +306,11 @@ async def execute(
         return None
     entry = _PREPARED.get(id(statement))
     if entry is not None and entry.statement is statement:
-        names = tuple(params) if params else ()
-        bound = entry.bound.get(names)
+        bound = entry.bound.get(entry.key(params))
         if bound is not None:
             driver = _driver(sync)
             if driver is not None:
-                given: Mapping[str, Any] = params or {}
-                parameters = [
-                    static if key is None else processor(given[key]) if processor else given[key]
-                    for key, processor, static in bound.slots
-                ]
+                parameters = _parameters(bound.slots, params or {})
                 rows = await _run(sync, driver, bound.sql, parameters)
                 return IteratorResult(bound.metadata, iter(rows))
     if (
@@ -307,9 +345,13 @@ async def execute(
         processors = {**processors, **expanded.processors}
         values = dict(expanded.parameters)
     if entry is not None and entry.statement is statement:
-        entry.bound[tuple(params) if params else ()] = _bind(
-            compiled, plan, params or {}, sql, positions, processors, values
-        )
+        lists, bound = _bind(compiled, plan, params or {}, sql, positions, processors, values)
+        if lists != entry.lists:  # first learnt (or changed): what was kept keyed otherwise
+            entry.lists = lists
+            entry.bound.clear()
+        if len(entry.bound) >= _BOUND_KEPT:
+            entry.bound.clear()
+        entry.bound[entry.key(params)] = bound
     parameters = [
         processors[name](values[name]) if name in processors else values[name] for name in positions
     ]

@@ -255,7 +255,21 @@ PREPARED_QUERIES: dict[str, tuple[Any, list[dict[str, Any]]]] = {
         select(things.c.name)
         .where(things.c.id.in_(bindparam("ids", expanding=True)))
         .order_by(things.c.name),
-        [{"ids": [uuid.UUID(int=2)]}, {"ids": [uuid.UUID(int=3), uuid.UUID(int=5)]}],
+        [
+            {"ids": [uuid.UUID(int=2)]},
+            {"ids": [uuid.UUID(int=3), uuid.UUID(int=5)]},
+            {"ids": [uuid.UUID(int=8), uuid.UUID(int=1)]},  # the same SQL, other values
+            {"ids": [uuid.UUID(int=4)]},
+        ],
+    ),
+    "its own list beside an expanding parameter": (
+        select(things.c.name)
+        .where(
+            things.c.name.in_(["thing-1", "thing-2", "thing-3"]),
+            things.c.id.not_in(bindparam("ids", expanding=True)),
+        )
+        .order_by(things.c.name),
+        [{"ids": [uuid.UUID(int=2)]}, {"ids": [uuid.UUID(int=4), uuid.UUID(int=9)]}],
     ),
     "typed parameters": (
         select(things.c.name)
@@ -288,9 +302,15 @@ async def test_a_prepared_statement_answers_as_sqlalchemy_at_every_run(engine, s
         assert answers[0] == answers[1] == answers[2]
         assert answers[0]
     if engine.dialect.name == "sqlite":
-        # What the runs after the first read from (an expanding parameter's SQL changes).
+        # What the runs after the first read from: one per expanded list's length.
         kept = direct._PREPARED[id(statement)].bound
-        assert all(kept.values()) == (name != "an expanding parameter")
+        assert all(kept.values())
+        assert len(kept) == len(
+            {
+                tuple(len(v) if isinstance(v, list) else 0 for v in params.values())
+                for params in runs
+            }
+        )
 
 
 async def test_a_prepared_insert_takes_each_set_of_columns_it_is_given(sessions):

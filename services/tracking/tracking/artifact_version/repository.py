@@ -227,14 +227,16 @@ _VERSION_COLUMNS = sa_select(
     _producer(col(StepRun.pipeline_run_id)).label("producer_pipeline_run_id"),
 )
 _VERSION = prepared(_VERSION_COLUMNS.where(col(V.id) == bindparam("id", type_=_table(V).c.id.type)))
-_VERSIONS = _VERSION_COLUMNS.where(_in_ids(col(V.id)))
-_ARTIFACTS = sa_select(*rendered_columns(_table(Artifact))).where(_in_ids(col(Artifact.id)))
-_VISUALIZATIONS = (
+_VERSIONS = prepared(_VERSION_COLUMNS.where(_in_ids(col(V.id))))
+_ARTIFACTS = prepared(
+    sa_select(*rendered_columns(_table(Artifact))).where(_in_ids(col(Artifact.id)))
+)
+_VISUALIZATIONS = prepared(
     sa_select(*_table(ArtifactVisualization).columns)
     .where(_in_ids(col(ArtifactVisualization.artifact_version_id)))
     .order_by(col(ArtifactVisualization.position))
 )
-_RUN_METADATA = (
+_RUN_METADATA = prepared(
     sa_select(col(RunMetadata.resource_id), col(RunMetadata.key), col(RunMetadata.value))
     .where(
         col(RunMetadata.resource_type) == METADATA_RESOURCE,

@@ -16,7 +16,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from shared.db import core_execute, utcnow
+from shared.db import core_execute, prepared, utcnow
 from shared.listing import Condition, Field, Kind, Op, SortKey
 from shared.listing.sql import condition_sql
 from tracking.models import Tag, TagResource
@@ -159,7 +159,7 @@ def tag_ids_column(resource_type: str, id_column: Any) -> Any:
 
 _TAG_TABLE: Table = Tag.__table__  # type: ignore[attr-defined]
 # Built once, run with new values (no statement building per request).
-_TAGS_OF_RESOURCES = (
+_TAGS_OF_RESOURCES = prepared(
     sa_select(col(TagResource.resource_id).label("resource_id"), *_TAG_TABLE.columns)
     .join(Tag, col(Tag.id) == col(TagResource.tag_id))
     .where(
@@ -168,8 +168,8 @@ _TAGS_OF_RESOURCES = (
     )
     .order_by(col(Tag.name))
 )
-_TAGS_BY_ID = sa_select(*_TAG_TABLE.columns).where(
-    col(Tag.id).in_(bindparam("ids", expanding=True))
+_TAGS_BY_ID = prepared(
+    sa_select(*_TAG_TABLE.columns).where(col(Tag.id).in_(bindparam("ids", expanding=True)))
 )
 
 
