@@ -7,6 +7,7 @@ import json
 import logging
 import sys
 from datetime import UTC, datetime
+from typing import Any
 
 import httpx
 import pytest
@@ -26,7 +27,7 @@ from shared.logging import (
     redact_text,
     request_id_var,
 )
-from shared.middleware import AccessLogMiddleware, RequestIdMiddleware
+from shared.middleware import ServiceMiddleware
 
 JWT = (
     "eyJhbGciOiJFZERTQSIsImtpZCI6ImsxIn0"
@@ -214,6 +215,10 @@ async def ok(scope: Scope, receive: Receive, send: Send) -> None:
     await PlainTextResponse("ok")(scope, receive, send)
 
 
+def middleware(app: Any) -> ServiceMiddleware:
+    return ServiceMiddleware(app, server_header="srv-1", max_body_size=1024)
+
+
 async def test_access_log_line_masks_secret_query_values():
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)
@@ -221,7 +226,7 @@ async def test_access_log_line_masks_secret_query_values():
     logger = logging.getLogger("platform.access")
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
-    app = RequestIdMiddleware(AccessLogMiddleware(ok))
+    app = middleware(ok)
     try:
         async with httpx.AsyncClient(
             transport=httpx.ASGITransport(app=app), base_url="http://test"
@@ -253,7 +258,7 @@ async def test_access_log_skips_health():
     logger.setLevel(logging.INFO)
     try:
         async with httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=AccessLogMiddleware(ok)), base_url="http://test"
+            transport=httpx.ASGITransport(app=middleware(ok)), base_url="http://test"
         ) as client:
             await client.get("/health")
     finally:
