@@ -30,13 +30,13 @@ from starlette.applications import Starlette
 from starlette.authentication import AuthenticationBackend
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Match, Mount, Route
 from starlette.types import Scope
 
 from shared.auth import (
+    AuthMiddleware,
     JWKSClient,
     JWTAuthBackend,
     RevocationList,
@@ -220,11 +220,7 @@ def create_service_app(
             max_body_size=settings.max_body_size,
             error_style=error_style,
         ),
-        Middleware(
-            AuthenticationMiddleware,
-            backend=backend,
-            on_error=lambda conn, exc: _auth_error(exc),
-        ),
+        Middleware(AuthMiddleware, backend=backend, on_error=lambda conn, exc: _auth_error(exc)),
         Middleware(IdempotencyMiddleware, cipher=idempotency_cipher),
     ]
     return Starlette(
@@ -236,8 +232,8 @@ def create_service_app(
 
 
 def _auth_error(exc: Exception) -> Response:
-    # Starlette calls this only for its AuthenticationError, which our backend never
-    # raises (a bad token becomes InvalidCredentials). ServiceUnavailable from the
+    # AuthMiddleware calls this only for Starlette's AuthenticationError, which our backend
+    # never raises (a bad token becomes InvalidCredentials). ServiceUnavailable from the
     # revocation check (Redis down: fail closed) escapes the middleware and is rendered
     # as a 503 by ServiceMiddleware.
     return error_response(PlatformError(f"Authentication failed: {exc}"), current_request_id())

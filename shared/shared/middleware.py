@@ -2,7 +2,7 @@
 
 :func:`shared.app.create_service_app` installs, outermost first: :class:`ServiceMiddleware`
 (error style, request id, access log, security headers, error rendering, body size limit),
-then Starlette's authentication middleware and idempotent replays
+then authentication (:class:`shared.auth.AuthMiddleware`) and idempotent replays
 (:class:`shared.idempotency.IdempotencyMiddleware`).
 """
 
