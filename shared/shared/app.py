@@ -19,7 +19,6 @@ the service's own hook yields.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
@@ -31,13 +30,13 @@ from starlette.applications import Starlette
 from starlette.authentication import AuthenticationBackend
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Match, Mount, Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Scope
 
 from shared.auth import (
+    AuthMiddleware,
     JWKSClient,
     JWTAuthBackend,
     RevocationList,
@@ -51,22 +50,13 @@ from shared.errors import PlatformError
 from shared.health import health_routes
 from shared.http import create_http_client, service_auth
 from shared.idempotency import IdempotencyMiddleware
-from shared.middleware import (
-    AccessLogMiddleware,
-    BodySizeLimitMiddleware,
-    ErrorStyleMiddleware,
-    RequestIdMiddleware,
-    SecurityHeadersMiddleware,
-    current_request_id,
-)
+from shared.middleware import ServiceMiddleware, current_request_id
 from shared.migrations import upgrade
 from shared.openapi import build_openapi
 from shared.redis import Keys, create_redis
 from shared.redis_pipe import close_pipe_of
-from shared.responses import JSON, ErrorStyle, error_body, error_response
+from shared.responses import ErrorStyle, error_response
 from shared.settings import ServiceSettings
-
-logger = logging.getLogger(__name__)
 
 State = dict[str, Any]
 LifespanHook = Callable[[Starlette, State], AbstractAsyncContextManager[State]]
@@ -115,48 +105,6 @@ async def _http_exception(request: Request, exc: Exception) -> Response:
         if allowed:
             headers["Allow"] = ", ".join(sorted(allowed))
     return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=headers)
-
-
-class UnhandledErrorMiddleware:
-    """Last resort: an unexpected exception becomes a generic 500 in the platform shape
-    (no traceback, SQL or secret in the body) and is logged with its request id; a
-    :class:`PlatformError` raised by middleware outside the router renders as usual."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = False
-
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
-        try:
-            await self.app(scope, receive, tracking_send)
-        except PlatformError as exc:
-            # Raised outside the router (e.g. by the authentication middleware).
-            if started:
-                raise
-            await error_response(exc, current_request_id())(scope, receive, send)
-        except Exception:
-            logger.exception("unhandled error", extra={"path": scope.get("path")})
-            if started:
-                raise
-            body = error_body(PlatformError("Internal server error."))
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 500,
-                    "headers": [(b"content-type", JSON.encode())],
-                }
-            )
-            await send({"type": "http.response.body", "body": body})
 
 
 def _workload_scopes(settings: ServiceSettings, http: httpx.AsyncClient) -> WorkloadScopes | None:
@@ -271,17 +219,13 @@ def create_service_app(
         cookie_name=settings.session_cookie_name, kinds=token_kinds
     )
     middleware = [
-        Middleware(ErrorStyleMiddleware, style=error_style),
-        Middleware(RequestIdMiddleware),
-        Middleware(AccessLogMiddleware),
-        Middleware(SecurityHeadersMiddleware, server_header=str(settings.server_id)),
-        Middleware(UnhandledErrorMiddleware),
-        Middleware(BodySizeLimitMiddleware, max_body_size=settings.max_body_size),
         Middleware(
-            AuthenticationMiddleware,
-            backend=backend,
-            on_error=lambda conn, exc: _auth_error(exc),
+            ServiceMiddleware,
+            server_header=str(settings.server_id),
+            max_body_size=settings.max_body_size,
+            error_style=error_style,
         ),
+        Middleware(AuthMiddleware, backend=backend, on_error=lambda conn, exc: _auth_error(exc)),
         Middleware(IdempotencyMiddleware, cipher=idempotency_cipher),
     ]
     return Starlette(
@@ -293,8 +237,8 @@ def create_service_app(
 
 
 def _auth_error(exc: Exception) -> Response:
-    # Starlette calls this only for its AuthenticationError, which our backend never
-    # raises (a bad token becomes InvalidCredentials). ServiceUnavailable from the
+    # AuthMiddleware calls this only for Starlette's AuthenticationError, which our backend
+    # never raises (a bad token becomes InvalidCredentials). ServiceUnavailable from the
     # revocation check (Redis down: fail closed) escapes the middleware and is rendered
-    # as a 503 by UnhandledErrorMiddleware.
+    # as a 503 by ServiceMiddleware.
     return error_response(PlatformError(f"Authentication failed: {exc}"), current_request_id())

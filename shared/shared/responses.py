@@ -25,7 +25,7 @@ ErrorStyle = Literal["platform", "message"]
 error_style_var: ContextVar[ErrorStyle] = ContextVar("error_style", default="platform")
 """How errors render while serving the current request: ``platform`` (the ZenML shape
 ``{"detail": [<wire name>, <message>]}``) or ``message`` (``{"detail": "<message>"}``, the
-agent-run server's shape). Set per request by :class:`shared.middleware.ErrorStyleMiddleware`.
+agent-run server's shape). Set per request by :class:`shared.middleware.ServiceMiddleware`.
 """
 
 

@@ -20,7 +20,7 @@ from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response
 
 from shared.app import create_service_app
-from shared.errors import NotFound
+from shared.errors import NotFound, ServiceUnavailable
 from shared.logging import JSONFormatter
 from shared.middleware import SECURITY_HEADERS
 from shared.pagination import PageParams
@@ -495,3 +495,40 @@ async def test_custom_auth_backend_users_get_idempotent_replays(own_auth_client)
         "/api/v1/counted", headers={"X-Caller": "bob", "Idempotency-Key": key}
     )
     assert other.json()["n"] == first.json()["n"] + 1
+
+
+class FailingBackend(AuthenticationBackend):
+    """Fails closed, as the platform's backend does when Redis is down."""
+
+    async def authenticate(self, conn: HTTPConnection) -> tuple[AuthCredentials, BaseUser] | None:
+        raise ServiceUnavailable("Token revocation list unavailable.")
+
+
+@pytest.mark.parametrize(
+    ("style", "detail"),
+    [
+        ("platform", ["ServiceUnavailable", "Token revocation list unavailable."]),
+        ("message", "Token revocation list unavailable."),
+    ],
+)
+async def test_an_error_raised_by_authentication_renders_in_the_services_style(
+    tmp_path: Path, redis_url: str, style, detail
+):
+    app = create_service_app(
+        make_settings(sqlite_url(tmp_path), redis_url),
+        title="failing-auth",
+        version="0",
+        routes=ROUTES,
+        migrations=None,
+        auth_backend=FailingBackend(),
+        error_style=style,
+    )
+    async with client_for(app) as client:
+        with json_log("platform.access") as stream:
+            response = await client.get("/api/v1/things", headers={"X-Request-ID": "feed0001"})
+    assert response.status_code == 503
+    assert response.json() == {"detail": detail}
+    assert response.headers["x-request-id"] == "feed0001"
+    assert response.headers["x-frame-options"] == "SAMEORIGIN"
+    [record] = log_records(stream)
+    assert (record["status"], record["request_id"]) == (503, "feed0001")

@@ -6,22 +6,28 @@ import io
 import json
 import logging
 import sys
+from datetime import UTC, datetime
+from typing import Any
 
 import httpx
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 from starlette.responses import PlainTextResponse
 from starlette.types import Receive, Scope, Send
 
 from shared.logging import (
+    _SECRET_VALUE_PATTERNS,
     MASK,
     PRE_REDACTED,
     JSONFormatter,
     TextFormatter,
+    iso_timestamp,
     redact,
     redact_text,
     request_id_var,
 )
-from shared.middleware import AccessLogMiddleware, RequestIdMiddleware
+from shared.middleware import ServiceMiddleware
 
 JWT = (
     "eyJhbGciOiJFZERTQSIsImtpZCI6ImsxIn0"
@@ -101,6 +107,37 @@ def test_redact_text_masks_quoted_secret_keys_of_a_dict_in_a_message():
     assert "'username': 'a'" in masked
 
 
+def test_redact_masks_numbers_and_booleans_under_secret_keys():
+    assert redact({"code": 123456, "pin_code": False, "count": 3}) == {
+        "code": MASK,
+        "pin_code": MASK,
+        "count": 3,
+    }
+
+
+def every_pattern_substituted(text: str) -> str:
+    """What redact_text wrote before it first looked for a character the patterns need."""
+    for pattern in _SECRET_VALUE_PATTERNS:
+        if pattern.groups:
+            text = pattern.sub(lambda m: m.group(1) + MASK, text)
+        else:
+            text = pattern.sub(MASK, text)
+    return text
+
+
+texts_with_secrets = st.one_of(
+    st.text(),
+    *(st.from_regex(pattern) for pattern in _SECRET_VALUE_PATTERNS),
+)
+
+
+@given(texts_with_secrets)
+@example("127.0.0.1")
+@example(f"cookie {JWT}")
+def test_redact_text_masks_what_every_pattern_would(text: str):
+    assert redact_text(text) == every_pattern_substituted(text)
+
+
 def test_redact_text_leaves_ordinary_text_alone():
     text = "GET /api/v1/artifacts?page=2 200 in 3.1 ms"
     assert redact_text(text) == text
@@ -125,6 +162,28 @@ def test_json_formatter_masks_secrets_in_message_and_extras():
     assert JWT not in json.dumps(payload)
     assert payload["client_secret"] == MASK
     assert payload["user"] == "alice"
+
+
+@given(st.floats(min_value=0, max_value=4e9, allow_nan=False))
+@example(1700000000.9999995)
+@example(1700000000.0004995)
+@example(1700000000.9994999)
+def test_json_timestamps_are_what_datetime_writes(created: float):
+    expected = datetime.fromtimestamp(created, UTC).isoformat(timespec="milliseconds")
+    assert iso_timestamp(created) == expected
+
+
+@pytest.mark.parametrize("formatter", [JSONFormatter(), TextFormatter()])
+def test_records_with_the_same_fields_are_each_masked(formatter: logging.Formatter):
+    first = formatter.format(record("a", user="alice", token="t-one"))
+    second = formatter.format(record("b", user="bob", token="t-two"))
+    other = formatter.format(record("c", token="t-three", user="carol", extra_field=1))
+    assert "t-one" not in first
+    assert "t-two" not in second
+    assert "t-three" not in other
+    assert "bob" in second
+    # Extras are written in the order they were set.
+    assert other.index("token") < other.index("carol") < other.index("extra_field")
 
 
 def test_json_formatter_adds_the_current_request_id():
@@ -156,6 +215,10 @@ async def ok(scope: Scope, receive: Receive, send: Send) -> None:
     await PlainTextResponse("ok")(scope, receive, send)
 
 
+def middleware(app: Any) -> ServiceMiddleware:
+    return ServiceMiddleware(app, server_header="srv-1", max_body_size=1024)
+
+
 async def test_access_log_line_masks_secret_query_values():
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)
@@ -163,7 +226,7 @@ async def test_access_log_line_masks_secret_query_values():
     logger = logging.getLogger("platform.access")
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
-    app = RequestIdMiddleware(AccessLogMiddleware(ok))
+    app = middleware(ok)
     try:
         async with httpx.AsyncClient(
             transport=httpx.ASGITransport(app=app), base_url="http://test"
@@ -195,7 +258,7 @@ async def test_access_log_skips_health():
     logger.setLevel(logging.INFO)
     try:
         async with httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=AccessLogMiddleware(ok)), base_url="http://test"
+            transport=httpx.ASGITransport(app=middleware(ok)), base_url="http://test"
         ) as client:
             await client.get("/health")
     finally:

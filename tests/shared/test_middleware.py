@@ -1,62 +1,104 @@
-"""The pure ASGI middleware on their own, with raw scopes where httpx would refuse to
-send the input (a header value with a newline, a non-numeric Content-Length)."""
+"""The shared middleware on its own, with raw scopes where httpx would refuse to send the
+input (a header value with a newline, a non-numeric Content-Length)."""
 
 from __future__ import annotations
 
 import json
 import re
 from typing import Any
+from urllib.parse import parse_qsl, urlencode
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.types import Message, Receive, Scope, Send
 
-from shared.app import UnhandledErrorMiddleware
-from shared.errors import PayloadTooLarge, ServiceUnavailable
+from shared.errors import ServiceUnavailable, Unauthorized
+from shared.logging import MASK, SECRET_KEY_PATTERN
 from shared.middleware import (
-    BodySizeLimitMiddleware,
-    RequestIdMiddleware,
-    SecurityHeadersMiddleware,
+    SECURITY_HEADERS,
+    ServiceMiddleware,
+    _redacted_query,
     current_request_id,
     new_request_id,
 )
+from shared.responses import error_response, error_style_var
+from tests.shared.test_app import json_log, log_records
 
 EIGHT_HEX = re.compile(r"[0-9a-f]{8}")
+
+
+def stack(app: Any, max_body_size: int = 10) -> ServiceMiddleware:
+    return ServiceMiddleware(app, server_header="srv-1", max_body_size=max_body_size)
+
+
+class Exchange:
+    """One request through an ASGI app over raw messages: what it read and sent."""
+
+    def __init__(
+        self,
+        headers: list[tuple[bytes, bytes]],
+        body_chunks: list[bytes] | None = None,
+        *,
+        path: str = "/x",
+        http_version: str = "1.1",
+    ) -> None:
+        self.scope = {
+            "type": "http",
+            "method": "POST",
+            "path": path,
+            "raw_path": path.encode(),
+            "query_string": b"",
+            "headers": headers,
+            "http_version": http_version,
+            "scheme": "http",
+            "server": ("test", 80),
+            "client": ("10.0.0.1", 1234),
+            "root_path": "",
+        }
+        self.chunks = list(body_chunks or [b""])
+        self.reads = 0
+        self.sent: list[Message] = []
+
+    async def receive(self) -> Message:
+        self.reads += 1
+        if not self.chunks:
+            return {"type": "http.disconnect"}
+        chunk = self.chunks.pop(0)
+        return {"type": "http.request", "body": chunk, "more_body": bool(self.chunks)}
+
+    async def send(self, message: Message) -> None:
+        self.sent.append(message)
+
+    async def run(self, app: Any) -> Exchange:
+        await app(self.scope, self.receive, self.send)
+        return self
+
+    @property
+    def status(self) -> int:
+        return int(self.start["status"])
+
+    @property
+    def start(self) -> Message:
+        return next(m for m in self.sent if m["type"] == "http.response.start")
+
+    @property
+    def raw_headers(self) -> list[tuple[bytes, bytes]]:
+        return list(self.start["headers"])
+
+    @property
+    def body(self) -> bytes:
+        return b"".join(m.get("body", b"") for m in self.sent if m["type"] == "http.response.body")
 
 
 async def call(
     app: Any, headers: list[tuple[bytes, bytes]], body_chunks: list[bytes] | None = None
 ) -> tuple[int, dict[str, str], bytes]:
-    scope = {
-        "type": "http",
-        "method": "POST",
-        "path": "/x",
-        "raw_path": b"/x",
-        "query_string": b"",
-        "headers": headers,
-        "http_version": "1.1",
-        "scheme": "http",
-        "server": ("test", 80),
-        "root_path": "",
-    }
-    chunks = list(body_chunks or [b""])
-    sent: list[Message] = []
-
-    async def receive() -> Message:
-        if not chunks:
-            return {"type": "http.disconnect"}
-        chunk = chunks.pop(0)
-        return {"type": "http.request", "body": chunk, "more_body": bool(chunks)}
-
-    async def send(message: Message) -> None:
-        sent.append(message)
-
-    await app(scope, receive, send)
-    start = next(m for m in sent if m["type"] == "http.response.start")
-    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
-    response_headers = {k.decode(): v.decode() for k, v in start["headers"]}
-    return start["status"], response_headers, body
+    answer = await Exchange(headers, body_chunks).run(app)
+    response_headers = {k.decode(): v.decode() for k, v in answer.raw_headers}
+    return answer.status, response_headers, answer.body
 
 
 async def echo_request_id(scope: Scope, receive: Receive, send: Send) -> None:
@@ -65,9 +107,7 @@ async def echo_request_id(scope: Scope, receive: Receive, send: Send) -> None:
 
 @pytest.mark.parametrize("value", [b"abc\n", b"abc\r\nX-Evil: 1", b"a" * 65, b"", b"a b"])
 async def test_request_id_with_bad_characters_or_length_is_replaced(value):
-    status, headers, body = await call(
-        RequestIdMiddleware(echo_request_id), [(b"x-request-id", value)]
-    )
+    status, headers, body = await call(stack(echo_request_id), [(b"x-request-id", value)])
     assert status == 200
     assert EIGHT_HEX.fullmatch(headers["x-request-id"])
     assert json.loads(body)["seen"] == headers["x-request-id"]
@@ -75,15 +115,13 @@ async def test_request_id_with_bad_characters_or_length_is_replaced(value):
 
 async def test_request_id_of_sixty_four_allowed_characters_is_kept():
     value = "A-z.0:9_" * 8
-    _, headers, body = await call(
-        RequestIdMiddleware(echo_request_id), [(b"x-request-id", value.encode())]
-    )
+    _, headers, body = await call(stack(echo_request_id), [(b"x-request-id", value.encode())])
     assert headers["x-request-id"] == value
     assert json.loads(body)["seen"] == value
 
 
 async def test_request_id_is_cleared_after_the_request():
-    await call(RequestIdMiddleware(echo_request_id), [(b"x-request-id", b"abcdef01")])
+    await call(stack(echo_request_id), [(b"x-request-id", b"abcdef01")])
     assert current_request_id() is None
 
 
@@ -98,20 +136,29 @@ async def read_body(scope: Scope, receive: Receive, send: Send) -> None:
     await PlainTextResponse(str(len(body)))(scope, receive, send)
 
 
+def assert_payload_too_large(status: int, body: bytes) -> None:
+    assert status == 413
+    assert json.loads(body) == {
+        "detail": ["PayloadTooLarge", "Request body exceeds the limit of 10 bytes."]
+    }
+
+
 async def test_non_numeric_content_length_is_still_counted_as_it_streams():
-    app = BodySizeLimitMiddleware(read_body, max_body_size=10)
-    with pytest.raises(PayloadTooLarge):
-        await call(app, [(b"content-length", b"lots")], [b"x" * 6, b"x" * 6])
+    status, _, body = await call(
+        stack(read_body), [(b"content-length", b"lots")], [b"x" * 6, b"x" * 6]
+    )
+    assert_payload_too_large(status, body)
 
 
 async def test_lying_small_content_length_is_still_counted_as_it_streams():
-    app = BodySizeLimitMiddleware(read_body, max_body_size=10)
-    with pytest.raises(PayloadTooLarge):
-        await call(app, [(b"content-length", b"5")], [b"x" * 6, b"x" * 6])
+    status, _, body = await call(
+        stack(read_body), [(b"content-length", b"5")], [b"x" * 6, b"x" * 6]
+    )
+    assert_payload_too_large(status, body)
 
 
 async def test_body_exactly_at_the_limit_is_accepted():
-    app = BodySizeLimitMiddleware(read_body, max_body_size=10)
+    app = stack(read_body)
     status, _, body = await call(app, [(b"content-length", b"10")], [b"x" * 10])
     assert (status, body) == (200, b"10")
 
@@ -122,9 +169,7 @@ async def test_declared_content_length_over_the_limit_is_answered_without_readin
     async def never(scope: Scope, receive: Receive, send: Send) -> None:
         reads.append(await receive())
 
-    status, headers, body = await call(
-        BodySizeLimitMiddleware(never, max_body_size=10), [(b"content-length", b"11")]
-    )
+    status, headers, body = await call(stack(never), [(b"content-length", b"11")])
     assert status == 413
     assert headers["content-type"] == "application/json"
     assert json.loads(body)["detail"][0] == "PayloadTooLarge"
@@ -135,7 +180,7 @@ async def test_security_headers_server_header_replaces_the_handlers():
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         await PlainTextResponse("ok", headers={"server": "uvicorn"})(scope, receive, send)
 
-    _, headers, _ = await call(SecurityHeadersMiddleware(app, server_header="srv-1"), [])
+    _, headers, _ = await call(stack(app), [])
     assert headers["server"] == "srv-1"
     assert headers["x-frame-options"] == "SAMEORIGIN"
 
@@ -144,7 +189,7 @@ async def test_platform_error_raised_outside_the_router_renders_in_its_shape():
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         raise ServiceUnavailable("Token revocation list unavailable.")
 
-    status, _, body = await call(UnhandledErrorMiddleware(app), [])
+    status, _, body = await call(stack(app), [])
     assert status == 503
     assert json.loads(body) == {
         "detail": ["ServiceUnavailable", "Token revocation list unavailable."]
@@ -155,7 +200,7 @@ async def test_unexpected_error_outside_the_router_is_a_generic_500():
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         raise KeyError("internal detail")
 
-    status, headers, body = await call(UnhandledErrorMiddleware(app), [])
+    status, headers, body = await call(stack(app), [])
     assert status == 500
     assert headers["content-type"] == "application/json"
     assert json.loads(body) == {"detail": ["RuntimeError", "Internal server error."]}
@@ -167,4 +212,177 @@ async def test_error_after_the_response_started_is_re_raised():
         raise RuntimeError("stream broke")
 
     with pytest.raises(RuntimeError, match="stream broke"):
-        await call(UnhandledErrorMiddleware(app), [])
+        await call(stack(app), [])
+
+
+SECURITY = [(name.encode(), value.encode()) for name, value in SECURITY_HEADERS]
+SERVER = (b"server", b"srv-1")
+REQUEST_ID = [(b"x-request-id", b"abcdef01")]
+
+
+async def test_an_error_answer_keeps_its_headers_then_gets_security_headers_and_server():
+    def error() -> Unauthorized:
+        return Unauthorized("Bad.", headers={"WWW-Authenticate": 'Bearer error="invalid_token"'})
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        raise error()
+
+    answer = await Exchange(REQUEST_ID).run(stack(app))
+    assert answer.status == 401
+    own = error_response(error(), "abcdef01").raw_headers
+    assert answer.raw_headers == [*own, *SECURITY, SERVER]
+
+
+async def test_the_generic_500_gets_security_headers_server_then_the_request_id():
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        raise KeyError("internal detail")
+
+    answer = await Exchange(REQUEST_ID).run(stack(app))
+    assert answer.raw_headers == [
+        (b"content-type", b"application/json"),
+        *SECURITY,
+        SERVER,
+        (b"x-request-id", b"abcdef01"),
+    ]
+
+
+async def test_a_handlers_own_headers_and_request_id_win_once():
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        headers = {"X-Request-ID": "mine", "Cache-Control": "max-age=60", "Server": "uvicorn"}
+        await PlainTextResponse("ok", headers=headers)(scope, receive, send)
+
+    answer = await Exchange(REQUEST_ID).run(stack(app))
+    names = [name for name, _ in answer.raw_headers]
+    assert len(names) == len(set(names))
+    headers = dict(answer.raw_headers)
+    assert headers[b"x-request-id"] == b"mine"
+    assert headers[b"cache-control"] == b"max-age=60"
+    assert answer.raw_headers[-1] == SERVER
+
+
+async def test_health_gets_a_request_id_but_no_security_headers_or_access_log_line():
+    with json_log("platform.access") as access:
+        answer = await Exchange(REQUEST_ID, path="/health").run(stack(echo_request_id))
+    assert [name for name, _ in answer.raw_headers] == [
+        b"content-length",
+        b"content-type",
+        b"x-request-id",
+    ]
+    assert access.getvalue() == ""
+
+
+async def test_an_error_after_the_answer_started_is_logged_with_the_started_status():
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        raise RuntimeError("stream broke")
+
+    with json_log("platform.access") as access, json_log("shared.app") as errors:
+        exchange = Exchange(REQUEST_ID)
+        with pytest.raises(RuntimeError, match="stream broke"):
+            await exchange.run(stack(app))
+    assert [m["type"] for m in exchange.sent] == ["http.response.start"]
+    [line] = log_records(access)
+    assert (line["status"], line["request_id"]) == (200, "abcdef01")
+    [error] = log_records(errors)
+    assert (error["msg"], error["request_id"]) == ("unhandled error", "abcdef01")
+    assert current_request_id() is None
+
+
+async def test_a_streamed_body_is_refused_as_it_crosses_the_limit_and_logged_413():
+    exchange = Exchange([(b"transfer-encoding", b"chunked")], [b"x" * 6] * 5)
+    with json_log("platform.access") as access:
+        await exchange.run(stack(read_body))
+    assert_payload_too_large(exchange.status, exchange.body)
+    assert exchange.reads == 2
+    [line] = log_records(access)
+    assert line["status"] == 413
+    assert line["request_id"] == dict(exchange.raw_headers)[b"x-request-id"].decode()
+
+
+async def test_the_access_log_line_carries_the_request_id_it_answered_with():
+    with json_log("platform.access") as access:
+        answer = await Exchange([]).run(stack(echo_request_id))
+    request_id = dict(answer.raw_headers)[b"x-request-id"].decode()
+    assert EIGHT_HEX.fullmatch(request_id)
+    [line] = log_records(access)
+    assert line["request_id"] == request_id
+    assert (line["msg"], line["client"]) == ("POST /x 200", "10.0.0.1")
+
+
+@pytest.mark.parametrize(
+    ("headers", "http_version", "counted"),
+    [
+        ([], "1.1", False),
+        ([(b"content-length", b"0")], "1.1", False),
+        ([(b"content-length", b"5")], "1.1", True),
+        ([(b"content-length", b"lots")], "1.1", True),
+        ([(b"transfer-encoding", b"chunked")], "1.1", True),
+        ([], "2", True),
+    ],
+)
+async def test_only_a_request_that_may_carry_a_body_has_it_counted(
+    headers: list[tuple[bytes, bytes]], http_version: str, counted: bool
+):
+    handed: list[Receive] = []
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        handed.append(receive)
+        await PlainTextResponse("ok")(scope, receive, send)
+
+    exchange = Exchange(headers, http_version=http_version)
+    await exchange.run(stack(app))
+    assert (handed[0] != exchange.receive) == counted
+
+
+async def test_errors_raised_outside_the_router_render_in_the_services_style():
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        raise ServiceUnavailable("Token revocation list unavailable.")
+
+    middleware = ServiceMiddleware(
+        app, server_header="srv-1", max_body_size=10, error_style="message"
+    )
+    answer = await Exchange(REQUEST_ID).run(middleware)
+    assert answer.status == 503
+    assert json.loads(answer.body) == {"detail": "Token revocation list unavailable."}
+    assert error_style_var.get() == "platform"
+
+
+async def test_other_scopes_get_the_error_style_only():
+    seen: list[str] = []
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        seen.append(error_style_var.get())
+
+    middleware = ServiceMiddleware(
+        app, server_header="srv-1", max_body_size=10, error_style="message"
+    )
+    await middleware({"type": "lifespan"}, Exchange([]).receive, Exchange([]).send)
+    assert seen == ["message"]
+    assert error_style_var.get() == "platform"
+
+
+def urlencoded(query_string: bytes) -> str:
+    """The access log's query as it was first written: parsed, masked, encoded again."""
+    if not query_string:
+        return ""
+    pairs = parse_qsl(query_string.decode("latin-1"), keep_blank_values=True)
+    masked = [(k, MASK if SECRET_KEY_PATTERN.search(k) else v) for k, v in pairs]
+    return "?" + urlencode(masked, safe="*")
+
+
+query_fields = st.builds(
+    "{}={}".format,
+    st.sampled_from(["token", "page", "api_key", "Signature", "a", "", "x y", "na%6De"]),
+    st.text(alphabet="az09_.-~*=%+:/?", max_size=8),
+)
+query_strings = st.one_of(
+    st.lists(query_fields, max_size=5).map("&".join),
+    st.text(alphabet="az09_.-~*=&%+:/ ;#\xe9", max_size=40),
+).map(lambda text: text.encode("latin-1"))
+
+
+@given(query_strings)
+@example(b"project=e48baacb-c28b-4b8f-9eeb-19a08e781cb9&size=50&sort_by=created")
+@example(b"a&&b=&=c&token=x=y")
+def test_the_masked_query_is_written_as_urlencode_writes_it(query_string: bytes):
+    assert _redacted_query(query_string) == urlencoded(query_string)

@@ -7,16 +7,18 @@ the :class:`RevocationList` (and, for workload tokens, their object through
 :class:`WorkloadScopes`), and installs :class:`JWTAuthBackend`::
 
     verifier = TokenVerifier(JWKSClient(http, settings.jwks_url), issuer=..., audience=...)
-    Middleware(AuthenticationMiddleware, backend=JWTAuthBackend(cookie_name=..., kinds=...))
+    Middleware(AuthMiddleware, backend=JWTAuthBackend(cookie_name=..., kinds=...))
 
     async def get(request: Request) -> Response:
         principal = require_principal(request)
 """
 
 from shared.auth.backend import (
+    AuthMiddleware,
     InvalidCredentials,
     JWTAuthBackend,
     Principal,
+    ScopeAuthenticationBackend,
     bearer_token,
     require_admin,
     require_principal,
@@ -45,6 +47,7 @@ from shared.auth.workload import (
 )
 
 __all__ = [
+    "AuthMiddleware",
     "InvalidCredentials",
     "InvalidToken",
     "JWKSClient",
@@ -52,6 +55,7 @@ __all__ = [
     "KeySource",
     "Principal",
     "RevocationList",
+    "ScopeAuthenticationBackend",
     "ScopeKind",
     "ScopeSource",
     "ScopeState",

@@ -1,19 +1,29 @@
 """Starlette authentication from the session cookie or a bearer token.
 
-Install with ``Middleware(AuthenticationMiddleware, backend=JWTAuthBackend(...))``. The
-backend never refuses a request: it records who the caller is (a :class:`Principal`),
-that the credentials were bad (:class:`InvalidCredentials`), or nobody (Starlette's
-``UnauthenticatedUser``). Handlers that need a caller ask with :func:`require_principal`
-or :func:`require_admin`, so routes such as ``/login`` keep working with a stale cookie.
+Install with ``Middleware(AuthMiddleware, backend=JWTAuthBackend(...))`` (or Starlette's
+``AuthenticationMiddleware``, which it stands in for). The backend never refuses a
+request: it records who the caller is (a :class:`Principal`), that the credentials were
+bad (:class:`InvalidCredentials`), or nobody (Starlette's ``UnauthenticatedUser``).
+Handlers that need a caller ask with :func:`require_principal` or :func:`require_admin`,
+so routes such as ``/login`` keep working with a stale cookie.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from uuid import UUID
 
-from starlette.authentication import AuthCredentials, AuthenticationBackend, BaseUser
-from starlette.requests import HTTPConnection
+from starlette.authentication import (
+    AuthCredentials,
+    AuthenticationBackend,
+    AuthenticationError,
+    BaseUser,
+    UnauthenticatedUser,
+)
+from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.requests import HTTPConnection, cookie_parser
+from starlette.responses import Response
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from shared.auth.revocation import RevocationList
 from shared.auth.tokens import TokenKind, VerifiedToken
@@ -74,16 +84,79 @@ class InvalidCredentials(BaseUser):
         return ""
 
 
+AuthResult = tuple[AuthCredentials, BaseUser]
+
+
 def bearer_token(conn: HTTPConnection) -> str | None:
     """The credential of an ``Authorization: Bearer`` header, if any."""
-    scheme, _, credentials = conn.headers.get("authorization", "").partition(" ")
+    return _bearer(conn.headers.get("authorization", ""))
+
+
+def _bearer(authorization: str) -> str | None:
+    scheme, _, credentials = authorization.partition(" ")
     credentials = credentials.strip()
     if scheme.lower() != "bearer" or not credentials:
         return None
     return credentials
 
 
-class JWTAuthBackend(AuthenticationBackend):
+class ScopeAuthenticationBackend(AuthenticationBackend):
+    """A backend that reads what it needs from the ASGI scope itself, so that
+    :class:`AuthMiddleware` builds no Starlette connection (and its header, cookie and
+    state wrappers) for it; :meth:`authenticate` still takes one."""
+
+    async def authenticate(self, conn: HTTPConnection) -> AuthResult | None:
+        return await self.authenticate_scope(conn.scope)
+
+    async def authenticate_scope(self, scope: Scope) -> AuthResult | None:
+        """What :meth:`authenticate` answers for a connection over ``scope``."""
+        raise NotImplementedError
+
+
+class AuthMiddleware:
+    """Starlette's ``AuthenticationMiddleware``, doing the same (``scope["auth"]`` and
+    ``scope["user"]`` from ``backend``, anonymous without credentials, ``on_error`` for an
+    ``AuthenticationError``) with less work per request: a
+    :class:`ScopeAuthenticationBackend` is handed the scope, and a connection object is
+    only built for other backends or an error."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        backend: AuthenticationBackend,
+        on_error: Callable[[HTTPConnection, AuthenticationError], Response] | None = None,
+    ) -> None:
+        self.app = app
+        self.backend = backend
+        self.on_error = on_error or AuthenticationMiddleware.default_on_error
+        self._from_scope = (
+            backend.authenticate_scope if isinstance(backend, ScopeAuthenticationBackend) else None
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind != "http" and kind != "websocket":
+            await self.app(scope, receive, send)
+            return
+        try:
+            if self._from_scope is not None:
+                result = await self._from_scope(scope)
+            else:
+                result = await self.backend.authenticate(HTTPConnection(scope))
+        except AuthenticationError as exc:
+            response = self.on_error(HTTPConnection(scope), exc)
+            if kind == "websocket":
+                await send({"type": "websocket.close", "code": 1000})
+            else:
+                await response(scope, receive, send)
+            return
+        if result is None:
+            result = AuthCredentials(), UnauthenticatedUser()
+        scope["auth"], scope["user"] = result
+        await self.app(scope, receive, send)
+
+
+class JWTAuthBackend(ScopeAuthenticationBackend):
     """Authenticates with the cookie ``cookie_name`` or, without one, a bearer token.
 
     The cookie wins when both are present, as in the reference server. Only tokens of
@@ -105,27 +178,45 @@ class JWTAuthBackend(AuthenticationBackend):
 
     def token(self, conn: HTTPConnection) -> str | None:
         """The credential the request presents, if any."""
-        cookie = conn.cookies.get(self.cookie_name)
-        if cookie:
-            return cookie
-        return bearer_token(conn)
+        return self.credential(conn.scope)
 
-    async def authenticate(self, conn: HTTPConnection) -> tuple[AuthCredentials, BaseUser] | None:
-        raw = self.token(conn)
+    def credential(self, scope: Scope) -> str | None:
+        """The credential a request presents, read as Starlette's ``conn.cookies`` and
+        ``conn.headers`` would (every ``Cookie`` header, the later value of a name
+        winning; the first ``Authorization`` header), in one pass over the headers."""
+        cookie_headers: list[bytes] = []
+        authorization: bytes | None = None
+        for name, value in scope["headers"]:
+            if name == b"cookie":
+                cookie_headers.append(value)
+            elif name == b"authorization" and authorization is None:
+                authorization = value
+        if cookie_headers:
+            cookies: dict[str, str] = {}
+            for header in cookie_headers:
+                cookies.update(cookie_parser(header.decode("latin-1")))
+            cookie = cookies.get(self.cookie_name)
+            if cookie:
+                return cookie
+        return None if authorization is None else _bearer(authorization.decode("latin-1"))
+
+    async def authenticate_scope(self, scope: Scope) -> AuthResult | None:
+        raw = self.credential(scope)
         if raw is None:
             return None
-        verifier: TokenVerifier | None = getattr(conn.state, "verifier", None)
+        state = scope.setdefault("state", {})
+        verifier: TokenVerifier | None = state.get("verifier")
         if verifier is None:
             raise RuntimeError("JWTAuthBackend needs state.verifier; yield it from the lifespan")
         try:
             token = await verifier.verify(raw, kinds=self.kinds)
         except InvalidToken as exc:
             return AuthCredentials([]), InvalidCredentials(exc.message)
-        revocations: RevocationList | None = getattr(conn.state, "revocations", None)
+        revocations: RevocationList | None = state.get("revocations")
         if revocations is not None and await revocations.is_revoked(token):
             return AuthCredentials([]), InvalidCredentials("token has been revoked")
         if token.kind == TokenKind.WORKLOAD:
-            checker: WorkloadScopes | None = getattr(conn.state, "workload_scopes", None)
+            checker: WorkloadScopes | None = state.get("workload_scopes")
             reason = (
                 "workload tokens are not accepted by this service"
                 if checker is None

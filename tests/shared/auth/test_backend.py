@@ -1,4 +1,5 @@
-"""The Starlette backend and the require_* helpers, driven through a tiny app."""
+"""The Starlette backend, the middleware and the require_* helpers, driven through a tiny
+app (with AuthMiddleware, and with Starlette's AuthenticationMiddleware it stands in for)."""
 
 from __future__ import annotations
 
@@ -11,13 +12,16 @@ from uuid import uuid4
 import httpx
 import pytest
 from starlette.applications import Starlette
+from starlette.authentication import AuthenticationBackend, AuthenticationError
 from starlette.middleware import Middleware
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.requests import HTTPConnection, Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
+from starlette.types import Message
 
 from shared.auth import (
+    AuthMiddleware,
     JWTAuthBackend,
     Principal,
     RevocationList,
@@ -27,6 +31,7 @@ from shared.auth import (
     TokenVerifier,
     WorkloadScope,
     WorkloadScopes,
+    bearer_token,
     generate_signing_key,
     require_admin,
     require_principal,
@@ -73,7 +78,7 @@ async def render_error(request: Request, exc: Exception) -> Response:
     return error_response(exc)
 
 
-def make_app(state: dict[str, Any]) -> Starlette:
+def make_app(state: dict[str, Any], middleware: Any = AuthMiddleware) -> Starlette:
     """A service whose lifespan yields ``state``, as a real service's lifespan does."""
 
     @asynccontextmanager
@@ -88,26 +93,26 @@ def make_app(state: dict[str, Any]) -> Starlette:
             Route("/login", login, methods=["POST"]),
         ],
         middleware=[
-            Middleware(
-                AuthenticationMiddleware,
-                backend=JWTAuthBackend(cookie_name=COOKIE, kinds=BACKEND_KINDS),
-            )
+            Middleware(middleware, backend=JWTAuthBackend(cookie_name=COOKIE, kinds=BACKEND_KINDS))
         ],
         exception_handlers={PlatformError: render_error},
         lifespan=lifespan,
     )
 
 
-@pytest.fixture
+@pytest.fixture(params=[AuthMiddleware, AuthenticationMiddleware])
 async def client(
-    verifier: TokenVerifier, revocations: RevocationList, tracking_objects: TrackingObjects
+    request: pytest.FixtureRequest,
+    verifier: TokenVerifier,
+    revocations: RevocationList,
+    tracking_objects: TrackingObjects,
 ) -> AsyncIterator[httpx.AsyncClient]:
     state = {
         "verifier": verifier,
         "revocations": revocations,
         "workload_scopes": WorkloadScopes(tracking_objects, ttl=0),
     }
-    async with client_for(make_app(state)) as client:
+    async with client_for(make_app(state, request.param)) as client:
         yield client
 
 
@@ -419,3 +424,66 @@ async def test_backend_returns_a_principal_wrapping_the_token(
     assert user.user_id == user_id
     assert user.is_admin is False
     assert credentials.scopes == ["authenticated", "kind:access"]
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        [],
+        [(b"authorization", b"Bearer a.b.c")],
+        [(b"authorization", b"bearer   a.b.c  ")],
+        [(b"authorization", b"Bearer")],
+        [(b"authorization", b"Basic YWxpY2U6cHc=")],
+        [(b"authorization", b"Basic x"), (b"authorization", b"Bearer second")],
+        [(b"cookie", f"{COOKIE}=from-cookie".encode()), (b"authorization", b"Bearer b")],
+        [(b"cookie", f"a=1; {COOKIE}=; b=2".encode()), (b"authorization", b"Bearer b")],
+        [(b"cookie", f'{COOKIE}="quo\\"ted"'.encode())],
+        [(b"cookie", f"{COOKIE}=first".encode()), (b"cookie", f"{COOKIE}=second".encode())],
+        [(b"cookie", f"{COOKIE}=first; {COOKIE}=later".encode())],
+        [(b"cookie", f"{COOKIE}=kept".encode()), (b"cookie", b"other=1")],
+        [(b"cookie", b"no-equals-sign"), (b"authorization", b"Bearer b")],
+    ],
+)
+def test_the_credential_is_read_as_starlettes_connection_reads_it(
+    headers: list[tuple[bytes, bytes]],
+) -> None:
+    backend = JWTAuthBackend(cookie_name=COOKIE, kinds=BACKEND_KINDS)
+    conn = HTTPConnection({"type": "http", "headers": headers})
+
+    assert backend.credential(conn.scope) == (conn.cookies.get(COOKIE) or bearer_token(conn))
+
+
+class Refusing(AuthenticationBackend):
+    async def authenticate(self, conn: HTTPConnection) -> None:
+        raise AuthenticationError("no entry")
+
+
+async def test_an_authentication_error_is_answered_by_on_error() -> None:
+    def on_error(conn: HTTPConnection, exc: AuthenticationError) -> Response:
+        return PlainTextResponse(f"{conn.url.path}: {exc}", status_code=418)
+
+    for middleware, expected in [
+        (Middleware(AuthMiddleware, backend=Refusing()), (400, "no entry")),
+        (Middleware(AuthMiddleware, backend=Refusing(), on_error=on_error), (418, "/me: no entry")),
+    ]:
+        app = Starlette(routes=[Route("/me", me)], middleware=[middleware])
+        async with client_for(app) as client:
+            response = await client.get("/me")
+        assert (response.status_code, response.text) == expected
+
+
+async def test_a_websocket_refused_by_the_backend_is_closed() -> None:
+    sent: list[Message] = []
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    async def receive() -> Message:
+        return {"type": "websocket.connect"}
+
+    async def never(scope: Any, receive: Any, send: Any) -> None:
+        raise AssertionError("the app must not run")
+
+    middleware = AuthMiddleware(never, backend=Refusing())
+    await middleware({"type": "websocket", "path": "/ws", "headers": []}, receive, send)
+    assert sent == [{"type": "websocket.close", "code": 1000}]

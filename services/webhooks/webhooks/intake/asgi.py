@@ -5,12 +5,12 @@ A delivery needs none of what that stack does for the management API (token
 verification, the idempotency records, route matching over every route), and under load
 that stack cost more CPU than the intake itself. :class:`IntakeFastPath`, the outermost
 middleware of the webhooks app, sends an intake request through the shared middleware it
-does need, in the same order as the full stack (error style, request id, access log,
-security headers, error rendering, body size limit), to :func:`intake_endpoint`, which
-calls the same :class:`~webhooks.intake.service.IntakeService` and renders the same
-answers as the routed endpoint. The few requests the router answers on its own (another
-method: 405; a webhook id that is not a canonical UUID: 422 or the router's decision) go
-down the full stack, so every answer is the routed one.
+does need, :class:`~shared.middleware.ServiceMiddleware` (error style, request id, access
+log, security headers, error rendering, body size limit) as the full stack does, to
+:func:`intake_endpoint`, which calls the same :class:`~webhooks.intake.service.IntakeService`
+and renders the same answers as the routed endpoint. The few requests the router answers
+on its own (another method: 405; a webhook id that is not a canonical UUID: 422 or the
+router's decision) go down the full stack, so every answer is the routed one.
 """
 
 from __future__ import annotations
@@ -24,17 +24,9 @@ from collections import Counter
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from shared.app import UnhandledErrorMiddleware
 from shared.idempotency import read_body
 from shared.logging import PRE_REDACTED
-from shared.middleware import (
-    AccessLogMiddleware,
-    BodySizeLimitMiddleware,
-    ErrorStyleMiddleware,
-    RequestIdMiddleware,
-    SecurityHeadersMiddleware,
-    access_logger,
-)
+from shared.middleware import ServiceMiddleware, access_logger
 from shared.responses import ErrorStyle
 from webhooks.intake.endpoints import respond
 from webhooks.intake.providers.base import RequestHeaders
@@ -85,22 +77,35 @@ async def intake_endpoint(scope: Scope, receive: Receive, send: Send) -> None:
     headers = request_headers(scope["headers"])
     answer = IGNORED
     if intake.pre_validate(provider, headers):
-        body = await read_body(receive)  # BodySizeLimitMiddleware limits what it reads
+        body = await read_body(receive)  # ServiceMiddleware limits what it reads
         if body is None:
             return
         answer = await intake.receive(provider, params["webhook_id"], headers, body)
     await respond(answer)(scope, receive, send)
 
 
-class IntakeAccessLog(AccessLogMiddleware):
-    """The intake's access log: a line for every answer that is not 2xx (as every request
-    elsewhere gets), and one line a second counting the 2xx answers by status. A line per
-    accepted delivery cost about as much CPU as accepting it (the record, its formatting,
-    the write, and whatever collects the lines); the gateway's access log keeps a line per
-    request, with the same request id."""
+class IntakeMiddleware(ServiceMiddleware):
+    """The shared middleware with the intake's access log: a line for every answer that is
+    not 2xx (as every request elsewhere gets), and one line a second counting the 2xx
+    answers by status. A line per accepted delivery cost about as much CPU as accepting it
+    (the record, its formatting, the write, and whatever collects the lines); the gateway's
+    access log keeps a line per request, with the same request id."""
 
-    def __init__(self, app: ASGIApp, *, interval: float = 1.0) -> None:
-        super().__init__(app)
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        server_header: str,
+        max_body_size: int,
+        error_style: ErrorStyle,
+        interval: float = 1.0,
+    ) -> None:
+        super().__init__(
+            app,
+            server_header=server_header,
+            max_body_size=max_body_size,
+            error_style=error_style,
+        )
         self.interval = interval
         self._answered: Counter[int] = Counter()
         self._since = 0.0
@@ -148,15 +153,12 @@ class IntakeFastPath:
         self, app: ASGIApp, *, max_body_size: int, server_header: str, error_style: ErrorStyle
     ) -> None:
         self.app = app
-        self.access_log = IntakeAccessLog(
-            SecurityHeadersMiddleware(
-                UnhandledErrorMiddleware(
-                    BodySizeLimitMiddleware(intake_endpoint, max_body_size=max_body_size)
-                ),
-                server_header=server_header,
-            )
+        self.intake = IntakeMiddleware(
+            intake_endpoint,
+            server_header=server_header,
+            max_body_size=max_body_size,
+            error_style=error_style,
         )
-        self.intake = ErrorStyleMiddleware(RequestIdMiddleware(self.access_log), style=error_style)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         params = _intake_params(scope)
@@ -168,6 +170,6 @@ class IntakeFastPath:
             try:
                 await self.app(scope, receive, send)
             finally:
-                self.access_log.flush()
+                self.intake.flush()
             return
         await self.app(scope, receive, send)
