@@ -101,6 +101,9 @@ def create_engine(url: str, *, pool_size: int = 10, echo: bool = False) -> Async
                 pool_size=pool_size,
                 max_overflow=pool_size,
                 pool_pre_ping=False,
+                # The connection used last goes out next: its page cache is the one that
+                # saw the latest writes (a connection reads back the pages others changed).
+                pool_use_lifo=True,
                 async_creator=lambda: inline_connect(database, wait_ms=int(BUSY_TIMEOUT_S * 1000)),
             )
         event.listen(engine.sync_engine, "connect", _sqlite_connect)
