@@ -53,6 +53,12 @@ def redact_text(text: str) -> str:
     """Mask anything in ``text`` that looks like a credential."""
     if _MAYBE_SECRET_VALUE.search(text) is None:
         return text
+    return mask_every_pattern(text)
+
+
+def mask_every_pattern(text: str) -> str:
+    """``text`` with every secret-value pattern substituted (what :func:`redact_text`
+    does once a character they all need is present)."""
     for pattern in _SECRET_VALUE_PATTERNS:
         if pattern.groups:
             text = pattern.sub(lambda m: m.group(1) + MASK, text)

@@ -82,15 +82,7 @@ def render(
     (plain values and pages of them through :func:`dumps`)."""
     body: bytes | str
     if type(value) is Page:  # the envelope of unvalidated items (shared.listing.page_of)
-        body = dumps(
-            {
-                "index": value.index,
-                "max_size": value.max_size,
-                "total_pages": value.total_pages,
-                "total": value.total,
-                "items": value.items,
-            }
-        )
+        body = dumps({name: getattr(value, name) for name in Page.model_fields})
     elif isinstance(value, BaseModel):
         body = value.model_dump_json()
     else:
