@@ -30,7 +30,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from starlette.requests import HTTPConnection
 
 from shared import direct
-from shared.sqlite import WalCheckpointer, inline_connect
+from shared.sqlite import RESTART_FRAMES, WalCheckpointer, inline_connect
 
 SessionMaker = async_sessionmaker[AsyncSession]
 BUSY_TIMEOUT_S = 10.0
@@ -118,14 +118,20 @@ def create_engine(url: str, *, pool_size: int = 10, echo: bool = False) -> Async
     )
 
 
+WAL_SIZE_LIMIT = 16 * 1024 * 1024
+"""Bytes a WAL file is cut back to when a writer starts the log over (SQLite leaves it at
+its largest size otherwise)."""
+
+
 def _no_autocheckpoint(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA wal_autocheckpoint=0")
+    cursor.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT:d}")
     cursor.close()
 
 
 def start_background_checkpoints(
-    engine: AsyncEngine, *, interval: float = 0.2
+    engine: AsyncEngine, *, interval: float = 0.2, restart_frames: int = RESTART_FRAMES
 ) -> WalCheckpointer | None:
     """On a SQLite file: WAL checkpoints on a thread of their own from now on, instead of
     inside the commit that crosses SQLite's threshold (see
@@ -136,7 +142,7 @@ def start_background_checkpoints(
     if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
         return None
     event.listen(engine.sync_engine, "connect", _no_autocheckpoint)
-    return WalCheckpointer(url.database, interval=interval).start()
+    return WalCheckpointer(url.database, interval=interval, restart_frames=restart_frames).start()
 
 
 def create_sessionmaker(engine: AsyncEngine) -> SessionMaker:

@@ -26,6 +26,9 @@ import aiosqlite
 logger = logging.getLogger(__name__)
 
 _BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
+RESTART_FRAMES = 2_000
+"""Frames (pages) a WAL may keep after a passive checkpoint before
+:class:`WalCheckpointer` restarts it: about 8 MB, twice SQLite's own threshold."""
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
@@ -116,16 +119,37 @@ class WalCheckpointer:
     milliseconds, once every hundred or so writes. With this running, the service's
     connections turn theirs off (``PRAGMA wal_autocheckpoint=0``) and this thread runs
     ``PRAGMA wal_checkpoint(PASSIVE)`` instead, which never waits for a lock and never
-    holds up readers or writers: the log is copied back as the connections allow, and a
-    writer starts the log over from its beginning once all of it is copied, so it stays
-    as short as it did. The thread waits in SQLite's code with the GIL released.
+    holds up readers or writers. The thread waits in SQLite's code with the GIL released.
+
+    A passive checkpoint alone does not keep the log short under a steady stream of
+    writes: the log starts over from its beginning only when a writer finds all of it
+    copied back, and writes keep landing while a checkpoint runs, so that never happens
+    and the log grows without end (hundreds of megabytes in a minute of creates; every
+    read then searches a longer index of it, and creates ran at half speed). So when a
+    passive checkpoint leaves more than ``restart_frames`` frames in the log, the thread
+    runs ``PRAGMA wal_checkpoint(RESTART)`` next: it copies the little that is left while
+    holding writers back (a writer that finds the lock taken waits on its connection's
+    own thread, see :class:`InlineConnection`; readers go on), then waits for readers to
+    leave the log, so the next writer starts it over. Writers wait a few milliseconds
+    about once a second under sustained writes, and never when the log is short.
     """
 
-    def __init__(self, database: str, *, interval: float = 0.2) -> None:
+    def __init__(
+        self,
+        database: str,
+        *,
+        interval: float = 0.2,
+        restart_frames: int = RESTART_FRAMES,
+        restart_wait_ms: int = 2_000,
+    ) -> None:
         self.database = database
         self.interval = interval
+        self.restart_frames = restart_frames
+        self.restart_wait_ms = restart_wait_ms
         self.runs = 0  # checkpoints run
+        self.restarts = 0  # of them, restarting ones that got the log started over
         self.failures = 0  # checkpoints that failed (logged once a minute at most)
+        self.busy = 0  # passes that found a lock they need taken for a moment
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="wal-checkpoint", daemon=True)
         self._last_warning = 0.0
@@ -146,14 +170,46 @@ class WalCheckpointer:
                 try:
                     if connection is None:
                         connection = sqlite3.connect(self.database, timeout=0, isolation_level=None)
-                    connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                    _busy, frames, _copied = connection.execute(
+                        "PRAGMA wal_checkpoint(PASSIVE)"
+                    ).fetchone()
                     self.runs += 1
+                    if frames < 0:
+                        # Opened before the database turned to WAL mode: this connection
+                        # never notices, and its checkpoints do nothing. Open another.
+                        connection.close()
+                        connection = None
+                    elif frames > self.restart_frames:
+                        self._restart(connection)
+                except sqlite3.OperationalError as exc:
+                    if _is_busy(exc):
+                        self.busy += 1
+                    else:
+                        self._failed(exc)
+                    # Busy: another connection held a lock the checkpoint needs for a
+                    # moment (it never waits for one); the next pass goes on.
                 except sqlite3.Error as exc:
-                    self.failures += 1
-                    now = time.monotonic()
-                    if now - self._last_warning > 60:
-                        self._last_warning = now
-                        logger.warning("WAL checkpoint of %s failed: %s", self.database, exc)
+                    self._failed(exc)
         finally:
             if connection is not None:
                 connection.close()
+
+    def _failed(self, exc: sqlite3.Error) -> None:
+        """Counted, and logged once a minute at most."""
+        self.failures += 1
+        now = time.monotonic()
+        if now - self._last_warning > 60:
+            self._last_warning = now
+            logger.warning("WAL checkpoint of %s failed: %s", self.database, exc)
+
+    def _restart(self, connection: sqlite3.Connection) -> None:
+        """A RESTART checkpoint, waiting up to ``restart_wait_ms`` for the writer and the
+        readers (not done in time: the next pass tries again)."""
+        connection.execute(f"PRAGMA busy_timeout={self.restart_wait_ms:d}")
+        try:
+            busy, _frames, _copied = connection.execute("PRAGMA wal_checkpoint(RESTART)").fetchone()
+        finally:
+            connection.execute("PRAGMA busy_timeout=0")
+        self.runs += 1
+        if not busy:
+            self.restarts += 1

@@ -24,6 +24,7 @@ from shared.db import (
     start_background_checkpoints,
     transaction,
 )
+from shared.sqlite import WalCheckpointer
 
 # A private MetaData: the throwaway tables must not join SQLModel.metadata.
 metadata = MetaData()
@@ -163,6 +164,68 @@ async def test_background_checkpoints_take_over_from_the_committing_connection(t
     assert checkpoints.failures == 0
     assert frames < 50
     assert not checkpoints._thread.is_alive()
+
+
+async def test_background_checkpoints_keep_the_log_short_under_writes_without_pause(
+    tmp_path: Path,
+):
+    # Writes landing while every checkpoint runs: a passive checkpoint alone seldom finds
+    # the whole log copied back, so the log was seldom started over and grew with the writes.
+    path = tmp_path / "steady.db"
+    wal = tmp_path / "steady.db-wal"
+    engine = create_engine(f"sqlite+aiosqlite:///{path}", pool_size=1)
+    checkpoints = start_background_checkpoints(engine, interval=0.005, restart_frames=100)
+    assert checkpoints is not None
+    largest = 0
+    try:
+        async with engine.begin() as conn:
+            await conn.run_sync(metadata.create_all)
+        sessionmaker = create_sessionmaker(engine)
+        for value in range(4_000):
+            async with session_scope(sessionmaker) as session:
+                await session.exec(counters.insert().values(id=value, value=value))
+            if value % 25 == 0:
+                largest = max(largest, wal.stat().st_size)
+        async with session_scope(sessionmaker) as session:
+            rows = (await session.exec(select(func.count()).select_from(counters))).one()
+    finally:
+        await engine.dispose()
+        checkpoints.stop()
+    assert rows == (4_000,)
+    assert checkpoints.failures == 0
+    # Every commit adds a page or more to the log; started over after ~100 of them, its
+    # file never held more than a few hundred.
+    assert largest < 600 * 4_120, (largest, checkpoints.restarts, checkpoints.runs)
+
+
+def test_background_checkpoints_follow_a_database_that_turns_to_wal_mode(tmp_path: Path):
+    # The thread's connection, opened while the file was still in rollback mode, never
+    # notices the switch (its checkpoints report -1 and copy nothing): it opens another.
+    import sqlite3
+    import time
+
+    path = tmp_path / "late.db"
+    sqlite3.connect(path).close()  # a database in rollback-journal mode
+    checkpoints = WalCheckpointer(str(path), interval=0.005).start()
+    try:
+        while checkpoints.runs < 3:
+            time.sleep(0.005)
+        writer = sqlite3.connect(path, isolation_level=None)
+        writer.execute("PRAGMA journal_mode=WAL")
+        writer.execute("PRAGMA wal_autocheckpoint=0")
+        writer.execute("CREATE TABLE blobs (data BLOB)")
+        for _ in range(100):
+            writer.execute("INSERT INTO blobs VALUES (zeroblob(4000))")
+        deadline = time.monotonic() + 5
+        # Only a checkpoint moves the written pages from the log into the database file.
+        while path.stat().st_size < 100 * 4000 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        copied = path.stat().st_size  # before closing: the last connection's close copies
+        writer.close()
+    finally:
+        checkpoints.stop()
+    assert copied >= 100 * 4000
+    assert checkpoints.failures == 0
 
 
 async def test_sqlite_connections_checkpoint_themselves_without_the_thread(tmp_path: Path):
