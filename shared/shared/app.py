@@ -131,10 +131,11 @@ async def _base_state(
     checkpoints = start_background_checkpoints(engine)
     redis = create_redis(settings.redis_url)
     http = create_http_client(settings, transport=http_transport)
+    keys = Keys(settings.redis_namespace)
+    revocations = RevocationList(redis, keys)
     try:
         if migrations is not None and settings.run_migrations:
             await upgrade(engine, migrations, lock_name=f"{settings.service_name}-migrations")
-        keys = Keys(settings.redis_namespace)
         jwks = JWKSClient(
             http,
             settings.jwks_url,
@@ -154,12 +155,13 @@ async def _base_state(
                 audience=settings.jwt_audience,
                 leeway=settings.jwt_leeway.total_seconds(),
             ),
-            "revocations": RevocationList(redis, keys),
+            "revocations": revocations,
             "workload_scopes": _workload_scopes(settings, http),
         }
     finally:
         await http.aclose()
-        await close_pipe_of(redis)  # the revocation check's and idempotency's connection
+        await revocations.aclose()
+        await close_pipe_of(redis)  # idempotency's connection
         await redis.aclose()
         await engine.dispose()
         if checkpoints is not None:
