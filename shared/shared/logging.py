@@ -7,13 +7,16 @@ like a bearer token, JWT or API key inside a message are masked before they are 
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 import json
 import logging
 import math
+import os
 import re
 import sys
+import threading
 import time
 from typing import Any
 
@@ -179,9 +182,86 @@ class TextFormatter(logging.Formatter):
         return line + tail
 
 
+class BatchingStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """A stream handler that writes routine lines in batches.
+
+    A service logs a line per request. Written one by one, each is a system call, and
+    where the stream is a pipe (the local stack's launcher gathers its children's output)
+    it also wakes the reader for every line: more CPU than nginx spends on the request.
+    Here records below ``WARNING`` wait, formatted, until ``batch_bytes`` of them are
+    pending or the oldest has waited ``interval`` seconds (a thread of the handler's own
+    writes those), and go out in one write. A record at ``WARNING`` or above goes out at
+    once, with everything pending before it, so order holds and nothing that needs
+    attention is late. Pending lines are written by :meth:`flush` (``logging.shutdown``
+    at exit); a process killed outright loses at most ``interval`` of routine lines, as
+    nginx's buffered access log does.
+    """
+
+    def __init__(
+        self, stream: Any = None, *, interval: float = 0.5, batch_bytes: int = 32 * 1024
+    ) -> None:
+        super().__init__(stream)
+        self.interval = interval
+        self.batch_bytes = batch_bytes
+        self._pending: list[str] = []
+        self._pending_size = 0
+        self._oldest = 0.0
+        self._writer: threading.Thread | None = None
+        self._writer_pid = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            line = self.format(record) + self.terminator
+        except Exception:
+            self.handleError(record)  # what logging's own handlers do
+            return
+        pending = self._pending
+        pending.append(line)
+        self._pending_size += len(line)
+        if record.levelno >= logging.WARNING or self._pending_size >= self.batch_bytes:
+            self._write_pending()
+        elif len(pending) == 1:
+            self._oldest = time.monotonic()
+            self._start_writer()
+
+    def flush(self) -> None:
+        with self.lock:  # type: ignore[union-attr]
+            self._write_pending()
+            super().flush()
+
+    def _write_pending(self) -> None:
+        """Write what is pending (the caller holds the handler's lock)."""
+        if not self._pending:
+            return
+        text = "".join(self._pending)
+        self._pending.clear()
+        self._pending_size = 0
+        # A stream that is gone (closed, or its reader exited) takes the lines nowhere.
+        with contextlib.suppress(OSError, ValueError):
+            self.stream.write(text)
+            self.stream.flush()
+
+    def _start_writer(self) -> None:
+        pid = os.getpid()
+        if self._writer is not None and self._writer_pid == pid and self._writer.is_alive():
+            return
+        # First use, or a forked child: threads do not survive fork.
+        self._writer_pid = pid
+        self._writer = threading.Thread(target=self._write_late, name="log-writer", daemon=True)
+        self._writer.start()
+
+    def _write_late(self) -> None:
+        while True:
+            time.sleep(self.interval / 2)
+            with self.lock:  # type: ignore[union-attr]
+                if self._pending and time.monotonic() - self._oldest >= self.interval:
+                    self._write_pending()
+
+
 def configure_logging(level: str = "INFO", *, json_output: bool = True) -> None:
-    """Route the root logger (and uvicorn's) through one stderr handler."""
-    handler = logging.StreamHandler(sys.stderr)
+    """Route the root logger (and uvicorn's) through one stderr handler, which writes
+    routine lines in batches (:class:`BatchingStreamHandler`)."""
+    handler = BatchingStreamHandler(sys.stderr)
     handler.setFormatter(JSONFormatter() if json_output else TextFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]

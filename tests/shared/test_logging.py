@@ -6,6 +6,7 @@ import io
 import json
 import logging
 import sys
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,8 +21,10 @@ from shared.logging import (
     _SECRET_VALUE_PATTERNS,
     MASK,
     PRE_REDACTED,
+    BatchingStreamHandler,
     JSONFormatter,
     TextFormatter,
+    configure_logging,
     iso_timestamp,
     mask_every_pattern,
     redact,
@@ -268,3 +271,98 @@ def test_a_pre_redacted_message_skips_the_text_patterns_and_others_do_not(
     assert "eyJx.eyJy.z" in formatter.format(masked_already)
     assert PRE_REDACTED not in formatter.format(masked_already)
     assert JWT not in formatter.format(plain)
+
+
+# BatchingStreamHandler: routine lines in batches, warnings at once.
+
+
+class CountingStream(io.StringIO):
+    """A stream that counts its writes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes = 0
+
+    def write(self, text: str) -> int:
+        self.writes += 1
+        return super().write(text)
+
+
+def leveled(msg: str, level: int = logging.INFO) -> logging.LogRecord:
+    made = record(msg)
+    made.levelno = level
+    made.levelname = logging.getLevelName(level)
+    return made
+
+
+def batching(stream: io.StringIO, **options: Any) -> BatchingStreamHandler:
+    handler = BatchingStreamHandler(stream, **options)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+    return handler
+
+
+def test_routine_lines_go_out_together_once_the_oldest_has_waited() -> None:
+    stream = CountingStream()
+    handler = batching(stream, interval=0.1)
+    for n in range(3):
+        handler.handle(leveled(f"request {n}"))
+    assert stream.getvalue() == ""
+
+    deadline = time.monotonic() + 5
+    while not stream.getvalue() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+    assert stream.getvalue() == "INFO request 0\nINFO request 1\nINFO request 2\n"
+    assert stream.writes == 1
+
+
+def test_a_warning_goes_out_at_once_after_what_was_pending() -> None:
+    stream = CountingStream()
+    handler = batching(stream, interval=60)
+    handler.handle(leveled("routine"))
+    handler.handle(leveled("look at this", logging.WARNING))
+
+    assert stream.getvalue() == "INFO routine\nWARNING look at this\n"
+    handler.handle(leveled("broken", logging.ERROR))
+    assert stream.getvalue().endswith("ERROR broken\n")
+
+
+def test_a_full_batch_goes_out_without_waiting() -> None:
+    stream = CountingStream()
+    handler = batching(stream, interval=60, batch_bytes=100)
+    for n in range(20):
+        handler.handle(leveled(f"request number {n:04d}"))  # 25 bytes a line
+
+    assert stream.writes == 5  # every fourth line fills the batch
+    assert stream.getvalue().count("\n") == 20
+
+
+def test_flushing_writes_what_is_pending() -> None:
+    stream = CountingStream()
+    handler = batching(stream, interval=60)
+    handler.handle(leveled("last words"))
+
+    handler.flush()  # what logging.shutdown does at exit
+
+    assert stream.getvalue() == "INFO last words\n"
+
+
+def test_a_stream_that_is_gone_takes_the_lines_without_an_error() -> None:
+    stream = CountingStream()
+    handler = batching(stream, interval=60)
+    stream.close()
+    handler.handle(leveled("nobody reads this", logging.ERROR))
+    handler.flush()
+
+
+def test_services_log_through_a_batching_handler() -> None:
+    root = logging.getLogger()
+    before, level = root.handlers[:], root.level
+    try:
+        configure_logging("INFO", json_output=True)
+        [handler] = root.handlers
+    finally:
+        root.handlers[:] = before
+        root.setLevel(level)
+    assert isinstance(handler, BatchingStreamHandler)
+    assert isinstance(handler.formatter, JSONFormatter)
