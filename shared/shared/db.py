@@ -136,13 +136,27 @@ def start_background_checkpoints(
     """On a SQLite file: WAL checkpoints on a thread of their own from now on, instead of
     inside the commit that crosses SQLite's threshold (see
     :class:`~shared.sqlite.WalCheckpointer`); the engine's connections opened from now
-    on leave them to it. ``None`` (nothing to do) on other databases. Call
+    on leave them to it, and when it finds the log long, the next transaction to begin
+    finishes its copying first (:meth:`~shared.sqlite.WalCheckpointer.checkpoint_inline`).
+    ``None`` (nothing to do) on other databases. Call
     :meth:`~shared.sqlite.WalCheckpointer.stop` when done with the engine."""
     url = engine.url
     if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
         return None
     event.listen(engine.sync_engine, "connect", _no_autocheckpoint)
-    return WalCheckpointer(url.database, interval=interval, restart_frames=restart_frames).start()
+    checkpointer = WalCheckpointer(url.database, interval=interval, restart_frames=restart_frames)
+
+    def finish_copying(connection: Any) -> None:
+        if checkpointer.long_log:
+            raw = direct.inline_sqlite(connection)
+            if raw is not None:
+                checkpointer.checkpoint_inline(raw)
+
+    # Before the transaction's BEGIN: listeners run in the order they were added.
+    event.remove(engine.sync_engine, "begin", _sqlite_begin)
+    event.listen(engine.sync_engine, "begin", finish_copying)
+    event.listen(engine.sync_engine, "begin", _sqlite_begin)
+    return checkpointer.start()
 
 
 def create_sessionmaker(engine: AsyncEngine) -> SessionMaker:

@@ -146,6 +146,16 @@ def _driver(connection: Connection) -> InlineConnection | None:
     return driver if isinstance(driver, InlineConnection) else None
 
 
+def inline_sqlite(connection: Connection) -> sqlite3.Connection | None:
+    """The SQLite connection under ``connection`` when a call on it may run right here,
+    on the event loop's thread: one of :mod:`shared.sqlite` with no call on its own
+    thread. ``None`` otherwise."""
+    driver = _driver(connection)
+    if driver is None or driver._on_thread or driver._connection is None:
+        return None
+    return driver._conn
+
+
 def begin(connection: Connection, sql: str) -> bool:
     """Run ``sql`` (a ``BEGIN``) on the driver directly, from SQLAlchemy's ``begin`` event
     (inside its greenlet), the database's lock waited for as any call's (:mod:`shared.sqlite`).

@@ -26,9 +26,10 @@ import aiosqlite
 logger = logging.getLogger(__name__)
 
 _BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
-RESTART_FRAMES = 2_000
+RESTART_FRAMES = 4_000
 """Frames (pages) a WAL may keep after a passive checkpoint before
-:class:`WalCheckpointer` restarts it: about 8 MB, twice SQLite's own threshold."""
+:class:`WalCheckpointer` restarts it: about 16 MB, four times SQLite's own threshold
+(its index of the log stays one hash table: one per 4,096 frames)."""
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
@@ -122,16 +123,18 @@ class WalCheckpointer:
     holds up readers or writers. The thread waits in SQLite's code with the GIL released.
 
     A passive checkpoint alone does not keep the log short under a steady stream of
-    writes: the log starts over from its beginning only when a writer finds all of it
-    copied back, and writes keep landing while a checkpoint runs, so that never happens
-    and the log grows without end (hundreds of megabytes in a minute of creates; every
-    read then searches a longer index of it, and creates ran at half speed). So when a
-    passive checkpoint leaves more than ``restart_frames`` frames in the log, the thread
-    runs ``PRAGMA wal_checkpoint(RESTART)`` next: it copies the little that is left while
-    holding writers back (a writer that finds the lock taken waits on its connection's
-    own thread, see :class:`InlineConnection`; readers go on), then waits for readers to
-    leave the log, so the next writer starts it over. Writers wait a few milliseconds
-    about once a second under sustained writes, and never when the log is short.
+    writes: the log starts over from its beginning only when a writer begins with all of
+    it copied back, and writes keep landing while this thread copies, so that never
+    happens and the log grows without end (hundreds of megabytes in a minute of creates;
+    every read then searches a longer index of it, and creates ran at half speed). So
+    when a pass leaves more than ``restart_frames`` frames in the log, the thread sets
+    :attr:`long_log`, and the next transaction to begin on one of the service's
+    connections first runs a passive checkpoint itself (see
+    :func:`shared.db.start_background_checkpoints`): on the event loop's thread, where no
+    other write can land meanwhile, it copies the little this thread left (the last
+    pass's worth), so the writer after it starts the log over. Holding writers back
+    instead (``RESTART`` from this thread) made them queue and back off in SQLite's busy
+    handler, which put seconds on the slowest of 16 concurrent creates.
     """
 
     def __init__(
@@ -140,14 +143,13 @@ class WalCheckpointer:
         *,
         interval: float = 0.2,
         restart_frames: int = RESTART_FRAMES,
-        restart_wait_ms: int = 2_000,
     ) -> None:
         self.database = database
         self.interval = interval
         self.restart_frames = restart_frames
-        self.restart_wait_ms = restart_wait_ms
-        self.runs = 0  # checkpoints run
-        self.restarts = 0  # of them, restarting ones that got the log started over
+        self.long_log = False  # a transaction beginning should finish the copying
+        self.runs = 0  # checkpoints run by the thread
+        self.inline_runs = 0  # and by transactions beginning (checkpoint_inline)
         self.failures = 0  # checkpoints that failed (logged once a minute at most)
         self.busy = 0  # passes that found a lock they need taken for a moment
         self._stop = threading.Event()
@@ -167,6 +169,8 @@ class WalCheckpointer:
         connection: sqlite3.Connection | None = None
         try:
             while not self._stop.wait(self.interval):
+                if self.long_log:
+                    continue  # left to the next transaction (a pass now would get in its way)
                 try:
                     if connection is None:
                         connection = sqlite3.connect(self.database, timeout=0, isolation_level=None)
@@ -180,7 +184,7 @@ class WalCheckpointer:
                         connection.close()
                         connection = None
                     elif frames > self.restart_frames:
-                        self._restart(connection)
+                        self.long_log = True
                 except sqlite3.OperationalError as exc:
                     if _is_busy(exc):
                         self.busy += 1
@@ -202,14 +206,19 @@ class WalCheckpointer:
             self._last_warning = now
             logger.warning("WAL checkpoint of %s failed: %s", self.database, exc)
 
-    def _restart(self, connection: sqlite3.Connection) -> None:
-        """A RESTART checkpoint, waiting up to ``restart_wait_ms`` for the writer and the
-        readers (not done in time: the next pass tries again)."""
-        connection.execute(f"PRAGMA busy_timeout={self.restart_wait_ms:d}")
+    def checkpoint_inline(self, connection: sqlite3.Connection) -> None:
+        """When the log is long: a passive checkpoint on ``connection`` (with no
+        transaction open), on the caller's thread. One that could not copy the whole log
+        (a lock taken for a moment, a reader still on an older snapshot) leaves the
+        request standing for the next transaction."""
+        if not self.long_log:
+            return
+        self.inline_runs += 1
         try:
-            busy, _frames, _copied = connection.execute("PRAGMA wal_checkpoint(RESTART)").fetchone()
-        finally:
-            connection.execute("PRAGMA busy_timeout=0")
-        self.runs += 1
-        if not busy:
-            self.restarts += 1
+            busy, frames, copied = connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc):
+                self._failed(exc)
+            return
+        if not busy and copied == frames:
+            self.long_log = False

@@ -174,14 +174,14 @@ async def test_background_checkpoints_keep_the_log_short_under_writes_without_pa
     path = tmp_path / "steady.db"
     wal = tmp_path / "steady.db-wal"
     engine = create_engine(f"sqlite+aiosqlite:///{path}", pool_size=1)
-    checkpoints = start_background_checkpoints(engine, interval=0.005, restart_frames=100)
+    checkpoints = start_background_checkpoints(engine, interval=0.02, restart_frames=100)
     assert checkpoints is not None
     largest = 0
     try:
         async with engine.begin() as conn:
             await conn.run_sync(metadata.create_all)
         sessionmaker = create_sessionmaker(engine)
-        for value in range(4_000):
+        for value in range(6_000):
             async with session_scope(sessionmaker) as session:
                 await session.exec(counters.insert().values(id=value, value=value))
             if value % 25 == 0:
@@ -191,11 +191,12 @@ async def test_background_checkpoints_keep_the_log_short_under_writes_without_pa
     finally:
         await engine.dispose()
         checkpoints.stop()
-    assert rows == (4_000,)
+    assert rows == (6_000,)
     assert checkpoints.failures == 0
     # Every commit adds a page or more to the log; started over after ~100 of them, its
-    # file never held more than a few hundred.
-    assert largest < 600 * 4_120, (largest, checkpoints.restarts, checkpoints.runs)
+    # file never held more than a few hundred (a thousand on a machine short of CPU).
+    assert checkpoints.inline_runs > 0
+    assert largest < 1_000 * 4_120, (largest, checkpoints.inline_runs, checkpoints.runs)
 
 
 def test_background_checkpoints_follow_a_database_that_turns_to_wal_mode(tmp_path: Path):
