@@ -153,7 +153,9 @@ def _http_settings(stack: Stack, target: Target) -> list[str]:
         "$body_bytes_sent $request_time '",
         "                   'upstream=$upstream_addr $upstream_response_time "
         "rid=$gateway_request_id';",
-        f"access_log {target.access_log} gateway;",
+        "# Lines written in batches (32 KB, or a second after the first), as the services",
+        "# write theirs: a write per request cost the gateway a system call per request.",
+        f"access_log {target.access_log} gateway buffer=32k flush=1s;",
         "",
         f"client_max_body_size {stack.client_max_body_size};",
         "client_body_buffer_size 128k;",
