@@ -262,6 +262,10 @@ def configure_logging(level: str = "INFO", *, json_output: bool = True) -> None:
     """Route the root logger (and uvicorn's) through one stderr handler, which writes
     routine lines in batches (:class:`BatchingStreamHandler`)."""
     handler = BatchingStreamHandler(sys.stderr)
+    # Our formatters write neither; every record would ask the OS for the process id and
+    # look up the current thread for them.
+    logging.logProcesses = False
+    logging.logThreads = False
     handler.setFormatter(JSONFormatter() if json_output else TextFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]

@@ -358,11 +358,16 @@ def test_a_stream_that_is_gone_takes_the_lines_without_an_error() -> None:
 def test_services_log_through_a_batching_handler() -> None:
     root = logging.getLogger()
     before, level = root.handlers[:], root.level
+    flags = logging.logProcesses, logging.logThreads
     try:
         configure_logging("INFO", json_output=True)
         [handler] = root.handlers
+        made = logging.makeLogRecord({"msg": "x"})
     finally:
         root.handlers[:] = before
         root.setLevel(level)
+        logging.logProcesses, logging.logThreads = flags
     assert isinstance(handler, BatchingStreamHandler)
     assert isinstance(handler.formatter, JSONFormatter)
+    assert made.process is None  # not asked for: no formatter of ours writes it
+    assert made.thread is None
