@@ -13,7 +13,6 @@ import functools
 import json
 import logging
 import math
-import os
 import re
 import sys
 import threading
@@ -207,7 +206,6 @@ class BatchingStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
         self._pending_size = 0
         self._oldest = 0.0
         self._writer: threading.Thread | None = None
-        self._writer_pid = 0
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
@@ -242,11 +240,10 @@ class BatchingStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
             self.stream.flush()
 
     def _start_writer(self) -> None:
-        pid = os.getpid()
-        if self._writer is not None and self._writer_pid == pid and self._writer.is_alive():
+        # First use, or a forked child: threads do not survive fork, and threading marks
+        # the parent's as stopped in the child.
+        if self._writer is not None and self._writer.is_alive():
             return
-        # First use, or a forked child: threads do not survive fork.
-        self._writer_pid = pid
         self._writer = threading.Thread(target=self._write_late, name="log-writer", daemon=True)
         self._writer.start()
 

@@ -27,9 +27,10 @@ logger = logging.getLogger(__name__)
 
 _BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
 RESTART_FRAMES = 4_000
-"""Frames (pages) a WAL may keep after a passive checkpoint before
-:class:`WalCheckpointer` restarts it: about 16 MB, four times SQLite's own threshold
-(its index of the log stays one hash table: one per 4,096 frames)."""
+"""Frames (pages) a WAL may keep after a passive checkpoint before :class:`WalCheckpointer`
+has the next transaction finish the copying, so that the log starts over: about 16 MB,
+four times SQLite's own threshold (its index of the log stays one hash table: one per
+4,096 frames)."""
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
