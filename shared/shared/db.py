@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+import weakref
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager, suppress
 from typing import Any, TypeVar
 
 from sqlalchemy import Result, event, text
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import (
     AsyncConnection,
@@ -23,6 +24,7 @@ from sqlalchemy.ext.asyncio import (
     async_sessionmaker,
     create_async_engine,
 )
+from sqlalchemy.orm import Session
 from sqlalchemy.pool import NullPool
 from sqlalchemy.sql import Executable
 from sqlmodel import SQLModel, select
@@ -30,6 +32,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from starlette.requests import HTTPConnection
 
 from shared import direct
+from shared.greenlets import run_sync
 from shared.sqlite import RESTART_FRAMES, WalCheckpointer, inline_connect
 
 SessionMaker = async_sessionmaker[AsyncSession]
@@ -106,6 +109,7 @@ def create_engine(url: str, *, pool_size: int = 10, echo: bool = False) -> Async
                 pool_use_lifo=True,
                 async_creator=lambda: inline_connect(database, wait_ms=int(BUSY_TIMEOUT_S * 1000)),
             )
+            _hold_connections(engine, pool_size)
         event.listen(engine.sync_engine, "connect", _sqlite_connect)
         event.listen(engine.sync_engine, "begin", _sqlite_begin)
         return engine
@@ -163,6 +167,96 @@ def create_sessionmaker(engine: AsyncEngine) -> SessionMaker:
     return async_sessionmaker(engine, class_=AsyncSession, expire_on_commit=False)
 
 
+_IMMEDIATE = {SQLITE_BEGIN: "IMMEDIATE"}
+
+
+def _end(session: Session, *, commit: bool) -> None:
+    """Commit (or roll back) ``session``'s transaction, then close it whatever happens."""
+    try:
+        if commit:
+            session.commit()
+        else:
+            session.rollback()
+    finally:
+        session.close()
+
+
+class _Held:
+    """Connections of a SQLite engine kept open between transactions (see
+    :func:`session_scope`), the one used last handed out first; at most ``limit``."""
+
+    __slots__ = ("connections", "limit")
+
+    def __init__(self, limit: int) -> None:
+        self.connections: list[tuple[AsyncConnection, Connection]] = []
+        self.limit = limit
+
+    def close_all(self, _engine: Engine) -> None:
+        """When the engine is disposed (in its greenlet): the engine's pool no longer
+        knows these, so their SQLite connections are closed here."""
+        connections, self.connections = self.connections, []
+        for _, connection in connections:
+            connection.invalidate()  # closes the driver's connection
+            connection.close()
+
+    async def begin(self, engine: AsyncEngine, mode: str) -> tuple[AsyncConnection, Connection]:
+        kept = self.connections.pop() if self.connections else None
+        sync = await run_sync(_begin, engine.sync_engine, kept[1] if kept else None, mode)
+        return (kept[0] if kept else AsyncConnection(engine, sync)), sync
+
+    async def end(
+        self, session: AsyncSession, connection: AsyncConnection, sync: Connection, commit: bool
+    ) -> None:
+        try:
+            await run_sync(_finish, session.sync_session, sync, commit)
+        finally:
+            reusable = not (sync.closed or sync.invalidated or sync.in_transaction())
+            if reusable and len(self.connections) < self.limit:
+                self.connections.append((connection, sync))
+            elif not sync.closed:
+                await run_sync(sync.close)  # back to the pool, which resets it
+
+
+_HELD: weakref.WeakKeyDictionary[Engine, _Held] = weakref.WeakKeyDictionary()
+
+
+def _hold_connections(engine: AsyncEngine, limit: int) -> None:
+    held = _Held(limit)
+    _HELD[engine.sync_engine] = held
+    event.listen(engine.sync_engine, "engine_disposed", held.close_all)
+
+
+def _begin(engine: Engine, connection: Connection | None, mode: str) -> Connection:
+    """``connection`` (a new one from ``engine``'s pool when ``None``) in a new
+    transaction, begun in SQLite's ``mode``."""
+    if connection is None:
+        connection = engine.connect()
+    try:
+        connection.execution_options(**{SQLITE_BEGIN: mode})
+        connection.begin()
+    except BaseException:
+        connection.close()
+        raise
+    return connection
+
+
+def _finish(session: Session, connection: Connection, commit: bool) -> None:
+    """End the transaction of ``connection``: the session's pending changes flushed and
+    committed (``commit``), else rolled back, also when anything here fails."""
+    try:
+        if session.in_transaction():  # the ORM was used: it joined the connection's
+            try:
+                if commit:
+                    session.flush()
+            finally:
+                session.close()  # leaves the connection's transaction to us
+        if commit:
+            connection.commit()
+    finally:
+        if connection.in_transaction():
+            connection.rollback()
+
+
 @asynccontextmanager
 async def session_scope(
     sessionmaker: SessionMaker, *, write: bool = True
@@ -174,17 +268,42 @@ async def session_scope(
     change before it writes. PostgreSQL ignores the flag and runs READ COMMITTED: code that
     reads a value to write it back locks the row (``SELECT ... FOR UPDATE``) or writes with
     one atomic statement, which holds on both databases.
+
+    On a SQLite file the session is bound to a connection kept open from one transaction
+    to the next (at most the pool's size are kept): the transaction is the connection's,
+    begun when the block starts and committed when it ends, and the session joins it
+    only if the ORM is used (its pending changes are flushed before the commit). Taking a
+    connection from the pool and giving it back (a reset, events, a ``Connection`` made
+    and closed) and the session's own transaction cost three times what the SQLite
+    transaction did. The engine's disposal closes the kept connections.
     """
-    async with sessionmaker() as session:
+    bind = sessionmaker.kw.get("bind")
+    held = _HELD.get(bind.sync_engine) if isinstance(bind, AsyncEngine) else None
+    if held is not None:
+        assert isinstance(bind, AsyncEngine)
+        connection, sync = await held.begin(bind, "IMMEDIATE" if write else "DEFERRED")
+        session = sessionmaker(bind=connection)
         try:
-            if write:
-                # Procuring the connection begins the session's transaction with this option.
-                await session.connection(execution_options={SQLITE_BEGIN: "IMMEDIATE"})
             yield session
-            await session.commit()
         except BaseException:
-            await session.rollback()
+            await held.end(session, connection, sync, commit=False)
             raise
+        await held.end(session, connection, sync, commit=True)
+        return
+    # What ``async with sessionmaker() as session`` and the session's own coroutines do,
+    # with the synchronous session's methods run on reused greenlets (a transaction that
+    # only commits costs two greenlet calls, not three new greenlets and a task).
+    session = sessionmaker()
+    sync_session = session.sync_session
+    try:
+        if write:
+            # Procuring the connection begins the session's transaction with this option.
+            await run_sync(sync_session.connection, execution_options=_IMMEDIATE)
+        yield session
+    except BaseException:
+        await run_sync(_end, sync_session, commit=False)
+        raise
+    await run_sync(_end, sync_session, commit=True)
 
 
 def transaction(connection: HTTPConnection) -> Any:
@@ -211,7 +330,11 @@ async def core_execute(
     building it and computing its cache key)."""
     if session.new or session.dirty or session.deleted:
         await session.flush()
-    connection = _established(session) or await session.connection()
+    bind = session.bind
+    if isinstance(bind, AsyncConnection):  # a kept connection (session_scope on SQLite)
+        connection = bind
+    else:
+        connection = _established(session) or await session.connection()
     result = await direct.execute(connection, statement, params)
     if result is not None:
         return result

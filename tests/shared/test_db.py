@@ -6,15 +6,17 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import Column, ForeignKey, Integer, MetaData, String, Table, func, select
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from starlette.requests import Request
 
 from shared.db import (
+    _HELD,
     create_engine,
     create_sessionmaker,
     flush_unique,
@@ -25,6 +27,7 @@ from shared.db import (
     transaction,
 )
 from shared.sqlite import WalCheckpointer
+from tests.support.databases import sqlite_url
 
 # A private MetaData: the throwaway tables must not join SQLModel.metadata.
 metadata = MetaData()
@@ -83,6 +86,98 @@ async def test_session_scope_rolls_back_everything_when_a_later_statement_fails(
     with pytest.raises(IntegrityError):
         await insert_twice_or_fail(engine, twice=True)
     assert await count(engine) == 0
+
+
+async def test_orm_changes_in_a_scope_are_flushed_and_committed_with_it(engine):
+    sessionmaker = create_sessionmaker(engine)
+    async with session_scope(sessionmaker) as session:
+        await session.exec(parents.insert().values(id=1))
+        session.add(Tag(id=1, parent_id=1, name="pending at the end"))  # never flushed here
+    async with session_scope(sessionmaker, write=False) as session:
+        tag = await session.get(Tag, 1)
+        assert tag is not None
+        assert tag.name == "pending at the end"
+
+
+async def insert_with_an_orphan_left_pending(sessionmaker: Any) -> None:
+    async with session_scope(sessionmaker) as session:
+        await session.exec(parents.insert().values(id=1))
+        session.add(Tag(id=1, parent_id=99, name="orphan"))  # flushed at the end: fails
+
+
+async def test_a_failing_flush_at_the_end_rolls_everything_back_and_the_next_scope_works(
+    engine,
+):
+    sessionmaker = create_sessionmaker(engine)
+    with pytest.raises(IntegrityError):
+        await insert_with_an_orphan_left_pending(sessionmaker)
+    assert await count(engine) == 0
+    async with session_scope(sessionmaker) as session:
+        await session.exec(parents.insert().values(id=2))
+    assert await count(engine) == 1
+
+
+def _driver_connection(session: Any) -> Any:
+    bind = session.bind
+    assert isinstance(bind, AsyncConnection)  # a kept connection, not the engine
+    assert bind.sync_connection is not None
+    return bind.sync_connection.connection.dbapi_connection
+
+
+async def test_sqlite_scopes_keep_their_connection_for_the_next_one(tmp_path: Path):
+    engine = create_engine(sqlite_url(tmp_path), pool_size=2)
+    sessionmaker = create_sessionmaker(engine)
+    async with engine.begin() as conn:
+        await conn.run_sync(metadata.create_all)
+    async with session_scope(sessionmaker) as session:
+        first = _driver_connection(session)
+        await session.exec(parents.insert().values(id=1))
+    async with session_scope(sessionmaker, write=False) as session:
+        assert _driver_connection(session) is first  # the one used last
+        connection = await session.connection()
+        assert (await connection.scalar(select(func.count()).select_from(parents))) == 1
+    # Two at once: two connections; afterwards both are kept (pool_size), no more.
+    async with session_scope(sessionmaker) as one, session_scope(sessionmaker, write=False) as two:
+        assert _driver_connection(one) is not _driver_connection(two)
+    async with (
+        session_scope(sessionmaker, write=False) as a,
+        session_scope(sessionmaker, write=False) as b,
+        session_scope(sessionmaker, write=False) as c,
+    ):
+        drivers = [_driver_connection(s) for s in (a, b, c)]
+    kept = [connection for _, connection in _HELD[engine.sync_engine].connections]
+    assert len(kept) == 2
+    assert engine.sync_engine.pool.checkedout() == 2  # type: ignore[attr-defined]
+    await engine.dispose()
+    # Disposing of the engine closed the kept connections' SQLite connections.
+    assert all(connection.closed for connection in kept)
+    assert all(not driver._connection._running for driver in drivers)  # threads ended
+    assert _HELD[engine.sync_engine].connections == []
+
+
+async def test_a_scope_cancelled_while_it_waits_for_the_write_lock_leaves_nothing_open(
+    tmp_path: Path,
+):
+    engine = create_engine(sqlite_url(tmp_path), pool_size=2)
+    sessionmaker = create_sessionmaker(engine)
+    async with engine.begin() as conn:
+        await conn.run_sync(metadata.create_all)
+
+    async def second_writer() -> None:
+        async with session_scope(sessionmaker) as session:
+            await session.exec(parents.insert().values(id=2))
+
+    async with session_scope(sessionmaker) as holder:
+        await holder.exec(parents.insert().values(id=1))
+        waiting = asyncio.create_task(second_writer())
+        await asyncio.sleep(0.2)  # it waits for the write lock, on its connection's thread
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+    async with session_scope(sessionmaker) as session:  # the lock is free, the pool whole
+        await session.exec(parents.insert().values(id=3))
+    assert await count(engine) == 2
+    await engine.dispose()
 
 
 async def test_foreign_keys_are_enforced(engine):

@@ -71,7 +71,9 @@ async def test_a_writer_waits_for_the_lock_without_blocking_the_loop(tmp_path: P
         assert ticks == 20
         rows = holder.execute("SELECT n FROM t ORDER BY n").fetchall()
         assert rows == [(0,), (1,)]
-        async with engine.connect() as conn:
+        # The writer's connection (kept for the next transaction): it waited, once.
+        async with session_scope(sessionmaker, write=False) as session:
+            conn = await session.connection()
             raw = await conn.get_raw_connection()
             inline = raw.driver_connection
             assert isinstance(inline, InlineConnection)
