@@ -744,10 +744,17 @@ def start_ours(data_dir: Path, password: str) -> Iterator[Target]:
         raise BenchError(f"our stack: {_first_line(str(exc))} (log: {data_dir.parent})") from None
 
 
+def our_uvicorn_stack() -> str:
+    """:func:`_uvicorn_stack` of our services, which serve with ``shared.http_protocol``."""
+    return _uvicorn_stack(Path(sys.executable)).replace(
+        "http=auto -> ", "http=shared.http_protocol over "
+    )
+
+
 def _our_stack(stack: LaunchedStack) -> str:
     return (
         f"nginx gateway :{stack.ports['platform']} (keep-alive upstream) -> tracking service, "
-        f"{_uvicorn_stack(Path(sys.executable))}"
+        f"{our_uvicorn_stack()}"
     )
 
 

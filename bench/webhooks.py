@@ -69,6 +69,7 @@ from bench.tracking import (  # noqa: E402
     _uvicorn_stack,
     describe_http_error,
     login,
+    our_uvicorn_stack,
     say,
 )
 from deploy.config import load_stack  # noqa: E402
@@ -450,7 +451,7 @@ def ours(base: Path, password: str) -> Iterator[Ours]:
             url = stack.url("platform", "")
             server = (
                 f"nginx gateway :{stack.ports['platform']} -> webhooks service, "
-                f"{_uvicorn_stack(Path(sys.executable))}; Valkey AOF everysec + noeviction"
+                f"{our_uvicorn_stack()}; Valkey AOF everysec + noeviction"
             )
             target = login("ours", url, password, server)
             yield Ours(target, create_webhook(target), stack)

@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 import uvicorn
 
+from shared.http_protocol import HttpProtocol
 from shared.logging import configure_logging
 from shared.settings import ServiceSettings
 
@@ -45,6 +46,7 @@ def main(
         host=args.host,
         port=args.port,
         workers=args.workers,
+        http=HttpProtocol,  # httptools, a response's head and body in one write
         log_config=None,
         access_log=False,
         proxy_headers=True,
