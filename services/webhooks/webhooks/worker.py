@@ -13,11 +13,12 @@ from typing import Any
 
 import httpx
 from arq.connections import RedisSettings
-from arq.worker import Worker, func
+from arq.worker import func
 
 from shared.db import create_engine, create_sessionmaker
 from shared.http import create_http_client, service_auth
 from shared.logging import configure_logging
+from webhooks.event.batch_worker import BatchWorker
 from webhooks.event.dispatch import SnapshotRunner, TrackingSnapshotRunner
 from webhooks.event.queue import PROCESS_EVENT, deserializer, serializer
 from webhooks.event.tasks import Consumer, process_event
@@ -27,15 +28,24 @@ from webhooks.settings import Settings
 logger = logging.getLogger(__name__)
 
 
+def redis_settings(url: str) -> RedisSettings:
+    """arq's settings for ``url``, with a connect timeout of seconds, not arq's one: a
+    loaded machine can take that long, and the worker connects again only when it must."""
+    settings = RedisSettings.from_dsn(url)
+    settings.conn_timeout = 5
+    return settings
+
+
 def create_worker(
     settings: Settings,
     *,
     http_transport: httpx.AsyncBaseTransport | None = None,
     runner: SnapshotRunner | None = None,
     burst: bool = False,
-) -> Worker:
-    """An arq worker consuming ``settings.queue_name``. Tests pass ``burst`` (stop when
-    the queue is empty) and a transport or runner reaching their fakes."""
+) -> BatchWorker:
+    """An arq worker consuming ``settings.queue_name``, claiming jobs in batches (see
+    :mod:`webhooks.event.batch_worker`). Tests pass ``burst`` (stop when the queue is
+    empty) and a transport or runner reaching their fakes."""
     timeout = settings.worker_job_timeout.total_seconds()
 
     async def startup(ctx: dict[str, Any]) -> None:
@@ -57,10 +67,10 @@ def create_worker(
         await ctx["http"].aclose()
         await ctx["engine"].dispose()
 
-    worker = Worker(
+    worker = BatchWorker(
         functions=[func(process_event, name=PROCESS_EVENT, max_tries=settings.worker_max_tries)],
         queue_name=settings.queue_name,
-        redis_settings=RedisSettings.from_dsn(settings.redis_url),
+        redis_settings=redis_settings(settings.redis_url),
         on_startup=startup,
         on_shutdown=shutdown,
         job_timeout=timeout,
