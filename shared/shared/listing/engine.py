@@ -34,7 +34,7 @@ from shared.db import core_execute, prepared
 from shared.errors import RequestValidationFailed
 from shared.listing.expressions import Condition, FilterError, Kind, parse
 from shared.listing.spec import COMMON_PARAMS, Field, ListSpec, SortKey, as_uuid_condition
-from shared.listing.sql import condition_sql
+from shared.listing.sql import bound_values, condition_sql
 from shared.pagination import MAX_PAGE_SIZE, Page, check_page, total_pages
 from shared.routing import parse_query
 
@@ -142,7 +142,12 @@ def where_clause(
     listing: Listing, dialect: str, scope: Sequence[ColumnElement[bool]] = ()
 ) -> ColumnElement[bool] | None:
     """The scope ANDed with the filters joined by the logical operator."""
-    filters = [field.sql(cond, dialect) for field, cond in listing.conditions]
+    return _joined(listing, scope, [field.sql(cond, dialect) for field, cond in listing.conditions])
+
+
+def _joined(
+    listing: Listing, scope: Sequence[ColumnElement[bool]], filters: Sequence[ColumnElement[bool]]
+) -> ColumnElement[bool] | None:
     parts = list(scope)
     if filters:
         joined = or_(*filters) if listing.logical_operator is LogicalOperator.OR else and_(*filters)
@@ -180,7 +185,18 @@ def _statements(
     )
 
 
-_PREBUILT: dict[tuple[int | bool, ...], tuple[tuple[object, ...], _Statements]] = {}
+@dataclass(frozen=True)
+class _Built:
+    """Statements built once: what their key names by ``id`` (kept alive, so a key found
+    is always those same objects), and the names of each filter's bound values."""
+
+    sources: tuple[object, ...]
+    statements: _Statements
+    names: Sequence[Sequence[str]] = ()
+
+
+# Unfiltered lists (_prebuilt), and lists filtered by shaped fields (_shaped).
+_PREBUILT: dict[tuple[Any, ...], _Built] = {}
 _PREBUILT_MAX = 256
 
 
@@ -194,14 +210,66 @@ def _prebuilt(
     key = (*map(id, sources), listing.descending)
     found = _PREBUILT.get(key)
     if found is not None:
-        return found[1]
+        return found.statements
     if len(_PREBUILT) >= _PREBUILT_MAX:
         _PREBUILT.clear()
     built = _statements(spec, listing, statement, and_(*scope) if scope else None)
     prepared(built.count)
     prepared(built.page)
-    _PREBUILT[key] = (sources, built)
+    _PREBUILT[key] = _Built(sources, built)
     return built
+
+
+def _shaped(
+    spec: ListSpec,
+    listing: Listing,
+    statement: Select[Any],
+    scope: Sequence[ColumnElement[bool]],
+    dialect: str,
+) -> tuple[_Statements, dict[str, Any]] | None:
+    """The statements of a filtered list of ``statement`` in ``scope``, built once per
+    (spec, statement, scope, sort, operator and each filter's field and form: see
+    :class:`~shared.listing.spec.Shaped`), and this request's filter values by the names
+    of their bound parameters. ``None`` when a filter's SQL is built afresh each time."""
+    forms = []
+    values: list[tuple[Any, ...]] = []
+    for field, cond in listing.conditions:
+        shaped = field.form(cond)
+        if shaped is None:
+            return None
+        forms.append((field.name, shaped[0]))
+        values.append(shaped[1])
+    sources = (spec, statement, *scope, listing.sort)
+    key = (
+        "shaped",
+        *map(id, sources),
+        listing.descending,
+        listing.logical_operator,
+        dialect,
+        *forms,
+    )
+    found = _PREBUILT.get(key)
+    if found is None:
+        if len(_PREBUILT) >= _PREBUILT_MAX:
+            _PREBUILT.clear()
+        names: list[list[str]] = []
+        filters = []
+        for index, ((field, _), (_, form), given) in enumerate(
+            zip(listing.conditions, forms, values, strict=True)
+        ):
+            params, named = bound_values(f"filter_{index}", given)
+            names.append(list(named))
+            filters.append(field.form_sql(form, dialect, params))
+        built = _statements(spec, listing, statement, _joined(listing, scope, filters))
+        prepared(built.count)
+        prepared(built.page)
+        found = _PREBUILT[key] = _Built(sources, built, names)
+    bound = {
+        name: value
+        for slots, given in zip(found.names, values, strict=True)
+        for name, value in zip(slots, given, strict=True)
+    }
+    return found.statements, bound
 
 
 async def fetch_page(
@@ -221,12 +289,18 @@ async def fetch_page(
     statements built once too (the common case: a page of everything in a project).
     ``core``: ``statement`` selects columns, not ORM entities; its rows are read as Core
     rows on the session's connection (cheaper; see :func:`shared.db.core_execute`)."""
+    values = dict(params or {})
+    shaped = None
     if params is not None and not listing.conditions:
         statements = _prebuilt(spec, listing, statement, scope)
+    elif params is not None and (
+        shaped := _shaped(spec, listing, statement, scope, session.get_bind().dialect.name)
+    ):
+        statements = shaped[0]
+        values.update(shaped[1])
     else:
         where = where_clause(listing, session.get_bind().dialect.name, scope)
         statements = _statements(spec, listing, statement, where)
-    values = dict(params or {})
     total = int((await core_execute(session, statements.count, values)).scalar_one())
     values["page_offset"] = check_page(listing.page, listing.size, total)
     values["page_size"] = listing.size

@@ -21,7 +21,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from starlette.requests import HTTPConnection
 
 from shared.listing.expressions import EQUALITY_OPS, LIST_OPS, ORDER_OPS, Condition, Kind, Op
-from shared.listing.sql import condition_sql
+from shared.listing.sql import Form, condition_expr, condition_form, condition_sql
 
 # Builds the WHERE clause of one condition for a field: (condition, dialect name) -> SQL.
 Builder = Callable[[Condition, str], ColumnElement[bool]]
@@ -29,6 +29,17 @@ Builder = Callable[[Condition, str], ColumnElement[bool]]
 Lookup = Callable[[HTTPConnection, Condition], Awaitable[Collection[uuid.UUID]]]
 
 COMMON_PARAMS = frozenset({"hydrate", "sort_by", "logical_operator", "page", "size"})
+
+
+@dataclass(frozen=True)
+class Shaped:
+    """How a field's conditions split into a form and values (``form``) and how the SQL
+    of a form is built over given values or bound parameters (``expr``): see
+    :func:`~shared.listing.sql.condition_form`. Lists filtered by such fields run
+    statements built once per form."""
+
+    form: Callable[[Condition], tuple[Form, tuple[Any, ...]]]
+    expr: Callable[[Form, str, Sequence[Any]], ColumnElement[bool]]
 
 
 @dataclass(frozen=True)
@@ -49,11 +60,28 @@ class Field:
     build: Builder | None = None
     lookup: Lookup | None = None
     description: str = ""
+    shaped: Shaped | None = None  # for a field with ``build``: its conditions' forms
 
     def sql(self, cond: Condition, dialect: str) -> ColumnElement[bool]:
         if self.build is not None:
             return self.build(cond, dialect)
         return condition_sql(self.column, self.kind, cond, dialect)
+
+    def form(self, cond: Condition) -> tuple[Form, tuple[Any, ...]] | None:
+        """``cond``'s form and values (see :class:`Shaped`); ``None`` when this field's
+        SQL is built afresh for every condition."""
+        if self.build is None:
+            return condition_form(self.kind, cond)
+        if self.shaped is not None:
+            return self.shaped.form(cond)
+        return None
+
+    def form_sql(self, form: Form, dialect: str, values: Sequence[Any]) -> ColumnElement[bool]:
+        """The SQL of a condition of ``form`` (one :meth:`form` gave) over ``values``."""
+        if self.build is None:
+            return condition_expr(self.column, self.kind, form, dialect, values)
+        assert self.shaped is not None
+        return self.shaped.expr(form, dialect, values)
 
 
 def column_field(name: str, column: Any, kind: Kind, **extra: Any) -> Field:
@@ -81,13 +109,32 @@ def name_or_id(
     related row's id and to each of its name columns, joined by OR, and the row matches
     when its ``foreign_key`` points at such a related row."""
 
-    def build(cond: Condition, dialect: str) -> ColumnElement[bool]:
-        by_id = condition_sql(target_id, Kind.UUID, as_uuid_condition(cond), dialect)
-        by_name = [condition_sql(col, Kind.STRING, cond, dialect) for col in target_names]
+    def form(cond: Condition) -> tuple[Form, tuple[Any, ...]]:
+        id_form, id_values = condition_form(Kind.UUID, as_uuid_condition(cond))
+        name_form, name_values = condition_form(Kind.STRING, cond)
+        return (id_form, len(id_values), name_form), id_values + name_values
+
+    def expr(form: Form, dialect: str, values: Sequence[Any]) -> ColumnElement[bool]:
+        id_form, split, name_form = form
+        by_id = condition_expr(target_id, Kind.UUID, id_form, dialect, values[:split])
+        by_name = [
+            condition_expr(column, Kind.STRING, name_form, dialect, values[split:])
+            for column in target_names
+        ]
         related = select(target_id).where(or_(by_id, *by_name))
         return foreign_key.in_(related)  # type: ignore[no-any-return]
 
-    return Field(name=name, kind=Kind.STRING, build=build, description=description)
+    def build(cond: Condition, dialect: str) -> ColumnElement[bool]:
+        shape, values = form(cond)
+        return expr(shape, dialect, values)
+
+    return Field(
+        name=name,
+        kind=Kind.STRING,
+        build=build,
+        description=description,
+        shaped=Shaped(form, expr),
+    )
 
 
 def as_uuid_condition(cond: Condition) -> Condition:

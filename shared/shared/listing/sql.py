@@ -9,9 +9,10 @@ UUID text operators work on the 32 lowercase hex digits.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import Float, String, and_, case, cast, false, func, not_, or_, true
+from sqlalchemy import Float, String, and_, bindparam, case, cast, false, func, not_, or_, true
 from sqlalchemy.sql.elements import ColumnElement
 
 from shared.listing.expressions import Condition, Kind, Op
@@ -37,52 +38,97 @@ def _hex(column: Any) -> ColumnElement[str]:
     return func.lower(func.replace(cast(column, String), "-", ""))
 
 
-def _text_match(target: ColumnElement[str], op: Op, value: str) -> ColumnElement[bool]:
+def _pattern(op: Op, value: str) -> str:
     pattern = escape_like(value)
     if op is Op.STARTSWITH:
-        pattern = pattern + "%"
-    elif op is Op.ENDSWITH:
-        pattern = "%" + pattern
-    else:
-        pattern = "%" + pattern + "%"
-    matched = target.ilike(pattern, escape=ESCAPE)
-    if op is Op.NOT_CONTAINS:
-        return or_(target.is_(None), not_(matched))
-    return matched
+        return pattern + "%"
+    if op is Op.ENDSWITH:
+        return "%" + pattern
+    return "%" + pattern + "%"
 
 
-def condition_sql(column: Any, kind: Kind, cond: Condition, dialect: str) -> ColumnElement[bool]:
-    """The WHERE clause for ``cond`` on ``column`` (a column of the given ``kind``)."""
+Form = tuple[Any, ...]
+"""What a condition's SQL depends on besides its values (see :func:`condition_form`)."""
+
+_TEXT_OPS = (Op.CONTAINS, Op.STARTSWITH, Op.ENDSWITH, Op.NOT_CONTAINS)
+
+
+def condition_form(kind: Kind, cond: Condition) -> tuple[Form, tuple[Any, ...]]:
+    """``cond`` split into its form and the values its SQL binds: conditions of one form
+    on one column have the same SQL and differ only in those values, so a statement
+    built once for a form (values as bound parameters) serves them all."""
     op, value = cond.op, cond.value
+    if op is Op.IS_NULL or op is Op.IS_NOT_NULL:
+        return (op,), ()
+    if kind is Kind.UUID and op in (Op.EQUALS, Op.NOT_EQUALS) and value is None:
+        # An invalid UUID: equals matches nothing, notequals everything.
+        return ("constant", op is Op.NOT_EQUALS), ()
+    if op is Op.ONEOF or op is Op.NOT_ONEOF:
+        if not value:  # one of nothing: nothing; none of nothing: everything
+            return ("constant", op is Op.NOT_ONEOF), ()
+        return (op,), (list(value),)
+    if op in _TEXT_OPS:
+        return (op,), (_pattern(op, value),)
+    if op is Op.IN:
+        return (op,), tuple(value)
+    return (op,), (value,)
+
+
+def condition_expr(
+    column: Any, kind: Kind, form: Form, dialect: str, values: Sequence[Any]
+) -> ColumnElement[bool]:
+    """The WHERE clause of a condition of ``form`` on ``column``, binding ``values``
+    (the values themselves, or bound parameters that stand for them)."""
+    op = form[0]
+    if op == "constant":
+        return true() if form[1] else false()
     if op is Op.IS_NULL:
         return column.is_(None)  # type: ignore[no-any-return]
     if op is Op.IS_NOT_NULL:
         return column.is_not(None)  # type: ignore[no-any-return]
-    if kind is Kind.UUID and op in (Op.EQUALS, Op.NOT_EQUALS) and value is None:
-        # An invalid UUID: equals matches nothing, notequals everything.
-        return false() if op is Op.EQUALS else true()
     if op is Op.EQUALS:
-        return column == value  # type: ignore[no-any-return]
+        return column == values[0]  # type: ignore[no-any-return]
     if op is Op.NOT_EQUALS:
-        return or_(column.is_(None), column != value)
+        return or_(column.is_(None), column != values[0])
     if op is Op.ONEOF:
-        return column.in_(value) if value else false()
+        return column.in_(values[0])  # type: ignore[no-any-return]
     if op is Op.NOT_ONEOF:
-        return or_(column.is_(None), column.not_in(value)) if value else true()
-    if op in (Op.CONTAINS, Op.STARTSWITH, Op.ENDSWITH, Op.NOT_CONTAINS):
+        return or_(column.is_(None), column.not_in(values[0]))
+    if op in _TEXT_OPS:
         target = _hex(column) if kind is Kind.UUID else cast(column, String)
-        return _text_match(target, op, value)
+        matched = target.ilike(values[0], escape=ESCAPE)
+        if op is Op.NOT_CONTAINS:
+            return or_(target.is_(None), not_(matched))
+        return matched
     if op is Op.IN:
-        start, end = value
-        return and_(column >= start, column <= end)
+        return and_(column >= values[0], column <= values[1])
     if kind is Kind.STRING:
         column = _numeric(column, dialect)
     elif kind is Kind.UUID:
         column = _hex(column)
-    comparisons: dict[Op, ColumnElement[bool]] = {
-        Op.GT: column > value,
-        Op.GTE: column >= value,
-        Op.LT: column < value,
-        Op.LTE: column <= value,
+    value = values[0]
+    comparisons: dict[Op, Callable[[], ColumnElement[bool]]] = {
+        Op.GT: lambda: column > value,
+        Op.GTE: lambda: column >= value,
+        Op.LT: lambda: column < value,
+        Op.LTE: lambda: column <= value,
     }
-    return comparisons[op]
+    return comparisons[op]()
+
+
+def condition_sql(column: Any, kind: Kind, cond: Condition, dialect: str) -> ColumnElement[bool]:
+    """The WHERE clause for ``cond`` on ``column`` (a column of the given ``kind``)."""
+    form, values = condition_form(kind, cond)
+    return condition_expr(column, kind, form, dialect, values)
+
+
+def bound_values(prefix: str, values: Sequence[Any]) -> tuple[list[Any], dict[str, Any]]:
+    """Bound parameters standing for ``values`` (named ``<prefix>_<n>``; a list expands
+    into ``IN``), and the values by those names."""
+    params: list[Any] = []
+    named: dict[str, Any] = {}
+    for index, value in enumerate(values):
+        name = f"{prefix}_{index}"
+        params.append(bindparam(name, expanding=isinstance(value, list)))
+        named[name] = value
+    return params, named

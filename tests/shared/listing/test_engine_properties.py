@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import Boolean, Column, Integer, MetaData, String, Table, Uuid, select
+from sqlalchemy import Boolean, Column, Integer, MetaData, String, Table, Uuid, select, sql
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlmodel.sql.sqltypes import UTCDateTime
 
@@ -215,6 +215,10 @@ def expressions(draw: st.DrawFn) -> tuple[str, str]:
     return name, f"{op}:{draw(VALUES[kind])}"
 
 
+KEPT = select(items)
+KEPT_SCOPE = (sql.or_(items.c.count.is_(None), items.c.count > sql.bindparam("low")),)
+
+
 def _listing(conditions: list[tuple[Field, Condition]], operator: LogicalOperator) -> Listing:
     return Listing(
         hydrate=False,
@@ -235,12 +239,21 @@ def _listing(conditions: list[tuple[Field, Condition]], operator: LogicalOperato
     operator=st.sampled_from(list(LogicalOperator)),
 )
 async def test_engine_matches_python_evaluation(loaded: AsyncEngine, exprs, operator):
+    """Both ways a filtered list runs: statements built for this request, and statements
+    built once per filter form (a statement and scope of the caller's own, kept, with
+    ``params``), reused by later examples of the same forms with other values."""
     conditions = [(FIELDS[n], parse(raw, FIELDS[n].kind, FIELDS[n].enum)) for n, raw in exprs]
+    listing = _listing(conditions, operator)
     async with session_scope(create_sessionmaker(loaded), write=False) as session:
-        total, rows = await fetch_page(session, SPEC, _listing(conditions, operator), select(items))
+        total, rows = await fetch_page(session, SPEC, listing, select(items))
+        kept = await fetch_page(
+            session, SPEC, listing, KEPT, scope=KEPT_SCOPE, params={"low": -(10**9)}
+        )
     combine = any if operator is LogicalOperator.OR else all
     expected = {
         row["id"] for row in ROWS if combine(holds(row[f.name], f.kind, c) for f, c in conditions)
     }
     assert {row.id for row in rows} == expected
     assert total == len(expected)
+    # The kept scope (any count, or none) holds every row.
+    assert (kept[0], {row.id for row in kept[1]}) == (total, expected)

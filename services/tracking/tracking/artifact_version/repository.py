@@ -246,6 +246,26 @@ _RUN_METADATA = prepared(
 )
 
 
+def _scope(by_user: bool, only_unused: bool) -> tuple[ColumnElement[bool], ...]:
+    table = _table(V)
+    scope = [table.c.project_id == bindparam("scope_project", type_=table.c.project_id.type)]
+    if by_user:
+        scope.append(table.c.user_id == bindparam("scope_user", type_=table.c.user_id.type))
+    if only_unused:
+        scope.append(not_(is_used(col(V.id))))
+    return tuple(scope)
+
+
+# A page's scope (the project, the caller's own versions, unused ones), built once: the
+# listing engine then runs statements built once per filter form (see fetch_page).
+_SCOPES = {
+    (by_user, unused): _scope(by_user, unused)
+    for by_user in (False, True)
+    for unused in (False, True)
+}
+_PAGE_IDS = sa_select(col(V.id))
+
+
 class ArtifactVersionRepository:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
@@ -275,13 +295,18 @@ class ArtifactVersionRepository:
         """The total and the page's rows. The page's ids come first: an index holding the
         filtered and sorted columns (see the models) finds them without reading a row, and
         only the page's rows are read, where sorting whole rows would read every match."""
-        scope: list[ColumnElement[bool]] = [col(V.project_id) == project_id]
+        params: dict[str, Any] = {"scope_project": project_id}
         if scope_user is not None:
-            scope.append(col(V.user_id) == scope_user)
-        if only_unused:
-            scope.append(not_(is_used(col(V.id))))
+            params["scope_user"] = scope_user
+        scope = _SCOPES[(scope_user is not None, only_unused)]
         total, found = await fetch_page(
-            self.session, ARTIFACT_VERSIONS, listing, sa_select(col(V.id)), scope=scope, core=True
+            self.session,
+            ARTIFACT_VERSIONS,
+            listing,
+            _PAGE_IDS,
+            scope=scope,
+            params=params,
+            core=True,
         )
         ids = [row[0] for row in found]
         rows = {row.id: row for row in await self.read_many(ids)}
