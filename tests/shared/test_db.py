@@ -17,6 +17,7 @@ from starlette.requests import Request
 
 from shared.db import (
     _HELD,
+    SQLITE_MMAP_BYTES,
     create_engine,
     create_sessionmaker,
     flush_unique,
@@ -197,17 +198,19 @@ async def test_ping_succeeds_on_a_live_database(engine):
     await ping(engine)
 
 
-async def test_sqlite_engine_runs_in_wal_mode_with_foreign_keys_on(tmp_path: Path):
+async def test_sqlite_engine_runs_in_wal_mode_with_foreign_keys_on_and_a_memory_map(tmp_path: Path):
     engine = create_engine(f"sqlite+aiosqlite:///{tmp_path}/wal.db")
     try:
         async with engine.connect() as conn:
             journal = (await conn.exec_driver_sql("PRAGMA journal_mode")).scalar_one()
             foreign_keys = (await conn.exec_driver_sql("PRAGMA foreign_keys")).scalar_one()
             busy_timeout = (await conn.exec_driver_sql("PRAGMA busy_timeout")).scalar_one()
+            mmap_size = (await conn.exec_driver_sql("PRAGMA mmap_size")).scalar_one()
     finally:
         await engine.dispose()
     assert journal == "wal"
     assert foreign_keys == 1
+    assert mmap_size == SQLITE_MMAP_BYTES  # reads through the OS's page cache
     # Calls run on the event loop's thread and never wait there (shared.sqlite).
     assert busy_timeout == 0
 
