@@ -15,6 +15,7 @@ OpenAPI document from exactly those. Handlers stay thin::
 from __future__ import annotations
 
 import collections.abc
+import functools
 import json
 import types
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -22,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
-from pydantic.fields import FieldInfo
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -126,14 +126,17 @@ def _takes_many(annotation: Any) -> bool:
     return False
 
 
-def _query_fields(model: type[BaseModel]) -> dict[str, FieldInfo]:
-    """Each query key the model accepts (field names and string aliases) → its field."""
-    keys: dict[str, FieldInfo] = {}
+@functools.cache
+def _query_keys(model: type[BaseModel]) -> dict[str, bool]:
+    """Each query key the model accepts (field names and string aliases) → whether its
+    field collects repeated parameters (worked out once per model)."""
+    keys: dict[str, bool] = {}
     for name, info in model.model_fields.items():
-        keys[name] = info
+        many = _takes_many(info.annotation)
+        keys[name] = many
         for alias in (info.alias, info.validation_alias):
             if isinstance(alias, str):
-                keys[alias] = info
+                keys[alias] = many
     return keys
 
 
@@ -144,14 +147,14 @@ def parse_query(request: Request, model: type[M]) -> M:
     value. Unknown parameters are ignored, as the reference does. Keys are passed on as
     sent, so the model's own alias rules decide whether a name or an alias is accepted.
     """
-    fields = _query_fields(model)
+    keys = _query_keys(model)
     data: dict[str, Any] = {}
     for key in request.query_params:
-        info = fields.get(key)
-        if info is None:
+        many = keys.get(key)
+        if many is None:
             continue
         values = request.query_params.getlist(key)
-        data[key] = values if _takes_many(info.annotation) else values[-1]
+        data[key] = values if many else values[-1]
     try:
         return model.model_validate(data)
     except ValidationError as exc:

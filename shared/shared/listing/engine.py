@@ -97,7 +97,10 @@ def parse_list(request: Request, spec: ListSpec) -> Listing:
     malformed one). Parameters the spec does not declare are left to the caller."""
     params = parse_query(request, ListParams)
     conditions: list[tuple[Field, Condition]] = []
+    given = request.query_params.keys()
     for field in spec.fields:
+        if field.name not in given:
+            continue
         for raw in request.query_params.getlist(field.name):
             try:
                 conditions.append((field, parse(raw, field.kind, field.enum)))
