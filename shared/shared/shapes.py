@@ -12,9 +12,10 @@ validates as its model and serializes identically.
 
 from __future__ import annotations
 
+import collections
 import datetime as dt
 import types
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel
@@ -55,6 +56,33 @@ def compile_builder(arguments: str, display: str, env: dict[str, Any]) -> Any:
     return env["build"]
 
 
+_PLAIN: dict[tuple[str, ...], type[tuple[Any, ...]]] = {}
+
+
+def plain_rows(rows: Sequence[Row[Any]]) -> Sequence[Any]:
+    """``rows`` (Core rows of one result) as named tuples, for code that reads their
+    columns by name again and again: a Row reads a column by attribute only after
+    checking that its class has no attribute of that name, a check that fails by raising
+    and formatting an ``AttributeError`` (~2,000 instructions each), where a named
+    tuple's field is a C-level descriptor. Rows whose column names are not all plain
+    identifiers are returned as they are. Shapes read both by position."""
+    if not rows:
+        return rows
+    fields = rows[0]._fields
+    kind = _PLAIN.get(fields)
+    if kind is None:
+        if not all(name.isidentifier() and not name.startswith("_") for name in fields):
+            return rows
+        if len(_PLAIN) >= _PLAIN_KINDS:
+            _PLAIN.clear()
+        kind = _PLAIN[fields] = collections.namedtuple("PlainRow", fields)
+    make = kind._make  # type: ignore[attr-defined]
+    return [make(row) for row in rows]
+
+
+_PLAIN_KINDS = 256
+
+
 class Builders:
     """Compiled builders, one per kind of source (a Core row's columns, or ``None`` for any
     other object) and ``given`` key, made by ``compile(columns, given)`` on first use.
@@ -71,6 +99,8 @@ class Builders:
     def for_row(self, row: Any, given: Any) -> Any:
         """The builder for ``row`` and the explicit values ``given`` names."""
         if not isinstance(row, Row):
+            if isinstance(row, tuple) and hasattr(row, "_fields"):  # see plain_rows
+                return self._get(row._fields, given)
             return self._get(None, given)
         # A Core row answers a name it lacks through a slow exception path: its builder
         # reads its columns by position.

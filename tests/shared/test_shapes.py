@@ -10,10 +10,10 @@ from types import SimpleNamespace
 import pytest
 from pydantic import BaseModel, Field
 from pydantic_core import to_json
-from sqlalchemy import Column, DateTime, Integer, MetaData, String, Table, Uuid, create_engine
+from sqlalchemy import Column, DateTime, Integer, MetaData, Row, String, Table, Uuid, create_engine
 from sqlalchemy import select as sa_select
 
-from shared.shapes import Shape
+from shared.shapes import Shape, plain_rows
 from shared.types import WireDatetime
 
 
@@ -90,6 +90,44 @@ def test_core_rows_are_read_by_position_with_naive_utc_datetimes(stored: dt.date
         assert body_dict["label"] == "x"
         assert body_dict["created"].tzinfo is None
         _same_as_model(Envelope, built)
+
+
+def _things(*columns: Column[object]) -> list[Row[object]]:
+    """One row of a one-row table with ``columns`` (the first a UUID key), read back."""
+    table = Table("things", MetaData(), *columns)
+    engine = create_engine("sqlite://")
+    table.metadata.create_all(engine)
+    values = {"id": uuid.uuid4(), "name": "n", "created": AWARE, "count": 7, "first name": "a"}
+    with engine.begin() as conn:
+        conn.execute(table.insert(), {c.name: values[c.name] for c in table.columns})
+        return list(conn.execute(sa_select(*table.columns)).all())
+
+
+def test_plain_rows_read_like_the_core_rows_they_come_from():
+    rows = _things(
+        Column("id", Uuid, primary_key=True),
+        Column("name", String),
+        Column("created", DateTime(timezone=True)),
+        Column("count", Integer),
+    )
+    (plain,) = plain_rows(rows)
+    assert not isinstance(plain, Row)
+    assert plain._fields == rows[0]._fields
+    assert tuple(plain) == tuple(rows[0])
+    assert (plain.id, plain.name, plain.count) == (rows[0].id, "n", 7)
+    with pytest.raises(AttributeError):
+        plain.missing  # noqa: B018 (a column it lacks is still an AttributeError)
+    body, envelope = Shape(Body), Shape(Envelope)
+    for row in (rows[0], plain, plain):  # the plain row's builder reads it by position
+        built = envelope.of(row, body=body.of(row, label="x"))
+        assert built == envelope.of(rows[0], body=body.of(rows[0], label="x"))
+        _same_as_model(Envelope, built)
+    assert plain_rows([]) == []
+
+
+def test_rows_whose_columns_are_not_identifiers_stay_core_rows():
+    rows = _things(Column("id", Uuid, primary_key=True), Column("first name", String))
+    assert plain_rows(rows) is rows
 
 
 class OptionalTimes(BaseModel):

@@ -41,6 +41,7 @@ from shared.listing import (
     parse,
 )
 from shared.listing.sql import condition_sql
+from shared.shapes import plain_rows
 from shared.users import user_field
 from tracking.core.scoped import rendered_columns
 from tracking.models import (
@@ -280,7 +281,8 @@ class ArtifactVersionRepository:
         order."""
         if not ids:
             return []
-        return list((await core_execute(self.session, _VERSIONS, {"ids": list(ids)})).all())
+        rows = (await core_execute(self.session, _VERSIONS, {"ids": list(ids)})).all()
+        return list(plain_rows(rows))  # read by name a dozen times each while rendering
 
     async def get(self, version_id: uuid.UUID) -> ArtifactVersion | None:
         return await self.session.get(V, version_id)
