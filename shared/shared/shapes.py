@@ -57,6 +57,7 @@ def compile_builder(arguments: str, display: str, env: dict[str, Any]) -> Any:
 
 
 _PLAIN: dict[tuple[str, ...], type[tuple[Any, ...]]] = {}
+_PLAIN_KINDS = 256
 
 
 def plain_rows(rows: Sequence[Row[Any]]) -> Sequence[Any]:
@@ -78,9 +79,6 @@ def plain_rows(rows: Sequence[Row[Any]]) -> Sequence[Any]:
         kind = _PLAIN[fields] = collections.namedtuple("PlainRow", fields)
     make = kind._make  # type: ignore[attr-defined]
     return [make(row) for row in rows]
-
-
-_PLAIN_KINDS = 256
 
 
 class Builders:

@@ -195,45 +195,26 @@ class _Built:
 
     sources: tuple[object, ...]
     statements: _Statements
-    names: Sequence[Sequence[str]] = ()
+    names: Sequence[Sequence[str]]
 
 
-# Unfiltered lists (_prebuilt), and lists filtered by shaped fields (_shaped).
 _PREBUILT: dict[tuple[Any, ...], _Built] = {}
 _PREBUILT_MAX = 256
 
 
 def _prebuilt(
-    spec: ListSpec, listing: Listing, statement: Select[Any], scope: Sequence[ColumnElement[bool]]
-) -> _Statements:
-    """The statements of an unfiltered list of ``statement`` in ``scope``, built once per
-    (spec, statement, scope, sort). The entry keeps what its key names by ``id`` alive, so
-    a key found is always those same objects."""
-    sources = (spec, statement, *scope, listing.sort)
-    key = (*map(id, sources), listing.descending)
-    found = _PREBUILT.get(key)
-    if found is not None:
-        return found.statements
-    if len(_PREBUILT) >= _PREBUILT_MAX:
-        _PREBUILT.clear()
-    built = _statements(spec, listing, statement, and_(*scope) if scope else None)
-    prepared(built.count)
-    prepared(built.page)
-    _PREBUILT[key] = _Built(sources, built)
-    return built
-
-
-def _shaped(
     spec: ListSpec,
     listing: Listing,
     statement: Select[Any],
     scope: Sequence[ColumnElement[bool]],
     dialect: str,
 ) -> tuple[_Statements, dict[str, Any]] | None:
-    """The statements of a filtered list of ``statement`` in ``scope``, built once per
-    (spec, statement, scope, sort, operator and each filter's field and form: see
-    :class:`~shared.listing.spec.Shaped`), and this request's filter values by the names
-    of their bound parameters. ``None`` when a filter's SQL is built afresh each time."""
+    """The statements of a list of ``statement`` in ``scope``, built once per (spec,
+    statement, scope, sort, operator and each filter's field and form: see
+    :class:`~shared.listing.spec.Shaped`; an unfiltered list has none), and this
+    request's filter values by the names of their bound parameters. The entry keeps what
+    its key names by ``id`` alive, so a key found is always those same objects. ``None``
+    when a filter's SQL is built afresh each time."""
     forms = []
     values: list[tuple[Any, ...]] = []
     for field, cond in listing.conditions:
@@ -244,7 +225,6 @@ def _shaped(
         values.append(shaped[1])
     sources = (spec, statement, *scope, listing.sort)
     key = (
-        "shaped",
         *map(id, sources),
         listing.descending,
         listing.logical_operator,
@@ -288,22 +268,17 @@ async def fetch_page(
     """The total and the requested page of ``statement``'s rows (400 past the last page).
 
     ``params``: values of the bound parameters of ``statement`` and ``scope``. A caller
-    that builds those once and names its values here gets an unfiltered list run from
-    statements built once too (the common case: a page of everything in a project).
+    that builds those once and names its values here gets its list run from statements
+    built once too, unfiltered or filtered by fields of known forms (see ``_prebuilt``).
     ``core``: ``statement`` selects columns, not ORM entities; its rows are read as Core
     rows on the session's connection (cheaper; see :func:`shared.db.core_execute`)."""
     values = dict(params or {})
-    shaped = None
-    if params is not None and not listing.conditions:
-        statements = _prebuilt(spec, listing, statement, scope)
-    elif params is not None and (
-        shaped := _shaped(spec, listing, statement, scope, session.get_bind().dialect.name)
-    ):
-        statements = shaped[0]
-        values.update(shaped[1])
+    dialect = session.get_bind().dialect.name
+    if params is not None and (prebuilt := _prebuilt(spec, listing, statement, scope, dialect)):
+        statements = prebuilt[0]
+        values.update(prebuilt[1])
     else:
-        where = where_clause(listing, session.get_bind().dialect.name, scope)
-        statements = _statements(spec, listing, statement, where)
+        statements = _statements(spec, listing, statement, where_clause(listing, dialect, scope))
     total = int((await core_execute(session, statements.count, values)).scalar_one())
     values["page_offset"] = check_page(listing.page, listing.size, total)
     values["page_size"] = listing.size

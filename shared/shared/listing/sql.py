@@ -9,7 +9,8 @@ UUID text operators work on the 32 lowercase hex digits.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import operator
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Float, String, and_, bindparam, case, cast, false, func, not_, or_, true
@@ -51,6 +52,7 @@ Form = tuple[Any, ...]
 """What a condition's SQL depends on besides its values (see :func:`condition_form`)."""
 
 _TEXT_OPS = (Op.CONTAINS, Op.STARTSWITH, Op.ENDSWITH, Op.NOT_CONTAINS)
+_COMPARISONS = {Op.GT: operator.gt, Op.GTE: operator.ge, Op.LT: operator.lt, Op.LTE: operator.le}
 
 
 def condition_form(kind: Kind, cond: Condition) -> tuple[Form, tuple[Any, ...]]:
@@ -106,14 +108,7 @@ def condition_expr(
         column = _numeric(column, dialect)
     elif kind is Kind.UUID:
         column = _hex(column)
-    value = values[0]
-    comparisons: dict[Op, Callable[[], ColumnElement[bool]]] = {
-        Op.GT: lambda: column > value,
-        Op.GTE: lambda: column >= value,
-        Op.LT: lambda: column < value,
-        Op.LTE: lambda: column <= value,
-    }
-    return comparisons[op]()
+    return _COMPARISONS[op](column, values[0])  # type: ignore[no-any-return]
 
 
 def condition_sql(column: Any, kind: Kind, cond: Condition, dialect: str) -> ColumnElement[bool]:

@@ -43,7 +43,7 @@ from shared.listing import (
 from shared.listing.sql import condition_sql
 from shared.shapes import plain_rows
 from shared.users import user_field
-from tracking.core.scoped import rendered_columns
+from tracking.core.scoped import page_scope, rendered_columns
 from tracking.models import (
     Artifact,
     ArtifactVersion,
@@ -247,20 +247,11 @@ _RUN_METADATA = prepared(
 )
 
 
-def _scope(by_user: bool, only_unused: bool) -> tuple[ColumnElement[bool], ...]:
-    table = _table(V)
-    scope = [table.c.project_id == bindparam("scope_project", type_=table.c.project_id.type)]
-    if by_user:
-        scope.append(table.c.user_id == bindparam("scope_user", type_=table.c.user_id.type))
-    if only_unused:
-        scope.append(not_(is_used(col(V.id))))
-    return tuple(scope)
-
-
 # A page's scope (the project, the caller's own versions, unused ones), built once: the
 # listing engine then runs statements built once per filter form (see fetch_page).
 _SCOPES = {
-    (by_user, unused): _scope(by_user, unused)
+    (by_user, unused): page_scope(_table(V), by_user)
+    + ((not_(is_used(col(V.id))),) if unused else ())
     for by_user in (False, True)
     for unused in (False, True)
 }

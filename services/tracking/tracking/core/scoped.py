@@ -226,6 +226,14 @@ values: SQLAlchemy then also reuses their cache keys (walking a statement to mak
 costs as much as running it)."""
 
 
+def page_scope(table: Table, by_user: bool) -> tuple[ColumnElement[bool], ...]:
+    """A page's scope in ``table``: its project and, ``by_user``, its creator, as the
+    ``scope_project`` and ``scope_user`` parameters (to build once: see ``fetch_page``)."""
+    project = table.c.project_id == bindparam("scope_project", type_=table.c.project_id.type)
+    user = table.c.user_id == bindparam("scope_user", type_=table.c.user_id.type)
+    return (project, user) if by_user else (project,)
+
+
 def _built(kind: str, repository: ScopedRepository[Any], build: Callable[[], Any]) -> Any:
     key = (kind, type(repository), repository.model)
     found = _BUILT.get(key)
@@ -322,12 +330,7 @@ class ScopedRepository(Generic[Row]):
         parameters (built once per class, so unfiltered pages are prebuilt statements)."""
 
         def build() -> tuple[ColumnElement[bool], ...]:
-            table = self._table()
-            project = table.c.project_id == bindparam(
-                "scope_project", type_=table.c.project_id.type
-            )
-            user = table.c.user_id == bindparam("scope_user", type_=table.c.user_id.type)
-            return (project, user) if by_user else (project,)
+            return page_scope(self._table(), by_user)
 
         return _built("scope-user" if by_user else "scope", self, build)  # type: ignore[no-any-return]
 
