@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 import re
 import signal
 import socket
@@ -19,6 +18,7 @@ from deploy.gateway.__main__ import COMPOSE_CONF
 from deploy.gateway.render import compose_target, local_target, render
 from deploy.local.gateway import nginx_binary, worker_user
 from deploy.local.probes import port_in_use
+from tests.support.processes import below_ephemeral_ports
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 STACK = load_stack()
@@ -41,8 +41,8 @@ def nginx_test(config_text: str, prefix: Path) -> subprocess.CompletedProcess[st
 def free_offset() -> int:
     """A port offset that puts every internal port of the stack on a free port."""
     for _ in range(100):
-        offset = random.randrange(20000, 50000)
         ports = [STACK.valkey_port, *(s.port or 0 for s in STACK.web_services)]
+        offset = below_ephemeral_ports(max(ports))
         if not any(port_in_use("127.0.0.1", port + offset) for port in ports):
             return offset
     raise AssertionError("no free port range found")

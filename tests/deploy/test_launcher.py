@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import signal
 import socket
 import subprocess
@@ -21,7 +20,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.processes import LaunchedStack, live_processes, port_free
+from tests.support.processes import (
+    LaunchedStack,
+    below_ephemeral_ports,
+    live_processes,
+    port_free,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FAKES = Path(__file__).resolve().parent / "fakes"
@@ -96,7 +100,7 @@ routes = ["/"]
 def write_fake_stack(path: Path, *, crash_tracking: bool = False) -> dict[str, int]:
     """A fake stack file on six consecutive free ports; returns the ports."""
     for _ in range(200):
-        base = random.randrange(20000, 60000, 10)
+        base = below_ephemeral_ports(6)
         names = ["base", "identity", "tracking", "agent_accounts", "platform", "agent"]
         ports = {name: base + i for i, name in enumerate(names)}
         if all(port_free(p) for p in ports.values()):

@@ -78,6 +78,13 @@ class StackStartError(RuntimeError):
     """The launched stack did not come up; the message carries the launcher's last lines."""
 
 
+def below_ephemeral_ports(span: int) -> int:
+    """A random start for ``span`` consecutive ports below the kernel's ephemeral range
+    (from 32768 on Linux), where outgoing connections (the tests' own, to PostgreSQL and
+    Redis) take source ports at random and may take one between our check and the bind."""
+    return random.randrange(10000, 32768 - span)
+
+
 def pick_stack_ports(stack_file: Path = STACK_FILE) -> tuple[int, dict[str, int]]:
     """A port offset with every internal port free, and one free gateway port per entrypoint.
 
@@ -87,8 +94,9 @@ def pick_stack_ports(stack_file: Path = STACK_FILE) -> tuple[int, dict[str, int]
     stack = tomllib.loads(stack_file.read_text())
     web = [s for s in stack["service"] if s["kind"] == "web"]
     internal = [stack["valkey"]["port"], *(s["port"] for s in web)]
+    span = max([*internal, *(e["port"] + 3 for e in stack["entrypoint"])]) + 1
     for _ in range(200):
-        offset = random.randrange(20000, 50000, 10)
+        offset = below_ephemeral_ports(span)
         gateway = {e["name"]: e["port"] + offset + 3 for e in stack["entrypoint"]}
         ports = [p + offset for p in internal] + list(gateway.values())
         if len(set(ports)) == len(ports) and all(port_free(p) for p in ports):
