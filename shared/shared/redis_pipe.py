@@ -33,7 +33,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-__all__ = ["RedisPipe", "Script", "close_pipe_of", "pipe_of"]
+__all__ = ["BatchedScript", "RedisPipe", "Script", "close_pipe_of", "pipe_of"]
 
 
 class Script:
@@ -358,6 +358,102 @@ class RedisPipe:
         future: asyncio.Future[Any] = loop.create_future()
         protocol.send(_pack(command), [future], loop.time())
         return await future
+
+
+class BatchedScript:
+    """Calls of one script gathered into one ``EVALSHA`` while an earlier one is in
+    flight, as a database groups commits.
+
+    The script takes its work as groups of ``keys_per_call`` keys and ``args_per_call``
+    arguments (``KEYS`` and ``ARGV`` are the groups one after another) and answers a list
+    of one reply per group, in order. A call made when no batch is in flight goes out at the
+    end of the loop's turn, with whatever else was called in that turn; calls made while a
+    batch is in flight wait for its reply, then go out together (at most ``max_calls`` a
+    batch, so no batch holds Redis for long). Under load the script's own overhead in
+    Redis (the call, and with an append-only file the ``MULTI``/``EXEC`` its writes are
+    logged in) is paid once a batch, and a script that sums its groups' effects (counters,
+    say) writes them once.
+
+    A batch is atomic, like any script: when it fails (Redis out of reach, an error
+    reply), every call in it raises that error, and none of its groups took effect.
+    """
+
+    def __init__(
+        self,
+        pipe: RedisPipe,
+        script: Script,
+        *,
+        keys_per_call: int,
+        args_per_call: int,
+        max_calls: int = 256,
+    ) -> None:
+        if keys_per_call < 0 or args_per_call < 0 or max_calls < 1:
+            raise ValueError("a batch needs max_calls >= 1 and no negative group width")
+        self.pipe = pipe
+        self.script = script
+        self.keys_per_call = keys_per_call
+        self.args_per_call = args_per_call
+        self.max_calls = max_calls
+        self._keys: list[Any] = []
+        self._args: list[Any] = []
+        self._callers: list[asyncio.Future[Any]] = []
+        self._busy = False  # a batch in flight, or one about to be sent
+        self._in_flight: asyncio.Task[Any] | None = None
+
+    async def __call__(self, keys: Sequence[Any], args: Sequence[Any]) -> Any:
+        """Run the script on one group; its reply."""
+        if len(keys) != self.keys_per_call or len(args) != self.args_per_call:
+            raise ValueError(
+                f"a call takes {self.keys_per_call} keys and {self.args_per_call} arguments"
+            )
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        self._keys += keys
+        self._args += args
+        self._callers.append(future)
+        if not self._busy:
+            self._busy = True
+            loop.call_soon(self._send)
+        return await future
+
+    def _send(self) -> None:
+        """Send the next batch (or fall idle when there is none)."""
+        callers = self._callers
+        if not callers:
+            self._busy = False
+            return
+        count = min(len(callers), self.max_calls)
+        keys_end, args_end = count * self.keys_per_call, count * self.args_per_call
+        if count == len(callers):
+            keys, args, self._keys, self._args, self._callers = self._keys, self._args, [], [], []
+        else:
+            keys, args, callers = self._keys[:keys_end], self._args[:args_end], callers[:count]
+            del self._keys[:keys_end], self._args[:args_end], self._callers[:count]
+        task = asyncio.ensure_future(self.pipe.run(self.script, keys, args))
+        self._in_flight = task
+        task.add_done_callback(lambda done: self._answered(done, callers))
+
+    def _answered(self, task: asyncio.Task[Any], callers: list[asyncio.Future[Any]]) -> None:
+        self._in_flight = None
+        error: BaseException | None
+        if task.cancelled():
+            error = RedisConnectionError("The batch was cancelled before Redis answered")
+        else:
+            error = task.exception()
+        replies: Any = None
+        if error is None:
+            replies = task.result()
+            if not isinstance(replies, list) or len(replies) != len(callers):
+                error = RedisError(f"{self.script.sha}: expected {len(callers)} replies")
+        if error is not None:
+            for future in callers:
+                if not future.done():
+                    future.set_exception(error)
+        else:
+            for future, reply in zip(callers, replies, strict=True):
+                if not future.done():  # a caller that was cancelled
+                    future.set_result(reply)
+        self._send()
 
 
 _pipes: weakref.WeakKeyDictionary[Redis, RedisPipe] = weakref.WeakKeyDictionary()

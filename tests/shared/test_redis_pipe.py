@@ -12,10 +12,23 @@ from collections.abc import AsyncIterator
 import pytest
 from redis.asyncio import ConnectionPool, Redis
 from redis.asyncio.connection import Connection
-from redis.exceptions import ConnectionError, NoScriptError, ResponseError, TimeoutError
+from redis.exceptions import (
+    ConnectionError,
+    NoScriptError,
+    RedisError,
+    ResponseError,
+    TimeoutError,
+)
 
 from shared.redis import create_redis
-from shared.redis_pipe import RedisPipe, Script, _Replies, close_pipe_of, pipe_of
+from shared.redis_pipe import (
+    BatchedScript,
+    RedisPipe,
+    Script,
+    _Replies,
+    close_pipe_of,
+    pipe_of,
+)
 from tests.support.redis_server import free_port
 
 
@@ -243,6 +256,120 @@ async def test_a_failing_script_fails_only_its_own_caller(pipe):
     good, bad, also_good = results
     assert (good, also_good) == (1, 1)
     assert isinstance(bad, ResponseError)
+
+
+# A batch script: each group is one key and one argument; it answers, per group, the
+# argument doubled and how many groups its batch had (and counts its calls under the key).
+BATCH_SOURCE = """
+redis.call('INCR', KEYS[1])
+local replies = {}
+for i = 1, #ARGV do replies[i] = {tonumber(ARGV[i]) * 2, #ARGV} end
+return replies
+"""
+
+
+async def test_batched_calls_of_one_turn_go_out_as_one_script_call(pipe, redis_namespace):
+    key = f"{redis_namespace}:batches"
+    batched = BatchedScript(pipe, _unique_script(BATCH_SOURCE), keys_per_call=1, args_per_call=1)
+    replies = await asyncio.gather(*(batched([key], [i]) for i in range(40)))
+    assert replies == [[i * 2, 40] for i in range(40)]
+    assert await pipe("GET", key) == b"1"
+    assert await batched([key], [7]) == [14, 1]  # alone, at once
+
+
+async def test_batched_calls_made_while_a_batch_is_in_flight_wait_and_go_together(
+    pipe, redis_namespace, monkeypatch
+):
+    key = f"{redis_namespace}:batches"
+    batched = BatchedScript(pipe, _unique_script(BATCH_SOURCE), keys_per_call=1, args_per_call=1)
+    await batched([key], [0])  # loads the script
+    protocol, writes = await connected(pipe, monkeypatch)
+    held: list[bytes] = []
+    answered = asyncio.Event()
+
+    def hold(data: bytes) -> None:
+        held.append(data)
+        answered.set()
+
+    receive = protocol.data_received
+    monkeypatch.setattr(protocol, "data_received", hold)
+    first = asyncio.ensure_future(batched([key], [1]))
+    await asyncio.wait_for(answered.wait(), 5)
+    later = []
+    for i in range(2, 12):  # over several turns of the loop
+        later.append(asyncio.ensure_future(batched([key], [i])))
+        await asyncio.sleep(0)
+    assert len(writes) == 1
+    monkeypatch.setattr(protocol, "data_received", receive)
+    for data in held:
+        receive(data)
+    assert await asyncio.gather(first, *later) == [[2, 1]] + [[i * 2, 10] for i in range(2, 12)]
+    assert len(writes) == 2
+    assert await pipe("GET", key) == b"3"
+
+
+async def test_a_batch_holds_at_most_max_calls(pipe, redis_namespace):
+    key = f"{redis_namespace}:batches"
+    batched = BatchedScript(
+        pipe, _unique_script(BATCH_SOURCE), keys_per_call=1, args_per_call=1, max_calls=8
+    )
+    replies = await asyncio.gather(*(batched([key], [i]) for i in range(20)))
+    assert [value for value, _ in replies] == [i * 2 for i in range(20)]
+    assert [size for _, size in replies] == [8] * 16 + [4] * 4
+    assert await pipe("GET", key) == b"3"
+
+
+async def test_a_failing_batch_fails_its_own_calls_only(pipe, redis_namespace):
+    key = f"{redis_namespace}:batches"
+    script = _unique_script(
+        "for i = 1, #ARGV do if ARGV[i] == 'bad' then return redis.error_reply('no') end end\n"
+        + BATCH_SOURCE
+    )
+    batched = BatchedScript(pipe, script, keys_per_call=1, args_per_call=1)
+    results = await asyncio.gather(
+        batched([key], [1]), batched([key], ["bad"]), return_exceptions=True
+    )
+    assert all(isinstance(result, ResponseError) for result in results)
+    assert await pipe("GET", key) is None  # atomic: nothing of the batch took effect
+    assert list(await asyncio.gather(batched([key], [1]), batched([key], [2]))) == [
+        [2, 2],
+        [4, 2],
+    ]
+
+
+async def test_a_batch_answered_with_the_wrong_number_of_replies_is_an_error(pipe):
+    batched = BatchedScript(pipe, _unique_script("return {1}"), keys_per_call=0, args_per_call=1)
+    results = await asyncio.gather(batched([], [1]), batched([], [2]), return_exceptions=True)
+    assert all(isinstance(result, RedisError) for result in results)
+
+
+async def test_a_batched_call_with_groups_of_the_wrong_width_is_refused(pipe):
+    batched = BatchedScript(pipe, _unique_script("return {}"), keys_per_call=2, args_per_call=1)
+    with pytest.raises(ValueError, match="2 keys and 1 arguments"):
+        await batched(["only one key"], [1])
+
+
+async def test_a_lost_connection_fails_the_batch_and_the_next_one_reconnects(
+    redis_url, redis_client, redis_namespace
+):
+    pipe = RedisPipe(create_redis(redis_url))
+    key = f"{redis_namespace}:batches"
+    batched = BatchedScript(pipe, _unique_script(BATCH_SOURCE), keys_per_call=1, args_per_call=1)
+    try:
+        await batched([key], [0])
+        protocol = pipe._protocol
+        assert protocol is not None
+        pending = [asyncio.ensure_future(batched([key], [i])) for i in range(3)]
+        for _ in range(100):  # until the batch is written and its reply awaited
+            if protocol.waiting:
+                break
+            await asyncio.sleep(0)
+        protocol.fail(ConnectionError("gone"))
+        results = await asyncio.gather(*pending, return_exceptions=True)
+        assert all(isinstance(result, ConnectionError) for result in results)
+        assert await batched([key], [5]) == [10, 1]
+    finally:
+        await pipe.aclose()
 
 
 class _OtherConnection(Connection):

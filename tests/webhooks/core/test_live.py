@@ -3,14 +3,17 @@ script is tested in tests/shared/test_redis_pipe.py)."""
 
 from __future__ import annotations
 
+import asyncio
+import random
 import uuid
 from collections.abc import AsyncIterator
 
 import pytest
+from arq.constants import job_key_prefix
 from redis.asyncio import Redis
 
 from shared.redis import Keys, create_redis
-from webhooks.core.live import LiveState, Outcome
+from webhooks.core.live import LiveState, Outcome, QueuedJob
 
 
 @pytest.fixture
@@ -54,3 +57,77 @@ async def test_the_latest_error_wins_whatever_order_deliveries_land_in(live):
     assert stats[b"last_error_summary"] == b"later"
     assert stats[b"last_received_at"] == b"2000"
     assert (stats[b"auth_failed_count"], stats[b"invalid_payload_count"]) == (b"1", b"1")
+
+
+def _scenario(seed: int) -> list[tuple[int, bool, str, int, str, str]]:
+    """Deliveries to two webhooks: (webhook, current version?, outcome, time, error,
+    delivery key); times collide and go backwards, delivery keys repeat."""
+    rng = random.Random(seed)
+    outcomes = ("accepted", "accepted", "accepted", "auth_failed", "invalid_payload", "none")
+    return [
+        (
+            rng.randrange(2),
+            rng.random() < 0.9,
+            rng.choice(outcomes),
+            rng.randrange(1, 4) * 1_000_000_000_000_000 + rng.randrange(2),
+            rng.choice(("", "bad signature", "not json")),
+            rng.choice(("", "a", "b", "c", "d")),
+        )
+        for _ in range(rng.randrange(1, 40))
+    ]
+
+
+async def _replay(
+    redis: Redis,
+    namespace: str,
+    scenario: list[tuple[int, bool, str, int, str, str]],
+    *,
+    together: bool,
+) -> tuple[list[Outcome], list[dict[bytes, bytes]], list[tuple[bytes, float]], list[bytes | None]]:
+    """Run ``scenario`` through a fresh LiveState (each delivery awaited alone, or all at
+    once as one batch) and read back the outcomes, the stats, the queue and the jobs."""
+    live = LiveState(redis, Keys(namespace))
+    webhooks = [uuid.UUID(int=1), uuid.UUID(int=2)]
+    queue = f"{namespace}:queue"
+    try:
+        for webhook_id in webhooks:
+            await live.publish(webhook_id, 5)
+        calls = []
+        for index, (webhook, current, outcome, now, error, key) in enumerate(scenario):
+            accepted = outcome == "accepted" and key != ""
+            job = QueuedJob(f"{namespace}-{index}", f"job {index}".encode(), queue, now, 60_000)
+            calls.append(
+                live.record(
+                    webhooks[webhook],
+                    5 if current else 4,
+                    outcome,
+                    now,
+                    error="" if outcome == "accepted" else error,
+                    delivery_key=key if accepted else "",
+                    dedupe_ms=60_000 if accepted else 0,
+                    job=job if accepted else None,
+                )
+            )
+        if together:
+            outcomes = await asyncio.gather(*calls)
+        else:
+            outcomes = [await call for call in calls]
+        stats = await live.stats(webhooks)
+        queued = await redis.zrange(queue, 0, -1, withscores=True)
+        jobs = [
+            await redis.get(f"{job_key_prefix}{namespace}-{index}")
+            for index in range(len(scenario))
+        ]
+    finally:
+        await live.aclose()
+    queued = [(member.replace(namespace.encode(), b"run"), score) for member, score in queued]
+    return outcomes, stats, queued, jobs
+
+
+@pytest.mark.parametrize("seed", range(12))
+async def test_a_batch_of_deliveries_ends_as_if_each_had_run_alone(redis, redis_namespace, seed):
+    scenario = _scenario(seed)
+    alone = await _replay(redis, f"{redis_namespace}:alone", scenario, together=False)
+    together = await _replay(redis, f"{redis_namespace}:together", scenario, together=True)
+    assert together == alone
+    assert any(outcome is Outcome.RECORDED for outcome in alone[0]) or len(scenario) < 5

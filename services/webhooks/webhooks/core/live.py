@@ -1,10 +1,11 @@
 """What the intake keeps in Redis: each webhook's live version, its stats, the recent
 delivery ids, and (through :data:`RECORD`) the queued events.
 
-A delivery costs one script call: it checks that the webhook the intake cached in
-process is still current (its version), counts the outcome, absorbs a replayed delivery
-id and enqueues the event, all atomically. Stats are plain Redis counters, so concurrent
-deliveries never wait on a database lock and never lose an increment.
+A delivery costs one script call, shared with the deliveries that arrive alongside it: it
+checks that the webhook the intake cached in process is still current (its version),
+counts the outcome, absorbs a replayed delivery id and enqueues the event, all atomically.
+Stats are plain Redis counters, so concurrent deliveries never wait on a database lock and
+never lose an increment.
 """
 
 from __future__ import annotations
@@ -12,14 +13,14 @@ from __future__ import annotations
 import functools
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
 from enum import IntEnum
+from typing import NamedTuple
 
 from arq.constants import job_key_prefix
 from redis.asyncio import Redis
 
 from shared.redis import Keys
-from shared.redis_pipe import RedisPipe, Script
+from shared.redis_pipe import BatchedScript, RedisPipe, Script
 
 # A version whose key is gone is re-read from the database, so a lost update here costs
 # one database read; the TTL bounds how long a version written by a racing reader can
@@ -37,38 +38,93 @@ return redis.call('GET', KEYS[1])
 """
 
 RECORD = Script("""
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
-local outcome = ARGV[2]
-if outcome == 'none' then return 0 end
-local now = tonumber(ARGV[3])
-local function later(field)
-  local current = redis.call('HGET', KEYS[2], field)
-  return (not current) or tonumber(current) <= now
+-- Deliveries in order, five keys and nine arguments each:
+--   KEYS  version, stats, delivery id, job, queue
+--   ARGV  version, outcome, now (µs, as text), error, dedupe ms, job data, job expiry ms,
+--         job score, job id
+-- Each answers as if run alone, in order: -1 stale, 0 nothing, 1 recorded, 2 duplicate.
+-- The stats of all of them are written once per webhook at the end, so a batch costs a
+-- few commands per webhook plus two per enqueued event.
+local results, versions, stats, touched, queued, queues = {}, {}, {}, {}, {}, {}
+local function later(best, now, text)
+  if best == nil or now >= best[1] then return {now, text} end
+  return best
 end
-redis.call('HINCRBY', KEYS[2], 'received_count', 1)
-local received_later = later('last_received_at')
-if outcome == 'accepted' then
-  redis.call('HINCRBY', KEYS[2], 'accepted_count', 1)
-  -- Every accepted delivery was also received, so a time past the last receipt is past
-  -- the last acceptance too: one HSET for both (the common case).
-  if received_later then
-    redis.call('HSET', KEYS[2], 'last_received_at', ARGV[3], 'last_accepted_at', ARGV[3])
-  elseif later('last_accepted_at') then
-    redis.call('HSET', KEYS[2], 'last_accepted_at', ARGV[3])
+for i = 1, #KEYS / 5 do
+  local k, a = (i - 1) * 5, (i - 1) * 9
+  local version = versions[KEYS[k + 1]]
+  if version == nil then
+    version = redis.call('GET', KEYS[k + 1])
+    versions[KEYS[k + 1]] = version
   end
-  if ARGV[6] ~= '' then
-    if not redis.call('SET', KEYS[3], '1', 'NX', 'PX', ARGV[5]) then return 2 end
-    redis.call('PSETEX', KEYS[4], ARGV[7], ARGV[6])
-    redis.call('ZADD', KEYS[5], ARGV[8], ARGV[9])
+  local outcome = ARGV[a + 2]
+  if version ~= ARGV[a + 1] then
+    results[i] = -1
+  elseif outcome == 'none' then
+    results[i] = 0
+  else
+    local s = stats[KEYS[k + 2]]
+    if s == nil then
+      s = {counts = {}}
+      stats[KEYS[k + 2]] = s
+      touched[#touched + 1] = KEYS[k + 2]
+    end
+    local now = tonumber(ARGV[a + 3])
+    s.counts.received_count = (s.counts.received_count or 0) + 1
+    s.received = later(s.received, now, ARGV[a + 3])
+    results[i] = 1
+    if outcome == 'accepted' then
+      s.counts.accepted_count = (s.counts.accepted_count or 0) + 1
+      s.accepted = later(s.accepted, now, ARGV[a + 3])
+      if ARGV[a + 6] ~= '' then
+        if redis.call('SET', KEYS[k + 3], '1', 'NX', 'PX', ARGV[a + 5]) then
+          redis.call('PSETEX', KEYS[k + 4], ARGV[a + 7], ARGV[a + 6])
+          local queue = queued[KEYS[k + 5]]
+          if queue == nil then
+            queue = {}
+            queued[KEYS[k + 5]] = queue
+            queues[#queues + 1] = KEYS[k + 5]
+          end
+          queue[#queue + 1] = ARGV[a + 8]
+          queue[#queue + 1] = ARGV[a + 9]
+        else
+          results[i] = 2
+        end
+      end
+    else
+      local field = outcome .. '_count'
+      s.counts[field] = (s.counts[field] or 0) + 1
+      if ARGV[a + 4] ~= '' then
+        local best = s.error
+        if best == nil or now >= best[1] then s.error = {now, ARGV[a + 3], ARGV[a + 4]} end
+      end
+    end
   end
-  return 1
 end
-if received_later then redis.call('HSET', KEYS[2], 'last_received_at', ARGV[3]) end
-redis.call('HINCRBY', KEYS[2], outcome .. '_count', 1)
-if ARGV[4] ~= '' and later('last_error_at') then
-  redis.call('HSET', KEYS[2], 'last_error_at', ARGV[3], 'last_error_summary', ARGV[4])
+for _, key in ipairs(touched) do
+  local s = stats[key]
+  for field, count in pairs(s.counts) do redis.call('HINCRBY', key, field, count) end
+  -- Timestamps only move forward, whatever order deliveries land in.
+  local stored = redis.call('HMGET', key, 'last_received_at', 'last_accepted_at', 'last_error_at')
+  local updates = {}
+  local function advance(best, index, field)
+    if best ~= nil and ((not stored[index]) or tonumber(stored[index]) <= best[1]) then
+      updates[#updates + 1] = field
+      updates[#updates + 1] = best[2]
+      return true
+    end
+    return false
+  end
+  advance(s.received, 1, 'last_received_at')
+  advance(s.accepted, 2, 'last_accepted_at')
+  if advance(s.error, 3, 'last_error_at') then
+    updates[#updates + 1] = 'last_error_summary'
+    updates[#updates + 1] = s.error[3]
+  end
+  if #updates > 0 then redis.call('HSET', key, unpack(updates)) end
 end
-return 1
+for _, queue in ipairs(queues) do redis.call('ZADD', queue, unpack(queued[queue])) end
+return results
 """)
 
 
@@ -79,8 +135,10 @@ class Outcome(IntEnum):
     DUPLICATE = 2  # a replayed delivery id: counted, not enqueued again
 
 
-@dataclass(frozen=True)
-class QueuedJob:
+_OUTCOMES = {outcome.value: outcome for outcome in Outcome}  # no EnumType.__call__ per reply
+
+
+class QueuedJob(NamedTuple):
     """An arq job, serialized, ready to be written by :data:`RECORD`."""
 
     job_id: str
@@ -95,8 +153,10 @@ class LiveState:
         self.redis = redis
         self.keys = keys
         self._publish = redis.register_script(PUBLISH)
-        # Its own connection, pipelined: the intake runs RECORD once per delivery.
+        # Its own connection, pipelined: the intake runs RECORD for every delivery, and
+        # the deliveries that arrive while one batch is in Redis go together in the next.
         self._pipe = RedisPipe(redis)
+        self._record = BatchedScript(self._pipe, RECORD, keys_per_call=5, args_per_call=9)
         # Every delivery names its webhook's keys: built once per webhook.
         self._webhook_keys = functools.lru_cache(maxsize=10_000)(self._keys_of)
 
@@ -167,5 +227,4 @@ class LiveState:
         else:
             keys = (version_key, stats_key, "", "", "")
             args = (version, outcome, now_us, error, 0, "", 0, 0, "")
-        result = await self._pipe.run(RECORD, keys, args)
-        return Outcome(int(result))
+        return _OUTCOMES[await self._record(keys, args)]
