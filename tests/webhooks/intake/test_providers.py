@@ -3,10 +3,13 @@ on the providers themselves."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from starlette.datastructures import Headers
 
 from webhooks.intake.providers import PayloadError
+from webhooks.intake.providers.base import json_object
 from webhooks.intake.providers.chat import Chat
 from webhooks.intake.providers.codehost import Codehost
 from webhooks.intake.providers.custom import Custom
@@ -137,3 +140,38 @@ def test_tasks_delivery_id_is_the_senders_webhook_and_sorted_history_ids():
     delivery, _ = Tasks().parse(body, Headers({}))
     assert delivery.delivery_id == "w1:3,9"
     assert delivery.event_type == "taskCreated"
+
+
+_BODIES = [
+    b'{"a": 1, "b": [true, false, null], "c": {"d": "\\u00e9"}}',
+    b'{"a": 1, "a": 2}',  # the last of duplicate keys wins
+    b'{"big": 123456789012345678901234567890}',  # past 64 bits
+    b'{"u64": 18446744073709551616, "i64": -9223372036854775809, "ok": 9223372036854775807}',
+    b'{"in a string": "18446744073709551616", "f": 12345678901234567890.5}',
+    b'{"nan": NaN, "inf": -Infinity}',
+    b'\xef\xbb\xbf{"bom": true}',
+    '{"utf16": 1}'.encode("utf-16-le"),
+    b'{"surrogate": "\\ud800"}',
+    b'{"float": 1e400, "neg": -0, "small": 5e-324}',
+    b'{"deep": ' + b"[" * 2000 + b"]" * 2000 + b"}",
+    b"[1, 2]",
+    b'"text"',
+    b"{not json}",
+    b"",
+    b'{"a": 1} trailing',
+    b'{"bad utf8": "\xff"}',
+]
+
+
+@pytest.mark.parametrize("body", _BODIES)
+def test_a_payload_reads_as_the_json_module_reads_it(body):
+    try:
+        expected = json.loads(body)
+    except (ValueError, RecursionError):
+        expected = None
+    if not isinstance(expected, dict):
+        with pytest.raises(PayloadError):
+            json_object(body)
+        return
+    got = json_object(body)
+    assert json.dumps(got, sort_keys=True) == json.dumps(expected, sort_keys=True)

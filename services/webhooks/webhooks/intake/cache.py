@@ -27,6 +27,7 @@ class CachedWebhook:
     active: bool
     secret: str
     version: int
+    key: str  # the id's canonical text, which every accepted delivery's event id hashes
 
 
 class WebhookCache:
@@ -71,6 +72,7 @@ class WebhookCache:
             active=row.active,
             secret=self._box.decrypt(row.secret_ciphertext),
             version=row.version,
+            key=str(row.id),
         )
         await self._live.publish(row.id, row.version)
         self._found[webhook_id] = loaded

@@ -4,12 +4,11 @@ payload → stats and enqueue (atomically, before the answer) → the provider's
 from __future__ import annotations
 
 import base64
-import datetime as dt
 import hashlib
 import logging
 import time
 import uuid
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from redis.exceptions import RedisError
 from sqlalchemy.exc import DBAPIError
@@ -17,7 +16,7 @@ from sqlalchemy.exc import DBAPIError
 from shared.errors import HTTPDetailError, ServiceUnavailable
 from webhooks.core.crypto import SecretUnreadable
 from webhooks.core.live import LiveState, Outcome
-from webhooks.event.queue import encode, event_id_for
+from webhooks.event.queue import encode, event_id_for, utc_text
 from webhooks.intake.cache import CachedWebhook, WebhookCache
 from webhooks.intake.providers import Delivery, PayloadError, Provider
 from webhooks.intake.providers.base import MAX_ERROR_SUMMARY, RequestHeaders
@@ -38,13 +37,11 @@ def not_found() -> IntakeError:
     return IntakeError(404, "Not Found")
 
 
-@dataclass(frozen=True)
-class Answer:
+class Answer(NamedTuple):
     """What the intake answers: the status, and a text body for Slack's challenge."""
 
     status_code: int
     text: str | None = None
-    accepted: bool = False
 
 
 IGNORED = Answer(202)
@@ -128,7 +125,7 @@ class IntakeService:
         recorded = await self._accept(webhook, delivery, headers, body, now)
         if recorded is Outcome.STALE:
             return None
-        return Answer(delivery.status_code, delivery.text, accepted=recorded is Outcome.RECORDED)
+        return Answer(delivery.status_code, delivery.text)
 
     async def _record(
         self, webhook: CachedWebhook, outcome: str, now_us: int, error: str = ""
@@ -149,18 +146,21 @@ class IntakeService:
         if delivery.event_type is None:  # a control delivery: counted, nothing to run
             return await self._record(webhook, "accepted", now_us)
         delivery_id = delivery.delivery_id or str(uuid.uuid4())
+        event_id, job_id = event_id_for(webhook.key, delivery_id)
         message = {
-            "event_id": event_id_for(webhook.id, delivery_id),
+            "event_id": event_id,
             "webhook_id": webhook.id,
             "project_id": webhook.project_id,
             "webhook_type": webhook.webhook_type,
             "event_type": delivery.event_type,
             "delivery_id": delivery_id,
-            "received_at": dt.datetime.fromtimestamp(now, dt.UTC),
+            "received_at": utc_text(now_us),
             "content_type": headers.get("content-type"),
             "body": base64.b64encode(body).decode(),
         }
-        job = encode(message, queue=self.settings.queue_name, expires_ms=self.expires_ms)
+        job = encode(
+            message, job_id=job_id, queue=self.settings.queue_name, expires_ms=self.expires_ms
+        )
         return await self.live.record(
             webhook.id,
             webhook.version,
