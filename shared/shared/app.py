@@ -33,7 +33,7 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Match, Mount, Route
-from starlette.types import Scope
+from starlette.types import ASGIApp, Scope
 
 from shared.auth import (
     AuthMiddleware,
@@ -168,6 +168,19 @@ async def _base_state(
             checkpoints.stop()
 
 
+class ServiceApp(Starlette):
+    """Starlette, with an optional ``front``: an ASGI app wrapped around the whole
+    middleware stack, Starlette's own error middleware included, for the few requests a
+    service answers on a short path of its own (the webhook intake); everything else goes
+    on to the stack it wraps. ``front = None`` before the first request takes it away."""
+
+    front: Callable[[ASGIApp], ASGIApp] | None = None
+
+    def build_middleware_stack(self) -> ASGIApp:
+        stack = super().build_middleware_stack()
+        return stack if self.front is None else self.front(stack)
+
+
 def create_service_app(
     settings: ServiceSettings,
     *,
@@ -182,7 +195,8 @@ def create_service_app(
     auth_backend: AuthenticationBackend | None = None,
     error_style: ErrorStyle = "platform",
     idempotency_cipher: MultiFernet | None = None,
-) -> Starlette:
+    front: Callable[[ASGIApp], ASGIApp] | None = None,
+) -> ServiceApp:
     """Build a service: its routes plus health, ``/openapi.json``, middleware, errors.
 
     ``auth_backend`` replaces the platform's JWT backend (``token_kinds`` is then unused)
@@ -190,7 +204,8 @@ def create_service_app(
     whatever authenticated user it yields. ``error_style`` picks the errors' wire shape
     (see :data:`shared.responses.error_style_var`). ``idempotency_cipher`` lets the
     idempotency middleware keep secret-carrying (``no-store``) answers encrypted for
-    replay (see :mod:`shared.idempotency`); without it they are not kept.
+    replay (see :mod:`shared.idempotency`); without it they are not kept. ``front`` wraps
+    the whole stack (see :class:`ServiceApp`).
     """
     all_routes: list[BaseRoute] = [*health_routes(), *routes]
     documented = list(all_routes)
@@ -230,12 +245,14 @@ def create_service_app(
         Middleware(AuthMiddleware, backend=backend, on_error=lambda conn, exc: _auth_error(exc)),
         Middleware(IdempotencyMiddleware, cipher=idempotency_cipher),
     ]
-    return Starlette(
+    app = ServiceApp(
         routes=all_routes,
         middleware=middleware,
         exception_handlers={PlatformError: _platform_error, HTTPException: _http_exception},
         lifespan=app_lifespan,
     )
+    app.front = front
+    return app
 
 
 def _auth_error(exc: Exception) -> Response:

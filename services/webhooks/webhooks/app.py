@@ -3,6 +3,7 @@ consumers (the arq worker in :mod:`webhooks.worker`)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -11,7 +12,7 @@ import httpx
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 
-from shared.app import State, create_service_app
+from shared.app import ServiceApp, State, create_service_app
 from shared.responses import ErrorStyle
 from shared.settings import PLATFORM_VERSION
 from shared.users import create_user_directory
@@ -63,9 +64,9 @@ async def _lifespan(app: Starlette, state: State) -> AsyncIterator[State]:
 
 def create_app(
     settings: Settings | None = None, *, http_transport: httpx.AsyncBaseTransport | None = None
-) -> Starlette:
+) -> ServiceApp:
     settings = settings or Settings()
-    app = create_service_app(
+    return create_service_app(
         settings,
         title="webhooks",
         version=PLATFORM_VERSION,
@@ -75,12 +76,11 @@ def create_app(
         lifespan=_lifespan,
         http_transport=http_transport,
         error_style=ERROR_STYLE,
+        # Outermost: deliveries skip the stack the management API needs (see its module).
+        front=functools.partial(
+            IntakeFastPath,
+            max_body_size=settings.max_body_size,
+            server_header=str(settings.server_id),
+            error_style=ERROR_STYLE,
+        ),
     )
-    # Outermost: deliveries skip the stack the management API needs (see its module).
-    app.add_middleware(
-        IntakeFastPath,
-        max_body_size=settings.max_body_size,
-        server_header=str(settings.server_id),
-        error_style=ERROR_STYLE,
-    )
-    return app

@@ -22,7 +22,6 @@ from tests.webhooks.support import (
     tasks_headers,
 )
 from webhooks.app import create_app
-from webhooks.intake.asgi import IntakeFastPath
 from webhooks.settings import Settings
 
 Send = Callable[[httpx.AsyncClient], Awaitable[httpx.Response]]
@@ -33,8 +32,7 @@ SAME_ID = {"X-Request-ID": "same-id"}
 
 def without_fast_path(settings: Settings, transport: httpx.AsyncBaseTransport) -> Any:
     app = create_app(settings, http_transport=transport)
-    fast_path: Any = IntakeFastPath
-    app.user_middleware = [m for m in app.user_middleware if m.cls is not fast_path]
+    app.front = None
     return app
 
 

@@ -3,7 +3,10 @@ on the providers themselves."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
+import random
 
 import pytest
 from starlette.datastructures import Headers
@@ -14,6 +17,7 @@ from webhooks.intake.providers.chat import Chat
 from webhooks.intake.providers.codehost import Codehost
 from webhooks.intake.providers.custom import Custom
 from webhooks.intake.providers.tasks import Tasks
+from webhooks.intake.signatures import hmac_hex
 
 GITHUB_SECRET = "It's a Secret to Everybody"
 GITHUB_BODY = b"Hello, World!"
@@ -175,3 +179,14 @@ def test_a_payload_reads_as_the_json_module_reads_it(body):
         return
     got = json_object(body)
     assert json.dumps(got, sort_keys=True) == json.dumps(expected, sort_keys=True)
+
+
+@pytest.mark.parametrize("key_length", [0, 1, 32, 63, 64, 65, 200])
+def test_signatures_are_the_standard_library_hmac(key_length):
+    rng = random.Random(key_length)
+    for _ in range(30):
+        key = rng.randbytes(key_length)
+        parts = [rng.randbytes(rng.randrange(0, 300)) for _ in range(rng.randrange(1, 4))]
+        expected = hmac.new(key, b"".join(parts), hashlib.sha256).hexdigest()
+        assert hmac_hex(key, *parts) == expected
+        assert hmac_hex(key, *parts) == expected  # the kept states are not consumed

@@ -81,7 +81,18 @@ async def intake_endpoint(scope: Scope, receive: Receive, send: Send) -> None:
         if body is None:
             return
         answer = await intake.receive(provider, params["webhook_id"], headers, body)
-    await respond(answer)(scope, receive, send)
+    if answer.text is not None:
+        await respond(answer)(scope, receive, send)
+        return
+    # What ``respond`` sends for an answer without a body, without a Response made for it.
+    await send(
+        {
+            "type": "http.response.start",
+            "status": answer.status_code,
+            "headers": [(b"content-length", b"0")],
+        }
+    )
+    await send({"type": "http.response.body", "body": b""})
 
 
 class IntakeMiddleware(ServiceMiddleware):

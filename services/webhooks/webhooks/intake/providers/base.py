@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, NamedTuple, Protocol
 from urllib.parse import parse_qs
 
-import orjson
 from pydantic import BaseModel
 
 from webhooks.intake.signatures import hmac_hex, same
@@ -110,25 +108,9 @@ def stored_payload(body: bytes) -> dict[str, Any]:
         return decode_payload(body, "application/x-www-form-urlencoded")
 
 
-# A run of digits this long may be an integer past 64 bits, which orjson reads as a float.
-_LONG_NUMBER = re.compile(rb"[0-9]{19}")
-
-
-def _loads(body: bytes) -> Any:
-    """``json.loads(body)``. orjson reads strict RFC 8259 JSON (UTF-8, no NaN) several
-    times faster and to the same values, but for integers past 64 bits (floats to it);
-    whatever else the json module accepts (other encodings, NaN, deep nesting) it reads."""
-    if _LONG_NUMBER.search(body) is None:
-        try:
-            return orjson.loads(body)
-        except orjson.JSONDecodeError:
-            pass
-    return json.loads(body)
-
-
 def json_object(body: bytes) -> dict[str, Any]:
     try:
-        payload = _loads(body)
+        payload = json.loads(body)
     except (ValueError, RecursionError):
         raise PayloadError(NOT_JSON) from None
     if not isinstance(payload, dict):
