@@ -3,8 +3,9 @@ answered before the service's generic middleware stack and router.
 
 A delivery needs none of what that stack does for the management API (token
 verification, the idempotency records, route matching over every route), and under load
-that stack cost more CPU than the intake itself. :class:`IntakeFastPath`, the outermost
-middleware of the webhooks app, sends an intake request through the shared middleware it
+that stack cost more CPU than the intake itself. :class:`IntakeFastPath`, the webhooks
+app's front door (:attr:`shared.app.ServiceApp.front`: ahead of every middleware,
+Starlette's own error middleware included), sends an intake request through the shared middleware it
 does need, :class:`~shared.middleware.ServiceMiddleware` (error style, request id, access
 log, security headers, error rendering, body size limit) as the full stack does, to
 :func:`intake_endpoint`, which calls the same :class:`~webhooks.intake.service.IntakeService`
@@ -63,10 +64,23 @@ def _intake_params(scope: Scope) -> tuple[str, uuid.UUID] | None:
     return None if webhook_id is None else (parts[0], webhook_id)
 
 
+_NAMES: dict[bytes, str] = {}  # header names as text: senders send the same few again and again
+_MAX_NAMES = 1024
+
+
 def request_headers(raw: list[tuple[bytes, bytes]]) -> RequestHeaders:
     """The headers by (already lower-case) name; the first of repeated ones wins, as with
     Starlette's ``Headers``."""
-    return {name.decode("latin-1"): value.decode("latin-1") for name, value in reversed(raw)}
+    names = _NAMES
+    headers: dict[str, str] = {}
+    for name, value in reversed(raw):
+        text = names.get(name)
+        if text is None:
+            text = name.decode("latin-1")
+            if len(names) < _MAX_NAMES:
+                names[name] = text
+        headers[text] = value.decode("latin-1")
+    return headers
 
 
 async def intake_endpoint(scope: Scope, receive: Receive, send: Send) -> None:
@@ -156,7 +170,7 @@ class IntakeMiddleware(ServiceMiddleware):
 
 
 class IntakeFastPath:
-    """Outermost middleware of the webhooks app: intake requests take the short stack
+    """The webhooks app's front door: intake requests take the short stack
     described in the module's docstring; every other request (and the lifespan) goes on to
     ``app``, the full stack."""
 
