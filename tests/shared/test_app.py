@@ -17,7 +17,8 @@ import pytest
 from pydantic import BaseModel, Field
 from starlette.authentication import AuthCredentials, AuthenticationBackend, BaseUser
 from starlette.requests import HTTPConnection, Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from shared.app import create_service_app
 from shared.errors import NotFound, ServiceUnavailable
@@ -532,3 +533,46 @@ async def test_an_error_raised_by_authentication_renders_in_the_services_style(
     assert response.headers["x-frame-options"] == "SAMEORIGIN"
     [record] = log_records(stream)
     assert (record["status"], record["request_id"]) == (503, "feed0001")
+
+
+class _Front:
+    """A front door that answers ``/front`` itself and passes everything else on."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] == "/front":
+            await PlainTextResponse("front door")(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+async def test_a_front_door_answers_its_own_requests_ahead_of_every_middleware(
+    tmp_path: Path, redis_url: str
+):
+    settings = make_settings(sqlite_url(tmp_path), redis_url)
+    app = create_service_app(
+        settings, title="sample", version="1", routes=ROUTES, migrations=None, front=_Front
+    )
+    async with client_for(app) as client:
+        front = await client.get("/front")
+        assert (front.status_code, front.text) == (200, "front door")
+        assert "x-request-id" not in front.headers  # no ServiceMiddleware on its way
+        routed = await client.get("/health")  # the lifespan ran: health answers
+        assert routed.status_code == 200
+        assert routed.headers["x-request-id"]  # the rest go through the whole stack
+
+
+async def test_without_a_front_door_every_request_goes_through_the_stack(
+    tmp_path: Path, redis_url: str
+):
+    settings = make_settings(sqlite_url(tmp_path), redis_url)
+    app = create_service_app(
+        settings, title="sample", version="1", routes=ROUTES, migrations=None, front=_Front
+    )
+    app.front = None
+    async with client_for(app) as client:
+        front = await client.get("/front")
+        assert front.status_code == 404
+        assert front.headers["x-request-id"]
