@@ -46,8 +46,9 @@ RECORD = Script("""
 -- The stats of all of them are written once per webhook at the end, so a batch costs a
 -- few commands per webhook plus two per enqueued event.
 local results, versions, stats, touched, queued, queues = {}, {}, {}, {}, {}, {}
-local function later(best, now, text)
-  if best == nil or now >= best[1] then return {now, text} end
+-- The later of two (time, text[, summary]): ties go to the later delivery.
+local function later(best, now, text, summary)
+  if best == nil or now >= best[1] then return {now, text, summary} end
   return best
 end
 for i = 1, #KEYS / 5 do
@@ -94,10 +95,7 @@ for i = 1, #KEYS / 5 do
     else
       local field = outcome .. '_count'
       s.counts[field] = (s.counts[field] or 0) + 1
-      if ARGV[a + 4] ~= '' then
-        local best = s.error
-        if best == nil or now >= best[1] then s.error = {now, ARGV[a + 3], ARGV[a + 4]} end
-      end
+      if ARGV[a + 4] ~= '' then s.error = later(s.error, now, ARGV[a + 3], ARGV[a + 4]) end
     end
   end
 end
