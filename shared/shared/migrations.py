@@ -9,6 +9,7 @@ take turns, so only one applies a given revision.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,29 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from shared.db import SQLITE_BEGIN
+
+
+def sqlite_statistics(
+    connection: Connection,
+    table: str,
+    rows: Sequence[tuple[str | None, str]],
+    drop: Sequence[str] = (),
+) -> None:
+    """Replace the SQLite planner's statistics (``sqlite_stat1``, which must exist) of the
+    ``drop`` indexes of ``table`` with ``rows`` (index, stat), without an ``ANALYZE`` of
+    the table (which may be large), and load them into this connection; connections opened
+    later read them when they open. Nothing on another database."""
+    if connection.dialect.name != "sqlite":
+        return
+    for dropped in drop:
+        connection.exec_driver_sql(
+            "DELETE FROM sqlite_stat1 WHERE tbl = ? AND idx = ?", (table, dropped)
+        )
+    for index, stat in rows:
+        connection.exec_driver_sql(
+            "INSERT INTO sqlite_stat1 (tbl, idx, stat) VALUES (?, ?, ?)", (table, index, stat)
+        )
+    connection.exec_driver_sql("ANALYZE sqlite_schema")
 
 
 def alembic_config(script_location: Path, connection: Connection | None = None) -> Config:
