@@ -111,6 +111,29 @@ async def test_artifact_id_filter(
     assert await labels(tracking, auth, ("artifact", artifact_id)) == ["dataset:1", "dataset:10"]
 
 
+async def test_artifact_named_finds_the_projects_own_artifact(
+    tracking: httpx.AsyncClient, auth: Headers, catalog: list[Json]
+) -> None:
+    """A name names one artifact per project: another project's artifact of that name
+    (its versions, or none) changes nothing, in either project, whatever else is asked."""
+    other = await new_project(tracking, auth, "other")
+    await create_version(tracking, auth, other, "model", version="elsewhere")
+    here = await labels(tracking, auth, ("artifact", "model"))
+    assert here == ["model:1", "model:candidate"]
+    there = await labels(tracking, auth, ("project", "other"), ("artifact", "model"))
+    assert there == ["model:elsewhere"]
+    either = await labels(
+        tracking, auth, ("artifact", "model"), ("version", "1"), ("logical_operator", "or")
+    )
+    assert either == ["dataset:1", "model:1", "model:candidate"]
+    assert await labels(tracking, auth, ("artifact", "nothing-of-that-name")) == []
+    # A name written as a UUID is matched as an id or a name, as any other list does.
+    named_like_an_id = "0" * 8 + "-0000-4000-8000-" + "0" * 12
+    await create_version(tracking, auth, other, named_like_an_id)
+    found = await labels(tracking, auth, ("project", "other"), ("artifact", named_like_an_id))
+    assert found == [f"{named_like_an_id}:1"]
+
+
 async def test_user_filter(tracking: httpx.AsyncClient, auth: Headers, catalog: list[Json]) -> None:
     assert len(await labels(tracking, auth, ("user", "default"))) == 4
     assert await labels(tracking, auth, ("user", "someone-else")) == []

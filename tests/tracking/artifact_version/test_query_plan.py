@@ -77,8 +77,12 @@ async def _plans(
         event.remove(engine.sync_engine, "before_cursor_execute", record)
     assert response.status_code == 200, response.text
     counted = [(s, p) for s, p in seen if "count(" in s and "FROM artifact_versions" in s]
-    # The page's ids, then its rows by id.
-    paged = [(s, p) for s, p in seen if s.split("\n")[0].strip() == "SELECT artifact_versions.id"]
+    # The page's ids (and, on SQLite, rowids), then its rows by those.
+    page_heads = (
+        "SELECT artifact_versions.id",
+        "SELECT artifact_versions.id, artifact_versions.rowid",
+    )
+    paged = [(s, p) for s, p in seen if s.split("\n")[0].strip() in page_heads]
     assert len(counted) == len(paged) == 1, seen
     sqlite = engine.dialect.name == "sqlite"
     prefix = "EXPLAIN QUERY PLAN " if sqlite else "EXPLAIN "
@@ -115,11 +119,19 @@ async def test_three_filter_list_counts_and_pages_in_the_covering_index(
     }
     page, plans = await _plans(tracking, auth, bulk, params)
     assert page["total"] == 20  # the odd numbers from 11 to 49
-    assert len(page["items"]) == 20
-    for plan in plans.values():
-        assert "ix_artifact_versions_artifact_type_number" in plan, plans
+    assert [item["body"]["version"] for item in page["items"]] == [
+        str(n) for n in range(49, 10, -2)
+    ]
     if bulk.dialect.name == "sqlite":  # PostgreSQL's index-only scans need a vacuum first
-        assert all("COVERING INDEX" in plan for plan in plans.values()), plans
+        # The count in the index of the filtered columns; the page read in the page's
+        # order from the artifact's index (the artifact named is one artifact: see
+        # name_or_id's unique_within), stopping at its end, not sorting every match.
+        assert "COVERING INDEX ix_artifact_versions_artifact_type_number" in plans["count"]
+        assert "COVERING INDEX ix_artifact_versions_artifact_created" in plans["page"]
+        assert "TEMP B-TREE" not in plans["page"], plans
+    else:
+        for plan in plans.values():
+            assert "ix_artifact_versions_artifact_" in plan, plans
 
 
 async def test_one_artifacts_list_counts_and_pages_in_its_index(

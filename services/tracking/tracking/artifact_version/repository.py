@@ -16,6 +16,7 @@ from sqlalchemy import (
     exists,
     func,
     literal,
+    literal_column,
     not_,
 )
 from sqlalchemy import insert as sa_insert
@@ -140,6 +141,8 @@ ARTIFACT_VERSIONS = ListSpec(
             target_id=col(Artifact.id),
             target_names=[col(Artifact.name)],
             description="The artifact: name or id (filter syntax)",
+            # Names are unique in a project, and a version's artifact is in its project.
+            unique_within=(col(Artifact.project_id), "scope_project"),
         ),
         column_field("artifact_id", col(V.artifact_id), Kind.UUID),
         column_field("version", col(V.version), Kind.STRING),
@@ -229,6 +232,10 @@ _VERSION_COLUMNS = sa_select(
 )
 _VERSION = prepared(_VERSION_COLUMNS.where(col(V.id) == bindparam("id", type_=_table(V).c.id.type)))
 _VERSIONS = prepared(_VERSION_COLUMNS.where(_in_ids(col(V.id))))
+# SQLite: a page's rows by their rowids, which the page's index holds beside its ids; a
+# row is then one lookup in the table, not one in the id index and one in the table.
+_ROWID: ColumnElement[Any] = literal_column("artifact_versions.rowid")
+_VERSIONS_BY_ROWID = prepared(_VERSION_COLUMNS.where(_ROWID.in_(bindparam("ids", expanding=True))))
 _ARTIFACTS = prepared(
     sa_select(*rendered_columns(_table(Artifact))).where(_in_ids(col(Artifact.id)))
 )
@@ -256,6 +263,7 @@ _SCOPES = {
     for unused in (False, True)
 }
 _PAGE_IDS = sa_select(col(V.id))
+_PAGE_ROWIDS = sa_select(col(V.id), _ROWID)
 
 
 class ArtifactVersionRepository:
@@ -292,17 +300,24 @@ class ArtifactVersionRepository:
         if scope_user is not None:
             params["scope_user"] = scope_user
         scope = _SCOPES[(scope_user is not None, only_unused)]
+        sqlite = self.session.get_bind().dialect.name == "sqlite"
         total, found = await fetch_page(
             self.session,
             ARTIFACT_VERSIONS,
             listing,
-            _PAGE_IDS,
+            _PAGE_ROWIDS if sqlite else _PAGE_IDS,
             scope=scope,
             params=params,
             core=True,
         )
         ids = [row[0] for row in found]
-        rows = {row.id: row for row in await self.read_many(ids)}
+        if sqlite and found:
+            read = await core_execute(
+                self.session, _VERSIONS_BY_ROWID, {"ids": [r[1] for r in found]}
+            )
+            rows = {row.id: row for row in plain_rows(read.all())}
+        else:
+            rows = {row.id: row for row in await self.read_many(ids)}
         # A version deleted in between (PostgreSQL reads each statement's own snapshot).
         return total, [rows[i] for i in ids if i in rows]
 

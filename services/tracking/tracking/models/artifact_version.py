@@ -18,10 +18,18 @@ class ArtifactVersion(SQLModel, table=True):
         UniqueConstraint("artifact_id", "version", name="uq_artifact_versions_artifact_version"),
         # The list's scope and default order; the filters most used narrow from there.
         Index("ix_artifact_versions_project_created", "project_id", "created", "id"),
-        # One artifact's versions in order; with the list's project scope, so counting
-        # and paging them reads the index alone.
+        # One artifact's versions in order; with the list's project scope and the filters
+        # most used on them, so counting and paging them reads the index alone, and a
+        # page in that order (filtered or not) stops at its end instead of sorting every
+        # match.
         Index(
-            "ix_artifact_versions_artifact_created", "artifact_id", "created", "id", "project_id"
+            "ix_artifact_versions_artifact_created",
+            "artifact_id",
+            "created",
+            "id",
+            "project_id",
+            "type",
+            "version_number",
         ),
         Index("ix_artifact_versions_artifact_number", "artifact_id", "version_number"),
         Index("ix_artifact_versions_project_type_created", "project_id", "type", "created"),

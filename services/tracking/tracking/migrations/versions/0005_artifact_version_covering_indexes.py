@@ -19,6 +19,8 @@ from collections.abc import Sequence
 
 from alembic import op
 
+from shared.migrations import sqlite_statistics
+
 revision: str = "0005"
 down_revision: str | None = "0004"
 branch_labels: str | Sequence[str] | None = None
@@ -52,20 +54,7 @@ def _unique_version_index() -> str | None:
 def _statistics(rows: Sequence[tuple[str, str]], drop: Sequence[str]) -> None:
     """Replace the SQLite planner's rows of the ``drop`` indexes (in ``sqlite_stat1``, which
     revision 0003 made) with ``rows``; no ``ANALYZE`` of the table, which may be large."""
-    bind = op.get_bind()
-    if bind.dialect.name != "sqlite":
-        return
-    for index in drop:
-        bind.exec_driver_sql(
-            "DELETE FROM sqlite_stat1 WHERE tbl = 'artifact_versions' AND idx = ?", (index,)
-        )
-    for index, stat in rows:
-        bind.exec_driver_sql(
-            "INSERT INTO sqlite_stat1 (tbl, idx, stat) VALUES ('artifact_versions', ?, ?)",
-            (index, stat),
-        )
-    # Loads them into this connection; connections opened later read them when they open.
-    op.execute("ANALYZE sqlite_schema")
+    sqlite_statistics(op.get_bind(), "artifact_versions", rows, drop)
 
 
 def upgrade() -> None:
