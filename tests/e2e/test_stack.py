@@ -322,6 +322,25 @@ def test_a_signed_delivery_runs_the_triggers_snapshot_in_tracking_once(stack, cl
     assert [e["id"] for e in executions()] == [execution["id"]]
 
 
+def test_valkey_is_durable_and_runs_with_its_allocator_tuning(stack):
+    """The queue survives a restart (append-only, fsync each second), never drops a key
+    to make room, and its malloc keeps a large per-size cache (see VALKEY_ENV)."""
+    found = re.search(r"valkey is ready at (redis://\S+)", stack.output())
+    assert found is not None, stack.log_tail()
+    valkey = redis.Redis.from_url(found.group(1), decode_responses=True)
+    try:
+        config = valkey.config_get("*")
+    finally:
+        valkey.close()
+    assert config["appendonly"] == "yes"
+    assert config["appendfsync"] == "everysec"
+    assert config["maxmemory-policy"] == "noeviction"
+    environ = Path(f"/proc/{stack.children['valkey']}/environ")
+    if environ.exists():  # Linux
+        variables = environ.read_bytes().split(b"\0")
+        assert b"GLIBC_TUNABLES=glibc.malloc.tcache_count=65535" in variables
+
+
 def test_sigterm_stops_the_stack_and_leaves_no_process(stack):
     """Runs last: it stops the module's stack."""
     assert stack.process.poll() is None, stack.log_tail()
