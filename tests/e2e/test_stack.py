@@ -329,7 +329,7 @@ def test_valkey_is_durable_and_runs_with_its_allocator_tuning(stack):
     assert found is not None, stack.log_tail()
     valkey = redis.Redis.from_url(found.group(1), decode_responses=True)
     try:
-        config = valkey.config_get("*")
+        config: dict[str, str] = valkey.config_get("*")  # type: ignore[assignment]
     finally:
         valkey.close()
     assert config["appendonly"] == "yes"
