@@ -278,9 +278,13 @@ class ArtifactVersionRepository:
     async def read_many(self, ids: Collection[uuid.UUID]) -> list[Any]:
         """The versions in ``ids`` (those that exist, as :meth:`read`), in no particular
         order."""
-        if not ids:
+        return await self._rows(_VERSIONS, ids)
+
+    async def _rows(self, statement: Any, keys: Collection[Any]) -> list[Any]:
+        """The rows ``statement`` (one of the ``_VERSIONS`` statements) reads for ``keys``."""
+        if not keys:
             return []
-        rows = (await core_execute(self.session, _VERSIONS, {"ids": list(ids)})).all()
+        rows = (await core_execute(self.session, statement, {"ids": list(keys)})).all()
         return list(plain_rows(rows))  # read by name a dozen times each while rendering
 
     async def get(self, version_id: uuid.UUID) -> ArtifactVersion | None:
@@ -311,13 +315,11 @@ class ArtifactVersionRepository:
             core=True,
         )
         ids = [row[0] for row in found]
-        if sqlite and found:
-            read = await core_execute(
-                self.session, _VERSIONS_BY_ROWID, {"ids": [r[1] for r in found]}
-            )
-            rows = {row.id: row for row in plain_rows(read.all())}
+        if sqlite:
+            statement, keys = _VERSIONS_BY_ROWID, [row[1] for row in found]
         else:
-            rows = {row.id: row for row in await self.read_many(ids)}
+            statement, keys = _VERSIONS, ids
+        rows = {row.id: row for row in await self._rows(statement, keys)}
         # A version deleted in between (PostgreSQL reads each statement's own snapshot).
         return total, [rows[i] for i in ids if i in rows]
 

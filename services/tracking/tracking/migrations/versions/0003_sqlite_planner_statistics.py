@@ -15,6 +15,8 @@ from collections.abc import Sequence
 
 from alembic import op
 
+from shared.migrations import sqlite_statistics
+
 revision: str = "0003"
 down_revision: str | None = "0002"
 branch_labels: str | Sequence[str] | None = None
@@ -39,13 +41,7 @@ def upgrade() -> None:
     # Creates sqlite_stat1 when it does not exist yet (cheap: the table is new or small).
     op.execute("ANALYZE artifact_versions")
     op.execute("DELETE FROM sqlite_stat1 WHERE tbl = 'artifact_versions'")
-    for index, stat in STATISTICS:
-        bind.exec_driver_sql(
-            "INSERT INTO sqlite_stat1 (tbl, idx, stat) VALUES ('artifact_versions', ?, ?)",
-            (index, stat),
-        )
-    # Loads them into this connection; connections opened later read them when they open.
-    op.execute("ANALYZE sqlite_schema")
+    sqlite_statistics(bind, "artifact_versions", STATISTICS)
 
 
 def downgrade() -> None:

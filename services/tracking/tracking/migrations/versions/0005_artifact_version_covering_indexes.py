@@ -51,12 +51,6 @@ def _unique_version_index() -> str | None:
     return None
 
 
-def _statistics(rows: Sequence[tuple[str, str]], drop: Sequence[str]) -> None:
-    """Replace the SQLite planner's rows of the ``drop`` indexes (in ``sqlite_stat1``, which
-    revision 0003 made) with ``rows``; no ``ANALYZE`` of the table, which may be large."""
-    sqlite_statistics(op.get_bind(), "artifact_versions", rows, drop)
-
-
 def upgrade() -> None:
     op.drop_index(ARTIFACT_CREATED, table_name="artifact_versions")
     op.create_index(
@@ -72,7 +66,8 @@ def upgrade() -> None:
     if unique is not None:
         rows.append((unique, UNIQUE_VERSION_STATISTICS))
         drop.append(unique)
-    _statistics(rows, drop)
+    # The planner's rows of these indexes (sqlite_stat1 exists: revision 0003 made it).
+    sqlite_statistics(op.get_bind(), "artifact_versions", rows, drop)
 
 
 def downgrade() -> None:
@@ -80,4 +75,5 @@ def downgrade() -> None:
     op.drop_index(ARTIFACT_CREATED, table_name="artifact_versions")
     op.create_index(ARTIFACT_CREATED, "artifact_versions", ["artifact_id", "created", "id"])
     unique = _unique_version_index()
-    _statistics(OLD_STATISTICS, [ARTIFACT_CREATED, ARTIFACT_TYPE_NUMBER, *filter(None, [unique])])
+    drop = [ARTIFACT_CREATED, ARTIFACT_TYPE_NUMBER, *filter(None, [unique])]
+    sqlite_statistics(op.get_bind(), "artifact_versions", OLD_STATISTICS, drop)
