@@ -12,12 +12,13 @@ import logging
 import os
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from urllib.parse import parse_qsl, urlencode
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from shared.errors import PayloadTooLarge, PlatformError
+from shared.http_protocol import DirectAnswer, resolve_proxy, send_answer
 from shared.logging import MASK, PRE_REDACTED, is_secret_key, request_id_var
 from shared.responses import JSON, ErrorStyle, error_body, error_response, error_style_var
 
@@ -87,6 +88,30 @@ def _redacted_query(query_string: bytes) -> str:
 
 
 _HTTP_1 = frozenset({"1.0", "1.1"})
+
+_NAMES: dict[bytes, str] = {}  # header names as text: clients send the same few again and again
+_MAX_NAMES = 1024
+
+
+def header_dict(raw: Sequence[tuple[bytes, bytes]]) -> dict[str, str]:
+    """A request's headers (ASGI's, names already lower-case) by name; the first of
+    repeated ones wins, as with Starlette's ``Headers``."""
+    names = _NAMES
+    headers: dict[str, str] = {}
+    for name, value in reversed(raw):
+        text = names.get(name)
+        if text is None:
+            text = name.decode("latin-1")
+            if len(names) < _MAX_NAMES:
+                names[name] = text
+        headers[text] = value.decode("latin-1")
+    return headers
+
+
+HeadersHandler = Callable[[Scope, Receive, dict[str, str]], Awaitable[DirectAnswer | None]]
+"""A handler :meth:`ServiceMiddleware.answer` serves: the scope, ``receive`` and the
+request's headers (:func:`header_dict`) in, the whole answer (or ``None`` when the client
+went away) out."""
 
 
 class ServiceMiddleware:
@@ -160,46 +185,21 @@ class ServiceMiddleware:
                         length = value
                 elif name == b"transfer-encoding":
                     chunked = True
-            if incoming is not None and _VALID_REQUEST_ID.fullmatch(incoming):
-                request_id, raw_id = incoming.decode("ascii"), incoming
-            else:
-                request_id = new_request_id()
-                raw_id = request_id.encode("ascii")
+            request_id, raw_id = _request_id(incoming)
             scope.setdefault("state", {})["request_id"] = request_id
             id_token = request_id_var.set(request_id)
             path = scope["path"]
             logged = path not in self.log_skip_paths
             begun = time.perf_counter() if logged else 0.0
             secured = path not in self.security_skip_paths
-            server = self._server
 
-            declared: int | None = None
-            if length is not None:
-                try:
-                    declared = int(length)
-                except ValueError:
-                    declared = None  # then counted as it streams
+            declared = _declared(length)
             limit = self.max_body_size
             app_receive = receive
             # HTTP/1 frames a body with Content-Length or Transfer-Encoding: without
             # either (or with a length of 0) there is none to count.
-            if (
-                chunked
-                or (length is not None and declared != 0)
-                or scope.get("http_version") not in _HTTP_1
-            ):
-                received = 0
-
-                async def limited_receive() -> Message:
-                    nonlocal received
-                    message = await receive()
-                    if message["type"] == "http.request":
-                        received += len(message.get("body", b""))
-                        if received > limit:
-                            raise self._too_large()
-                    return message
-
-                app_receive = limited_receive
+            if _has_body(scope, chunked, length, declared):
+                app_receive = self._limited(receive)
 
             started = False
             status = 500
@@ -209,22 +209,9 @@ class ServiceMiddleware:
                 if message["type"] == "http.response.start":
                     started = True
                     status = message["status"]
-                    headers = message.get("headers", [])
-                    if secured:
-                        present = {name.lower() for name, _ in headers}
-                        if present.isdisjoint(_MERGED_NAMES):
-                            sent = [*headers, *_SECURITY_HEADERS_RAW, (b"server", server)]
-                        else:
-                            sent = [pair for pair in headers if pair[0].lower() != b"server"]
-                            sent += [p for p in _SECURITY_HEADERS_RAW if p[0] not in present]
-                            sent.append((b"server", server))
-                        has_id = b"x-request-id" in present
-                    else:
-                        sent = list(headers)
-                        has_id = any(name.lower() == b"x-request-id" for name, _ in headers)
-                    if not has_id:
-                        sent.append((b"x-request-id", raw_id))
-                    message["headers"] = sent
+                    message["headers"] = self._answer_headers(
+                        message.get("headers", []), raw_id, secured
+                    )
                 await send(message)
 
             try:
@@ -241,15 +228,7 @@ class ServiceMiddleware:
                 error_logger.exception("unhandled error", extra={"path": path})
                 if started:
                     raise
-                body = error_body(PlatformError("Internal server error."))
-                await wrapped_send(
-                    {
-                        "type": "http.response.start",
-                        "status": 500,
-                        "headers": [(b"content-type", JSON.encode())],
-                    }
-                )
-                await wrapped_send({"type": "http.response.body", "body": body})
+                await send_answer(_internal_error(), wrapped_send)
             finally:
                 if logged:
                     self.log(scope, status, begun)
@@ -258,12 +237,104 @@ class ServiceMiddleware:
                 request_id_var.reset(id_token)
             error_style_var.reset(style_token)
 
+    def _limited(self, receive: Receive) -> Receive:
+        """``receive``, refusing the body (:class:`PayloadTooLarge`) as soon as it has
+        brought more than ``max_body_size`` bytes."""
+        limit = self.max_body_size
+        received = 0
+
+        async def limited_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    raise self._too_large()
+            return message
+
+        return limited_receive
+
+    def _answer_headers(
+        self, headers: Sequence[tuple[bytes, bytes]], raw_id: bytes, secured: bool
+    ) -> list[tuple[bytes, bytes]]:
+        """An answer's headers with the security headers (the answer's own win), the
+        server header and the request id (unless the answer names one)."""
+        if secured:
+            present = {name.lower() for name, _ in headers}
+            if present.isdisjoint(_MERGED_NAMES):
+                sent = [*headers, *_SECURITY_HEADERS_RAW, (b"server", self._server)]
+            else:
+                sent = [pair for pair in headers if pair[0].lower() != b"server"]
+                sent += [p for p in _SECURITY_HEADERS_RAW if p[0] not in present]
+                sent.append((b"server", self._server))
+            has_id = b"x-request-id" in present
+        else:
+            sent = list(headers)
+            has_id = any(name.lower() == b"x-request-id" for name, _ in headers)
+        if not has_id:
+            sent.append((b"x-request-id", raw_id))
+        return sent
+
+    async def answer(
+        self, scope: Scope, receive: Receive, handler: HeadersHandler
+    ) -> DirectAnswer | None:
+        """What :meth:`__call__` does for an HTTP request, around a handler that returns
+        its whole answer instead of sending it (a direct route's, see
+        :mod:`shared.http_protocol`, or the same handler served through :meth:`__call__`'s
+        caller with :func:`~shared.http_protocol.send_answer`): the same request id, body
+        limit, error answers, headers and access log, for less work per request. The error
+        style is set only while an error renders: a handler's errors are raised, and
+        rendered here."""
+        headers = header_dict(scope["headers"])
+        incoming = headers.get(REQUEST_ID_HEADER)
+        request_id, raw_id = _request_id(None if incoming is None else incoming.encode("latin-1"))
+        scope.setdefault("state", {})["request_id"] = request_id
+        id_token = request_id_var.set(request_id)
+        path = scope["path"]
+        logged = path not in self.log_skip_paths
+        begun = time.perf_counter() if logged else 0.0
+        answer: DirectAnswer | None = None
+        try:
+            length = headers.get("content-length")
+            declared = _declared(length)
+            if declared is not None and declared > self.max_body_size:
+                raise self._too_large()
+            if _has_body(scope, "transfer-encoding" in headers, length, declared):
+                receive = self._limited(receive)
+            answer = await handler(scope, receive, headers)
+        except PlatformError as exc:
+            answer = self._error_answer(exc, request_id)
+        except Exception:
+            error_logger.exception("unhandled error", extra={"path": path})
+            answer = self._error_answer(None, request_id)
+        finally:
+            if logged:
+                self.log(scope, 500 if answer is None else answer.status, begun)
+            request_id_var.reset(id_token)
+        if answer is None:
+            return None
+        secured = path not in self.security_skip_paths
+        return answer._replace(headers=self._answer_headers(answer.headers, raw_id, secured))
+
+    def _error_answer(self, exc: PlatformError | None, request_id: str) -> DirectAnswer:
+        """``exc`` (``None``: an unexpected error, a generic 500) as :meth:`__call__`
+        renders it."""
+        style_token = error_style_var.set(self.error_style)
+        try:
+            if exc is None:
+                return _internal_error()
+            response = error_response(exc, request_id)
+            return DirectAnswer(response.status_code, response.raw_headers, bytes(response.body))
+        finally:
+            error_style_var.reset(style_token)
+
     def log(self, scope: Scope, status: int, started: float) -> None:
         """The access-log line of one request answered ``status``, begun at ``started``
         (``time.perf_counter()``): method, path (secrets in the query masked), status,
         duration and client."""
         if not access_logger.isEnabledFor(logging.INFO):
             return
+        resolve_proxy(scope)  # a direct request's client, from the proxy's headers
         client = scope.get("client")
         extra = {
             PRE_REDACTED: True,  # the query is masked here; paths hold no secrets
@@ -289,3 +360,42 @@ class ServiceMiddleware:
 
 
 _LOG_CODE = ServiceMiddleware.log.__code__
+
+
+def _request_id(incoming: bytes | None) -> tuple[str, bytes]:
+    """A request's id, as text and bytes: a well-formed incoming one, else a new one."""
+    if incoming is not None and _VALID_REQUEST_ID.fullmatch(incoming):
+        return incoming.decode("ascii"), incoming
+    request_id = new_request_id()
+    return request_id, request_id.encode("ascii")
+
+
+def _declared(length: bytes | str | None) -> int | None:
+    """A ``Content-Length`` as a number (``None``: absent or unreadable, then the body is
+    counted as it streams)."""
+    if length is None:
+        return None
+    try:
+        return int(length)
+    except ValueError:
+        return None
+
+
+def _has_body(
+    scope: Scope, chunked: bool, length: bytes | str | None, declared: int | None
+) -> bool:
+    """Whether a request may bring a body to count. HTTP/1 frames a body with
+    Content-Length or Transfer-Encoding: without either (or with a length of 0) there is
+    none."""
+    return (
+        chunked
+        or (length is not None and declared != 0)
+        or scope.get("http_version") not in _HTTP_1
+    )
+
+
+def _internal_error() -> DirectAnswer:
+    """The generic 500 (in the current error style)."""
+    body = error_body(PlatformError("Internal server error."))
+    headers = [(b"content-length", str(len(body)).encode()), (b"content-type", JSON.encode())]
+    return DirectAnswer(500, headers, body)

@@ -16,12 +16,15 @@ from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.types import Message, Receive, Scope, Send
 
 from shared.errors import ServiceUnavailable, Unauthorized
+from shared.http_protocol import DirectAnswer, send_answer
+from shared.idempotency import read_body as read_whole_body
 from shared.logging import MASK, SECRET_KEY_PATTERN
 from shared.middleware import (
     SECURITY_HEADERS,
     ServiceMiddleware,
     _redacted_query,
     current_request_id,
+    header_dict,
     new_request_id,
 )
 from shared.responses import error_response, error_style_var
@@ -239,6 +242,7 @@ async def test_the_generic_500_gets_security_headers_server_then_the_request_id(
 
     answer = await Exchange(REQUEST_ID).run(stack(app))
     assert answer.raw_headers == [
+        (b"content-length", b"54"),
         (b"content-type", b"application/json"),
         *SECURITY,
         SERVER,
@@ -386,3 +390,101 @@ query_strings = st.one_of(
 @example(b"a&&b=&=c&token=x=y")
 def test_the_masked_query_is_written_as_urlencode_writes_it(query_string: bytes):
     assert _redacted_query(query_string) == urlencoded(query_string)
+
+
+# ---------------------------------------------------------------------------------------------
+# ServiceMiddleware.answer: the same, around a handler that returns its whole answer
+
+
+def directly(handler: Any, max_body_size: int = 10) -> Any:
+    """An ASGI app serving ``handler`` through :meth:`ServiceMiddleware.answer`."""
+    middleware = stack(None, max_body_size)
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        answer = await middleware.answer(scope, receive, handler)
+        if answer is not None:
+            await send_answer(answer, send)
+
+    return app
+
+
+def as_asgi(handler: Any) -> Any:
+    """``handler`` as a plain ASGI app behind the ASGI middleware (what to compare with)."""
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        answer = await handler(scope, receive, header_dict(scope["headers"]))
+        if answer is not None:
+            await send_answer(answer, send)
+
+    return stack(app)
+
+
+async def both(handler: Any, headers: list[tuple[bytes, bytes]], chunks: Any = None) -> Exchange:
+    headers = [*headers, (b"x-request-id", b"abcdef01")]  # the first one counts
+    direct = await Exchange(headers, chunks).run(directly(handler))
+    routed = await Exchange(headers, chunks).run(as_asgi(handler))
+    assert (direct.status, direct.raw_headers, direct.body) == (
+        routed.status,
+        routed.raw_headers,
+        routed.body,
+    )
+    assert direct.reads == routed.reads
+    return direct
+
+
+async def echo(scope: Scope, receive: Receive, headers: dict[str, str]) -> DirectAnswer | None:
+    body = await read_whole_body(receive)
+    if body is None:
+        return None
+    text = json.dumps({"headers": headers, "body": body.decode(), "id": current_request_id()})
+    return DirectAnswer(200, [(b"content-length", str(len(text)).encode())], text.encode())
+
+
+async def test_answer_keeps_or_makes_the_request_id_and_gives_the_first_of_repeated_headers():
+    headers = [(b"x-request-id", b"abcdef01"), (b"x-a", b"1"), (b"x-a", b"2")]
+    answer = await both(echo, [*headers, (b"content-length", b"2")], [b"hi"])
+    assert answer.status == 200
+    seen = json.loads(answer.body)
+    assert seen["headers"]["x-a"] == "1"
+    assert (seen["body"], seen["id"]) == ("hi", "abcdef01")
+    assert answer.raw_headers[-1] == (b"x-request-id", b"abcdef01")
+    assert [*SECURITY, SERVER] == answer.raw_headers[1:-1]
+    made = await Exchange([(b"x-request-id", b"bad id!")]).run(directly(echo))
+    assert EIGHT_HEX.fullmatch(dict(made.raw_headers)[b"x-request-id"].decode())
+
+
+async def test_answer_refuses_bodies_over_the_limit_declared_or_streamed():
+    declared = await both(echo, [(b"content-length", b"11")], [b"x" * 11])
+    assert (declared.status, declared.reads) == (413, 0)
+    streamed = await both(echo, [(b"transfer-encoding", b"chunked")], [b"x" * 6, b"y" * 6])
+    assert streamed.status == 413
+    assert json.loads(streamed.body)["detail"][0] == "PayloadTooLarge"
+
+
+async def test_answer_renders_platform_errors_and_hides_others_as_a_logged_500(
+    caplog: pytest.LogCaptureFixture,
+):
+    async def refuses(scope: Scope, receive: Receive, headers: dict[str, str]) -> DirectAnswer:
+        raise ServiceUnavailable("later", headers={"Retry-After": "5"})
+
+    unavailable = await both(refuses, [(b"x-request-id", b"abcdef01")])
+    assert unavailable.status == 503
+    assert dict(unavailable.raw_headers)[b"retry-after"] == b"5"
+
+    async def breaks(scope: Scope, receive: Receive, headers: dict[str, str]) -> DirectAnswer:
+        raise KeyError("internal detail")
+
+    broken = await both(breaks, [(b"x-request-id", b"abcdef01")])
+    assert broken.status == 500
+    assert b"internal detail" not in broken.body
+    assert caplog.text.count("unhandled error") == 2
+
+
+async def test_answer_sends_nothing_when_the_client_went_away_and_logs_it_as_500():
+    with json_log("platform.access") as lines:
+        exchange = Exchange([(b"content-length", b"5")])
+        exchange.chunks = []  # the client is gone before its body
+        gone = await exchange.run(directly(echo))
+        records = log_records(lines)
+    assert gone.sent == []
+    assert [record["status"] for record in records] == [500]

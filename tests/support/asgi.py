@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
+import uvicorn
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from shared.http_protocol import HttpProtocol
 
 
 class LifespanApp:
@@ -88,3 +92,36 @@ class HostRouter(httpx.AsyncBaseTransport):
             if request.url.host == host and request.url.path.startswith("/" + prefix):
                 return await transport.handle_async_request(request)
         return httpx.Response(502, text=f"no route to {request.url}")
+
+
+@asynccontextmanager
+async def served(app: ASGIApp, **options: Any) -> AsyncIterator[str]:
+    """``app`` served by uvicorn with the platform's protocol (as ``python -m <service>``
+    serves it: lifespan, proxy headers from 127.0.0.1) on a free local port; its URL."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=port,
+        http=HttpProtocol,
+        log_config=None,
+        access_log=False,
+        proxy_headers=True,
+        forwarded_allow_ips="127.0.0.1",
+        server_header=False,
+        **options,
+    )
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    try:
+        while not server.started:  # uvicorn says it started by a flag only
+            if task.done():
+                await task
+                raise RuntimeError("uvicorn stopped before it started")
+            await asyncio.sleep(0.01)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, 30)

@@ -5,13 +5,20 @@ A delivery needs none of what that stack does for the management API (token
 verification, the idempotency records, route matching over every route), and under load
 that stack cost more CPU than the intake itself. :class:`IntakeFastPath`, the webhooks
 app's front door (:attr:`shared.app.ServiceApp.front`: ahead of every middleware,
-Starlette's own error middleware included), sends an intake request through the shared middleware it
-does need, :class:`~shared.middleware.ServiceMiddleware` (error style, request id, access
-log, security headers, error rendering, body size limit) as the full stack does, to
-:func:`intake_endpoint`, which calls the same :class:`~webhooks.intake.service.IntakeService`
-and renders the same answers as the routed endpoint. The few requests the router answers
-on its own (another method: 405; a webhook id that is not a canonical UUID: 422 or the
-router's decision) go down the full stack, so every answer is the routed one.
+Starlette's own error middleware included), answers an intake request with
+:func:`intake_answer` inside the shared middleware's :meth:`ServiceMiddleware.answer
+<shared.middleware.ServiceMiddleware.answer>` (request id, body size limit, error
+rendering, security headers, access log: what the full stack does), calling the same
+:class:`~webhooks.intake.service.IntakeService` and rendering the same answers as the
+routed endpoint. The few requests the router answers on its own (another method: 405; a
+webhook id that is not a canonical UUID: 422 or the router's decision) go down the full
+stack, so every answer is the routed one.
+
+Served by :class:`shared.http_protocol.HttpProtocol` (as ``python -m webhooks`` does),
+deliveries skip the ASGI cycle as well: at startup the front door registers
+:meth:`IntakeFastPath.route` as the app's direct route, and the protocol writes the
+answer :func:`intake_answer` returns. Under any other server they come through
+:meth:`IntakeFastPath.__call__`, with the same answers.
 """
 
 from __future__ import annotations
@@ -22,15 +29,15 @@ import functools
 import time
 import uuid
 from collections import Counter
+from collections.abc import Awaitable, Callable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from shared.http_protocol import DIRECT_ROUTE, DirectAnswer, send_answer
 from shared.idempotency import read_body
 from shared.logging import PRE_REDACTED
 from shared.middleware import ServiceMiddleware, access_logger
 from shared.responses import ErrorStyle
-from webhooks.intake.endpoints import respond
-from webhooks.intake.providers.base import RequestHeaders
 from webhooks.intake.service import IGNORED, IntakeService
 
 PREFIX = "/api/v1/webhooks/"
@@ -64,49 +71,31 @@ def _intake_params(scope: Scope) -> tuple[str, uuid.UUID] | None:
     return None if webhook_id is None else (parts[0], webhook_id)
 
 
-_NAMES: dict[bytes, str] = {}  # header names as text: senders send the same few again and again
-_MAX_NAMES = 1024
+_EMPTY = [(b"content-length", b"0")]  # what ``Response(status_code=...)`` sends
+_TEXT = b"text/plain; charset=utf-8"
 
 
-def request_headers(raw: list[tuple[bytes, bytes]]) -> RequestHeaders:
-    """The headers by (already lower-case) name; the first of repeated ones wins, as with
-    Starlette's ``Headers``."""
-    names = _NAMES
-    headers: dict[str, str] = {}
-    for name, value in reversed(raw):
-        text = names.get(name)
-        if text is None:
-            text = name.decode("latin-1")
-            if len(names) < _MAX_NAMES:
-                names[name] = text
-        headers[text] = value.decode("latin-1")
-    return headers
-
-
-async def intake_endpoint(scope: Scope, receive: Receive, send: Send) -> None:
-    """The intake as a raw ASGI app (see :func:`webhooks.intake.endpoints.receive`)."""
+async def intake_answer(
+    scope: Scope, receive: Receive, headers: dict[str, str]
+) -> DirectAnswer | None:
+    """The intake's answer to one request (see :func:`webhooks.intake.endpoints.receive`):
+    exactly what the routed endpoint's ``respond`` sends."""
     intake: IntakeService = scope["state"]["intake"]
     params = scope["path_params"]
     provider = intake.provider(params["webhook_type"])
-    headers = request_headers(scope["headers"])
     answer = IGNORED
     if intake.pre_validate(provider, headers):
         body = await read_body(receive)  # ServiceMiddleware limits what it reads
         if body is None:
-            return
+            return None
         answer = await intake.receive(provider, params["webhook_id"], headers, body)
-    if answer.text is not None:
-        await respond(answer)(scope, receive, send)
-        return
-    # What ``respond`` sends for an answer without a body, without a Response made for it.
-    await send(
-        {
-            "type": "http.response.start",
-            "status": answer.status_code,
-            "headers": [(b"content-length", b"0")],
-        }
+    if answer.text is None:
+        return DirectAnswer(answer.status_code, _EMPTY)
+    text = answer.text.encode()
+    length = str(len(text)).encode()
+    return DirectAnswer(
+        answer.status_code, [(b"content-length", length), (b"content-type", _TEXT)], text
     )
-    await send({"type": "http.response.body", "body": b""})
 
 
 class IntakeMiddleware(ServiceMiddleware):
@@ -178,20 +167,37 @@ class IntakeFastPath:
         self, app: ASGIApp, *, max_body_size: int, server_header: str, error_style: ErrorStyle
     ) -> None:
         self.app = app
+        # Used through its ``answer`` only: what it would wrap is the full stack.
         self.intake = IntakeMiddleware(
-            intake_endpoint,
+            app,
             server_header=server_header,
             max_body_size=max_body_size,
             error_style=error_style,
         )
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def route(
+        self, scope: Scope
+    ) -> Callable[[Scope, Receive], Awaitable[DirectAnswer | None]] | None:
+        """The app's direct route (:data:`shared.http_protocol.DirectRoute`): the
+        intake's requests, those :meth:`__call__` answers itself."""
         params = _intake_params(scope)
-        if params is not None:
-            scope["path_params"] = {"webhook_type": params[0], "webhook_id": params[1]}
-            await self.intake(scope, receive, send)
+        if params is None:
+            return None
+        scope["path_params"] = {"webhook_type": params[0], "webhook_id": params[1]}
+        return self.answer
+
+    def answer(self, scope: Scope, receive: Receive) -> Awaitable[DirectAnswer | None]:
+        return self.intake.answer(scope, receive, intake_answer)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.route(scope) is not None:
+            answer = await self.answer(scope, receive)
+            if answer is not None:
+                await send_answer(answer, send)
             return
         if scope["type"] == "lifespan":
+            # The server's state for every request (uvicorn's): where HttpProtocol looks.
+            scope.setdefault("state", {})[DIRECT_ROUTE] = self.route
             try:
                 await self.app(scope, receive, send)
             finally:
