@@ -14,6 +14,8 @@ from shared.http_protocol import HttpProtocol
 from shared.logging import configure_logging
 from shared.settings import ServiceSettings
 
+GC_YOUNG = 5000
+
 
 def main(
     *,
@@ -40,6 +42,11 @@ def main(
     importlib.import_module(app_factory.partition(":")[0])
     gc.collect()
     gc.freeze()
+    # A young-generation collection every GC_YOUNG allocations, not every 700: a request
+    # allocates hundreds of containers, nearly all freed by reference counting, and at
+    # 700 the collector ran for every few requests (callgrind, webhook intake: 2.4% of a
+    # delivery's instructions saved, ~10,600 of 447,000).
+    gc.set_threshold(GC_YOUNG, *gc.get_threshold()[1:])
     uvicorn.run(
         app_factory,
         factory=True,

@@ -1,0 +1,60 @@
+"""``python -m <service>``: what it hands uvicorn, and the collector it leaves behind."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import uvicorn
+from cryptography.fernet import Fernet
+
+from shared import serve
+from shared.http_protocol import HttpProtocol
+from webhooks.settings import Settings
+
+
+@pytest.fixture
+def ran(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
+    captured: dict[str, Any] = {}
+    monkeypatch.setattr(uvicorn, "run", lambda app, **options: captured.update(app=app, **options))
+    # The test process keeps its own logging.
+    monkeypatch.setattr(serve, "configure_logging", lambda *args, **kwargs: None)
+    threshold = gc.get_threshold()
+    try:
+        yield captured
+    finally:
+        gc.set_threshold(*threshold)
+        gc.unfreeze()
+
+
+def test_a_service_runs_under_the_platforms_protocol_with_a_calmer_collector(
+    ran: dict[str, Any],
+) -> None:
+    serve.main(
+        app_factory="webhooks.app:create_app",
+        settings_factory=lambda: Settings(webhook_secret_keys=Fernet.generate_key().decode()),
+        default_port=8103,
+        argv=["--port", "9999"],
+    )
+    assert ran["app"] == "webhooks.app:create_app"
+    assert (ran["factory"], ran["port"], ran["http"]) == (True, 9999, HttpProtocol)
+    assert (ran["proxy_headers"], ran["access_log"]) == (True, False)
+    assert gc.get_threshold()[0] == serve.GC_YOUNG
+    assert gc.get_freeze_count() > 0  # what was imported before serving is left alone
+
+
+def test_bad_settings_are_one_line_and_exit_2(
+    ran: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    def broken() -> Settings:
+        raise ValueError("database_url: not a URL")
+
+    with pytest.raises(SystemExit) as exited:
+        serve.main(
+            app_factory="webhooks.app:create_app", settings_factory=broken, default_port=1, argv=[]
+        )
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == "invalid settings: database_url: not a URL\n"
+    assert ran == {}
