@@ -155,6 +155,15 @@ class CoalescingTransport:
         if not self.transport.is_closing():
             self.transport.write(data)
 
+    def write_now(self, data: bytes) -> None:
+        """``data`` at once, in one write with whatever is pending (a whole answer:
+        nothing to wait for, and no end-of-turn flush to schedule)."""
+        if self._pending:
+            self._pending.append(data)
+            self.flush()
+        elif not self.transport.is_closing():
+            self.transport.write(data)
+
     def writelines(self, chunks: list[bytes]) -> None:
         for chunk in chunks:
             self.write(chunk)
@@ -260,7 +269,12 @@ class HttpProtocol(HttpToolsProtocol):
         if not cycle.keep_alive:
             content.append(b"connection: close\r\n")
         content += (b"\r\n", b"" if cycle.scope["method"] == "HEAD" else answer.body)
-        cycle.transport.write(b"".join(content))
+        data = b"".join(content)
+        transport: Any = cycle.transport  # the coalescing one, as connection_made set it
+        if type(transport) is CoalescingTransport:
+            transport.write_now(data)
+        else:
+            transport.write(data)
         cycle.response_complete = True
         cycle.message_event.set()
         if not cycle.keep_alive:

@@ -400,8 +400,10 @@ class BatchedScript:
         self._busy = False  # a batch in flight, or one about to be sent
         self._in_flight: asyncio.Task[Any] | None = None
 
-    async def __call__(self, keys: Sequence[Any], args: Sequence[Any]) -> Any:
-        """Run the script on one group; its reply."""
+    def __call__(self, keys: Sequence[Any], args: Sequence[Any]) -> asyncio.Future[Any]:
+        """Run the script on one group: the future of its reply. (A future, not a
+        coroutine awaiting it: one frame less for every call, and cancelling its waiter
+        cancels it alike.)"""
         if len(keys) != self.keys_per_call or len(args) != self.args_per_call:
             raise ValueError(
                 f"a call takes {self.keys_per_call} keys and {self.args_per_call} arguments"
@@ -414,7 +416,7 @@ class BatchedScript:
         if not self._busy:
             self._busy = True
             loop.call_soon(self._send)
-        return await future
+        return future
 
     def _send(self) -> None:
         """Send the next batch (or fall idle when there is none)."""

@@ -90,6 +90,19 @@ async def test_close_sends_what_is_pending_first_and_abort_drops_it() -> None:
     assert (recording.writes, recording.events) == ([], ["abort"])
 
 
+async def test_write_now_sends_what_is_pending_with_it_in_one_write() -> None:
+    transport, recording = coalescing()
+    transport.write(b"earlier;")
+    transport.write_now(b"whole answer")
+    assert recording.writes == [b"earlier;whole answer"]
+    transport.write_now(b"next")
+    await asyncio.sleep(0)  # the flush scheduled by the first write finds nothing
+    assert recording.writes == [b"earlier;whole answer", b"next"]
+    recording.closing = True
+    transport.write_now(b"too late")
+    assert recording.writes == [b"earlier;whole answer", b"next"]
+
+
 async def test_nothing_is_written_to_a_closing_transport() -> None:
     transport, recording = coalescing()
     transport.write(b"too late")

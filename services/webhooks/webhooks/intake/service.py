@@ -88,7 +88,8 @@ class IntakeService:
     ) -> Answer:
         try:
             for _ in range(ATTEMPTS):
-                webhook = await self.cache.get(webhook_id)
+                # Nearly always cached: no coroutine for the lookup then.
+                webhook = self.cache.cached(webhook_id) or await self.cache.get(webhook_id)
                 if webhook is None or webhook.webhook_type != provider.name:
                     raise not_found()
                 answer = await self._decide(provider, webhook, headers, body)
