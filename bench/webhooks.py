@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import hmac
 import json
@@ -46,7 +47,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -188,6 +189,23 @@ class Measured:
     stack: str
     runs: list[Run] = field(default_factory=list)
     stuck: str = ""  # why the runs stopped early, if they did
+    notes: dict[str, str] = field(default_factory=dict)  # printed after the stack
+
+    def ratio_to(self, base: Measured) -> float | None:
+        """Accepted/s as a share of ``base``'s: the median of the rounds' ratios when both
+        ran in the same rounds, else the ratio of the medians."""
+        if not self.runs or not base.runs:
+            return None
+        if len(self.runs) == len(base.runs):
+            return float(
+                statistics.median(
+                    mine.ok_per_second / theirs.ok_per_second
+                    for mine, theirs in zip(self.runs, base.runs, strict=True)
+                    if theirs.ok_per_second
+                )
+            )
+        base_rate = base.median("ok_per_second")
+        return self.median("ok_per_second") / base_rate if base_rate else None
 
     def median(self, attribute: str) -> float:
         if not self.runs:
@@ -272,30 +290,62 @@ def measure(
     args: argparse.Namespace,
     groups: Mapping[str, int] | None = None,
 ) -> Measured:
+    """One target on its own: warmed up, then measured ``--runs`` times."""
+    lane = Lane(Measured(name, stack), url, path, groups or {})
+    measure_in_rounds([lane], args)
+    return lane.measured
+
+
+@dataclass
+class Lane:
+    """A target measured in rounds, with what to do around each of its runs."""
+
+    measured: Measured
+    url: str
+    path: str
+    groups: Mapping[str, int]
+    around: Callable[[], contextlib.AbstractContextManager[None]] = contextlib.nullcontext
+    before: Callable[[], None] = lambda: None  # ahead of each run (and the warm-up)
+
+
+def measure_in_rounds(lanes: Sequence[Lane], args: argparse.Namespace) -> None:
+    """Warm every lane up, then ``--runs`` rounds of one run per lane, in turn: on a
+    machine whose speed drifts (a shared virtual machine), every target sees the same
+    drift, and each round's ratios compare runs made within a minute of each other."""
     workdir = Path(tempfile.mkdtemp(prefix="bench-wrk-"))
     try:
-        say(f"{name}: warming up {args.warmup:g}s ...")
-        measured = Measured(name, stack)
-        try:
-            run_wrk(url, path, args, args.warmup, workdir)
-        except ServerStuck as exc:
-            say(f"{name}: warm-up: {exc}; the server stopped answering")
-            measured.stuck = "stopped answering during the warm-up"
-            return measured
-        for n in range(args.runs):
-            time.sleep(args.pause)
+        live = list(lanes)
+        for lane in list(live):
+            say(f"{lane.measured.name}: warming up {args.warmup:g}s ...")
+            lane.before()
             try:
-                run = run_wrk(url, path, args, args.duration, workdir, groups)
+                with lane.around():
+                    run_wrk(lane.url, lane.path, args, args.warmup, workdir)
             except ServerStuck as exc:
-                say(f"{name}: run {n + 1}/{args.runs}: {exc}; the server stopped answering")
-                measured.stuck = f"stopped answering during run {n + 1} of {args.runs}"
-                break
-            say(
-                f"{name}: run {n + 1}/{args.runs}: {run.ok_per_second:.0f}/s accepted, "
-                f"p99 {run.p99_ms:.1f} ms, {run.non_2xx} non-2xx, {run.socket_errors} socket errors"
-            )
-            measured.runs.append(run)
-        return measured
+                say(f"{lane.measured.name}: warm-up: {exc}; the server stopped answering")
+                lane.measured.stuck = "stopped answering during the warm-up"
+                live.remove(lane)
+        for n in range(args.runs):
+            for lane in list(live):
+                name = lane.measured.name
+                lane.before()
+                time.sleep(args.pause)
+                try:
+                    with lane.around():
+                        run = run_wrk(
+                            lane.url, lane.path, args, args.duration, workdir, lane.groups
+                        )
+                except ServerStuck as exc:
+                    say(f"{name}: run {n + 1}/{args.runs}: {exc}; the server stopped answering")
+                    lane.measured.stuck = f"stopped answering during run {n + 1} of {args.runs}"
+                    live.remove(lane)
+                    continue
+                say(
+                    f"{name}: run {n + 1}/{args.runs}: {run.ok_per_second:.0f}/s accepted, "
+                    f"p99 {run.p99_ms:.1f} ms, {run.non_2xx} non-2xx, "
+                    f"{run.socket_errors} socket errors"
+                )
+                lane.measured.runs.append(run)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -496,33 +546,48 @@ def measure_counted(
     """:func:`measure`, then check the server's own stats counted every 2xx it sent."""
     before = accepted_count(target, path)
     measured = measure(name, target.server_stack, target.base_url, path, args, groups)
-    if measured.stuck:
-        return measured  # its stats cannot be read either
-    counted = accepted_count(target, path) - before
-    answered = sum(r.requests - r.non_2xx - r.socket_errors for r in measured.runs)
-    say(f"{name}: its stats count {counted} accepted (warm-up included)")
-    if counted < answered:
-        raise BenchError(f"{name}: {answered} deliveries answered 2xx, {counted} counted")
+    check_counted(target, path, before, [measured])
     return measured
 
 
-def measure_ours(running: Ours, args: argparse.Namespace) -> list[Measured]:
-    """With the worker draining the queue meanwhile (as in use), then with it paused (the
-    intake alone; the queue holds every accepted event), then the drain after it resumes."""
+def check_counted(target: Target, path: str, before: int, measured: Sequence[Measured]) -> None:
+    """The server's own stats counted every 2xx of ``measured`` (since ``before``)."""
+    if any(m.stuck for m in measured):
+        return  # its stats cannot be read either
+    counted = accepted_count(target, path) - before
+    answered = sum(r.requests - r.non_2xx - r.socket_errors for m in measured for r in m.runs)
+    names = " and ".join(m.name for m in measured)
+    say(f"{names}: the stats count {counted} accepted (warm-ups included)")
+    if counted < answered:
+        raise BenchError(f"{names}: {answered} deliveries answered 2xx, {counted} counted")
+
+
+def ours_lanes(running: Ours, args: argparse.Namespace) -> list[Lane]:
+    """With the worker draining the queue meanwhile (as in use), and with it paused (the
+    intake alone; the queue holds every accepted event, drained before the next run)."""
     target = running.target
-    draining = measure_counted("ours", target, running.path, args, running.groups)
-    draining.stack += "; arq worker draining the queue meanwhile"
-    wait_until_drained(running, args)
-    with running.worker_paused():
-        paused = measure_counted("ours, worker paused", target, running.path, args, running.groups)
-        paused.stack += "; arq worker paused (SIGSTOP), events accumulate in the queue"
-        backlog = running.queued()
-    started = time.monotonic()
-    wait_until_drained(running, args)
-    paused.stack += (
-        f"; {backlog} queued events drained in {time.monotonic() - started:.1f}s after SIGCONT"
+    draining = Measured("ours", target.server_stack + "; arq worker draining the queue meanwhile")
+    paused = Measured(
+        "ours, worker paused",
+        target.server_stack + "; arq worker paused (SIGSTOP), events accumulate in the queue",
     )
-    return [draining, paused]
+    drained = functools.partial(wait_until_drained, running, args)
+
+    @contextlib.contextmanager
+    def paused_then_drained() -> Iterator[None]:
+        with running.worker_paused():
+            yield
+            backlog = running.queued()
+        started = time.monotonic()
+        drained()
+        paused.notes["drain"] = (
+            f"{backlog} queued events drained in {time.monotonic() - started:.1f}s after SIGCONT"
+        )
+
+    return [
+        Lane(draining, target.base_url, running.path, running.groups, before=drained),
+        Lane(paused, target.base_url, running.path, running.groups, around=paused_then_drained),
+    ]
 
 
 def wait_until_drained(running: Ours, args: argparse.Namespace) -> None:
@@ -574,10 +639,7 @@ def format_table(results: Sequence[Measured]) -> str:
     by_name = {m.name: m for m in results}
     # Like for like: ours goes through the gateway, so the ceiling that counts does too.
     ceiling = by_name.get("ceiling via gateway")
-    ceiling_rate = ceiling.median("ok_per_second") if ceiling else None
-    reference_rate = (
-        by_name["reference"].median("ok_per_second") if "reference" in by_name else None
-    ) or None
+    reference = by_name.get("reference")
     lines = [
         "| target | accepted/s | p50 ms | p99 ms | non-2xx | socket errors "
         "| vs ceiling (gateway) | vs reference |",
@@ -585,8 +647,10 @@ def format_table(results: Sequence[Measured]) -> str:
     ]
     for m in results:
         rate = m.median("ok_per_second")
-        vs_ceiling = f"{rate / ceiling_rate:.0%}" if ceiling_rate else "-"
-        vs_reference = f"{rate / reference_rate:.1f}x" if reference_rate else "-"
+        to_ceiling = m.ratio_to(ceiling) if ceiling else None
+        to_reference = m.ratio_to(reference) if reference else None
+        vs_ceiling = f"{to_ceiling:.0%}" if to_ceiling is not None else "-"
+        vs_reference = f"{to_reference:.1f}x" if to_reference is not None else "-"
         lines.append(
             f"| {m.name} | {rate:.0f} | {m.median('p50_ms'):.1f} | {m.median('p99_ms'):.1f} "
             f"| {sum(r.non_2xx for r in m.runs)} | {sum(r.socket_errors for r in m.runs)} "
@@ -627,36 +691,33 @@ def run(args: argparse.Namespace) -> int:
     results: list[Measured] = []
     load_before = os.getloadavg()[0]
     try:
-        for name in wanted:
-            if name == "ceiling":
-                with ceiling(base) as bare:
-                    results.append(
-                        measure(
-                            "ceiling",
-                            f"{bare.stack}, direct",
-                            bare.direct,
-                            bare.path,
-                            args,
-                            {"service": bare.groups["service"]},
-                        )
-                    )
-                    results.append(
-                        measure(
-                            "ceiling via gateway",
-                            f"{bare.stack}, behind ours' nginx config",
-                            bare.gateway,
-                            bare.path,
-                            args,
-                            bare.groups,
-                        )
-                    )
-                continue
-            if name == "ours":
-                with ours(base, password) as running:
-                    results += measure_ours(running, args)
-                continue
+        with contextlib.ExitStack() as servers:
+            lanes: list[Lane] = []
+            if "ceiling" in wanted:
+                bare = servers.enter_context(ceiling(base))
+                direct = Measured("ceiling", f"{bare.stack}, direct")
+                gateway = Measured(
+                    "ceiling via gateway", f"{bare.stack}, behind ours' nginx config"
+                )
+                lanes += [
+                    Lane(direct, bare.direct, bare.path, {"service": bare.groups["service"]}),
+                    Lane(gateway, bare.gateway, bare.path, bare.groups),
+                ]
+            running: Ours | None = None
+            if "ours" in wanted:
+                running = servers.enter_context(ours(base, password))
+                lanes += ours_lanes(running, args)
+                before = accepted_count(running.target, running.path)
+            measure_in_rounds(lanes, args)
+            results += [lane.measured for lane in lanes]
+            if running is not None:
+                check_counted(
+                    running.target, running.path, before, [lane.measured for lane in lanes[-2:]]
+                )
+                wait_until_drained(running, args)
+        if "reference" in wanted:
             with reference(base, password) as (target, path):
-                results.append(measure_counted(name, target, path, args))
+                results.append(measure_counted("reference", target, path, args))
     finally:
         if args.keep:
             say(f"kept the servers' data dirs and logs in {base}")
@@ -666,7 +727,9 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"signed custom webhook intake, {args.connections} concurrent senders (wrk, "
         f"{args.threads} threads, one connection each), a unique delivery id per request; "
-        f"median of {args.runs} x {args.duration:g}s after a {args.warmup:g}s warm-up"
+        f"median of {args.runs} x {args.duration:g}s after a {args.warmup:g}s warm-up; the "
+        "ceiling and ours measured in turn, one run each a round, a ratio being the median "
+        "of the rounds' ratios"
     )
     print(format_table(results))
     print()
@@ -683,7 +746,8 @@ def run(args: argparse.Namespace) -> int:
     print()
     for m in results:
         cpu = statistics.median(r.wrk_cpu / r.seconds for r in m.runs) if m.runs else 0.0
-        print(f"{m.name}: {m.stack} (wrk used {cpu:.2f} CPU s per s)")
+        notes = "".join(f"; {note}" for note in m.notes.values())
+        print(f"{m.name}: {m.stack}{notes} (wrk used {cpu:.2f} CPU s per s)")
         if m.stuck:
             print(f"{m.name}: {m.stuck}; the table shows the runs before")
     print(f"{os.cpu_count()} cores; load average (1 min) before: {load_before:.2f}, "
