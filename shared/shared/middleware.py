@@ -314,7 +314,8 @@ class ServiceMiddleware:
         if answer is None:
             return None
         secured = path not in self.security_skip_paths
-        return answer._replace(headers=self._answer_headers(answer.headers, raw_id, secured))
+        headers = self._answer_headers(answer.headers, raw_id, secured)
+        return DirectAnswer(answer.status, headers, answer.body)  # (_replace is slower)
 
     def _error_answer(self, exc: PlatformError | None, request_id: str) -> DirectAnswer:
         """``exc`` (``None``: an unexpected error, a generic 500) as :meth:`__call__`
