@@ -24,6 +24,7 @@ from shared.responses import JSON, ErrorStyle, error_body, error_response, error
 
 REQUEST_ID_HEADER = "x-request-id"
 _VALID_REQUEST_ID = re.compile(rb"[A-Za-z0-9._:-]{1,64}")
+_VALID_REQUEST_ID_TEXT = re.compile(_VALID_REQUEST_ID.pattern.decode())  # the same, on text
 
 access_logger = logging.getLogger("platform.access")
 # The unhandled-error line keeps the logger it has always been written under (it was
@@ -59,6 +60,7 @@ _SECURITY_HEADERS_RAW = tuple(
 )
 # The names an answer's own headers are merged on; most answers have none of them.
 _MERGED_NAMES = frozenset(name for name, _ in _SECURITY_HEADERS_RAW) | {b"server"}
+_MERGED_OR_ID = _MERGED_NAMES | {b"x-request-id"}
 
 # Characters that neither parse_qsl unquotes nor urlencode(safe="*") quotes, in fields of
 # at most one "=": a query of only these is written back as it came, secrets masked.
@@ -99,8 +101,9 @@ def header_dict(raw: Sequence[tuple[bytes, bytes]]) -> dict[str, str]:
     names = _NAMES
     headers: dict[str, str] = {}
     for name, value in reversed(raw):
-        text = names.get(name)
-        if text is None:
+        try:
+            text = names[name]  # (a subscript costs less than names.get(name))
+        except KeyError:
             text = name.decode("latin-1")
             if len(names) < _MAX_NAMES:
                 names[name] = text
@@ -157,6 +160,7 @@ class ServiceMiddleware:
         self.app = app
         self.server_header = server_header
         self._server = server_header.encode("latin-1")
+        self._secured_tail = (*_SECURITY_HEADERS_RAW, (b"server", self._server))
         self.max_body_size = max_body_size
         self.error_style: ErrorStyle = error_style
         self.security_skip_paths = frozenset(security_skip_paths)
@@ -260,6 +264,11 @@ class ServiceMiddleware:
         """An answer's headers with the security headers (the answer's own win), the
         server header and the request id (unless the answer names one)."""
         if secured:
+            for name, _ in headers:
+                if name.lower() in _MERGED_OR_ID:
+                    break
+            else:  # the usual answer: none of the names merged on, no id of its own
+                return [*headers, *self._secured_tail, (b"x-request-id", raw_id)]
             present = {name.lower() for name, _ in headers}
             if present.isdisjoint(_MERGED_NAMES):
                 sent = [*headers, *_SECURITY_HEADERS_RAW, (b"server", self._server)]
@@ -287,7 +296,10 @@ class ServiceMiddleware:
         rendered here."""
         headers = header_dict(scope["headers"])
         incoming = headers.get(REQUEST_ID_HEADER)
-        request_id, raw_id = _request_id(None if incoming is None else incoming.encode("latin-1"))
+        if incoming is not None and _VALID_REQUEST_ID_TEXT.fullmatch(incoming):
+            request_id, raw_id = incoming, incoming.encode("ascii")  # as _request_id keeps it
+        else:
+            request_id, raw_id = _request_id(None)
         scope.setdefault("state", {})["request_id"] = request_id
         id_token = request_id_var.set(request_id)
         path = scope["path"]
@@ -314,8 +326,8 @@ class ServiceMiddleware:
         if answer is None:
             return None
         secured = path not in self.security_skip_paths
-        headers = self._answer_headers(answer.headers, raw_id, secured)
-        return DirectAnswer(answer.status, headers, answer.body)  # (_replace is slower)
+        sent = self._answer_headers(answer.headers, raw_id, secured)
+        return DirectAnswer(answer.status, sent, answer.body)  # (_replace is slower)
 
     def _error_answer(self, exc: PlatformError | None, request_id: str) -> DirectAnswer:
         """``exc`` (``None``: an unexpected error, a generic 500) as :meth:`__call__`
