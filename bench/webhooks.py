@@ -385,25 +385,49 @@ def accepted_count(target: Target, path: str) -> int:
 
 
 @contextlib.contextmanager
-def _process(argv: list[str], log: Path, what: str, probe: str) -> Iterator[int]:
-    """Run ``argv`` until the block ends; wait until a POST to ``probe`` answers 202. Gives
-    its process group (a session of its own)."""
+def started(
+    argv: list[str],
+    log: Path,
+    what: str,
+    ready: Callable[[], bool],
+    *,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 30.0,
+    poll: float = 0.1,
+) -> Iterator[int]:
+    """Run ``argv`` (a session of its own, its output in ``log``) until the block ends;
+    wait until ``ready()``. Gives its pid, which is its process group's id."""
     with log.open("wb") as output:
         process = subprocess.Popen(
-            argv, cwd=REPO_ROOT, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
+            argv,
+            cwd=REPO_ROOT,
+            env=None if env is None else dict(env),
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.post(probe, trust_env=False).status_code == 202:
-                    break
+        deadline = time.monotonic() + timeout
+        while not ready():
             if time.monotonic() > deadline or process.poll() is not None:
-                raise BenchError(f"{what} did not start: {log.read_text(errors='replace')[-500:]}")
-            time.sleep(0.1)
+                raise BenchError(f"{what} did not start: {log.read_text(errors='replace')[-800:]}")
+            time.sleep(poll)
         yield process.pid
     finally:
         stop_process(process)
+
+
+@contextlib.contextmanager
+def _process(argv: list[str], log: Path, what: str, probe: str) -> Iterator[int]:
+    """:func:`started`, ready when a POST to ``probe`` answers 202."""
+
+    def ready() -> bool:
+        with contextlib.suppress(httpx.HTTPError):
+            return httpx.post(probe, trust_env=False).status_code == 202
+        return False
+
+    with started(argv, log, what, ready) as pid:
+        yield pid
 
 
 @dataclass(frozen=True)

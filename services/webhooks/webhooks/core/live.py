@@ -14,7 +14,7 @@ import functools
 import uuid
 from collections.abc import Sequence
 from enum import IntEnum
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 from arq.constants import job_key_prefix
 from redis.asyncio import Redis
@@ -44,19 +44,16 @@ RECORD = Script("""
 --         job score, job id
 -- Each answers as if run alone, in order: -1 stale, 0 nothing, 1 recorded, 2 duplicate.
 -- The stats of all of them are written once per webhook at the end, so a batch costs a
--- few commands per webhook plus two per enqueued event.
+-- few commands per webhook plus two per enqueued event. A webhook's tallies are plain
+-- fields, the latest times (µs, and their text) too: no table made per delivery.
 local results, versions, stats, touched, queued, queues = {}, {}, {}, {}, {}, {}
--- The later of two (time, text[, summary]): ties go to the later delivery.
-local function later(best, now, text, summary)
-  if best == nil or now >= best[1] then return {now, text, summary} end
-  return best
-end
 for i = 1, #KEYS / 5 do
   local k, a = (i - 1) * 5, (i - 1) * 9
-  local version = versions[KEYS[k + 1]]
+  local version_key = KEYS[k + 1]
+  local version = versions[version_key]
   if version == nil then
-    version = redis.call('GET', KEYS[k + 1])
-    versions[KEYS[k + 1]] = version
+    version = redis.call('GET', version_key)
+    versions[version_key] = version
   end
   local outcome = ARGV[a + 2]
   if version ~= ARGV[a + 1] then
@@ -64,27 +61,36 @@ for i = 1, #KEYS / 5 do
   elseif outcome == 'none' then
     results[i] = 0
   else
-    local s = stats[KEYS[k + 2]]
+    local key = KEYS[k + 2]
+    local s = stats[key]
     if s == nil then
-      s = {counts = {}}
-      stats[KEYS[k + 2]] = s
-      touched[#touched + 1] = KEYS[k + 2]
+      s = {received = 0, accepted = 0, auth_failed = 0, invalid_payload = 0}
+      stats[key] = s
+      touched[#touched + 1] = key
     end
-    local now = tonumber(ARGV[a + 3])
-    s.counts.received_count = (s.counts.received_count or 0) + 1
-    s.received = later(s.received, now, ARGV[a + 3])
+    local text = ARGV[a + 3]
+    local now = tonumber(text)
+    s.received = s.received + 1
+    -- The later time wins; ties go to the later delivery.
+    if s.received_at == nil or now >= s.received_at then
+      s.received_at, s.received_text = now, text
+    end
     results[i] = 1
     if outcome == 'accepted' then
-      s.counts.accepted_count = (s.counts.accepted_count or 0) + 1
-      s.accepted = later(s.accepted, now, ARGV[a + 3])
-      if ARGV[a + 6] ~= '' then
+      s.accepted = s.accepted + 1
+      if s.accepted_at == nil or now >= s.accepted_at then
+        s.accepted_at, s.accepted_text = now, text
+      end
+      local data = ARGV[a + 6]
+      if data ~= '' then
         if redis.call('SET', KEYS[k + 3], '1', 'NX', 'PX', ARGV[a + 5]) then
-          redis.call('PSETEX', KEYS[k + 4], ARGV[a + 7], ARGV[a + 6])
-          local queue = queued[KEYS[k + 5]]
+          redis.call('PSETEX', KEYS[k + 4], ARGV[a + 7], data)
+          local queue_key = KEYS[k + 5]
+          local queue = queued[queue_key]
           if queue == nil then
             queue = {}
-            queued[KEYS[k + 5]] = queue
-            queues[#queues + 1] = KEYS[k + 5]
+            queued[queue_key] = queue
+            queues[#queues + 1] = queue_key
           end
           queue[#queue + 1] = ARGV[a + 8]
           queue[#queue + 1] = ARGV[a + 9]
@@ -93,37 +99,48 @@ for i = 1, #KEYS / 5 do
         end
       end
     else
-      local field = outcome .. '_count'
-      s.counts[field] = (s.counts[field] or 0) + 1
-      if ARGV[a + 4] ~= '' then s.error = later(s.error, now, ARGV[a + 3], ARGV[a + 4]) end
+      s[outcome] = s[outcome] + 1
+      local summary = ARGV[a + 4]
+      if summary ~= '' and (s.error_at == nil or now >= s.error_at) then
+        s.error_at, s.error_text, s.error_summary = now, text, summary
+      end
     end
   end
 end
 for _, key in ipairs(touched) do
   local s = stats[key]
-  for field, count in pairs(s.counts) do redis.call('HINCRBY', key, field, count) end
+  redis.call('HINCRBY', key, 'received_count', s.received)
+  if s.accepted > 0 then redis.call('HINCRBY', key, 'accepted_count', s.accepted) end
+  if s.auth_failed > 0 then redis.call('HINCRBY', key, 'auth_failed_count', s.auth_failed) end
+  if s.invalid_payload > 0 then
+    redis.call('HINCRBY', key, 'invalid_payload_count', s.invalid_payload)
+  end
   -- Timestamps only move forward, whatever order deliveries land in.
   local stored = redis.call('HMGET', key, 'last_received_at', 'last_accepted_at', 'last_error_at')
   local updates = {}
-  local function advance(best, index, field)
-    if best ~= nil and ((not stored[index]) or tonumber(stored[index]) <= best[1]) then
+  local function advance(at, text, index, field)
+    if at ~= nil and ((not stored[index]) or tonumber(stored[index]) <= at) then
       updates[#updates + 1] = field
-      updates[#updates + 1] = best[2]
+      updates[#updates + 1] = text
       return true
     end
     return false
   end
-  advance(s.received, 1, 'last_received_at')
-  advance(s.accepted, 2, 'last_accepted_at')
-  if advance(s.error, 3, 'last_error_at') then
+  advance(s.received_at, s.received_text, 1, 'last_received_at')
+  advance(s.accepted_at, s.accepted_text, 2, 'last_accepted_at')
+  if advance(s.error_at, s.error_text, 3, 'last_error_at') then
     updates[#updates + 1] = 'last_error_summary'
-    updates[#updates + 1] = s.error[3]
+    updates[#updates + 1] = s.error_summary
   end
   if #updates > 0 then redis.call('HSET', key, unpack(updates)) end
 end
 for _, queue in ipairs(queues) do redis.call('ZADD', queue, unpack(queued[queue])) end
 return results
 """)
+
+
+# What a delivery is counted as (RECORD knows these and no other).
+Counted = Literal["accepted", "auth_failed", "invalid_payload", "none"]
 
 
 class Outcome(IntEnum):
@@ -198,7 +215,7 @@ class LiveState:
         self,
         webhook_id: uuid.UUID,
         version: int,
-        outcome: str,
+        outcome: Counted,
         now_us: int,
         *,
         error: str = "",

@@ -15,7 +15,7 @@ from sqlalchemy.exc import DBAPIError
 
 from shared.errors import HTTPDetailError, ServiceUnavailable
 from webhooks.core.crypto import SecretUnreadable
-from webhooks.core.live import LiveState, Outcome
+from webhooks.core.live import Counted, LiveState, Outcome
 from webhooks.event.queue import encode, event_id_for, utc_text
 from webhooks.intake.cache import CachedWebhook, WebhookCache
 from webhooks.intake.providers import Delivery, PayloadError, Provider
@@ -109,7 +109,7 @@ class IntakeService:
         auth_error = provider.authenticate(body, headers, webhook.secret, now)
         if auth_error is not None:
             # Failures count only on active webhooks (an inactive one is not listening).
-            outcome = "auth_failed" if webhook.active else "none"
+            outcome: Counted = "auth_failed" if webhook.active else "none"
             if await self._record(webhook, outcome, now_us, auth_error) is Outcome.STALE:
                 return None
             raise IntakeError(401, "Invalid webhook authentication.")
@@ -129,7 +129,7 @@ class IntakeService:
         return Answer(delivery.status_code, delivery.text)
 
     async def _record(
-        self, webhook: CachedWebhook, outcome: str, now_us: int, error: str = ""
+        self, webhook: CachedWebhook, outcome: Counted, now_us: int, error: str = ""
     ) -> Outcome:
         return await self.live.record(
             webhook.id, webhook.version, outcome, now_us, error=error[:MAX_ERROR_SUMMARY]
