@@ -221,6 +221,22 @@ class RedisPipe:
             raise BaseParser.parse_error(str(reply))  # type: ignore[no-untyped-call]
         return reply
 
+    def submit(self, *command: Any) -> asyncio.Future[Any] | None:
+        """Send ``command`` from code that cannot await: written at once when no reply is
+        awaited (else with the next write, as :meth:`__call__` would). The future of its
+        reply as Redis sent it: an error reply is a ``hiredis.ReplyError`` value, not
+        raised. ``None`` when it cannot go out this way (not connected yet or any more, or
+        a connection the pipe does not speak): await :meth:`__call__`, which connects."""
+        protocol = self._protocol
+        if not self.direct or protocol is None or protocol.lost is not None:
+            return None
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._commands.append(_pack(command))
+        self._callers.append(future)
+        if not protocol.waiting:
+            self._flush()
+        return future
+
     async def run(self, script: Script, keys: Sequence[Any] = (), args: Sequence[Any] = ()) -> Any:
         """Run ``script`` (``EVALSHA``) and return its reply."""
         try:
@@ -247,6 +263,8 @@ class RedisPipe:
     def _flush(self) -> None:
         """Writes every queued command in one write."""
         self._scheduled = False
+        if not self._callers:
+            return  # written already (by submit)
         commands, self._commands = self._commands, []
         callers, self._callers = self._callers, []
         protocol = self._protocol
@@ -369,7 +387,8 @@ class BatchedScript:
     of one reply per group, in order. A call made when no batch is in flight goes out at the
     end of the loop's turn, with whatever else was called in that turn; calls made while a
     batch is in flight wait for its reply, then go out together (at most ``max_calls`` a
-    batch, so no batch holds Redis for long). Under load the script's own overhead in
+    batch, so no batch holds Redis for long), written as soon as that reply is read,
+    before its callers resume. Under load the script's own overhead in
     Redis (the call, and with an append-only file the ``MULTI``/``EXEC`` its writes are
     logged in) is paid once a batch, and a script that sums its groups' effects (counters,
     say) writes them once.
@@ -398,7 +417,7 @@ class BatchedScript:
         self._args: list[Any] = []
         self._callers: list[asyncio.Future[Any]] = []
         self._busy = False  # a batch in flight, or one about to be sent
-        self._in_flight: asyncio.Task[Any] | None = None
+        self._in_flight: asyncio.Future[Any] | None = None
 
     def __call__(self, keys: Sequence[Any], args: Sequence[Any]) -> asyncio.Future[Any]:
         """Run the script on one group: the future of its reply. (A future, not a
@@ -431,22 +450,59 @@ class BatchedScript:
         else:
             keys, args, callers = self._keys[:keys_end], self._args[:args_end], callers[:count]
             del self._keys[:keys_end], self._args[:args_end], self._callers[:count]
-        task = asyncio.ensure_future(self.pipe.run(self.script, keys, args))
-        self._in_flight = task
-        task.add_done_callback(lambda done: self._answered(done, callers))
+        self._submit(keys, args, callers)
 
-    def _answered(self, task: asyncio.Task[Any], callers: list[asyncio.Future[Any]]) -> None:
+    def _submit(
+        self,
+        keys: list[Any],
+        args: list[Any],
+        callers: list[asyncio.Future[Any]],
+        *,
+        load: bool = False,
+    ) -> None:
+        """Write one batch now (no task, no turn of the loop in between); through the
+        pipe's coroutine when it must connect first or (``load``) load the script."""
+        reply: asyncio.Future[Any] | None = None
+        if not load:
+            try:
+                reply = self.pipe.submit("EVALSHA", self.script.sha, len(keys), *keys, *args)
+            except Exception as exc:  # an argument hiredis cannot pack: the batch fails
+                for future in callers:
+                    if not future.done():
+                        future.set_exception(exc)
+                asyncio.get_running_loop().call_soon(self._send)
+                return
+        if reply is None:
+            reply = asyncio.ensure_future(self.pipe.run(self.script, keys, args))
+        self._in_flight = reply
+        reply.add_done_callback(lambda done: self._answered(done, keys, args, callers))
+
+    def _answered(
+        self,
+        done: asyncio.Future[Any],
+        keys: list[Any],
+        args: list[Any],
+        callers: list[asyncio.Future[Any]],
+    ) -> None:
         self._in_flight = None
         error: BaseException | None
-        if task.cancelled():
-            error = RedisConnectionError("The batch was cancelled before Redis answered")
-        else:
-            error = task.exception()
         replies: Any = None
-        if error is None:
-            replies = task.result()
-            if not isinstance(replies, list) or len(replies) != len(callers):
+        if done.cancelled():
+            error = RedisConnectionError("The batch was cancelled before Redis answered")
+        elif (error := done.exception()) is None:
+            replies = done.result()
+            if isinstance(replies, hiredis.ReplyError):
+                if str(replies).startswith("NOSCRIPT"):
+                    # Redis restarted (or its scripts were flushed): the script did not
+                    # run; the pipe's coroutine loads it and sends the batch again.
+                    self._submit(keys, args, callers, load=True)
+                    return
+                error = BaseParser.parse_error(str(replies))  # type: ignore[no-untyped-call]
+            elif not isinstance(replies, list) or len(replies) != len(callers):
                 error = RedisError(f"{self.script.sha}: expected {len(callers)} replies")
+        # The next batch is written before this one's callers run: Redis works on it
+        # while they write their answers, instead of waiting for all of them.
+        self._send()
         if error is not None:
             for future in callers:
                 if not future.done():
@@ -455,7 +511,6 @@ class BatchedScript:
             for future, reply in zip(callers, replies, strict=True):
                 if not future.done():  # a caller that was cancelled
                     future.set_result(reply)
-        self._send()
 
 
 _pipes: weakref.WeakKeyDictionary[Redis, RedisPipe] = weakref.WeakKeyDictionary()

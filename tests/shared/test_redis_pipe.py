@@ -9,6 +9,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 
+import hiredis
 import pytest
 from redis.asyncio import ConnectionPool, Redis
 from redis.asyncio.connection import Connection
@@ -268,6 +269,30 @@ return replies
 """
 
 
+class HeldReplies:
+    """Holds what Redis sends a connection until :meth:`release`."""
+
+    def __init__(self, protocol: _Replies, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.held: list[bytes] = []
+        self.arrived = asyncio.Event()
+        self.receive = protocol.data_received
+        self.protocol = protocol
+        self.monkeypatch = monkeypatch
+        monkeypatch.setattr(protocol, "data_received", self.hold)
+
+    def hold(self, data: bytes) -> None:
+        self.held.append(data)
+        self.arrived.set()
+
+    async def reply_sent(self) -> None:
+        await asyncio.wait_for(self.arrived.wait(), 5)
+
+    def release(self) -> None:
+        self.monkeypatch.setattr(self.protocol, "data_received", self.receive)
+        for data in self.held:
+            self.receive(data)
+
+
 async def test_batched_calls_of_one_turn_go_out_as_one_script_call(pipe, redis_namespace):
     key = f"{redis_namespace}:batches"
     batched = BatchedScript(pipe, _unique_script(BATCH_SOURCE), keys_per_call=1, args_per_call=1)
@@ -280,32 +305,74 @@ async def test_batched_calls_of_one_turn_go_out_as_one_script_call(pipe, redis_n
 async def test_batched_calls_made_while_a_batch_is_in_flight_wait_and_go_together(
     pipe, redis_namespace, monkeypatch
 ):
+    """... and go out as soon as its reply is read, before its callers resume (Redis
+    works on them while those write their answers)."""
     key = f"{redis_namespace}:batches"
     batched = BatchedScript(pipe, _unique_script(BATCH_SOURCE), keys_per_call=1, args_per_call=1)
     await batched([key], [0])  # loads the script
     protocol, writes = await connected(pipe, monkeypatch)
-    held: list[bytes] = []
-    answered = asyncio.Event()
+    held = HeldReplies(protocol, monkeypatch)
+    writes_when_answered: list[int] = []
 
-    def hold(data: bytes) -> None:
-        held.append(data)
-        answered.set()
+    async def first_caller() -> object:
+        reply = await batched([key], [1])
+        writes_when_answered.append(len(writes))
+        return reply
 
-    receive = protocol.data_received
-    monkeypatch.setattr(protocol, "data_received", hold)
-    first = asyncio.ensure_future(batched([key], [1]))
-    await asyncio.wait_for(answered.wait(), 5)
+    first = asyncio.ensure_future(first_caller())
+    await held.reply_sent()
     later = []
     for i in range(2, 12):  # over several turns of the loop
         later.append(asyncio.ensure_future(batched([key], [i])))
         await asyncio.sleep(0)
     assert len(writes) == 1
-    monkeypatch.setattr(protocol, "data_received", receive)
-    for data in held:
-        receive(data)
+    held.release()
     assert await asyncio.gather(first, *later) == [[2, 1]] + [[i * 2, 10] for i in range(2, 12)]
     assert len(writes) == 2
+    assert writes_when_answered == [2]
     assert await pipe("GET", key) == b"3"
+
+
+async def test_a_batch_redis_has_forgotten_the_script_of_is_loaded_and_run_once(
+    pipe, redis_client, redis_namespace
+):
+    key = f"{redis_namespace}:batches"
+    batched = BatchedScript(pipe, _unique_script(BATCH_SOURCE), keys_per_call=1, args_per_call=1)
+    assert await batched([key], [1]) == [2, 1]
+    await redis_client.script_flush()  # as a restarted Redis
+    assert await asyncio.gather(*(batched([key], [i]) for i in range(3))) == [
+        [0, 3],
+        [2, 3],
+        [4, 3],
+    ]
+    assert await pipe("GET", key) == b"2"  # the forgotten script ran once, not twice
+
+
+async def test_a_batch_with_an_argument_redis_cannot_take_fails_alone(pipe, redis_namespace):
+    key = f"{redis_namespace}:batches"
+    batched = BatchedScript(pipe, _unique_script(BATCH_SOURCE), keys_per_call=1, args_per_call=1)
+    assert await batched([key], [1]) == [2, 1]
+    results = await asyncio.gather(
+        batched([key], [object()]), batched([key], [2]), return_exceptions=True
+    )
+    assert all(isinstance(result, Exception) for result in results)
+    assert await batched([key], [3]) == [6, 1]
+    assert await pipe("GET", key) == b"2"
+
+
+async def test_submit_writes_at_once_and_gives_error_replies_as_values(pipe, monkeypatch):
+    assert pipe.submit("PING") is None  # not connected yet: the coroutine connects
+    protocol, writes = await connected(pipe, monkeypatch)
+    reply = pipe.submit("ECHO", "now")
+    assert reply is not None
+    assert len(writes) == 1  # written before this coroutine yields
+    assert await reply == b"now"
+    error = pipe.submit("NO-SUCH-COMMAND")
+    assert error is not None
+    assert isinstance(await error, hiredis.ReplyError)
+    protocol.fail(ConnectionError("gone"))
+    assert pipe.submit("PING") is None  # the coroutine reconnects
+    assert await pipe("PING") == b"PONG"
 
 
 async def test_a_batch_holds_at_most_max_calls(pipe, redis_namespace):
