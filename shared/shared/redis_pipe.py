@@ -74,7 +74,10 @@ class _Replies(asyncio.Protocol):
         self.waiting: deque[tuple[asyncio.Future[Any], float]] = deque()  # (caller, sent at)
         self.transport: asyncio.Transport | None = None
         self.lost: RedisError | None = None
-        self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        # Its loop, looked up once: on Python 3.11 every get_running_loop() is a getpid()
+        # system call.
+        self.loop = asyncio.get_running_loop()
+        self.closed: asyncio.Future[None] = self.loop.create_future()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # A stream transport (uvloop's are not asyncio.Transport subclasses).
@@ -210,7 +213,7 @@ class RedisPipe:
         if protocol is None or protocol.lost is not None:
             protocol = await self._connect()
         # Inline rather than a helper coroutine: this runs on every request.
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[Any] = protocol.loop.create_future()
         self._commands.append(_pack(command))
         self._callers.append(future)
         if not protocol.waiting:
@@ -230,7 +233,7 @@ class RedisPipe:
         protocol = self._protocol
         if not self.direct or protocol is None or protocol.lost is not None:
             return None
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[Any] = protocol.loop.create_future()
         self._commands.append(_pack(command))
         self._callers.append(future)
         if not protocol.waiting:
@@ -274,7 +277,7 @@ class RedisPipe:
                 if not future.done():
                     future.set_exception(error or RedisConnectionError("Not connected to Redis"))
             return
-        loop = asyncio.get_running_loop()
+        loop = protocol.loop
         try:
             protocol.send(b"".join(commands), callers, loop.time())
         except Exception as exc:  # the transport closed before telling the protocol
@@ -417,6 +420,7 @@ class BatchedScript:
         self._args: list[Any] = []
         self._callers: list[asyncio.Future[Any]] = []
         self._busy = False  # a batch in flight, or one about to be sent
+        self._loop: asyncio.AbstractEventLoop  # the batches' loop (set while busy)
         self._in_flight: asyncio.Future[Any] | None = None
 
     def __call__(self, keys: Sequence[Any], args: Sequence[Any]) -> asyncio.Future[Any]:
@@ -427,13 +431,16 @@ class BatchedScript:
             raise ValueError(
                 f"a call takes {self.keys_per_call} keys and {self.args_per_call} arguments"
             )
-        loop = asyncio.get_running_loop()
+        # While a batch is in flight (nearly always, under load) its loop is this call's:
+        # no get_running_loop(), a getpid() system call on Python 3.11.
+        loop = self._loop if self._busy else asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
         self._keys += keys
         self._args += args
         self._callers.append(future)
         if not self._busy:
             self._busy = True
+            self._loop = loop
             loop.call_soon(self._send)
         return future
 
@@ -470,7 +477,7 @@ class BatchedScript:
                 for future in callers:
                     if not future.done():
                         future.set_exception(exc)
-                asyncio.get_running_loop().call_soon(self._send)
+                self._loop.call_soon(self._send)
                 return
         if reply is None:
             reply = asyncio.ensure_future(self.pipe.run(self.script, keys, args))

@@ -333,6 +333,25 @@ async def test_batched_calls_made_while_a_batch_is_in_flight_wait_and_go_togethe
     assert await pipe("GET", key) == b"3"
 
 
+async def test_a_batch_looks_its_loop_up_once(pipe, redis_namespace, monkeypatch):
+    """On Python 3.11 every get_running_loop() is a getpid() system call: calls made
+    while a batch is in flight, and the pipe's writes, use the loop already known."""
+    key = f"{redis_namespace}:batches"
+    batched = BatchedScript(pipe, _unique_script(BATCH_SOURCE), keys_per_call=1, args_per_call=1)
+    await batched([key], [0])  # loads the script, connects
+    looked_up: list[int] = []
+    real = asyncio.get_running_loop
+
+    def counting() -> asyncio.AbstractEventLoop:
+        looked_up.append(1)
+        return real()
+
+    monkeypatch.setattr(asyncio, "get_running_loop", counting)
+    replies = await asyncio.gather(*(batched([key], [i]) for i in range(40)))
+    assert replies == [[i * 2, 40] for i in range(40)]
+    assert len(looked_up) == 1
+
+
 async def test_a_batch_redis_has_forgotten_the_script_of_is_loaded_and_run_once(
     pipe, redis_client, redis_namespace
 ):
