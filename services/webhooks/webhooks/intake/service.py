@@ -4,7 +4,6 @@ payload → stats and enqueue (atomically, before the answer) → the provider's
 from __future__ import annotations
 
 import base64
-import hashlib
 import logging
 import time
 import uuid
@@ -167,7 +166,8 @@ class IntakeService:
             webhook.version,
             "accepted",
             now_us,
-            delivery_key=hashlib.sha256(delivery_id.encode()).hexdigest()[:32],
+            # The job id is the delivery id's hash already (with the webhook's id).
+            delivery_key=job_id,
             dedupe_ms=self.dedupe_ms,
             job=job,
         )
