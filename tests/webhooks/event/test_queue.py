@@ -8,7 +8,7 @@ import uuid
 
 import pydantic_core
 import pytest
-from arq.jobs import deserialize_job
+from arq.jobs import deserialize_job, serialize_job
 
 from webhooks.event.queue import (
     EVENT_NAMESPACE,
@@ -61,6 +61,9 @@ def test_a_job_reads_back_as_the_event_it_was_made_from():
     }
     job = encode(message, job_id=job_id, queue="q", expires_ms=60_000)
     assert job.job_id == uuid.UUID(event_id).hex
+    # What arq's own enqueue writes for the same job, byte for byte.
+    arqs = serialize_job("process_event", (message,), {}, None, job.score_ms, serializer=serializer)
+    assert job.data == arqs
     # The bytes pydantic's encoder wrote for the same job, before orjson wrote them.
     assert serializer(message) == pydantic_core.to_json(message)
     read = deserialize_job(job.data, deserializer=deserializer)
