@@ -13,7 +13,7 @@ from arq.constants import job_key_prefix
 from redis.asyncio import Redis
 
 from shared.redis import Keys, create_redis
-from webhooks.core.live import LiveState, Outcome, QueuedJob
+from webhooks.core.live import Counted, LiveState, Outcome, QueuedJob
 
 
 @pytest.fixture
@@ -59,11 +59,13 @@ async def test_the_latest_error_wins_whatever_order_deliveries_land_in(live):
     assert (stats[b"auth_failed_count"], stats[b"invalid_payload_count"]) == (b"1", b"1")
 
 
-def _scenario(seed: int) -> list[tuple[int, bool, str, int, str, str]]:
+def _scenario(seed: int) -> list[tuple[int, bool, Counted, int, str, str]]:
     """Deliveries to two webhooks: (webhook, current version?, outcome, time, error,
     delivery key); times collide and go backwards, delivery keys repeat."""
     rng = random.Random(seed)
-    outcomes = ("accepted", "accepted", "accepted", "auth_failed", "invalid_payload", "none")
+    outcomes: tuple[Counted, ...] = (
+        "accepted", "accepted", "accepted", "auth_failed", "invalid_payload", "none"
+    )  # fmt: skip
     return [
         (
             rng.randrange(2),
@@ -80,7 +82,7 @@ def _scenario(seed: int) -> list[tuple[int, bool, str, int, str, str]]:
 async def _replay(
     redis: Redis,
     namespace: str,
-    scenario: list[tuple[int, bool, str, int, str, str]],
+    scenario: list[tuple[int, bool, Counted, int, str, str]],
     *,
     together: bool,
 ) -> tuple[list[Outcome], list[dict[bytes, bytes]], list[tuple[bytes, float]], list[bytes | None]]:
