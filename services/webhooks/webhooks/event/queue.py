@@ -11,7 +11,6 @@ import time
 import uuid
 from typing import Any
 
-import orjson
 from pydantic import BaseModel
 
 from shared.responses import dumps
@@ -87,12 +86,13 @@ def deserializer(data: bytes) -> dict[str, Any]:
 
 
 def encode(message: dict[str, Any], *, job_id: str, queue: str, expires_ms: int) -> QueuedJob:
-    """The arq job ``job_id`` for one event (the fields of :class:`EventMessage`: text, and
-    UUIDs), in the exact form ``ArqRedis.enqueue_job`` writes (arq's ``serialize_job``
-    with :func:`serializer`). A plain dict, written by orjson directly: this runs for every
-    accepted delivery, and the worker validates what it reads."""
+    """The arq job ``job_id`` for one event (the fields of :class:`EventMessage`, as values
+    :func:`serializer` writes: UUIDs may be asyncpg's), in the exact form
+    ``ArqRedis.enqueue_job`` writes (arq's ``serialize_job`` with :func:`serializer`, its
+    dict made here: one Python call less). A plain dict: this runs for every accepted
+    delivery, and the worker validates what it reads."""
     now_ms = int(time.time() * 1000)
-    data = orjson.dumps({"t": None, "f": PROCESS_EVENT, "a": (message,), "k": {}, "et": now_ms})
+    data = serializer({"t": None, "f": PROCESS_EVENT, "a": (message,), "k": {}, "et": now_ms})
     return QueuedJob(
         job_id=job_id,
         data=data,
