@@ -396,6 +396,9 @@ class BatchedScript:
     logged in) is paid once a batch, and a script that sums its groups' effects (counters,
     say) writes them once.
 
+    Every batch starts with ``head_keys`` and ``head_args`` (what all its groups share,
+    such as settings: sent once a batch, not once a group), then its groups.
+
     A batch is atomic, like any script: when it fails (Redis out of reach, an error
     reply), every call in it raises that error, and none of its groups took effect.
     """
@@ -407,6 +410,8 @@ class BatchedScript:
         *,
         keys_per_call: int,
         args_per_call: int,
+        head_keys: Sequence[Any] = (),
+        head_args: Sequence[Any] = (),
         max_calls: int = 256,
     ) -> None:
         if keys_per_call < 0 or args_per_call < 0 or max_calls < 1:
@@ -416,6 +421,8 @@ class BatchedScript:
         self.keys_per_call = keys_per_call
         self.args_per_call = args_per_call
         self.max_calls = max_calls
+        self.head_keys = list(head_keys)
+        self.head_args = list(head_args)
         self._keys: list[Any] = []
         self._args: list[Any] = []
         self._callers: list[asyncio.Future[Any]] = []
@@ -456,6 +463,10 @@ class BatchedScript:
         else:
             keys, args, callers = self._keys[:keys_end], self._args[:args_end], callers[:count]
             del self._keys[:keys_end], self._args[:args_end], self._callers[:count]
+        if self.head_keys:
+            keys = self.head_keys + keys
+        if self.head_args:
+            args = self.head_args + args
         self._submit(keys, args, callers)
 
     def _submit(

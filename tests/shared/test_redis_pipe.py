@@ -405,6 +405,34 @@ async def test_a_batch_holds_at_most_max_calls(pipe, redis_namespace):
     assert await pipe("GET", key) == b"3"
 
 
+HEAD_SOURCE = """
+-- KEYS[1] and ARGV[1] open every batch; then one key and one argument a call.
+local replies = {}
+for i = 2, #KEYS do
+  replies[#replies + 1] = {KEYS[1] .. '|' .. ARGV[1] .. '|' .. KEYS[i] .. '|' .. ARGV[i],
+    #KEYS - 1}
+end
+return replies
+"""
+
+
+async def test_every_batch_starts_with_the_head_once(pipe):
+    """Also when a batch is split at ``max_calls``."""
+    batched = BatchedScript(
+        pipe,
+        _unique_script(HEAD_SOURCE),
+        keys_per_call=1,
+        args_per_call=1,
+        head_keys=["h"],
+        head_args=[9],
+        max_calls=8,
+    )
+    replies = await asyncio.gather(*(batched([f"k{i}"], [i]) for i in range(20)))
+    assert [text for text, _ in replies] == [f"h|9|k{i}|{i}".encode() for i in range(20)]
+    assert [size for _, size in replies] == [8] * 16 + [4] * 4
+    assert await batched(["alone"], ["x"]) == [b"h|9|alone|x", 1]
+
+
 async def test_a_failing_batch_fails_its_own_calls_only(pipe, redis_namespace):
     key = f"{redis_namespace}:batches"
     script = _unique_script(

@@ -44,7 +44,13 @@ def routes() -> list[BaseRoute]:
 async def _lifespan(app: Starlette, state: State) -> AsyncIterator[State]:
     settings: Settings = state["settings"]
     box = SecretBox(settings.webhook_secret_keys)
-    live = LiveState(state["redis"], state["keys"])
+    live = LiveState(
+        state["redis"],
+        state["keys"],
+        queue=settings.queue_name,
+        dedupe_ms=int(settings.delivery_dedupe_window.total_seconds() * 1000),
+        expires_ms=int(settings.event_expiry.total_seconds() * 1000),
+    )
     registered = providers(settings.signature_tolerance.total_seconds())
     cache = WebhookCache(state["sessionmaker"], box, live)
     try:

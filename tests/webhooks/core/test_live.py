@@ -25,7 +25,13 @@ async def redis(redis_url: str) -> AsyncIterator[Redis]:
 
 @pytest.fixture
 async def live(redis: Redis, redis_namespace: str) -> AsyncIterator[LiveState]:
-    state = LiveState(redis, Keys(redis_namespace))
+    state = LiveState(
+        redis,
+        Keys(redis_namespace),
+        queue=f"{redis_namespace}:queue",
+        dedupe_ms=60_000,
+        expires_ms=60_000,
+    )
     yield state
     await state.aclose()
 
@@ -59,6 +65,26 @@ async def test_the_latest_error_wins_whatever_order_deliveries_land_in(live):
     assert (stats[b"auth_failed_count"], stats[b"invalid_payload_count"]) == (b"1", b"1")
 
 
+async def test_an_accepted_delivery_is_queued_at_its_time_once_within_the_window(
+    live, redis, redis_namespace
+):
+    webhook_id = uuid.uuid4()
+    await live.publish(webhook_id, 1)
+    job = QueuedJob(f"{redis_namespace}-job", b"the job")
+    now_us = 1_700_000_000_123_999
+    for expected in (Outcome.RECORDED, Outcome.DUPLICATE):
+        outcome = await live.record(webhook_id, 1, "accepted", now_us, delivery_key="d-1", job=job)
+        assert outcome is expected
+    job_key = f"{job_key_prefix}{job.job_id}"
+    assert await redis.get(job_key) == b"the job"
+    assert 0 < await redis.pttl(job_key) <= 60_000
+    queued = await redis.zrange(f"{redis_namespace}:queue", 0, -1, withscores=True)
+    assert queued == [(job.job_id.encode(), 1_700_000_000_123)]
+    (stats,) = await live.stats([webhook_id])
+    assert (stats[b"received_count"], stats[b"accepted_count"]) == (b"2", b"2")
+    assert stats[b"last_accepted_at"] == str(now_us).encode()
+
+
 def _scenario(seed: int) -> list[tuple[int, bool, Counted, int, str, str]]:
     """Deliveries to two webhooks: (webhook, current version?, outcome, time, error,
     delivery key); times collide and go backwards, delivery keys repeat."""
@@ -88,16 +114,16 @@ async def _replay(
 ) -> tuple[list[Outcome], list[dict[bytes, bytes]], list[tuple[bytes, float]], list[bytes | None]]:
     """Run ``scenario`` through a fresh LiveState (each delivery awaited alone, or all at
     once as one batch) and read back the outcomes, the stats, the queue and the jobs."""
-    live = LiveState(redis, Keys(namespace))
-    webhooks = [uuid.UUID(int=1), uuid.UUID(int=2)]
     queue = f"{namespace}:queue"
+    live = LiveState(redis, Keys(namespace), queue=queue, dedupe_ms=60_000, expires_ms=60_000)
+    webhooks = [uuid.UUID(int=1), uuid.UUID(int=2)]
     try:
         for webhook_id in webhooks:
             await live.publish(webhook_id, 5)
         calls = []
         for index, (webhook, current, outcome, now, error, key) in enumerate(scenario):
             accepted = outcome == "accepted" and key != ""
-            job = QueuedJob(f"{namespace}-{index}", f"job {index}".encode(), queue, now, 60_000)
+            job = QueuedJob(f"{namespace}-{index}", f"job {index}".encode())
             calls.append(
                 live.record(
                     webhooks[webhook],
@@ -106,7 +132,6 @@ async def _replay(
                     now,
                     error="" if outcome == "accepted" else error,
                     delivery_key=key if accepted else "",
-                    dedupe_ms=60_000 if accepted else 0,
                     job=job if accepted else None,
                 )
             )

@@ -64,10 +64,12 @@ def test_a_job_reads_back_as_the_event_it_was_made_from(uuid_type):
         "content_type": "application/json",
         "body": "e30=",
     }
-    job = encode(message, job_id=job_id, queue="q", expires_ms=60_000)
+    job = encode(message, job_id=job_id, now_ms=1_700_000_000_123)
     assert job.job_id == uuid.UUID(event_id).hex
     # What arq's own enqueue writes for the same job, byte for byte.
-    arqs = serialize_job("process_event", (message,), {}, None, job.score_ms, serializer=serializer)
+    arqs = serialize_job(
+        "process_event", (message,), {}, None, 1_700_000_000_123, serializer=serializer
+    )
     assert job.data == arqs
     # The bytes pydantic's encoder wrote for the same job, before orjson wrote them.
     assert serializer(message) == pydantic_core.to_json(message)

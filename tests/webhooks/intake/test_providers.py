@@ -9,6 +9,8 @@ import json
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from starlette.datastructures import Headers
 
 from webhooks.intake.providers import PayloadError
@@ -157,6 +159,14 @@ _BODIES = [
     '{"utf16": 1}'.encode("utf-16-le"),
     b'{"surrogate": "\\ud800"}',
     b'{"float": 1e400, "neg": -0, "small": 5e-324}',
+    b'{"fractions": [0.1, 1.5, -0.0, 2.675, 1.7976931348623157e308, 4.9e-324]}',
+    b'{"exponents": [1e5, 1E5, 1e-5, 2E+3, -3e0]}',
+    b'{"ints": [9223372036854775807, 9223372036854775808, 18446744073709551615]}',
+    b'{"19 digits": 1234567890123456789, "18 digits": 123456789012345678}',
+    b'{"id": 4711, "in a string": "v1.2.3 3e4 12345678901234567890"}',
+    b"null",
+    b'{"t": true}\n\t ',
+    b' \r\n{"leading": "whitespace"}',
     b'{"deep": ' + b"[" * 2000 + b"]" * 2000 + b"}",
     b"[1, 2]",
     b'"text"',
@@ -179,6 +189,26 @@ def test_a_payload_reads_as_the_json_module_reads_it(body):
         return
     got = json_object(body)
     assert json.dumps(got, sort_keys=True) == json.dumps(expected, sort_keys=True)
+
+
+_JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(payload=st.dictionaries(st.text(), _JSON_VALUES, max_size=6), ensure_ascii=st.booleans())
+def test_any_object_reads_as_the_json_module_reads_it(payload, ensure_ascii):
+    body = json.dumps(payload, ensure_ascii=ensure_ascii).encode()
+    assert json.dumps(json_object(body), sort_keys=True) == json.dumps(
+        json.loads(body), sort_keys=True
+    )
 
 
 @pytest.mark.parametrize("key_length", [0, 1, 32, 63, 64, 65, 200])

@@ -38,17 +38,20 @@ return redis.call('GET', KEYS[1])
 """
 
 RECORD = Script("""
--- Deliveries in order, five keys and nine arguments each:
---   KEYS  version, stats, delivery id, job, queue
---   ARGV  version, outcome, now (µs, as text), error, dedupe ms, job data, job expiry ms,
---         job score, job id
+-- First what every batch shares: KEYS[1] the queue; ARGV[1] the dedupe window (ms),
+-- ARGV[2] a job's expiry (ms), ARGV[3] the prefix of job keys. Then the deliveries in
+-- order, four keys and five arguments each:
+--   KEYS  version, stats, delivery id, job (its id is the key after the prefix)
+--   ARGV  version, outcome, now (µs, as text; the job's score is its ms), error, job data
 -- Each answers as if run alone, in order: -1 stale, 0 nothing, 1 recorded, 2 duplicate.
--- The stats of all of them are written once per webhook at the end, so a batch costs a
--- few commands per webhook plus two per enqueued event. A webhook's tallies are plain
--- fields, the latest times (µs, and their text) too: no table made per delivery.
-local results, versions, stats, touched, queued, queues = {}, {}, {}, {}, {}, {}
-for i = 1, #KEYS / 5 do
-  local k, a = (i - 1) * 5, (i - 1) * 9
+-- The stats of all of them are written once per webhook at the end (one HMGET, one
+-- HSET), so a batch costs a few commands per webhook plus two per enqueued event. A
+-- webhook's tallies are plain fields, the latest times (µs, and their text) too: no table
+-- made per delivery.
+local queue_key, dedupe_ms, expiry_ms, id_from = KEYS[1], ARGV[1], ARGV[2], #ARGV[3] + 1
+local results, versions, stats, touched, queued = {}, {}, {}, {}, {}
+for i = 1, (#KEYS - 1) / 4 do
+  local k, a = 1 + (i - 1) * 4, 3 + (i - 1) * 5
   local version_key = KEYS[k + 1]
   local version = versions[version_key]
   if version == nil then
@@ -81,19 +84,13 @@ for i = 1, #KEYS / 5 do
       if s.accepted_at == nil or now >= s.accepted_at then
         s.accepted_at, s.accepted_text = now, text
       end
-      local data = ARGV[a + 6]
+      local data = ARGV[a + 5]
       if data ~= '' then
-        if redis.call('SET', KEYS[k + 3], '1', 'NX', 'PX', ARGV[a + 5]) then
-          redis.call('PSETEX', KEYS[k + 4], ARGV[a + 7], data)
-          local queue_key = KEYS[k + 5]
-          local queue = queued[queue_key]
-          if queue == nil then
-            queue = {}
-            queued[queue_key] = queue
-            queues[#queues + 1] = queue_key
-          end
-          queue[#queue + 1] = ARGV[a + 8]
-          queue[#queue + 1] = ARGV[a + 9]
+        if redis.call('SET', KEYS[k + 3], '1', 'NX', 'PX', dedupe_ms) then
+          local job_key = KEYS[k + 4]
+          redis.call('PSETEX', job_key, expiry_ms, data)
+          queued[#queued + 1] = math.floor(now / 1000)
+          queued[#queued + 1] = string.sub(job_key, id_from)
         else
           results[i] = 2
         end
@@ -109,15 +106,21 @@ for i = 1, #KEYS / 5 do
 end
 for _, key in ipairs(touched) do
   local s = stats[key]
-  redis.call('HINCRBY', key, 'received_count', s.received)
-  if s.accepted > 0 then redis.call('HINCRBY', key, 'accepted_count', s.accepted) end
-  if s.auth_failed > 0 then redis.call('HINCRBY', key, 'auth_failed_count', s.auth_failed) end
-  if s.invalid_payload > 0 then
-    redis.call('HINCRBY', key, 'invalid_payload_count', s.invalid_payload)
+  -- One read and one write per webhook: the counts are added here (the script is atomic),
+  -- and timestamps only move forward, whatever order deliveries land in.
+  local stored = redis.call('HMGET', key, 'last_received_at', 'last_accepted_at',
+    'last_error_at', 'received_count', 'accepted_count', 'auth_failed_count',
+    'invalid_payload_count')
+  local updates = {'received_count', (tonumber(stored[4]) or 0) + s.received}
+  local function add(count, index, field)
+    if count > 0 then
+      updates[#updates + 1] = field
+      updates[#updates + 1] = (tonumber(stored[index]) or 0) + count
+    end
   end
-  -- Timestamps only move forward, whatever order deliveries land in.
-  local stored = redis.call('HMGET', key, 'last_received_at', 'last_accepted_at', 'last_error_at')
-  local updates = {}
+  add(s.accepted, 5, 'accepted_count')
+  add(s.auth_failed, 6, 'auth_failed_count')
+  add(s.invalid_payload, 7, 'invalid_payload_count')
   local function advance(at, text, index, field)
     if at ~= nil and ((not stored[index]) or tonumber(stored[index]) <= at) then
       updates[#updates + 1] = field
@@ -132,9 +135,9 @@ for _, key in ipairs(touched) do
     updates[#updates + 1] = 'last_error_summary'
     updates[#updates + 1] = s.error_summary
   end
-  if #updates > 0 then redis.call('HSET', key, unpack(updates)) end
+  redis.call('HSET', key, unpack(updates))
 end
-for _, queue in ipairs(queues) do redis.call('ZADD', queue, unpack(queued[queue])) end
+if #queued > 0 then redis.call('ZADD', queue_key, unpack(queued)) end
 return results
 """)
 
@@ -154,24 +157,34 @@ _OUTCOMES = {outcome.value: outcome for outcome in Outcome}  # no EnumType.__cal
 
 
 class QueuedJob(NamedTuple):
-    """An arq job, serialized, ready to be written by :data:`RECORD`."""
+    """An arq job, serialized, ready to be written by :data:`RECORD` (its score in the
+    queue is the delivery's time)."""
 
     job_id: str
     data: bytes
-    queue: str
-    score_ms: int
-    expires_ms: int
 
 
 class LiveState:
-    def __init__(self, redis: Redis, keys: Keys) -> None:
+    """``queue``: where accepted events are queued (as arq jobs expiring after
+    ``expires_ms``); a delivery id seen within ``dedupe_ms`` is a replay."""
+
+    def __init__(
+        self, redis: Redis, keys: Keys, *, queue: str, dedupe_ms: int, expires_ms: int
+    ) -> None:
         self.redis = redis
         self.keys = keys
         self._publish = redis.register_script(PUBLISH)
         # Its own connection, pipelined: the intake runs RECORD for every delivery, and
         # the deliveries that arrive while one batch is in Redis go together in the next.
         self._pipe = RedisPipe(redis)
-        self._record = BatchedScript(self._pipe, RECORD, keys_per_call=5, args_per_call=9)
+        self._record = BatchedScript(
+            self._pipe,
+            RECORD,
+            keys_per_call=4,
+            args_per_call=5,
+            head_keys=(queue,),
+            head_args=(dedupe_ms, expires_ms, job_key_prefix),
+        )
         # Every delivery names its webhook's keys: built once per webhook.
         self._webhook_keys = functools.lru_cache(maxsize=10_000)(self._keys_of)
 
@@ -220,26 +233,16 @@ class LiveState:
         *,
         error: str = "",
         delivery_key: str = "",
-        dedupe_ms: int = 0,
         job: QueuedJob | None = None,
     ) -> Outcome:
         """Count one delivery's ``outcome`` (``accepted``, ``auth_failed``,
-        ``invalid_payload`` or ``none``) and enqueue ``job``, if the webhook is still at
-        ``version``."""
+        ``invalid_payload`` or ``none``) and enqueue ``job`` unless ``delivery_key`` was
+        seen within the dedupe window, if the webhook is still at ``version``."""
         version_key, stats_key, deliveries = self._webhook_keys(webhook_id)
         if job is not None:
-            keys = (
-                version_key,
-                stats_key,
-                deliveries + delivery_key,
-                job_key_prefix + job.job_id,
-                job.queue,
-            )
-            args: tuple[str | int | bytes, ...] = (
-                version, outcome, now_us, error,
-                dedupe_ms, job.data, job.expires_ms, job.score_ms, job.job_id,
-            )  # fmt: skip
+            keys = (version_key, stats_key, deliveries + delivery_key, job_key_prefix + job.job_id)
+            args: tuple[str | int | bytes, ...] = (version, outcome, now_us, error, job.data)
         else:
-            keys = (version_key, stats_key, "", "", "")
-            args = (version, outcome, now_us, error, 0, "", 0, 0, "")
+            keys = (version_key, stats_key, "", "")
+            args = (version, outcome, now_us, error, "")
         return _OUTCOMES[await self._record(keys, args)]

@@ -7,7 +7,6 @@ import base64
 import datetime as dt
 import hashlib
 import json
-import time
 import uuid
 from typing import Any
 
@@ -85,18 +84,11 @@ def deserializer(data: bytes) -> dict[str, Any]:
     return value
 
 
-def encode(message: dict[str, Any], *, job_id: str, queue: str, expires_ms: int) -> QueuedJob:
+def encode(message: dict[str, Any], *, job_id: str, now_ms: int) -> QueuedJob:
     """The arq job ``job_id`` for one event (the fields of :class:`EventMessage`, as values
-    :func:`serializer` writes: UUIDs may be asyncpg's), in the exact form
-    ``ArqRedis.enqueue_job`` writes (arq's ``serialize_job`` with :func:`serializer`, its
-    dict made here: one Python call less). A plain dict: this runs for every accepted
+    :func:`serializer` writes: UUIDs may be asyncpg's), enqueued at ``now_ms``, in the exact
+    form ``ArqRedis.enqueue_job`` writes (arq's ``serialize_job`` with :func:`serializer`,
+    its dict made here: one Python call less). A plain dict: this runs for every accepted
     delivery, and the worker validates what it reads."""
-    now_ms = int(time.time() * 1000)
     data = serializer({"t": None, "f": PROCESS_EVENT, "a": (message,), "k": {}, "et": now_ms})
-    return QueuedJob(
-        job_id=job_id,
-        data=data,
-        queue=queue,
-        score_ms=now_ms,
-        expires_ms=expires_ms,
-    )
+    return QueuedJob(job_id, data)

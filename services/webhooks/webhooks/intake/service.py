@@ -66,8 +66,6 @@ class IntakeService:
         self.providers = providers
         self.cache = cache
         self.live = live
-        self.dedupe_ms = int(settings.delivery_dedupe_window.total_seconds() * 1000)
-        self.expires_ms = int(settings.event_expiry.total_seconds() * 1000)
 
     def provider(self, webhook_type: str) -> Provider:
         provider = self.providers.get(webhook_type)
@@ -158,9 +156,7 @@ class IntakeService:
             "content_type": headers.get("content-type"),
             "body": base64.b64encode(body).decode(),
         }
-        job = encode(
-            message, job_id=job_id, queue=self.settings.queue_name, expires_ms=self.expires_ms
-        )
+        job = encode(message, job_id=job_id, now_ms=now_us // 1000)
         return await self.live.record(
             webhook.id,
             webhook.version,
@@ -168,6 +164,5 @@ class IntakeService:
             now_us,
             # The job id is the delivery id's hash already (with the webhook's id).
             delivery_key=job_id,
-            dedupe_ms=self.dedupe_ms,
             job=job,
         )

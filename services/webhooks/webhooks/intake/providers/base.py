@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, NamedTuple, Protocol
 from urllib.parse import parse_qs
 
+import orjson
 from pydantic import BaseModel
 
 from webhooks.intake.signatures import hmac_hex, same
@@ -108,11 +110,30 @@ def stored_payload(body: bytes) -> dict[str, Any]:
         return decode_payload(body, "application/x-www-form-urlencoded")
 
 
+# A number orjson may read otherwise than the json module: one with a fraction or an
+# exponent (a digit then ".", "e" or "E"), or an integer of 19 digits or more (past what
+# 64 bits hold, orjson reads a float). Strings that look like numbers match too: those
+# bodies are read by the json module alone, at its speed.
+_INEXACT_NUMBER = re.compile(rb"[0-9](?:[.eE]|[0-9]{18})")
+
+
 def json_object(body: bytes) -> dict[str, Any]:
-    try:
-        payload = json.loads(body)
-    except (ValueError, RecursionError):
-        raise PayloadError(NOT_JSON) from None
+    """The JSON object ``body`` holds, exactly as the json module reads it. orjson reads it
+    when it can (a fifth of the json module's instructions on a small delivery: this runs
+    for every one), and where they could differ the json module does: numbers that
+    :data:`_INEXACT_NUMBER` finds, and everything orjson refuses but the json module takes
+    (``NaN``, a byte order mark, UTF-16, lone surrogates)."""
+    payload: Any = None
+    if _INEXACT_NUMBER.search(body) is None:
+        try:
+            payload = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            payload = None
+    if payload is None:  # also JSON's null, which the json module reads as None too
+        try:
+            payload = json.loads(body)
+        except (ValueError, RecursionError):
+            raise PayloadError(NOT_JSON) from None
     if not isinstance(payload, dict):
         raise PayloadError(NOT_OBJECT)
     return payload
