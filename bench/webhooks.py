@@ -311,7 +311,10 @@ class Lane:
 def measure_in_rounds(lanes: Sequence[Lane], args: argparse.Namespace) -> None:
     """Warm every lane up, then ``--runs`` rounds of one run per lane, in turn: on a
     machine whose speed drifts (a shared virtual machine), every target sees the same
-    drift, and each round's ratios compare runs made within a minute of each other."""
+    drift, and each round's ratios compare runs made within a minute of each other. Every
+    other round runs the lanes in reverse order, so that neither of two neighbours always
+    runs first (a drift within a round favours neither): put the lanes a ratio compares
+    next to each other."""
     workdir = Path(tempfile.mkdtemp(prefix="bench-wrk-"))
     try:
         live = list(lanes)
@@ -326,7 +329,7 @@ def measure_in_rounds(lanes: Sequence[Lane], args: argparse.Namespace) -> None:
                 lane.measured.stuck = "stopped answering during the warm-up"
                 live.remove(lane)
         for n in range(args.runs):
-            for lane in list(live):
+            for lane in list(live) if n % 2 == 0 else live[::-1]:
                 name = lane.measured.name
                 lane.before()
                 time.sleep(args.pause)
@@ -587,8 +590,9 @@ def check_counted(target: Target, path: str, before: int, measured: Sequence[Mea
 
 
 def ours_lanes(running: Ours, args: argparse.Namespace) -> list[Lane]:
-    """With the worker draining the queue meanwhile (as in use), and with it paused (the
-    intake alone; the queue holds every accepted event, drained before the next run)."""
+    """With the worker paused (the intake alone; the queue holds every accepted event,
+    drained before the next run), and with it draining the queue meanwhile (as in use).
+    Each run starts with an empty queue."""
     target = running.target
     draining = Measured("ours", target.server_stack + "; arq worker draining the queue meanwhile")
     paused = Measured(
@@ -609,8 +613,15 @@ def ours_lanes(running: Ours, args: argparse.Namespace) -> list[Lane]:
         )
 
     return [
+        Lane(
+            paused,
+            target.base_url,
+            running.path,
+            running.groups,
+            around=paused_then_drained,
+            before=drained,
+        ),
         Lane(draining, target.base_url, running.path, running.groups, before=drained),
-        Lane(paused, target.base_url, running.path, running.groups, around=paused_then_drained),
     ]
 
 

@@ -397,7 +397,9 @@ class BatchedScript:
     say) writes them once.
 
     Every batch starts with ``head_keys`` and ``head_args`` (what all its groups share,
-    such as settings: sent once a batch, not once a group), then its groups.
+    such as settings: sent once a batch, not once a group), then its groups. A call's
+    future holds its group's reply, or what ``convert`` makes of it (a reply it refuses,
+    by raising, is a :class:`~redis.exceptions.RedisError` for that call).
 
     A batch is atomic, like any script: when it fails (Redis out of reach, an error
     reply), every call in it raises that error, and none of its groups took effect.
@@ -412,6 +414,7 @@ class BatchedScript:
         args_per_call: int,
         head_keys: Sequence[Any] = (),
         head_args: Sequence[Any] = (),
+        convert: Callable[[Any], Any] | None = None,
         max_calls: int = 256,
     ) -> None:
         if keys_per_call < 0 or args_per_call < 0 or max_calls < 1:
@@ -423,6 +426,7 @@ class BatchedScript:
         self.max_calls = max_calls
         self.head_keys = list(head_keys)
         self.head_args = list(head_args)
+        self.convert = convert
         self._keys: list[Any] = []
         self._args: list[Any] = []
         self._callers: list[asyncio.Future[Any]] = []
@@ -522,10 +526,19 @@ class BatchedScript:
             for future in callers:
                 if not future.done():
                     future.set_exception(error)
-        else:
+        elif (convert := self.convert) is None:
             for future, reply in zip(callers, replies, strict=True):
                 if not future.done():  # a caller that was cancelled
                     future.set_result(reply)
+        else:
+            for future, reply in zip(callers, replies, strict=True):
+                if not future.done():
+                    try:
+                        future.set_result(convert(reply))
+                    except Exception as exc:
+                        future.set_exception(
+                            RedisError(f"{self.script.sha}: unexpected reply {reply!r} ({exc!r})")
+                        )
 
 
 _pipes: weakref.WeakKeyDictionary[Redis, RedisPipe] = weakref.WeakKeyDictionary()

@@ -433,6 +433,21 @@ async def test_every_batch_starts_with_the_head_once(pipe):
     assert await batched(["alone"], ["x"]) == [b"h|9|alone|x", 1]
 
 
+async def test_replies_come_as_convert_makes_them_and_one_it_refuses_fails_alone(pipe):
+    batched = BatchedScript(
+        pipe,
+        _unique_script("local r = {} for i = 1, #ARGV do r[i] = tonumber(ARGV[i]) end return r"),
+        keys_per_call=0,
+        args_per_call=1,
+        convert={1: "one", 2: "two"}.__getitem__,
+    )
+    calls = [batched([], [n]) for n in (1, 2, 3, 1)]
+    done = await asyncio.gather(*calls, return_exceptions=True)
+    assert [done[0], done[1], done[3]] == ["one", "two", "one"]
+    assert isinstance(done[2], RedisError)
+    assert "unexpected reply 3" in str(done[2])
+
+
 async def test_a_failing_batch_fails_its_own_calls_only(pipe, redis_namespace):
     key = f"{redis_namespace}:batches"
     script = _unique_script(

@@ -10,6 +10,7 @@ never lose an increment.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import uuid
 from collections.abc import Sequence
@@ -184,6 +185,7 @@ class LiveState:
             args_per_call=5,
             head_keys=(queue,),
             head_args=(dedupe_ms, expires_ms, job_key_prefix),
+            convert=_OUTCOMES.__getitem__,
         )
         # Every delivery names its webhook's keys: built once per webhook.
         self._webhook_keys = functools.lru_cache(maxsize=10_000)(self._keys_of)
@@ -224,7 +226,7 @@ class LiveState:
             results: list[dict[bytes, bytes]] = await pipe.execute()
         return results
 
-    async def record(
+    def record(
         self,
         webhook_id: uuid.UUID,
         version: int,
@@ -234,10 +236,11 @@ class LiveState:
         error: str = "",
         delivery_key: str = "",
         job: QueuedJob | None = None,
-    ) -> Outcome:
+    ) -> asyncio.Future[Outcome]:
         """Count one delivery's ``outcome`` (``accepted``, ``auth_failed``,
         ``invalid_payload`` or ``none``) and enqueue ``job`` unless ``delivery_key`` was
-        seen within the dedupe window, if the webhook is still at ``version``."""
+        seen within the dedupe window, if the webhook is still at ``version``. (A future to
+        await, not a coroutine: one frame less for every delivery.)"""
         version_key, stats_key, deliveries = self._webhook_keys(webhook_id)
         if job is not None:
             keys = (version_key, stats_key, deliveries + delivery_key, job_key_prefix + job.job_id)
@@ -245,4 +248,4 @@ class LiveState:
         else:
             keys = (version_key, stats_key, "", "")
             args = (version, outcome, now_us, error, "")
-        return _OUTCOMES[await self._record(keys, args)]
+        return self._record(keys, args)

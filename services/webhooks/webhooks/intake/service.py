@@ -3,6 +3,7 @@ payload → stats and enqueue (atomically, before the answer) → the provider's
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import logging
 import time
@@ -120,29 +121,29 @@ class IntakeService:
             if await self._record(webhook, "invalid_payload", now_us, str(exc)) is Outcome.STALE:
                 return None
             raise IntakeError(400, str(exc)) from None
-        recorded = await self._accept(webhook, delivery, headers, body, now)
+        recorded = await self._accept(webhook, delivery, headers, body, now_us)
         if recorded is Outcome.STALE:
             return None
         return Answer(delivery.status_code, delivery.text)
 
-    async def _record(
+    def _record(
         self, webhook: CachedWebhook, outcome: Counted, now_us: int, error: str = ""
-    ) -> Outcome:
-        return await self.live.record(
+    ) -> asyncio.Future[Outcome]:
+        return self.live.record(
             webhook.id, webhook.version, outcome, now_us, error=error[:MAX_ERROR_SUMMARY]
         )
 
-    async def _accept(
+    def _accept(
         self,
         webhook: CachedWebhook,
         delivery: Delivery,
         headers: RequestHeaders,
         body: bytes,
-        now: float,
-    ) -> Outcome:
-        now_us = int(now * 1_000_000)
+        now_us: int,
+    ) -> asyncio.Future[Outcome]:
+        """(Futures, not coroutines, down from :meth:`_decide`: a frame less for each.)"""
         if delivery.event_type is None:  # a control delivery: counted, nothing to run
-            return await self._record(webhook, "accepted", now_us)
+            return self._record(webhook, "accepted", now_us)
         delivery_id = delivery.delivery_id or str(uuid.uuid4())
         event_id, job_id = event_id_for(webhook.key, delivery_id)
         message = {
@@ -157,7 +158,7 @@ class IntakeService:
             "body": base64.b64encode(body).decode(),
         }
         job = encode(message, job_id=job_id, now_ms=now_us // 1000)
-        return await self.live.record(
+        return self.live.record(
             webhook.id,
             webhook.version,
             "accepted",
