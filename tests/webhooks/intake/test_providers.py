@@ -202,7 +202,7 @@ _JSON_VALUES = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(payload=st.dictionaries(st.text(), _JSON_VALUES, max_size=6), ensure_ascii=st.booleans())
 def test_any_object_reads_as_the_json_module_reads_it(payload, ensure_ascii):
     body = json.dumps(payload, ensure_ascii=ensure_ascii).encode()
