@@ -526,19 +526,17 @@ class BatchedScript:
             for future in callers:
                 if not future.done():
                     future.set_exception(error)
-        elif (convert := self.convert) is None:
-            for future, reply in zip(callers, replies, strict=True):
-                if not future.done():  # a caller that was cancelled
-                    future.set_result(reply)
         else:
+            convert = self.convert
             for future, reply in zip(callers, replies, strict=True):
-                if not future.done():
-                    try:
-                        future.set_result(convert(reply))
-                    except Exception as exc:
-                        future.set_exception(
-                            RedisError(f"{self.script.sha}: unexpected reply {reply!r} ({exc!r})")
-                        )
+                if future.done():  # a caller that was cancelled
+                    continue
+                try:
+                    future.set_result(reply if convert is None else convert(reply))
+                except Exception as exc:  # a reply convert refuses
+                    future.set_exception(
+                        RedisError(f"{self.script.sha}: unexpected reply {reply!r} ({exc!r})")
+                    )
 
 
 _pipes: weakref.WeakKeyDictionary[Redis, RedisPipe] = weakref.WeakKeyDictionary()
