@@ -53,6 +53,12 @@ def make_settings(database_url: str, redis_url: str, namespace: str, **overrides
 
 
 @pytest.fixture
+def database_service() -> str:
+    """``database_url`` is at agent_accounts's head."""
+    return "agent_accounts"
+
+
+@pytest.fixture
 def clock() -> Clock:
     return Clock()
 

@@ -44,6 +44,12 @@ def make_settings(database_url: str, redis_url: str, namespace: str, **overrides
 
 
 @pytest.fixture
+def database_service() -> str:
+    """``database_url`` is at identity's head."""
+    return "identity"
+
+
+@pytest.fixture
 def identity_settings(database_url: str, redis_url: str, redis_namespace: str) -> Settings:
     return make_settings(database_url, redis_url, redis_namespace)
 

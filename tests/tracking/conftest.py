@@ -28,7 +28,7 @@ from tests.identity.conftest import (
     make_settings,
 )
 from tests.support.asgi import HostRouter, LifespanApp, running
-from tests.support.databases import sqlite_url
+from tests.support.databases import Databases
 from tracking.app import create_app
 from tracking.settings import Settings
 
@@ -66,12 +66,16 @@ def router() -> HostRouter:
 
 @pytest.fixture
 async def identity_app(
-    tmp_path: Path, redis_url: str, redis_namespace: str, router: HostRouter
+    tmp_path: Path,
+    redis_url: str,
+    redis_namespace: str,
+    router: HostRouter,
+    databases: Databases,
 ) -> AsyncIterator[LifespanApp]:
     # The webhooks service's client too: its service token requests snapshot runs.
     clients = {"tracking": SecretStr(TRACKING_SECRET), "webhooks": SecretStr(WEBHOOKS_SECRET)}
     settings = make_settings(
-        sqlite_url(tmp_path, "identity"),
+        await databases.sqlite(tmp_path, "identity", "identity"),
         redis_url,
         redis_namespace,
         tracking_url=TRACKING_URL,
@@ -81,6 +85,12 @@ async def identity_app(
     async with running(create_identity_app(settings, http_transport=router)) as app:
         router.register("identity/", app)
         yield app
+
+
+@pytest.fixture
+def database_service() -> str:
+    """``database_url`` is at tracking's head."""
+    return "tracking"
 
 
 @pytest.fixture

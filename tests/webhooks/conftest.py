@@ -20,7 +20,7 @@ from pydantic import SecretStr
 from identity.app import create_app as create_identity_app
 from tests.identity.conftest import TRACKING_SECRET, WEBHOOKS_SECRET, make_settings
 from tests.support.asgi import HostRouter, LifespanApp, running
-from tests.support.databases import sqlite_url
+from tests.support.databases import Databases
 from tests.tracking import conftest as tracking_fixtures
 from tests.tracking.conftest import tracking_settings_for
 from tests.webhooks.support import SnapshotRuns
@@ -60,22 +60,26 @@ def webhooks_settings_for(
 
 @pytest.fixture
 async def identity_app(
-    tmp_path: Path, redis_url: str, redis_namespace: str
+    tmp_path: Path, redis_url: str, redis_namespace: str, databases: Databases
 ) -> AsyncIterator[LifespanApp]:
     clients = {"tracking": SecretStr(TRACKING_SECRET), "webhooks": SecretStr(WEBHOOKS_SECRET)}
-    settings = make_settings(
-        sqlite_url(tmp_path, "identity"), redis_url, redis_namespace, service_clients=clients
-    )
+    database_url = await databases.sqlite(tmp_path, "identity", "identity")
+    settings = make_settings(database_url, redis_url, redis_namespace, service_clients=clients)
     async with running(create_identity_app(settings)) as app:
         yield app
 
 
 @pytest.fixture
 async def tracking_app(
-    tmp_path: Path, redis_url: str, redis_namespace: str, identity_app: LifespanApp
+    tmp_path: Path,
+    redis_url: str,
+    redis_namespace: str,
+    identity_app: LifespanApp,
+    databases: Databases,
 ) -> AsyncIterator[LifespanApp]:
+    database_url = await databases.sqlite(tmp_path, "tracking", "tracking")
     settings = tracking_settings_for(
-        sqlite_url(tmp_path, "tracking"), redis_url, redis_namespace, tmp_path / "artifacts"
+        database_url, redis_url, redis_namespace, tmp_path / "artifacts"
     )
     app = create_tracking_app(settings, http_transport=httpx.ASGITransport(app=identity_app))
     async with running(app) as started:
@@ -100,6 +104,12 @@ def snapshot_runs(router: HostRouter) -> SnapshotRuns:
     stand_in = {"tracking/api/v1/pipeline_snapshots": httpx.ASGITransport(app=runs.app())}
     router.routes = {**stand_in, **router.routes}
     return runs
+
+
+@pytest.fixture
+def database_service() -> str:
+    """``database_url`` is at webhooks's head."""
+    return "webhooks"
 
 
 @pytest.fixture

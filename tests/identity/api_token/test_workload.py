@@ -31,6 +31,7 @@ from tests.tracking.workload_scope.support import (
 
 # Identity and tracking as the tracking tests start them (identity's own tests use another
 # identity_app, which knows no tracking).
+database_service = tracking_fixtures.database_service  # database_url is tracking's
 router = tracking_fixtures.router
 identity_app = tracking_fixtures.identity_app
 tracking_app = tracking_fixtures.tracking_app

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import os
 import random
 import re
 import uuid
@@ -33,7 +32,7 @@ from shared.listing import (
     parse,
 )
 from shared.listing.expressions import ALLOWED
-from tests.support.databases import postgres_database
+from tests.support.databases import Databases
 
 metadata = MetaData()
 items = Table(
@@ -99,17 +98,16 @@ ROWS = make_rows()
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
 async def loaded(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, databases: Databases
 ) -> AsyncIterator[AsyncEngine]:
     if request.param == "sqlite":
         url = f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('listing') / 'items.db'}"
         async for engine in _engine(url):
             yield engine
         return
-    admin = os.environ.get("TEST_DATABASE_URL")
-    if not admin:
+    if databases.admin_url is None:
         pytest.skip("TEST_DATABASE_URL is not set")
-    async with postgres_database(admin) as url:
+    async with databases.postgres(None) as url:
         async for engine in _engine(url):
             yield engine
 

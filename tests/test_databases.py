@@ -1,0 +1,135 @@
+"""The tests' databases (tests.support.databases): every test gets one of its own, at its
+service's head, and none sees what an earlier test left."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import asyncpg
+import pytest
+from sqlalchemy.engine import make_url
+
+from tests.support.databases import Databases
+
+SERVICE = "webhooks"
+
+
+async def _names(admin_url: str) -> set[str]:
+    connection = await asyncpg.connect(admin_url)
+    try:
+        return {row[0] for row in await connection.fetch("SELECT datname FROM pg_database")}
+    finally:
+        await connection.close()
+
+
+def _plain(url: str) -> str:
+    """A SQLAlchemy URL as asyncpg takes it."""
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+async def test_sqlite_copies_are_at_head_and_apart(tmp_path: Path) -> None:
+    databases = Databases(tmp_path / "templates")
+    (tmp_path / "templates").mkdir()
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir()
+    second.mkdir()
+    url = await databases.sqlite(first, SERVICE)
+    await databases.sqlite(second, SERVICE)
+    assert url == f"sqlite+aiosqlite:///{first / 'service.db'}"
+
+    with sqlite3.connect(first / "service.db") as db:
+        (version,) = db.execute("SELECT version_num FROM alembic_version").fetchone()
+        db.execute("DELETE FROM webhooks")
+        db.execute("DROP TABLE webhooks")
+    with sqlite3.connect(second / "service.db") as db:
+        assert db.execute("SELECT version_num FROM alembic_version").fetchone() == (version,)
+        assert db.execute("SELECT count(*) FROM webhooks").fetchone() == (0,)
+
+
+async def test_sqlite_without_a_service_is_no_database_yet(tmp_path: Path) -> None:
+    url = await Databases(tmp_path).sqlite(tmp_path, None, "empty")
+    assert url.endswith("/empty.db")
+    assert not (tmp_path / "empty.db").exists()
+
+
+@pytest.fixture
+async def pool(tmp_path: Path) -> AsyncIterator[Databases]:
+    admin_url = os.environ.get("TEST_DATABASE_URL")
+    if not admin_url:
+        pytest.skip("TEST_DATABASE_URL is not set")
+    databases = Databases(tmp_path, admin_url)
+    try:
+        yield databases
+    finally:
+        await databases.aclose()
+
+
+async def test_postgres_lends_one_database_again_emptied(pool: Databases) -> None:
+    async with pool.postgres(SERVICE) as url:
+        connection = await asyncpg.connect(_plain(url))
+        version = await connection.fetchval("SELECT version_num FROM alembic_version")
+        await connection.execute(
+            "INSERT INTO webhooks (id, project_id, user_id, name, webhook_type, active,"
+            " secret_ciphertext, version, created, updated)"
+            " VALUES (gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), 'w', 'custom',"
+            " true, 'x', 1, now(), now())"
+        )
+        # Left open: the pool closes it.
+    async with pool.postgres(SERVICE) as again:
+        assert again == url
+        assert connection.is_closed() or not await _answers(connection)
+        fresh = await asyncpg.connect(_plain(again))
+        try:
+            assert await fresh.fetchval("SELECT count(*) FROM webhooks") == 0
+            assert await fresh.fetchval("SELECT version_num FROM alembic_version") == version
+        finally:
+            await fresh.close()
+
+
+async def _answers(connection: asyncpg.Connection) -> bool:
+    try:
+        await connection.fetchval("SELECT 1")
+    except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError):
+        return False
+    return True
+
+
+async def test_postgres_drops_a_database_whose_schema_a_test_changed(pool: Databases) -> None:
+    assert pool.admin_url is not None
+    async with pool.postgres(SERVICE) as url:
+        connection = await asyncpg.connect(_plain(url))
+        await connection.execute("CREATE INDEX extra ON webhooks (name)")
+        await connection.close()
+    name = make_url(url).database
+    assert name not in await _names(pool.admin_url)
+    async with pool.postgres(SERVICE) as other:
+        assert other != url
+        connection = await asyncpg.connect(_plain(other))
+        try:
+            assert await connection.fetchval("SELECT to_regclass('extra')") is None
+        finally:
+            await connection.close()
+
+
+async def test_postgres_without_a_service_is_empty_and_dropped(pool: Databases) -> None:
+    assert pool.admin_url is not None
+    async with pool.postgres(None) as url:
+        connection = await asyncpg.connect(_plain(url))
+        try:
+            assert await connection.fetchval("SELECT to_regclass('alembic_version')") is None
+        finally:
+            await connection.close()
+    assert make_url(url).database not in await _names(pool.admin_url)
+
+
+async def test_aclose_drops_every_pooled_database(pool: Databases) -> None:
+    assert pool.admin_url is not None
+    async with pool.postgres(SERVICE) as first, pool.postgres(SERVICE) as second:
+        assert first != second  # both lent at once: two databases
+    names = {make_url(first).database, make_url(second).database}
+    assert names <= await _names(pool.admin_url)
+    await pool.aclose()
+    assert not names & await _names(pool.admin_url)
