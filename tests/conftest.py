@@ -32,6 +32,8 @@ def redis_namespace() -> str:
 def databases(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Databases]:
     """This test process's databases (see :mod:`tests.support.databases`)."""
     pool = Databases(tmp_path_factory.mktemp("databases"), os.environ.get("TEST_DATABASE_URL"))
+    if pool.admin_url is not None:
+        asyncio.run(pool.drop_abandoned())
     yield pool
     asyncio.run(pool.aclose())
 

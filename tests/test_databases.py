@@ -3,8 +3,10 @@ service's head, and none sees what an earlier test left."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sqlite3
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -133,3 +135,28 @@ async def test_aclose_drops_every_pooled_database(pool: Databases) -> None:
     assert names <= await _names(pool.admin_url)
     await pool.aclose()
     assert not names & await _names(pool.admin_url)
+
+
+async def test_drop_abandoned_drops_what_dead_processes_left(pool: Databases) -> None:
+    assert pool.admin_url is not None
+    # A process that has ended (and been waited for): its pid names no process now.
+    child = await asyncio.create_subprocess_exec(sys.executable, "-c", "pass")
+    await child.wait()
+    dead = child.pid
+    names = [f"test_{dead}_abcdef_1", f"test_{os.getpid()}_abcdef_1", "test_other"]
+    connection = await asyncpg.connect(pool.admin_url)
+    try:
+        for name in names:
+            await connection.execute(f'CREATE DATABASE "{name}"')
+        try:
+            dropped = await pool.drop_abandoned()
+            assert names[0] in dropped
+            left = await _names(pool.admin_url)
+            assert names[0] not in left
+            assert names[1] in left  # a live process's
+            assert names[2] in left  # not a name of ours
+        finally:
+            for name in names:
+                await connection.execute(f'DROP DATABASE IF EXISTS "{name}"')
+    finally:
+        await connection.close()

@@ -13,12 +13,16 @@ instead:
   is compared with what migrating made) is dropped instead of lent again, so no test sees
   what an earlier one did. Databases with no service are created empty and dropped, as
   the tests of migrations themselves need.
+
+The pool is dropped when the test session ends; what a killed session left behind is
+dropped by the next one (:meth:`Databases.drop_abandoned`).
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+import re
 import shutil
 import uuid
 from collections.abc import AsyncIterator
@@ -118,6 +122,21 @@ WHERE datname = current_database() AND pid <> pg_backend_pid()
 """
 
 
+_NAME = re.compile(r"test_(\d+)_[0-9a-f]{6}_\d+")
+"""A database :class:`Databases` names: ``test_<pid>_<random>_<count>``."""
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs on this machine."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's
+    return True
+
+
 class _Lent:
     """A migrated PostgreSQL database of the pool: its name, its schema's digest and the
     statements that empty it."""
@@ -184,6 +203,27 @@ class Databases:
             else:
                 self._kept.discard(lent.name)
                 await self._drop(lent.name)
+
+    async def drop_abandoned(self) -> list[str]:
+        """Drop the databases that test processes no longer running left behind (killed
+        before their session ended): the names, dropped. (For a server only this machine's
+        test processes use: the process ids are this machine's.)"""
+        admin = await self._admin()
+        try:
+            names = [row[0] for row in await admin.fetch("SELECT datname FROM pg_database")]
+            dropped = []
+            for name in names:
+                match = _NAME.fullmatch(name)
+                if match is None or _alive(int(match[1])):
+                    continue
+                try:
+                    await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+                except asyncpg.PostgresError:
+                    continue  # another process dropping it at the same moment
+                dropped.append(name)
+            return dropped
+        finally:
+            await admin.close()
 
     async def aclose(self) -> None:
         """Drop every pooled database."""
