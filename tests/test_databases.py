@@ -14,7 +14,7 @@ import asyncpg
 import pytest
 from sqlalchemy.engine import make_url
 
-from tests.support.databases import Databases
+from tests.support.databases import ASYNCPG, Databases, postgres_url
 
 SERVICE = "webhooks"
 
@@ -27,9 +27,8 @@ async def _names(admin_url: str) -> set[str]:
         await connection.close()
 
 
-def _plain(url: str) -> str:
-    """A SQLAlchemy URL as asyncpg takes it."""
-    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+def _dsn(url: str) -> str:
+    return postgres_url(url, driver=ASYNCPG)
 
 
 async def test_sqlite_copies_are_at_head_and_apart(tmp_path: Path) -> None:
@@ -71,7 +70,7 @@ async def pool(tmp_path: Path) -> AsyncIterator[Databases]:
 
 async def test_postgres_lends_one_database_again_emptied(pool: Databases) -> None:
     async with pool.postgres(SERVICE) as url:
-        connection = await asyncpg.connect(_plain(url))
+        connection = await asyncpg.connect(_dsn(url))
         version = await connection.fetchval("SELECT version_num FROM alembic_version")
         await connection.execute(
             "INSERT INTO webhooks (id, project_id, user_id, name, webhook_type, active,"
@@ -83,7 +82,7 @@ async def test_postgres_lends_one_database_again_emptied(pool: Databases) -> Non
     async with pool.postgres(SERVICE) as again:
         assert again == url
         assert connection.is_closed() or not await _answers(connection)
-        fresh = await asyncpg.connect(_plain(again))
+        fresh = await asyncpg.connect(_dsn(again))
         try:
             assert await fresh.fetchval("SELECT count(*) FROM webhooks") == 0
             assert await fresh.fetchval("SELECT version_num FROM alembic_version") == version
@@ -102,14 +101,14 @@ async def _answers(connection: asyncpg.Connection) -> bool:
 async def test_postgres_drops_a_database_whose_schema_a_test_changed(pool: Databases) -> None:
     assert pool.admin_url is not None
     async with pool.postgres(SERVICE) as url:
-        connection = await asyncpg.connect(_plain(url))
+        connection = await asyncpg.connect(_dsn(url))
         await connection.execute("CREATE INDEX extra ON webhooks (name)")
         await connection.close()
     name = make_url(url).database
     assert name not in await _names(pool.admin_url)
     async with pool.postgres(SERVICE) as other:
         assert other != url
-        connection = await asyncpg.connect(_plain(other))
+        connection = await asyncpg.connect(_dsn(other))
         try:
             assert await connection.fetchval("SELECT to_regclass('extra')") is None
         finally:
@@ -119,7 +118,7 @@ async def test_postgres_drops_a_database_whose_schema_a_test_changed(pool: Datab
 async def test_postgres_without_a_service_is_empty_and_dropped(pool: Databases) -> None:
     assert pool.admin_url is not None
     async with pool.postgres(None) as url:
-        connection = await asyncpg.connect(_plain(url))
+        connection = await asyncpg.connect(_dsn(url))
         try:
             assert await connection.fetchval("SELECT to_regclass('alembic_version')") is None
         finally:

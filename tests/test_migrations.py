@@ -8,9 +8,7 @@ their tables, so each service is compared against a copy holding only its own.
 from __future__ import annotations
 
 import asyncio
-import importlib
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,14 +19,7 @@ from sqlmodel.main import default_registry
 
 from shared.db import create_engine
 from shared.migrations import pending_changes, upgrade
-
-SERVICES = ["identity", "tracking", "webhooks", "agent_accounts"]
-
-
-def migrations_of(package: str) -> Path:
-    importlib.import_module(f"{package}.models")
-    location: Path = importlib.import_module(f"{package}.app").MIGRATIONS
-    return location
+from tests.support.databases import SERVICES, migrations_of
 
 
 def tables_by_package() -> dict[str, list[Table]]:

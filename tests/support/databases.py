@@ -38,30 +38,34 @@ from shared.migrations import upgrade
 SERVICES = ("identity", "tracking", "webhooks", "agent_accounts")
 """The services with migrations (their packages)."""
 
+ASYNCPG = "postgresql"
+"""The driver name of a URL for asyncpg itself (:func:`postgres_url`)."""
 
-def _driver_url(url: str, database: str | None = None) -> str:
-    """``url`` for SQLAlchemy (asyncpg), on ``database`` when given."""
-    parsed = make_url(url).set(drivername="postgresql+asyncpg")
+
+def postgres_url(
+    url: str, database: str | None = None, *, driver: str = "postgresql+asyncpg"
+) -> str:
+    """The PostgreSQL ``url`` with ``driver`` (SQLAlchemy's asyncpg dialect, or
+    :data:`ASYNCPG` for asyncpg itself), on ``database`` when given."""
+    parsed = make_url(url).set(drivername=driver)
     if database is not None:
         parsed = parsed.set(database=database)
     return parsed.render_as_string(hide_password=False)
 
 
-def _asyncpg_dsn(url: str, database: str | None = None) -> str:
-    """``url`` for asyncpg itself, on ``database`` when given."""
-    parsed = make_url(url).set(drivername="postgresql")
-    if database is not None:
-        parsed = parsed.set(database=database)
-    return parsed.render_as_string(hide_password=False)
+def migrations_of(service: str) -> Path:
+    """``service``'s migrations (its models imported, so ``SQLModel.metadata`` has them)."""
+    importlib.import_module(f"{service}.models")
+    location: Path = importlib.import_module(f"{service}.app").MIGRATIONS
+    return location
 
 
 async def migrate(url: str, service: str) -> None:
     """Bring the database at ``url`` to the head of ``service``'s migrations, as the
     service's app does at start-up."""
-    migrations: Path = importlib.import_module(f"{service}.app").MIGRATIONS
     engine = create_engine(url)
     try:
-        await upgrade(engine, migrations, lock_name=f"{service}-migrations")
+        await upgrade(engine, migrations_of(service), lock_name=f"{service}-migrations")
     finally:
         await engine.dispose()
 
@@ -187,7 +191,7 @@ class Databases:
         if service is None:
             name = await self._create()
             try:
-                yield _driver_url(self.admin_url, name)
+                yield postgres_url(self.admin_url, name)
             finally:
                 await self._drop(name)
             return
@@ -195,7 +199,7 @@ class Databases:
         lent = free.pop() if free else await self._migrated(service)
         reusable = False
         try:
-            yield _driver_url(self.admin_url, lent.name)
+            yield postgres_url(self.admin_url, lent.name)
             reusable = await self._emptied(lent)
         finally:
             if reusable:
@@ -208,7 +212,7 @@ class Databases:
         """Drop the databases that test processes no longer running left behind (killed
         before their session ended): the names, dropped. (For a server only this machine's
         test processes use: the process ids are this machine's.)"""
-        admin = await self._admin()
+        admin = await self._connect()
         try:
             names = [row[0] for row in await admin.fetch("SELECT datname FROM pg_database")]
             dropped = []
@@ -232,14 +236,15 @@ class Databases:
         self._kept.clear()
         self._free.clear()
 
-    async def _admin(self) -> asyncpg.Connection:
+    async def _connect(self, database: str | None = None) -> asyncpg.Connection:
+        """A connection to ``database``, or (``None``) to the server's maintenance one."""
         assert self.admin_url is not None
-        return await asyncpg.connect(_asyncpg_dsn(self.admin_url))
+        return await asyncpg.connect(postgres_url(self.admin_url, database, driver=ASYNCPG))
 
     async def _create(self) -> str:
         self._count += 1
         name = f"{self._prefix}_{self._count}"
-        admin = await self._admin()
+        admin = await self._connect()
         try:
             await admin.execute(f'CREATE DATABASE "{name}"')
         finally:
@@ -247,7 +252,7 @@ class Databases:
         return name
 
     async def _drop(self, name: str) -> None:
-        admin = await self._admin()
+        admin = await self._connect()
         try:
             await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         finally:
@@ -257,8 +262,8 @@ class Databases:
         assert self.admin_url is not None
         name = await self._create()
         self._kept.add(name)
-        await migrate(_driver_url(self.admin_url, name), service)
-        connection = await asyncpg.connect(_asyncpg_dsn(self.admin_url, name))
+        await migrate(postgres_url(self.admin_url, name), service)
+        connection = await self._connect(name)
         try:
             schema: str = await connection.fetchval(_SCHEMA)
             emptying = "; ".join(sorted(row[0] for row in await connection.fetch(_EMPTYING)))
@@ -269,9 +274,8 @@ class Databases:
     async def _emptied(self, lent: _Lent) -> bool:
         """Whether ``lent`` is as migrating left it again (its rows gone, no connection
         left), so the next test may have it."""
-        assert self.admin_url is not None
         try:
-            connection = await asyncpg.connect(_asyncpg_dsn(self.admin_url, lent.name))
+            connection = await self._connect(lent.name)
         except (OSError, asyncpg.PostgresError):
             return False
         try:
