@@ -58,7 +58,7 @@ async def _lifespan(app: Starlette, state: State) -> AsyncIterator[State]:
             "box": box,
             "live": live,
             "providers": registered,
-            "intake": IntakeService(settings, registered, cache, live),
+            "intake": IntakeService(registered, cache, live),
             "projects": ProjectDirectory(
                 state["http"], settings.tracking_url, ttl=settings.project_cache_ttl.total_seconds()
             ),

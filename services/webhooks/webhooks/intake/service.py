@@ -20,7 +20,6 @@ from webhooks.event.queue import encode, event_id_for, utc_text
 from webhooks.intake.cache import CachedWebhook, WebhookCache
 from webhooks.intake.providers import Delivery, PayloadError, Provider
 from webhooks.intake.providers.base import MAX_ERROR_SUMMARY, RequestHeaders
-from webhooks.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -57,13 +56,8 @@ def _unavailable(exc: Exception) -> ServiceUnavailable:
 
 class IntakeService:
     def __init__(
-        self,
-        settings: Settings,
-        providers: dict[str, Provider],
-        cache: WebhookCache,
-        live: LiveState,
+        self, providers: dict[str, Provider], cache: WebhookCache, live: LiveState
     ) -> None:
-        self.settings = settings
         self.providers = providers
         self.cache = cache
         self.live = live
