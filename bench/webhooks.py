@@ -21,9 +21,10 @@ target is warmed up, then measured ``--runs`` times; the table shows the medians
 
 All three share the 2 cores with wrk; wrk's own CPU time is printed beside the table. Since
 throughput on a shared machine is noisy, the bench also reads the CPU time (user + system,
-from ``/proc``) that each of our processes (and the ceiling's) used during the measured runs
-and prints it per accepted request: the service, the gateway, Valkey, the worker and the
-launcher that relays their logs.
+from ``/proc``) that each of our processes (and the ceiling's) used during the measured runs,
+with that of the children they reaped (Valkey's append-only-file rewrites), and prints it
+per accepted request: the service, the gateway, Valkey, the worker and the launcher that
+relays their logs.
 """
 
 from __future__ import annotations
@@ -144,7 +145,9 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 def cpu_seconds(groups: Mapping[str, int]) -> dict[str, float]:
     """CPU time (user + system) used so far by the live processes of each process group
-    (name → process group id)."""
+    (name → process group id), with that of the children they have reaped: Valkey's
+    append-only-file rewrites run in forked children, and a child that ends between two
+    readings is counted in its parent's."""
     names = {pgid: name for name, pgid in groups.items()}
     totals = dict.fromkeys(groups, 0.0)
     for entry in Path("/proc").iterdir():
@@ -155,11 +158,11 @@ def cpu_seconds(groups: Mapping[str, int]) -> dict[str, float]:
         except OSError:
             continue  # exited while we looked
         # After the command name (in parentheses, may contain spaces): state, ppid, pgrp,
-        # ..., utime and stime (the 12th and 13th fields from there).
+        # ..., utime, stime, cutime and cstime (the 12th to 15th fields from there).
         fields = stat.rsplit(")", 1)[1].split()
         name = names.get(int(fields[2]))
         if name is not None:
-            totals[name] += (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+            totals[name] += sum(int(f) for f in fields[11:15]) / CLOCK_TICKS
     return totals
 
 

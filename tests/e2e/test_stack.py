@@ -31,6 +31,7 @@ from tests.support.processes import (
     live_processes,
     process_environment,
 )
+from webhooks.event.queue import event_id_for  # the job id a delivery is queued under
 
 pytestmark = pytest.mark.e2e
 
@@ -303,15 +304,16 @@ def test_a_signed_delivery_runs_the_triggers_snapshot_in_tracking_once(stack, cl
         }
     }
 
-    # The replay window over (its record dropped from Valkey), the sender's retry is
-    # accepted and queued again; the worker processes the event a second time.
+    # The processed event's job key stays as its replay marker (empty) for the window;
+    # the window over (the marker dropped from Valkey), the sender's retry is accepted and
+    # queued again; the worker processes the event a second time.
     found = re.search(r"valkey is ready at (redis://\S+)", stack.output())
     assert found is not None, stack.log_tail()
     valkey = redis.Redis.from_url(found.group(1))
     try:
-        replay_records = list(valkey.scan_iter(f"platform:webhooks:delivery:{hook['id']}:*"))
-        assert len(replay_records) == 1
-        valkey.delete(*replay_records)
+        _, job_id = event_id_for(hook["id"], "e2e-delivery-1")
+        assert valkey.get(f"arq:job:{job_id}") == b""
+        valkey.delete(f"arq:job:{job_id}")
         assert client.post(intake, content=body, headers=delivery).status_code == 202
         _wait_for(
             lambda: (

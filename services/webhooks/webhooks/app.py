@@ -48,7 +48,6 @@ async def _lifespan(app: Starlette, state: State) -> AsyncIterator[State]:
         state["redis"],
         state["keys"],
         queue=settings.queue_name,
-        dedupe_ms=int(settings.delivery_dedupe_window.total_seconds() * 1000),
         expires_ms=int(settings.event_expiry.total_seconds() * 1000),
     )
     registered = providers(settings.signature_tolerance.total_seconds())

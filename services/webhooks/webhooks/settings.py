@@ -29,8 +29,9 @@ class Settings(ServiceSettings):
     # Projects and pipeline snapshots live in tracking (`tracking_url`, a shared setting).
     project_cache_ttl: timedelta = timedelta(seconds=60)
 
-    # Intake: senders' retries of one delivery id within this window are answered 2xx and
-    # not enqueued again (the consumer also dedupes by event id, without a window).
+    # Intake: a sender's retries of one delivery id are answered 2xx and not enqueued again
+    # while its event waits or runs, and for this window after it finished (the consumer
+    # also dedupes by event id, without a window).
     delivery_dedupe_window: timedelta = timedelta(hours=1)
     # Slack-style signed timestamps may be this far from now, in both directions.
     signature_tolerance: timedelta = timedelta(seconds=300)

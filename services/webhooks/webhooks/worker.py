@@ -83,6 +83,8 @@ def create_worker(
         burst=burst,
         handle_signals=not burst,
         health_check_interval=60,
+        # A finished event's job key stays this long, absorbing its sender's replays.
+        replay_window_ms=int(settings.delivery_dedupe_window.total_seconds() * 1000),
     )
     # arq's lease is the longest job timeout + a fixed 10 s; ours is configurable, so a
     # killed worker's jobs come back within seconds where that matters.

@@ -29,7 +29,6 @@ async def live(redis: Redis, redis_namespace: str) -> AsyncIterator[LiveState]:
         redis,
         Keys(redis_namespace),
         queue=f"{redis_namespace}:queue",
-        dedupe_ms=60_000,
         expires_ms=60_000,
     )
     yield state
@@ -65,16 +64,16 @@ async def test_the_latest_error_wins_whatever_order_deliveries_land_in(live):
     assert (stats[b"auth_failed_count"], stats[b"invalid_payload_count"]) == (b"1", b"1")
 
 
-async def test_an_accepted_delivery_is_queued_at_its_time_once_within_the_window(
+async def test_an_accepted_delivery_is_queued_at_its_time_once_while_its_job_key_exists(
     live, redis, redis_namespace
 ):
     webhook_id = uuid.uuid4()
     await live.publish(webhook_id, 1)
     job = QueuedJob(f"{redis_namespace}-job", b"the job")
+    replay = QueuedJob(job.job_id, b"the replay")  # a job id names webhook and delivery id
     now_us = 1_700_000_000_123_999
-    for expected in (Outcome.RECORDED, Outcome.DUPLICATE):
-        outcome = await live.record(webhook_id, 1, "accepted", now_us, delivery_key="d-1", job=job)
-        assert outcome is expected
+    for sent, expected in ((job, Outcome.RECORDED), (replay, Outcome.DUPLICATE)):
+        assert await live.record(webhook_id, 1, "accepted", now_us, job=sent) is expected
     job_key = f"{job_key_prefix}{job.job_id}"
     assert await redis.get(job_key) == b"the job"
     assert 0 < await redis.pttl(job_key) <= 60_000
@@ -115,7 +114,7 @@ async def _replay(
     """Run ``scenario`` through a fresh LiveState (each delivery awaited alone, or all at
     once as one batch) and read back the outcomes, the stats, the queue and the jobs."""
     queue = f"{namespace}:queue"
-    live = LiveState(redis, Keys(namespace), queue=queue, dedupe_ms=60_000, expires_ms=60_000)
+    live = LiveState(redis, Keys(namespace), queue=queue, expires_ms=60_000)
     webhooks = [uuid.UUID(int=1), uuid.UUID(int=2)]
     try:
         for webhook_id in webhooks:
@@ -123,7 +122,8 @@ async def _replay(
         calls = []
         for index, (webhook, current, outcome, now, error, key) in enumerate(scenario):
             accepted = outcome == "accepted" and key != ""
-            job = QueuedJob(f"{namespace}-{index}", f"job {index}".encode())
+            # A job's id names webhook and delivery id (the intake's are their hash).
+            job = QueuedJob(f"{namespace}-{webhook}-{key}", f"job {index}".encode())
             calls.append(
                 live.record(
                     webhooks[webhook],
@@ -131,7 +131,6 @@ async def _replay(
                     outcome,
                     now,
                     error="" if outcome == "accepted" else error,
-                    delivery_key=key if accepted else "",
                     job=job if accepted else None,
                 )
             )
@@ -142,8 +141,9 @@ async def _replay(
         stats = await live.stats(webhooks)
         queued = await redis.zrange(queue, 0, -1, withscores=True)
         jobs = [
-            await redis.get(f"{job_key_prefix}{namespace}-{index}")
-            for index in range(len(scenario))
+            await redis.get(f"{job_key_prefix}{namespace}-{webhook}-{key}")
+            for webhook in range(len(webhooks))
+            for key in "abcd"
         ]
     finally:
         await live.aclose()

@@ -27,7 +27,7 @@ from arq.worker import Retry, func
 from redis.exceptions import ResponseError
 
 from tests.support.redis_server import free_port, valkey_server
-from webhooks.event.batch_worker import BatchWorker, PipedArqRedis
+from webhooks.event.batch_worker import TOMBSTONE, BatchWorker, PipedArqRedis
 
 JOB = "job"
 
@@ -200,6 +200,40 @@ async def test_a_finished_job_leaves_no_key_behind(
         for prefix in (job_key_prefix, retry_key_prefix, in_progress_key_prefix):
             assert not await arq_redis.exists(prefix + job_id), prefix
         assert not await arq_redis.exists(result_key_prefix + job_id)
+    assert await arq_redis.zcard(queue) == 0
+
+
+async def test_a_finished_job_keeps_its_key_as_a_tombstone_for_the_replay_window(
+    arq_redis: ArqRedis, queue: str, make_worker: Callable[..., BatchWorker]
+) -> None:
+    """With a replay window, the job key stays (empty, expiring) and marks the id as seen:
+    arq refuses to enqueue it again, and nothing runs twice."""
+    ids = await enqueue(arq_redis, queue, 3)
+    runs = Runs()
+    await run(make_worker(runs, replay_window_ms=60_000))
+    assert sorted(runs.ids()) == sorted(ids)
+    for job_id in ids:
+        assert await arq_redis.get(job_key_prefix + job_id) == TOMBSTONE
+        assert 0 < await arq_redis.pttl(job_key_prefix + job_id) <= 60_000
+        for prefix in (retry_key_prefix, in_progress_key_prefix, result_key_prefix):
+            assert not await arq_redis.exists(prefix + job_id), prefix
+        assert await arq_redis.enqueue_job(JOB, _job_id=job_id, _queue_name=queue) is None
+    assert await arq_redis.zcard(queue) == 0
+    again = Runs()
+    await run(make_worker(again, replay_window_ms=60_000))
+    assert again.started == []
+
+
+async def test_a_job_that_failed_for_good_is_tombstoned_too(
+    arq_redis: ArqRedis, queue: str, make_worker: Callable[..., BatchWorker]
+) -> None:
+    """arq's failure path (tries exhausted) retires the key alike."""
+    (job_id,) = await enqueue(arq_redis, queue, 1)
+    worker = make_worker(Runs(retry_first_try=0.05), max_tries=1, replay_window_ms=60_000)
+    await run(worker)
+    assert worker.jobs_failed == 1
+    assert await arq_redis.get(job_key_prefix + job_id) == TOMBSTONE
+    assert not await arq_redis.exists(retry_key_prefix + job_id, in_progress_key_prefix + job_id)
     assert await arq_redis.zcard(queue) == 0
 
 

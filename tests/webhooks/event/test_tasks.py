@@ -12,12 +12,15 @@ from typing import Any
 
 import httpx
 import pytest
+from arq.constants import job_key_prefix
 from sqlmodel import select
 
 from shared.db import session_scope
 from tests.support.asgi import HostRouter
 from tests.tracking.pipeline_run.support import create_snapshot
 from tests.webhooks.support import SnapshotRuns, codehost_headers, push_body
+from webhooks.event.batch_worker import TOMBSTONE
+from webhooks.event.queue import event_id_for
 from webhooks.models import TriggerExecution, WebhookEvent
 from webhooks.settings import Settings
 from webhooks.worker import create_worker
@@ -172,10 +175,11 @@ async def test_an_event_processed_twice_runs_the_snapshot_once(
     # The intake's replay window and tracking's idempotency records (Redis) are gone too:
     # only tracking's one run per trigger execution stands between the event and a second.
     redis, namespace = webhooks_app.state["redis"], webhooks_app.state["settings"].redis_namespace
-    for pattern in (f"{namespace}:webhooks:delivery:*", f"{namespace}:idempotency:*"):
-        found = [k async for k in redis.scan_iter(match=pattern)]
-        assert found
-        await redis.delete(*found)
+    _, job_id = event_id_for(hook["id"], "d-twice")
+    assert await redis.delete(job_key_prefix + job_id) == 1  # the job's tombstone
+    found = [k async for k in redis.scan_iter(match=f"{namespace}:idempotency:*")]
+    assert found
+    await redis.delete(*found)
     await deliver(client, hook, push_body("main"), "d-twice")
     await drain()
     (execution,) = await executions(client, auth, trigger)
@@ -237,16 +241,21 @@ async def test_an_event_no_trigger_matches_runs_nothing(client, auth, wired, dra
 
 
 async def test_an_event_delivered_again_after_the_window_runs_nothing_twice(
-    client, auth, wired, drain, snapshot_runs, webhooks_app
+    client, auth, wired, drain, snapshot_runs, webhooks_app, webhooks_settings
 ):
     hook, trigger = wired
     await deliver(client, hook, push_body("main"), "d-again")
     await drain()
-    # The intake's replay window has passed (its record is gone): the event is queued again.
+    # Within the replay window the job's tombstone absorbs the replay at the intake.
     redis = webhooks_app.state["redis"]
-    keys = [k async for k in redis.scan_iter(match="*:webhooks:delivery:*")]
-    await redis.delete(*keys)
+    _, job_id = event_id_for(hook["id"], "d-again")
+    assert await redis.get(job_key_prefix + job_id) == TOMBSTONE
     await deliver(client, hook, push_body("main"), "d-again")
+    assert await redis.zcard(webhooks_settings.queue_name) == 0
+    # Once the window has passed (the tombstone is gone) the event is queued again.
+    await redis.delete(job_key_prefix + job_id)
+    await deliver(client, hook, push_body("main"), "d-again")
+    assert await redis.zcard(webhooks_settings.queue_name) == 1
     await drain()
     assert len(await executions(client, auth, trigger)) == 1
     assert len(snapshot_runs.calls) == 1

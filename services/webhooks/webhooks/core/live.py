@@ -1,5 +1,5 @@
-"""What the intake keeps in Redis: each webhook's live version, its stats, the recent
-delivery ids, and (through :data:`RECORD`) the queued events.
+"""What the intake keeps in Redis: each webhook's live version, its stats, and (through
+:data:`RECORD`) the queued events, whose keys also mark the recent deliveries.
 
 A delivery costs one script call, shared with the deliveries that arrive alongside it: it
 checks that the webhook the intake cached in process is still current (its version),
@@ -39,20 +39,23 @@ return redis.call('GET', KEYS[1])
 """
 
 RECORD = Script("""
--- First what every batch shares: KEYS[1] the queue; ARGV[1] the dedupe window (ms),
--- ARGV[2] a job's expiry (ms), ARGV[3] the prefix of job keys. Then the deliveries in
--- order, four keys and five arguments each:
---   KEYS  version, stats, delivery id, job (its id is the key after the prefix)
+-- First what every batch shares: KEYS[1] the queue; ARGV[1] a job's expiry (ms), ARGV[2]
+-- the prefix of job keys. Then the deliveries in order, three keys and five arguments each:
+--   KEYS  version, stats, job (its id, the key after the prefix, names the delivery)
 --   ARGV  version, outcome, now (µs, as text; the job's score is its ms), error, job data
 -- Each answers as if run alone, in order: -1 stale, 0 nothing, 1 recorded, 2 duplicate.
+-- The job key is the replay marker: a job id is the hash of webhook and delivery id, so a
+-- replay finds the key while its event waits or runs, and after that the worker's
+-- tombstone, kept for the replay window (webhooks.event.batch_worker).
 -- The stats of all of them are written once per webhook at the end (one HMGET, one
--- HSET), so a batch costs a few commands per webhook plus two per enqueued event. A
+-- HSET), so a batch costs a few commands per webhook, one per enqueued event and one
+-- ZADD. A
 -- webhook's tallies are plain fields, the latest times (µs, and their text) too: no table
 -- made per delivery.
-local queue_key, dedupe_ms, expiry_ms, id_from = KEYS[1], ARGV[1], ARGV[2], #ARGV[3] + 1
+local queue_key, expiry_ms, id_from = KEYS[1], ARGV[1], #ARGV[2] + 1
 local results, versions, stats, touched, queued = {}, {}, {}, {}, {}
-for i = 1, (#KEYS - 1) / 4 do
-  local k, a = 1 + (i - 1) * 4, 3 + (i - 1) * 5
+for i = 1, (#KEYS - 1) / 3 do
+  local k, a = 1 + (i - 1) * 3, 2 + (i - 1) * 5
   local version_key = KEYS[k + 1]
   local version = versions[version_key]
   if version == nil then
@@ -87,9 +90,8 @@ for i = 1, (#KEYS - 1) / 4 do
       end
       local data = ARGV[a + 5]
       if data ~= '' then
-        if redis.call('SET', KEYS[k + 3], '1', 'NX', 'PX', dedupe_ms) then
-          local job_key = KEYS[k + 4]
-          redis.call('PSETEX', job_key, expiry_ms, data)
+        local job_key = KEYS[k + 3]
+        if redis.call('SET', job_key, data, 'NX', 'PX', expiry_ms) then
           queued[#queued + 1] = math.floor(now / 1000)
           queued[#queued + 1] = string.sub(job_key, id_from)
         else
@@ -167,11 +169,10 @@ class QueuedJob(NamedTuple):
 
 class LiveState:
     """``queue``: where accepted events are queued (as arq jobs expiring after
-    ``expires_ms``); a delivery id seen within ``dedupe_ms`` is a replay."""
+    ``expires_ms``). A delivery whose job is still queued or running, or finished less than
+    the replay window ago (the worker's tombstone), is a replay."""
 
-    def __init__(
-        self, redis: Redis, keys: Keys, *, queue: str, dedupe_ms: int, expires_ms: int
-    ) -> None:
+    def __init__(self, redis: Redis, keys: Keys, *, queue: str, expires_ms: int) -> None:
         self.redis = redis
         self.keys = keys
         self._publish = redis.register_script(PUBLISH)
@@ -181,21 +182,20 @@ class LiveState:
         self._record = BatchedScript(
             self._pipe,
             RECORD,
-            keys_per_call=4,
+            keys_per_call=3,
             args_per_call=5,
             head_keys=(queue,),
-            head_args=(dedupe_ms, expires_ms, job_key_prefix),
+            head_args=(expires_ms, job_key_prefix),
             convert=_OUTCOMES.__getitem__,
         )
         # Every delivery names its webhook's keys: built once per webhook.
         self._webhook_keys = functools.lru_cache(maxsize=10_000)(self._keys_of)
 
-    def _keys_of(self, webhook_id: uuid.UUID) -> tuple[str, str, str]:
-        """The webhook's version and stats keys, and the prefix of its delivery ids' keys."""
+    def _keys_of(self, webhook_id: uuid.UUID) -> tuple[str, str]:
+        """The webhook's version and stats keys."""
         return (
             self.keys("webhooks", "version", webhook_id),
             self.keys("webhooks", "stats", webhook_id),
-            self.keys("webhooks", "delivery", webhook_id, ""),
         )
 
     def _version(self, webhook_id: uuid.UUID) -> str:
@@ -234,18 +234,18 @@ class LiveState:
         now_us: int,
         *,
         error: str = "",
-        delivery_key: str = "",
         job: QueuedJob | None = None,
     ) -> asyncio.Future[Outcome]:
         """Count one delivery's ``outcome`` (``accepted``, ``auth_failed``,
-        ``invalid_payload`` or ``none``) and enqueue ``job`` unless ``delivery_key`` was
-        seen within the dedupe window, if the webhook is still at ``version``. (A future to
-        await, not a coroutine: one frame less for every delivery.)"""
-        version_key, stats_key, deliveries = self._webhook_keys(webhook_id)
+        ``invalid_payload`` or ``none``) and enqueue ``job`` unless a job of its id is
+        queued, running or finished within the replay window (:attr:`Outcome.DUPLICATE`),
+        if the webhook is still at ``version``. (A future to await, not a coroutine: one
+        frame less for every delivery.)"""
+        version_key, stats_key = self._webhook_keys(webhook_id)
         if job is not None:
-            keys = (version_key, stats_key, deliveries + delivery_key, job_key_prefix + job.job_id)
+            keys = (version_key, stats_key, job_key_prefix + job.job_id)
             args: tuple[str | int | bytes, ...] = (version, outcome, now_us, error, job.data)
         else:
-            keys = (version_key, stats_key, "", "")
+            keys = (version_key, stats_key, "")
             args = (version, outcome, now_us, error, "")
         return self._record(keys, args)

@@ -20,7 +20,9 @@ Redis:
 - arq's transactions (``pipeline(transaction=True)`` without WATCH) run as one script
   each (:data:`TRANSACTION`; a script is atomic, as MULTI/EXEC is) over a pipelined
   connection of their own (:class:`shared.redis_pipe.RedisPipe`), so the transactions of
-  every running job go out together and hiredis packs and parses them.
+  every running job go out together and hiredis packs and parses them;
+- with a ``replay_window_ms``, a finished job's key is emptied for that long instead of
+  deleted (see :class:`BatchWorker`): the intake's replay marker.
 
 Everything else is arq's: the keys and values, running a job, retries and
 ``Retry(defer=…)``, expiry (``_expires``), results, heartbeat and health check, signals,
@@ -37,8 +39,14 @@ from typing import Any, cast
 
 import hiredis
 from arq.connections import ArqRedis, create_pool
-from arq.constants import in_progress_key_prefix
-from arq.utils import timestamp_ms
+from arq.constants import (
+    abort_jobs_ss,
+    in_progress_key_prefix,
+    job_key_prefix,
+    result_key_prefix,
+    retry_key_prefix,
+)
+from arq.utils import timestamp_ms, to_ms
 from arq.worker import Worker
 from redis._parsers import BaseParser
 from redis.asyncio.client import Pipeline
@@ -179,13 +187,75 @@ class PipedArqRedis(ArqRedis):
         await super().aclose(close_connection_pool)
 
 
+TOMBSTONE = b""
+"""A finished job's value while it marks its id as seen: arq reads an empty job as none
+(expired), and ``enqueue_job`` refuses an id whose key exists, as the intake does."""
+
+
 class BatchWorker(Worker):
     """arq's :class:`~arq.worker.Worker`, claiming in batches (see the module). It reads
-    due ids ``max_jobs`` at a time (arq's ``queue_read_limit`` goes unused)."""
+    due ids ``max_jobs`` at a time (arq's ``queue_read_limit`` goes unused).
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    A finished job's key is not deleted but left as a :data:`TOMBSTONE` for
+    ``replay_window_ms``: job ids name deliveries (:func:`webhooks.event.queue.event_id_for`),
+    so the intake, which enqueues only ids whose key is absent, absorbs a sender's replay
+    while the event waits, runs, and for the window after it finished, with one key a
+    delivery. With ``replay_window_ms`` 0 the key is deleted, as arq does."""
+
+    def __init__(self, *args: Any, replay_window_ms: int = 0, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.replay_window_ms = replay_window_ms
         self._slots_freed = asyncio.Event()
+
+    def _retire(self, tr: Pipeline, job_id: str, *others: str) -> None:
+        """Delete ``others`` and turn the job's key into its tombstone (in ``tr``)."""
+        if self.replay_window_ms > 0:
+            tr.set(job_key_prefix + job_id, TOMBSTONE, px=self.replay_window_ms)
+            if others:
+                tr.delete(*others)
+        else:
+            tr.delete(*others, job_key_prefix + job_id)
+
+    async def finish_job(
+        self,
+        job_id: str,
+        finish: bool,
+        result_data: bytes | None,
+        result_timeout_s: float | None,
+        keep_result_forever: bool,
+        incr_score: int | None,
+        keep_in_progress: float | None,
+    ) -> None:
+        """arq's, with the job's key retired (:meth:`_retire`) rather than deleted."""
+        in_progress_key = in_progress_key_prefix + job_id
+        async with self.pool.pipeline(transaction=True) as tr:
+            if keep_in_progress is not None:
+                tr.pexpire(in_progress_key, to_ms(keep_in_progress))
+            gone = () if keep_in_progress is not None else (in_progress_key,)
+            if finish:
+                if result_data:
+                    expire = None if keep_result_forever else result_timeout_s
+                    tr.set(result_key_prefix + job_id, result_data, px=to_ms(expire))
+                self._retire(tr, job_id, *gone, retry_key_prefix + job_id)
+                tr.zrem(abort_jobs_ss, job_id)
+                tr.zrem(self.queue_name, job_id)
+            else:
+                if incr_score:
+                    tr.zincrby(self.queue_name, incr_score, job_id)
+                if gone:
+                    tr.delete(*gone)
+            await tr.execute()
+
+    async def finish_failed_job(self, job_id: str, result_data: bytes | None) -> None:
+        """arq's, with the job's key retired (:meth:`_retire`) rather than deleted."""
+        async with self.pool.pipeline(transaction=True) as tr:
+            self._retire(tr, job_id, retry_key_prefix + job_id, in_progress_key_prefix + job_id)
+            tr.zrem(abort_jobs_ss, job_id)
+            tr.zrem(self.queue_name, job_id)
+            if result_data is not None and (self.keep_result_forever or self.keep_result_s > 0):
+                expire = None if self.keep_result_forever else self.keep_result_s
+                tr.set(result_key_prefix + job_id, result_data, px=to_ms(expire))
+            await tr.execute()
 
     async def main(self) -> None:
         if not isinstance(self._pool, PipedArqRedis):

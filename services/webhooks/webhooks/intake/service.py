@@ -157,7 +157,6 @@ class IntakeService:
             webhook.version,
             "accepted",
             now_us,
-            # The job id is the delivery id's hash already (with the webhook's id).
-            delivery_key=job_id,
+            # The job id is the hash of webhook and delivery id: a replay's job is this one.
             job=job,
         )
