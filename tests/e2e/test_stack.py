@@ -31,7 +31,7 @@ from tests.support.processes import (
     live_processes,
     process_environment,
 )
-from webhooks.event.queue import event_id_for  # the job id a delivery is queued under
+from tests.webhooks.support import job_key
 
 pytestmark = pytest.mark.e2e
 
@@ -311,9 +311,9 @@ def test_a_signed_delivery_runs_the_triggers_snapshot_in_tracking_once(stack, cl
     assert found is not None, stack.log_tail()
     valkey = redis.Redis.from_url(found.group(1))
     try:
-        _, job_id = event_id_for(hook["id"], "e2e-delivery-1")
-        assert valkey.get(f"arq:job:{job_id}") == b""
-        valkey.delete(f"arq:job:{job_id}")
+        marker = job_key(hook["id"], "e2e-delivery-1")
+        assert valkey.get(marker) == b""
+        valkey.delete(marker)
         assert client.post(intake, content=body, headers=delivery).status_code == 202
         _wait_for(
             lambda: (

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+from arq.constants import job_key_prefix
 from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
@@ -20,6 +21,7 @@ from starlette.routing import Route
 
 from tests.support.asgi import running
 from webhooks.app import create_app
+from webhooks.event.queue import event_id_for
 from webhooks.settings import Settings
 
 
@@ -75,6 +77,12 @@ def standard_webhooks_headers(
         "webhook-timestamp": ts,
         "webhook-signature": "v1," + base64.b64encode(mac).decode(),
     }
+
+
+def job_key(webhook_id: str, delivery_id: str) -> str:
+    """The arq job key a delivery is queued under, and which marks it as seen (its
+    tombstone once the event ran)."""
+    return job_key_prefix + event_id_for(webhook_id, delivery_id)[1]
 
 
 def push_body(branch: str = "main", repo: str = "acme/app", actor: str = "alice") -> bytes:

@@ -12,15 +12,13 @@ from typing import Any
 
 import httpx
 import pytest
-from arq.constants import job_key_prefix
 from sqlmodel import select
 
 from shared.db import session_scope
 from tests.support.asgi import HostRouter
 from tests.tracking.pipeline_run.support import create_snapshot
-from tests.webhooks.support import SnapshotRuns, codehost_headers, push_body
+from tests.webhooks.support import SnapshotRuns, codehost_headers, job_key, push_body
 from webhooks.event.batch_worker import TOMBSTONE
-from webhooks.event.queue import event_id_for
 from webhooks.models import TriggerExecution, WebhookEvent
 from webhooks.settings import Settings
 from webhooks.worker import create_worker
@@ -175,8 +173,7 @@ async def test_an_event_processed_twice_runs_the_snapshot_once(
     # The intake's replay window and tracking's idempotency records (Redis) are gone too:
     # only tracking's one run per trigger execution stands between the event and a second.
     redis, namespace = webhooks_app.state["redis"], webhooks_app.state["settings"].redis_namespace
-    _, job_id = event_id_for(hook["id"], "d-twice")
-    assert await redis.delete(job_key_prefix + job_id) == 1  # the job's tombstone
+    assert await redis.delete(job_key(hook["id"], "d-twice")) == 1  # the job's tombstone
     found = [k async for k in redis.scan_iter(match=f"{namespace}:idempotency:*")]
     assert found
     await redis.delete(*found)
@@ -248,12 +245,12 @@ async def test_an_event_delivered_again_after_the_window_runs_nothing_twice(
     await drain()
     # Within the replay window the job's tombstone absorbs the replay at the intake.
     redis = webhooks_app.state["redis"]
-    _, job_id = event_id_for(hook["id"], "d-again")
-    assert await redis.get(job_key_prefix + job_id) == TOMBSTONE
+    tombstone = job_key(hook["id"], "d-again")
+    assert await redis.get(tombstone) == TOMBSTONE
     await deliver(client, hook, push_body("main"), "d-again")
     assert await redis.zcard(webhooks_settings.queue_name) == 0
     # Once the window has passed (the tombstone is gone) the event is queued again.
-    await redis.delete(job_key_prefix + job_id)
+    await redis.delete(tombstone)
     await deliver(client, hook, push_body("main"), "d-again")
     assert await redis.zcard(webhooks_settings.queue_name) == 1
     await drain()

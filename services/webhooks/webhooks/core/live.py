@@ -49,9 +49,8 @@ RECORD = Script("""
 -- tombstone, kept for the replay window (webhooks.event.batch_worker).
 -- The stats of all of them are written once per webhook at the end (one HMGET, one
 -- HSET), so a batch costs a few commands per webhook, one per enqueued event and one
--- ZADD. A
--- webhook's tallies are plain fields, the latest times (µs, and their text) too: no table
--- made per delivery.
+-- ZADD. A webhook's tallies are plain fields, the latest times (µs, and their text) too:
+-- no table made per delivery.
 local queue_key, expiry_ms, id_from = KEYS[1], ARGV[1], #ARGV[2] + 1
 local results, versions, stats, touched, queued = {}, {}, {}, {}, {}
 for i = 1, (#KEYS - 1) / 3 do

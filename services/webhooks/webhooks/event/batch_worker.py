@@ -229,9 +229,10 @@ class BatchWorker(Worker):
         """arq's, with the job's key retired (:meth:`_retire`) rather than deleted."""
         in_progress_key = in_progress_key_prefix + job_id
         async with self.pool.pipeline(transaction=True) as tr:
+            gone: tuple[str, ...] = (in_progress_key,)
             if keep_in_progress is not None:
                 tr.pexpire(in_progress_key, to_ms(keep_in_progress))
-            gone = () if keep_in_progress is not None else (in_progress_key,)
+                gone = ()
             if finish:
                 if result_data:
                     expire = None if keep_result_forever else result_timeout_s
