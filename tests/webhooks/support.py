@@ -3,7 +3,6 @@ the transport-level fake of tracking's snapshot-run route."""
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import hmac
 import json
@@ -64,19 +63,6 @@ def custom_headers(
     if delivery is not None:
         headers["X-ZenML-Delivery"] = delivery
     return headers
-
-
-def standard_webhooks_headers(
-    secret: bytes, msg_id: str, body: bytes, timestamp: int | None = None
-) -> dict[str, str]:
-    ts = str(int(time.time()) if timestamp is None else timestamp)
-    mac = hmac.new(secret, f"{msg_id}.{ts}.".encode() + body, hashlib.sha256).digest()
-    return {
-        "Content-Type": "application/json",
-        "webhook-id": msg_id,
-        "webhook-timestamp": ts,
-        "webhook-signature": "v1," + base64.b64encode(mac).decode(),
-    }
 
 
 def job_key(webhook_id: str, delivery_id: str) -> str:

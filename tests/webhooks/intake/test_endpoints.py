@@ -6,13 +6,17 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import os
 import time
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
 
 import httpx
 import pytest
+import standardwebhooks
+from arq.constants import job_key_prefix
 
 from shared.db import session_scope
 from tests.support.asgi import LifespanApp
@@ -48,6 +52,18 @@ async def queued(app: LifespanApp) -> int:
     settings: Settings = app.state["settings"]
     count: int = await app.state["redis"].zcard(settings.queue_name)
     return count
+
+
+async def queued_events(app: LifespanApp) -> list[dict[str, Any]]:
+    """The events of the jobs waiting in the queue, oldest first."""
+    settings: Settings = app.state["settings"]
+    redis = app.state["redis"]
+    events = []
+    for job_id in await redis.zrange(settings.queue_name, 0, -1):
+        job = json.loads(await redis.get(job_key_prefix + job_id.decode()))
+        assert job["f"] == "process_event"
+        events.append(job["a"][0])
+    return events
 
 
 async def test_unknown_provider_answers_404(client):
@@ -128,12 +144,7 @@ async def test_accepted_event_is_queued_with_its_raw_body_before_the_answer(
     headers = codehost_headers(hook["secret"], body, delivery="d-1")
     response = await client.post(intake(hook), content=body, headers=headers)
     assert response.status_code == 202
-    settings: Settings = webhooks_app.state["settings"]
-    redis = webhooks_app.state["redis"]
-    (job_id,) = await redis.zrange(settings.queue_name, 0, -1)
-    job = json.loads(await redis.get(b"arq:job:" + job_id))
-    assert job["f"] == "process_event"
-    event = job["a"][0]
+    (event,) = await queued_events(webhooks_app)
     assert event["delivery_id"] == "d-1"
     assert event["event_type"] == "push"
     assert event["webhook_id"] == hook["id"]
@@ -359,6 +370,34 @@ async def test_chat_retries_of_one_event_id_are_absorbed(client, create_webhook,
         )
         assert response.status_code == 200
     assert await queued(webhooks_app) == 1
+
+
+async def test_a_standard_webhooks_sender_and_its_retry_make_one_event(
+    client, auth, create_webhook, webhooks_app
+):
+    """A Svix-style sender, signing with the Standard Webhooks library and a ``whsec_``
+    secret shown unpadded; its retry carries the same ``webhook-id`` with a new timestamp
+    and signature. The event type comes from the body's ``type``."""
+    secret = "whsec_" + base64.b64encode(os.urandom(32)).decode().rstrip("=")
+    hook = await create_webhook("custom", secret=secret)
+    sender = standardwebhooks.Webhook(secret)
+    body = json.dumps({"type": "invoice.paid", "data": {"id": "in_1"}})
+    now = int(time.time())
+    for sent_at in (now - 60, now):
+        headers = {
+            "Content-Type": "application/json",
+            "webhook-id": "msg_2Lc7Yx",
+            "webhook-timestamp": str(sent_at),
+            "webhook-signature": sender.sign(
+                "msg_2Lc7Yx", datetime.fromtimestamp(sent_at, UTC), body
+            ),
+        }
+        response = await client.post(intake(hook), content=body.encode(), headers=headers)
+        assert response.status_code == 202, response.text
+    (event,) = await queued_events(webhooks_app)
+    assert (event["delivery_id"], event["event_type"]) == ("msg_2Lc7Yx", "invoice.paid")
+    stats = await stats_of(client, auth, hook["id"])
+    assert (stats["received_count"], stats["accepted_count"]) == (2, 2)
 
 
 async def test_rotated_secret_stops_the_old_one_at_once(client, auth, create_webhook):

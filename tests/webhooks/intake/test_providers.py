@@ -3,21 +3,24 @@ on the providers themselves."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import json
 import random
+from datetime import UTC, datetime
 
 import pytest
+import standardwebhooks
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from starlette.datastructures import Headers
 
 from webhooks.intake.providers import PayloadError
-from webhooks.intake.providers.base import json_object
+from webhooks.intake.providers.base import INVALID_SIGNATURE, json_object
 from webhooks.intake.providers.chat import Chat
 from webhooks.intake.providers.codehost import Codehost
-from webhooks.intake.providers.custom import Custom
+from webhooks.intake.providers.custom import Custom, standard_webhooks_signature
 from webhooks.intake.providers.tasks import Tasks
 from webhooks.intake.signatures import hmac_hex
 
@@ -121,6 +124,54 @@ def test_custom_refuses_a_standard_webhooks_delivery_five_minutes_old():
     )
     error = Custom(300).authenticate(SW_BODY, headers, SW_SECRET, SW_TS + 301)
     assert error == "Webhook timestamp is outside the allowed tolerance."
+
+
+# Standard Webhooks' own Python library as the oracle (security.md §2.3): what it signs
+# we accept, and what we sign it verifies; secrets as senders show them, padded or not.
+_SW_SECRETS = st.builds(
+    lambda key, padded: "whsec_" + base64.b64encode(key).decode().rstrip("" if padded else "="),
+    st.binary(min_size=24, max_size=64),
+    st.booleans(),
+)
+_SW_IDS = st.text(
+    st.characters(min_codepoint=33, max_codepoint=126, exclude_characters="."),
+    min_size=1,
+    max_size=40,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    secret=_SW_SECRETS,
+    msg_id=_SW_IDS,
+    body=st.text(max_size=200),
+    age=st.integers(min_value=-300, max_value=300),
+)
+def test_custom_accepts_what_the_standard_webhooks_library_signs(secret, msg_id, body, age):
+    sent_at = SW_TS + age
+    signature = standardwebhooks.Webhook(secret).sign(
+        msg_id, datetime.fromtimestamp(sent_at, UTC), body
+    )
+    headers = Headers(
+        {"webhook-id": msg_id, "webhook-timestamp": str(sent_at), "webhook-signature": signature}
+    )
+    raw = body.encode()
+    assert Custom(300).authenticate(raw, headers, secret, SW_TS) is None
+    flipped = bytes([raw[0] ^ 1]) + raw[1:] if raw else b" "
+    assert Custom(300).authenticate(flipped, headers, secret, SW_TS) == INVALID_SIGNATURE
+
+
+@settings(max_examples=100, deadline=None)
+@given(secret=_SW_SECRETS, msg_id=_SW_IDS, body=st.text(max_size=200))
+def test_the_standard_webhooks_library_verifies_what_we_sign(secret, msg_id, body):
+    sent_at = str(int(datetime.now(UTC).timestamp()))
+    signature = standard_webhooks_signature(secret, msg_id, sent_at, body.encode())
+    headers = {
+        "webhook-id": msg_id,
+        "webhook-timestamp": sent_at,
+        "webhook-signature": "v1," + signature,
+    }
+    standardwebhooks.Webhook(secret).verify(body, headers, json_parse=False)
 
 
 @pytest.mark.parametrize("name", ["X-ZenML-Signature-256", "X-Webhook-Signature-256"])

@@ -32,11 +32,12 @@ SW_SECRET_PREFIX = "whsec_"
 
 
 def standard_webhooks_key(secret: str) -> bytes:
-    """A ``whsec_`` secret's key is its base64 part decoded; any other secret is used as
-    its UTF-8 bytes."""
+    """A ``whsec_`` secret's key is its base64 part decoded, padded or not (as the
+    Standard Webhooks libraries read it); any other secret is used as its UTF-8 bytes."""
     if secret.startswith(SW_SECRET_PREFIX):
+        encoded = secret.removeprefix(SW_SECRET_PREFIX)
         try:
-            return base64.b64decode(secret.removeprefix(SW_SECRET_PREFIX), validate=True)
+            return base64.b64decode(encoded + "=" * (-len(encoded) % 4), validate=True)
         except (binascii.Error, ValueError):
             pass
     return secret.encode()
