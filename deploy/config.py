@@ -64,6 +64,8 @@ class Service:
     passthrough: tuple[str, ...] = ()
     secrets: Mapping[str, SecretKind] = field(default_factory=dict)
     env_prefix: str = ""
+    # (web) the gateway's body limit on this service's routes, when not the gateway's own
+    client_max_body_size: str | None = None
 
 
 @dataclass(frozen=True)
@@ -123,9 +125,7 @@ def parse_stack(raw: Mapping[str, Any]) -> Stack:
     )
     gateway = _table(raw, "gateway", "top level")
     _no_unknown_keys(gateway, {"listen", "client_max_body_size"}, "[gateway]")
-    body_size = _get(gateway, "client_max_body_size", str, "[gateway]", "10m")
-    if not _BODY_SIZE.match(body_size):
-        raise StackConfigError(f"[gateway]: client_max_body_size {body_size!r} is not like '10m'")
+    body_size = _body_size(gateway, "[gateway]", "10m")
     valkey = _table(raw, "valkey", "top level")
     _no_unknown_keys(valkey, {"port"}, "[valkey]")
     stack = Stack(
@@ -173,6 +173,7 @@ _SERVICE_KEYS = {
     "passthrough",
     "secrets",
     "env_prefix",
+    "client_max_body_size",
 }
 
 
@@ -196,10 +197,11 @@ def _service(raw: Mapping[str, Any], where: str) -> Service:
             routes=tuple(_route(r, where) for r in _get(raw, "routes", list, where)),
             issuer=_get(raw, "issuer", bool, where, False),
             owner=name,
+            client_max_body_size=_body_size(raw, where, None),
             **_extras(raw, where),
         )
     if kind == "worker":
-        for key in ("port", "entrypoint", "routes", "issuer"):
+        for key in ("port", "entrypoint", "routes", "issuer", "client_max_body_size"):
             if key in raw:
                 raise StackConfigError(f"{where}: a worker has no {key}")
         return Service(
@@ -210,6 +212,16 @@ def _service(raw: Mapping[str, Any], where: str) -> Service:
             **_extras(raw, where),
         )
     raise StackConfigError(f"{where}: kind must be 'web' or 'worker', not {kind!r}")
+
+
+def _body_size(raw: Mapping[str, Any], where: str, default: T) -> str | T:
+    """An nginx size (``10m``, ``512k``, ``1048576``), or ``default`` when not given."""
+    if "client_max_body_size" not in raw:
+        return default
+    size = _get(raw, "client_max_body_size", str, where)
+    if not _BODY_SIZE.match(size):
+        raise StackConfigError(f"{where}: client_max_body_size {size!r} is not like '10m'")
+    return size
 
 
 def _extras(raw: Mapping[str, Any], where: str) -> dict[str, Any]:

@@ -203,10 +203,7 @@ def _server(stack: Stack, entrypoint: Entrypoint, target: Target) -> list[str]:
         "server {",
         f"    # {entrypoint.name}: {entrypoint.title}",
         f"    listen {listen};",
-        "    error_page 413 @payload_too_large;",
-        "    error_page 502 @bad_gateway;",
-        "    error_page 503 @unavailable;",
-        "    error_page 504 @upstream_timeout;",
+        *(f"    {line}" for line in _error_pages(None)),
     ]
     services = [s for s in stack.web_services if s.entrypoint == entrypoint.name]
     for service in services:
@@ -216,38 +213,74 @@ def _server(stack: Stack, entrypoint: Entrypoint, target: Target) -> list[str]:
         lines += ["", "    location / {"]
         lines += [f"        {line}" for line in _json_reply(404, {"detail": "Not Found"})]
         lines.append("    }")
-    for name, status, body in _gateway_errors(stack, entrypoint):
+    for name, status, body in _gateway_errors(stack, entrypoint, services):
         lines += ["", f"    location @{name} {{"]
         lines += [f"        {line}" for line in _json_reply(status, body)]
         lines.append("    }")
     return [*lines, "}"]
 
 
+def _error_pages(service: Service | None) -> list[str]:
+    """The gateway's own errors, answered by the named locations of :func:`_gateway_errors`.
+    A service with a body limit of its own has a 413 of its own (naming its limit); its
+    locations repeat the rest, since a location that sets any ``error_page`` inherits none."""
+    return [
+        f"error_page 413 @{_too_large(service)};",
+        "error_page 502 @bad_gateway;",
+        "error_page 503 @unavailable;",
+        "error_page 504 @upstream_timeout;",
+    ]
+
+
+def _too_large(service: Service | None) -> str:
+    """The named location answering a 413 on ``service``'s routes (or the gateway's)."""
+    return "payload_too_large" + (f"_{service.name.replace('-', '_')}" if service else "")
+
+
 def _routes(service: Service) -> list[str]:
     upstream = f"http://{_upstream_name(service)}"
+    # Locations of a service with its own body limit carry it (and its 413) themselves.
+    own = []
+    if service.client_max_body_size:
+        own = [f"client_max_body_size {service.client_max_body_size};", *_error_pages(service)]
+
+    def location(match: str, proxy_pass: str = upstream) -> list[str]:
+        if not own:
+            return [f"location {match} {{ proxy_pass {proxy_pass}; }}"]
+        body = [*own, f"proxy_pass {proxy_pass};"]
+        return [f"location {match} {{", *(f"    {line}" for line in body), "}"]
+
     lines = []
     for route in service.routes:
         if route == "/":
-            lines.append(f"location / {{ proxy_pass {upstream}; }}")
+            lines += location("/")
             continue
         # Exact path and sub-paths only: /api/v1/runs must not capture /api/v1/runsX.
-        lines.append(f"location = {route} {{ proxy_pass {upstream}; }}")
-        lines.append(f"location {route}/ {{ proxy_pass {upstream}; }}")
+        lines += location(f"= {route}")
+        lines += location(f"{route}/")
     for probe in PROBES:
         # A URI on proxy_pass in an exact location replaces the whole path.
-        lines.append(
-            f"location = /_services/{service.name}/{probe} {{ proxy_pass {upstream}/{probe}; }}"
-        )
+        lines += location(f"= /_services/{service.name}/{probe}", f"{upstream}/{probe}")
     return lines
 
 
-def _gateway_errors(stack: Stack, entrypoint: Entrypoint) -> list[tuple[str, int, object]]:
+def _gateway_errors(
+    stack: Stack, entrypoint: Entrypoint, services: list[Service]
+) -> list[tuple[str, int, object]]:
+    def too_large(size: str) -> str:
+        return f"Request body is larger than the limit of {_human_size(size)}."
+
     messages = [
-        (
-            "payload_too_large",
-            413,
-            "PayloadTooLarge",
-            f"Request body is larger than the limit of {_human_size(stack.client_max_body_size)}.",
+        (_too_large(None), 413, "PayloadTooLarge", too_large(stack.client_max_body_size)),
+        *(
+            (
+                _too_large(s),
+                413,
+                "PayloadTooLarge",
+                too_large(s.client_max_body_size),
+            )
+            for s in services
+            if s.client_max_body_size
         ),
         ("bad_gateway", 502, "ServiceUnavailable", "The service for this path is not reachable."),
         ("unavailable", 503, "ServiceUnavailable", "The service for this path is unavailable."),

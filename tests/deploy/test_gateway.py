@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+import json
 import re
 import signal
 import socket
@@ -54,12 +56,31 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def declare_body(port: int, path: str, limit: int) -> bytes:
+    """The gateway's answer to a POST declaring one byte more than ``limit`` (and sending
+    none of it: nginx refuses on the declared length, then waits for the body to discard)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(
+            f"POST {path} HTTP/1.1\r\nHost: gw\r\nContent-Length: {limit + 1}\r\n\r\n".encode()
+        )
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            answer += sock.recv(65536)
+        declared = re.search(rb"(?i)content-length: *(\d+)", answer)
+        assert declared, answer
+        length = int(declared[1])
+        while len(answer.partition(b"\r\n\r\n")[2]) < length:
+            answer += sock.recv(65536)
+    return answer
+
+
 def locations_by_server(config_text: str) -> list[dict[str, str]]:
     """For each ``server`` block: location → the upstream it proxies to."""
     servers = []
     for block in config_text.split("\n    server {")[1:]:
         found: dict[str, str] = {}
-        for match in re.finditer(r"location (= )?(\S+) \{ proxy_pass http://(\w+)", block):
+        # One line (`location X { proxy_pass ...; }`) or a block with directives of its own.
+        for match in re.finditer(r"location (= )?(\S+) \{[^}]*?proxy_pass http://(\w+)", block):
             key = ("=" if match.group(1) else "") + match.group(2)
             assert key not in found, f"location {key} appears twice"
             found[key] = match.group(3)
@@ -116,6 +137,16 @@ def test_every_web_service_has_probe_routes_on_its_entrypoint():
             assert f"=/_services/{service.name}/{probe}" in servers[service.entrypoint]
 
 
+@pytest.mark.parametrize("service", STACK.web_services, ids=lambda s: s.name)
+def test_the_gateways_body_limit_on_a_service_is_the_services_own(service):
+    """A body the service takes must not be refused by the gateway in front of it, nor the
+    other way round (the webhooks intake takes GitHub's 25 MB deliveries, the rest 10 MB)."""
+    size = service.client_max_body_size or STACK.client_max_body_size
+    gateway = int(size.rstrip("km")) * {"k": 1024, "m": 1024 * 1024}.get(size[-1], 1)
+    settings = importlib.import_module(f"{service.module}.settings").Settings
+    assert settings.model_fields["max_body_size"].default == gateway
+
+
 def test_gateway_errors_are_json(tmp_path):
     """Real nginx, no upstream running: 502 and 404 come back as JSON, not HTML."""
     platform, agent = free_port(), free_port()
@@ -141,6 +172,10 @@ def test_gateway_errors_are_json(tmp_path):
                     break
                 except httpx.ConnectError:
                     time.sleep(0.1)
+            # webhooks' locations set a body limit and a 413 of their own, and repeat the
+            # rest: a location with any error_page of its own inherits none.
+            webhooks_down = client.get(f"http://127.0.0.1:{platform}/api/v1/webhooks")
+            too_large = declare_body(platform, "/api/v1/webhooks/custom/x/events", 25 << 20)
             missing = client.get(f"http://127.0.0.1:{platform}/api/v1/nope")
             agent_down = client.get(f"http://127.0.0.1:{agent}/api/v1/info")
     finally:
@@ -148,6 +183,13 @@ def test_gateway_errors_are_json(tmp_path):
         process.wait(timeout=10)
     assert unreachable.status_code == 502
     assert unreachable.json()["detail"][0] == "ServiceUnavailable"
+    assert webhooks_down.status_code == 502
+    assert webhooks_down.json()["detail"][0] == "ServiceUnavailable"
+    assert too_large.startswith(b"HTTP/1.1 413 ")
+    assert json.loads(too_large.partition(b"\r\n\r\n")[2])["detail"] == [
+        "PayloadTooLarge",
+        "Request body is larger than the limit of 25 MiB.",
+    ]
     assert missing.status_code == 404
     assert missing.json() == {"detail": "Not Found"}
     assert missing.headers["x-request-id"]

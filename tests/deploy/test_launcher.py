@@ -73,6 +73,7 @@ port = {tracking}
 entrypoint = "platform"
 env = {{ FAKE_NAME = "tracking"{tracking_extra} }}
 routes = ["/api/v1/runs", "/api/v1/artifacts"]
+client_max_body_size = "2m"
 
 [[service]]
 name = "tracking-worker"
@@ -233,12 +234,31 @@ def test_gateway_makes_a_request_id_when_missing_or_malformed(launched, client):
 
 def test_oversized_body_is_a_json_413(launched, client):
     body = b"x" * (1024 * 1024 + 1)
-    platform = client.post(launched.url("platform", "/api/v1/runs"), content=body)
+    platform = client.post(launched.url("platform", "/api/v1/login"), content=body)
     assert platform.status_code == 413
-    assert platform.json()["detail"][0] == "PayloadTooLarge"
+    assert platform.json()["detail"] == [
+        "PayloadTooLarge",
+        "Request body is larger than the limit of 1 MiB.",
+    ]
     agent = client.post(launched.url("agent", "/api/v1/things"), content=body)
     assert agent.status_code == 413
     assert isinstance(agent.json()["detail"], str)
+
+
+def test_a_service_with_a_body_limit_of_its_own_gets_it_at_the_gateway(launched, client):
+    """tracking's routes take up to 2 MiB, everything else the gateway's 1 MiB."""
+    url = launched.url("platform", "/api/v1/runs")
+    body = b"x" * (2 * 1024 * 1024)
+    taken = client.post(url, content=body)
+    assert taken.status_code == 200
+    assert taken.json()["body_length"] == len(body)
+    refused = client.post(url, content=body + b"x")
+    assert refused.status_code == 413
+    assert refused.json()["detail"] == [
+        "PayloadTooLarge",
+        "Request body is larger than the limit of 2 MiB.",
+    ]
+    assert refused.headers["x-request-id"]
 
 
 def test_services_get_their_own_environment(launched, client):

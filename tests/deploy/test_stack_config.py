@@ -60,6 +60,11 @@ def _service(raw: dict[str, Any], name: str) -> dict[str, Any]:
         (lambda r: _service(r, "tracking").update(name="Tracking"), "must be lower-case"),
         (lambda r: r["service"].append(dict(_service(r, "tracking"))), "service name 'tracking'"),
         (lambda r: r["gateway"].update(client_max_body_size="lots"), "is not like '10m'"),
+        (lambda r: _service(r, "webhooks").update(client_max_body_size="1g"), "not like '10m'"),
+        (
+            lambda r: _service(r, "webhooks-worker").update(client_max_body_size="1m"),
+            "a worker has no client_max_body_size",
+        ),
         (lambda r: r.pop("valkey"), "a [valkey] table is required"),
         (lambda r: r["entrypoint"][1].update(error_style="html"), "error_style must be"),
         (lambda r: _service(r, "tracking").update(env_prefix="svc"), "must be like 'SERVICE_'"),

@@ -29,6 +29,11 @@ class Settings(ServiceSettings):
     # Projects and pipeline snapshots live in tracking (`tracking_url`, a shared setting).
     project_cache_ttl: timedelta = timedelta(seconds=60)
 
+    # The largest request body, deliveries included: GitHub sends payloads up to 25 MB
+    # (larger events are not sent), so the intake takes them all. The gateway's limit on
+    # this service's routes is the same (deploy/stack.toml).
+    max_body_size: int = Field(default=25 * 1024 * 1024, ge=1024)
+
     # Intake: a sender's retries of one delivery id are answered 2xx and not enqueued again
     # while its event waits or runs, and for this window after it finished (the consumer
     # also dedupes by event id, without a window).

@@ -456,6 +456,23 @@ async def test_body_over_the_size_limit_answers_413(webhooks_settings, router, c
     assert (await deliver_through(settings, router, hook, body)).status_code == 413
 
 
+async def test_a_delivery_as_large_as_githubs_largest_is_accepted_whole(
+    client, create_webhook, webhooks_app
+):
+    """GitHub sends payloads up to 25 MB; the intake takes them (the other services stop
+    at 10 MiB)."""
+    hook = await create_webhook("codehost")
+    commits = [{"id": f"{i:040x}", "message": "x" * 1000} for i in range(12_000)]
+    body = json.dumps({"ref": "refs/heads/main", "commits": commits}).encode()
+    assert 10 << 20 < len(body) < 25 << 20
+    response = await client.post(
+        intake(hook), content=body, headers=codehost_headers(hook["secret"], body)
+    )
+    assert response.status_code == 202, response.text
+    (event,) = await queued_events(webhooks_app)
+    assert base64.b64decode(event["body"]) == body
+
+
 async def test_redis_unreachable_answers_503_so_the_sender_retries(
     webhooks_settings, router, create_webhook, webhooks_app
 ):
