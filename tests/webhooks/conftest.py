@@ -8,7 +8,9 @@ configured); identity and tracking keep their own SQLite files.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import warnings
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,7 @@ from tests.webhooks.support import SnapshotRuns
 from tracking.app import create_app as create_tracking_app
 from webhooks.app import create_app
 from webhooks.settings import Settings
+from webhooks.worker import create_worker
 
 IDENTITY_URL = "http://identity"
 TRACKING_URL = "http://tracking"
@@ -140,6 +143,34 @@ async def project(tracking_app: LifespanApp, auth: dict[str, str]) -> dict[str, 
     assert response.status_code == 200, response.text
     found: dict[str, Any] = response.json()
     return found
+
+
+@pytest.fixture
+def fast(webhooks_settings: Settings) -> Settings:
+    """The settings with the worker's retries and polls quick."""
+    return webhooks_settings.model_copy(
+        update={
+            "worker_retry_delay": timedelta(milliseconds=50),
+            "worker_poll_delay": timedelta(milliseconds=20),
+        }
+    )
+
+
+@pytest.fixture
+def drain(fast: Settings, router: HostRouter) -> Callable[..., Awaitable[None]]:
+    """``await drain(**settings)``: run a burst worker until the queue is empty."""
+
+    async def _drain(**overrides: Any) -> None:
+        worker = create_worker(fast.model_copy(update=overrides), http_transport=router, burst=True)
+        try:
+            await worker.async_run()
+        finally:
+            with warnings.catch_warnings():
+                # arq closes its pool with redis-py's deprecated close().
+                warnings.filterwarnings("ignore", "Call to deprecated close", DeprecationWarning)
+                await worker.close()
+
+    return _drain
 
 
 @pytest.fixture

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
-import warnings
 from collections.abc import AsyncIterator
-from datetime import timedelta
 from typing import Any
 
 import httpx
@@ -15,42 +13,12 @@ import pytest
 from sqlmodel import select
 
 from shared.db import session_scope
-from tests.support.asgi import HostRouter
 from tests.tracking.pipeline_run.support import create_snapshot
 from tests.webhooks.support import SnapshotRuns, codehost_headers, job_key, push_body
 from webhooks.event.batch_worker import TOMBSTONE
 from webhooks.models import TriggerExecution, WebhookEvent
-from webhooks.settings import Settings
-from webhooks.worker import create_worker
 
 TRIGGERS = "/api/v1/webhook_triggers"
-
-
-@pytest.fixture
-def fast(webhooks_settings: Settings) -> Settings:
-    return webhooks_settings.model_copy(
-        update={
-            "worker_retry_delay": timedelta(milliseconds=50),
-            "worker_poll_delay": timedelta(milliseconds=20),
-        }
-    )
-
-
-@pytest.fixture
-def drain(fast: Settings, router: HostRouter):
-    """Run a burst worker until the queue is empty."""
-
-    async def _drain(**overrides: Any) -> None:
-        worker = create_worker(fast.model_copy(update=overrides), http_transport=router, burst=True)
-        try:
-            await worker.async_run()
-        finally:
-            with warnings.catch_warnings():
-                # arq closes its pool with redis-py's deprecated close().
-                warnings.filterwarnings("ignore", "Call to deprecated close", DeprecationWarning)
-                await worker.close()
-
-    return _drain
 
 
 @pytest.fixture
