@@ -25,7 +25,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.processes import LaunchedStack, StackStartError, launch_stack
+from tests.support.processes import LaunchedStack, stack_for_tests
 from tests.support.terminal import read_until
 from tests.support.zenml_env import (
     OFFLINE_PROXY,
@@ -52,20 +52,17 @@ def kitaru_client() -> ZenmlVenv:
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LaunchedStack]:
-    data_dir = tmp_path_factory.mktemp("kitaru-stack")
-    try:
-        with launch_stack(
-            data_dir,
-            admin_password=PASSWORD,
-            # A 1 s poll interval keeps the device login under the pty fast.
-            extra_env={
-                "SERVER_DEFAULT_ACCOUNT_PASSWORD": PASSWORD,
-                "SERVER_DEVICE_AUTH_POLLING_INTERVAL_SECONDS": "1",
-            },
-        ) as running:
-            yield running
-    except StackStartError as exc:
-        pytest.fail(f"our stack did not start: {exc}", pytrace=False)
+    with stack_for_tests(
+        tmp_path_factory,
+        "kitaru-stack",
+        admin_password=PASSWORD,
+        # A 1 s poll interval keeps the device login under the pty fast.
+        extra_env={
+            "SERVER_DEFAULT_ACCOUNT_PASSWORD": PASSWORD,
+            "SERVER_DEVICE_AUTH_POLLING_INTERVAL_SECONDS": "1",
+        },
+    ) as up:
+        yield up
 
 
 def environment(workdir: Path, extra: dict[str, str] | None = None) -> dict[str, str]:

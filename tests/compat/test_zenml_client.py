@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.processes import LaunchedStack, StackStartError, launch_stack, port_free
+from tests.support.processes import LaunchedStack, port_free, stack_for_tests
 from tests.support.zenml_env import (
     ZENML_VERSION,
     ZenmlEnvError,
@@ -51,12 +51,8 @@ def zenml_client() -> ZenmlVenv:
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LaunchedStack]:
-    data_dir = tmp_path_factory.mktemp("compat-stack")
-    try:
-        with launch_stack(data_dir, admin_password=ADMIN_PASSWORD) as running:
-            yield running
-    except StackStartError as exc:
-        pytest.fail(f"our stack did not start: {exc}", pytrace=False)
+    with stack_for_tests(tmp_path_factory, "compat-stack", admin_password=ADMIN_PASSWORD) as up:
+        yield up
 
 
 # What our stack serves (the reference runs every section).

@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.processes import LaunchedStack, StackStartError, launch_stack
+from tests.support.processes import LaunchedStack, stack_for_tests
 from tests.support.zenml_env import (
     SNIPPET_PRELUDE,
     ZenmlEnvError,
@@ -35,13 +35,8 @@ DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LaunchedStack]:
-    try:
-        with launch_stack(
-            tmp_path_factory.mktemp("device-flow"), admin_password=ADMIN_PASSWORD
-        ) as running:
-            yield running
-    except StackStartError as exc:
-        pytest.fail(str(exc), pytrace=False)
+    with stack_for_tests(tmp_path_factory, "device-flow", admin_password=ADMIN_PASSWORD) as up:
+        yield up
 
 
 def test_device_flow_token_works_on_tracking_until_the_device_is_locked(stack: LaunchedStack):

@@ -26,10 +26,9 @@ import redis
 
 from tests.support.processes import (
     LaunchedStack,
-    StackStartError,
-    launch_stack,
     live_processes,
     process_environment,
+    stack_for_tests,
 )
 from tests.webhooks.support import job_key
 
@@ -46,17 +45,14 @@ STOP_TIMEOUT = 20.0
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LaunchedStack]:
-    data_dir = tmp_path_factory.mktemp("stack")
-    try:
-        with launch_stack(
-            data_dir,
-            admin_password=ADMIN_PASSWORD,
-            start_timeout=START_TIMEOUT,
-            stop_timeout=STOP_TIMEOUT,
-        ) as running:
-            yield running
-    except StackStartError as exc:
-        pytest.fail(str(exc), pytrace=False)
+    with stack_for_tests(
+        tmp_path_factory,
+        "stack",
+        admin_password=ADMIN_PASSWORD,
+        start_timeout=START_TIMEOUT,
+        stop_timeout=STOP_TIMEOUT,
+    ) as up:
+        yield up
 
 
 @pytest.fixture

@@ -15,8 +15,10 @@ import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
+import pytest
 
 from tests.support.redis_server import free_port
 from tests.support.zenml_env import stop_process
@@ -165,6 +167,19 @@ def launch_stack(
         for pid in running.children.values():
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pid, signal.SIGKILL)
+
+
+@contextlib.contextmanager
+def stack_for_tests(
+    tmp_path_factory: pytest.TempPathFactory, name: str, **options: Any
+) -> Iterator[LaunchedStack]:
+    """:func:`launch_stack` (``options``) on a new temporary data dir called ``name``, for a
+    module's ``stack`` fixture: a stack that does not start fails the test with its log."""
+    try:
+        with launch_stack(tmp_path_factory.mktemp(name), **options) as running:
+            yield running
+    except StackStartError as exc:
+        pytest.fail(f"the stack did not start: {exc}", pytrace=False)
 
 
 def _wait_for_platform(stack: LaunchedStack, timeout: float) -> None:

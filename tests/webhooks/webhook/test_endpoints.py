@@ -148,6 +148,15 @@ async def test_list_of_an_unknown_project_answers_404(client, auth):
     assert response.status_code == 404
 
 
+@pytest.mark.parametrize("project", ["", ".", ".."])
+@pytest.mark.parametrize("path", [WEBHOOKS, "/api/v1/webhook_triggers"])
+async def test_a_project_named_by_no_path_segment_answers_404(client, auth, path, project):
+    """Found by fuzzing: `?project=` was asked of tracking as `/projects/`, its list, whose
+    answer (a redirect) became a 503."""
+    response = await client.get(path, params={"project": project}, headers=auth)
+    assert response.status_code == 404, response.text
+
+
 async def test_update_renames_and_deactivates(client, auth, create_webhook):
     hook = await create_webhook("custom")
     response = await client.put(

@@ -55,6 +55,10 @@ class ProjectDirectory:
         """The project (404 when tracking does not know it, 503 when it cannot answer);
         the default project when none is named."""
         wanted = DEFAULT_PROJECT if name_or_id is None else str(name_or_id)
+        if wanted.strip(".") == "":
+            # "", "." and ".." name no project, and as a path segment they would name
+            # tracking's project list (or its parent) instead.
+            raise ProjectNotFound(wanted)
         cached = self._cache.get(wanted)
         if cached is not None and cached[0] > time.monotonic():
             return cached[1]
