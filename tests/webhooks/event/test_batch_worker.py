@@ -324,8 +324,13 @@ async def test_a_worker_outlives_a_redis_restart(
             running = asyncio.ensure_future(worker.async_run())
             try:
                 async with asyncio.timeout(30):
-                    # Until every job ran and finished (the queue empty), the worker alive.
-                    while not restarted.is_set() or await pool.zcard(queue):
+                    # Until every job ran and finished (the queue empty, no job's task still
+                    # finishing: closing cancels those), the worker alive.
+                    while (
+                        not restarted.is_set()
+                        or await pool.zcard(queue)
+                        or not all(task.done() for task in worker.tasks.values())
+                    ):
                         assert not running.done()
                         await asyncio.sleep(0.05)
             finally:
