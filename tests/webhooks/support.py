@@ -9,9 +9,11 @@ import json
 import time
 import uuid
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
+import standardwebhooks
 from arq.constants import job_key_prefix
 from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
@@ -63,6 +65,23 @@ def custom_headers(
     if delivery is not None:
         headers["X-ZenML-Delivery"] = delivery
     return headers
+
+
+def standard_webhooks_headers(
+    secret: str, msg_id: str, body: bytes, sent_at: int | None = None
+) -> dict[str, str]:
+    """A Standard Webhooks (Svix-style) delivery's headers, signed by the standard's own
+    library with a ``whsec_`` secret, sent at ``sent_at`` (now by default)."""
+    sent_at = int(time.time()) if sent_at is None else sent_at
+    signature = standardwebhooks.Webhook(secret).sign(
+        msg_id, datetime.fromtimestamp(sent_at, UTC), body.decode()
+    )
+    return {
+        "Content-Type": "application/json",
+        "webhook-id": msg_id,
+        "webhook-timestamp": str(sent_at),
+        "webhook-signature": signature,
+    }
 
 
 def job_key(webhook_id: str, delivery_id: str) -> str:

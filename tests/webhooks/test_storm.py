@@ -17,15 +17,20 @@ import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 import pytest
-import standardwebhooks
 
 from tests.support.asgi import LifespanApp
-from tests.webhooks.support import SnapshotRuns, chat_event_body, hexmac, push_body
+from tests.webhooks.support import (
+    SnapshotRuns,
+    chat_event_body,
+    chat_headers,
+    codehost_headers,
+    push_body,
+    standard_webhooks_headers,
+)
 from webhooks.settings import Settings
 
 VALID = 12  # distinct deliveries per provider
@@ -67,12 +72,7 @@ class Codehost:
         return push_body(branch="main", actor=f"user-{n}")
 
     def sign(self, body: bytes, delivery: str, *, secret: str | None = None) -> dict[str, str]:
-        return {
-            "Content-Type": "application/json",
-            "X-GitHub-Event": "push",
-            "X-GitHub-Delivery": delivery,
-            "X-Hub-Signature-256": "sha256=" + hexmac(secret or self.secret, body),
-        }
+        return codehost_headers(secret or self.secret, body, delivery=delivery)
 
     def bad(self, body: bytes, delivery: str) -> list[dict[str, str]]:
         good = self.sign(body, delivery)
@@ -101,13 +101,7 @@ class Chat:
     def sign(
         self, body: bytes, delivery: str, *, secret: str | None = None, age: int = 0
     ) -> dict[str, str]:
-        ts = str(int(time.time()) - age)
-        mac = hexmac(secret or self.secret, b"v0:", ts.encode(), b":", body)
-        return {
-            "Content-Type": "application/json",
-            "X-Slack-Request-Timestamp": ts,
-            "X-Slack-Signature": "v0=" + mac,
-        }
+        return chat_headers(secret or self.secret, body, int(time.time()) - age)
 
     def bad(self, body: bytes, delivery: str) -> list[dict[str, str]]:
         good = self.sign(body, delivery)
@@ -139,16 +133,9 @@ class StandardWebhooks:
     def sign(
         self, body: bytes, delivery: str, *, secret: str | None = None, age: int = 0
     ) -> dict[str, str]:
-        sent_at = int(time.time()) - age
-        signer = standardwebhooks.Webhook(secret or self.secret)
-        return {
-            "Content-Type": "application/json",
-            "webhook-id": delivery,
-            "webhook-timestamp": str(sent_at),
-            "webhook-signature": signer.sign(
-                delivery, datetime.fromtimestamp(sent_at, UTC), body.decode()
-            ),
-        }
+        return standard_webhooks_headers(
+            secret or self.secret, delivery, body, int(time.time()) - age
+        )
 
     def bad(self, body: bytes, delivery: str) -> list[dict[str, str]]:
         good = self.sign(body, delivery)

@@ -10,7 +10,6 @@ import time
 import uuid
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ from arq.constants import (
 from arq.worker import Retry, func
 from redis.exceptions import ResponseError
 
-from tests.support.redis_server import free_port, valkey_server
+from tests.support.redis_server import RestartableValkey
 from webhooks.event.batch_worker import TOMBSTONE, BatchWorker, PipedArqRedis
 
 JOB = "job"
@@ -300,20 +299,17 @@ async def test_a_worker_outlives_a_redis_restart(
     """Redis gone for a moment (a restart, a failover) costs the worker the polls that
     could not reach it, not its life: it connects again and runs the rest of the queue,
     and a job that could not be started or finished meanwhile runs again."""
-    port, keep = free_port(), ("--appendonly", "yes", "--appendfsync", "always")
-    with ExitStack() as servers:
-        url = servers.enter_context(valkey_server(port, str(tmp_path), *keep))
+    with RestartableValkey(tmp_path, "--appendonly", "yes", "--appendfsync", "always") as valkey:
+        url = valkey.url
         pool = await create_pool(RedisSettings.from_dsn(url))
         try:
             ids = await enqueue(pool, queue, 20)
             restarted = asyncio.Event()
 
             async def restart() -> None:
-                servers.close()  # stopped, its queue kept on disk
+                valkey.stop()  # its queue kept on disk
                 await asyncio.sleep(0.5)  # several polls find it gone
-                await asyncio.to_thread(
-                    servers.enter_context, valkey_server(port, str(tmp_path), *keep)
-                )
+                await asyncio.to_thread(valkey.start)
                 restarted.set()
 
             runs = Runs(on_first_run=restart)

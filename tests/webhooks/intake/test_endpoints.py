@@ -9,13 +9,11 @@ import json
 import os
 import time
 import uuid
-from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
 
 import httpx
 import pytest
-import standardwebhooks
 from arq.constants import job_key_prefix
 
 from shared.db import session_scope
@@ -28,6 +26,7 @@ from tests.webhooks.support import (
     custom_headers,
     deliver_through,
     push_body,
+    standard_webhooks_headers,
     tasks_headers,
 )
 from webhooks.models import Webhook
@@ -380,19 +379,11 @@ async def test_a_standard_webhooks_sender_and_its_retry_make_one_event(
     and signature. The event type comes from the body's ``type``."""
     secret = "whsec_" + base64.b64encode(os.urandom(32)).decode().rstrip("=")
     hook = await create_webhook("custom", secret=secret)
-    sender = standardwebhooks.Webhook(secret)
-    body = json.dumps({"type": "invoice.paid", "data": {"id": "in_1"}})
+    body = json.dumps({"type": "invoice.paid", "data": {"id": "in_1"}}).encode()
     now = int(time.time())
     for sent_at in (now - 60, now):
-        headers = {
-            "Content-Type": "application/json",
-            "webhook-id": "msg_2Lc7Yx",
-            "webhook-timestamp": str(sent_at),
-            "webhook-signature": sender.sign(
-                "msg_2Lc7Yx", datetime.fromtimestamp(sent_at, UTC), body
-            ),
-        }
-        response = await client.post(intake(hook), content=body.encode(), headers=headers)
+        headers = standard_webhooks_headers(secret, "msg_2Lc7Yx", body, sent_at)
+        response = await client.post(intake(hook), content=body, headers=headers)
         assert response.status_code == 202, response.text
     (event,) = await queued_events(webhooks_app)
     assert (event["delivery_id"], event["event_type"]) == ("msg_2Lc7Yx", "invoice.paid")

@@ -13,12 +13,9 @@ replies. That is Redis's own trade-off, not the intake's, and would make this te
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
 import time
 from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +24,7 @@ import pytest
 import redis
 
 from tests.support.asgi import LifespanApp
-from tests.support.redis_server import free_port, valkey_server
+from tests.support.redis_server import RestartableValkey
 from tests.webhooks.support import codehost_headers, job_key, push_body
 from webhooks.settings import Settings
 
@@ -37,45 +34,19 @@ PAUSE = 0.2  # each sender's pause between deliveries: the stream lasts ~5 s, th
 DURABLE = ("--appendonly", "yes", "--appendfsync", "always", "--maxmemory-policy", "noeviction")
 
 
-class Valkey:
-    """A private Valkey that can be killed and started again on the same files."""
-
-    def __init__(self, data: Path) -> None:
-        self.port, self.data = free_port(), data
-        data.mkdir()
-        self.servers = ExitStack()
-        self.url = self.start()
-
-    def start(self) -> str:
-        return self.servers.enter_context(valkey_server(self.port, str(self.data), *DURABLE))
-
-    def kill(self) -> None:
-        client = redis.Redis.from_url(self.url)
-        try:
-            info: dict[str, Any] = client.info("server")  # type: ignore[assignment]
-            pid = int(info["process_id"])
-        finally:
-            client.close()
-        os.kill(pid, signal.SIGKILL)
-        self.servers.close()  # reaps it
-
-
 @pytest.fixture
-def valkey(tmp_path: Path) -> Iterator[Valkey]:
-    server = Valkey(tmp_path / "valkey")
-    try:
+def valkey(tmp_path: Path) -> Iterator[RestartableValkey]:
+    with RestartableValkey(tmp_path, *DURABLE) as server:
         yield server
-    finally:
-        server.servers.close()
 
 
 @pytest.fixture
-def webhooks_settings(webhooks_settings: Settings, valkey: Valkey) -> Settings:
+def webhooks_settings(webhooks_settings: Settings, valkey: RestartableValkey) -> Settings:
     return webhooks_settings.model_copy(update={"redis_url": valkey.url})
 
 
 @pytest.fixture
-async def queue(valkey: Valkey) -> AsyncIterator[redis.asyncio.Redis]:
+async def queue(valkey: RestartableValkey) -> AsyncIterator[redis.asyncio.Redis]:
     client = redis.asyncio.Redis.from_url(valkey.url)
     try:
         yield client
@@ -88,7 +59,7 @@ async def test_a_killed_redis_loses_no_accepted_delivery(
     auth: dict[str, str],
     create_webhook: Callable[..., Awaitable[dict[str, Any]]],
     webhooks_app: LifespanApp,
-    valkey: Valkey,
+    valkey: RestartableValkey,
     queue: redis.asyncio.Redis,
 ) -> None:
     hook = await create_webhook("codehost")
