@@ -7,6 +7,7 @@ dummy hash when the user does not exist keeps failed logins equally slow either 
 from __future__ import annotations
 
 import asyncio
+import secrets
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
@@ -34,3 +35,18 @@ async def verify_password(password_hash: str | None, password: str) -> bool:
         await asyncio.to_thread(_verify, _DUMMY_HASH, password)
         return False
     return await asyncio.to_thread(_verify, password_hash, password)
+
+
+def generate_password() -> str:
+    """A random first password (24 URL-safe characters) for an account created at start."""
+    return secrets.token_urlsafe(18)
+
+
+def announce_generated_password(what: str, name: str, password: str) -> None:
+    """Print a generated first password once, at creation, on the process's output: it is
+    stored only as a hash, so this line is the only place it can be read."""
+    print(  # noqa: T201
+        f"\n  Created the first {what} '{name}' with the generated password: {password}"
+        "\n  Change it after logging in.\n",
+        flush=True,
+    )

@@ -25,6 +25,7 @@ from agent_accounts.worker import endpoints as worker_endpoints
 from shared.app import LifespanHook, State, create_service_app
 from shared.auth import TokenVerifier
 from shared.db import session_scope, utcnow
+from shared.passwords import announce_generated_password
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 
@@ -47,10 +48,12 @@ def _lifespan(clock: Clock) -> LifespanHook:
         )
         password = settings.server_default_account_password
         async with session_scope(state["sessionmaker"]) as session:
-            default = await AccountService(session, settings, clock).ensure_default(
+            default, generated = await AccountService(session, settings, clock).ensure_default(
                 settings.server_default_account_name,
                 password.get_secret_value() if password else None,
             )
+        if generated is not None:
+            announce_generated_password("account", settings.server_default_account_name, generated)
         yield {
             "verifier": verifier,
             "issuer": TokenIssuer(signer, settings, clock),

@@ -25,6 +25,7 @@ from identity.user.service import UserService
 from shared.app import State, create_service_app
 from shared.auth import TokenVerifier, TrackingScopeSource, WorkloadScopes
 from shared.db import session_scope
+from shared.passwords import announce_generated_password
 from shared.settings import PLATFORM_VERSION
 
 logger = logging.getLogger(__name__)
@@ -46,12 +47,7 @@ async def _lifespan(app: Starlette, state: State) -> AsyncIterator[State]:
     if reencrypted:
         logger.info("signing keys re-encrypted under the first key", extra={"count": reencrypted})
     if generated is not None:
-        # Printed once, at creation; it is never stored in clear or printed again.
-        print(  # noqa: T201
-            f"\n  Created the first admin '{settings.default_admin_name}' with the generated "
-            f"password: {generated}\n  Change it after logging in.\n",
-            flush=True,
-        )
+        announce_generated_password("admin", settings.default_admin_name, generated)
     keyring = KeyRing(state["sessionmaker"], settings)
     await keyring.load()
     verifier = TokenVerifier(

@@ -9,7 +9,10 @@ import httpx
 import pytest
 from argon2 import PasswordHasher
 
+from agent_accounts.app import create_app
+from agent_accounts.settings import Settings
 from tests.agent_accounts.conftest import ADMIN, Clock, Login, NewUser, bearer, stored_rows
+from tests.support.asgi import client_for
 
 
 async def test_default_admin_is_created_at_first_start(client: httpx.AsyncClient, admin):
@@ -18,6 +21,46 @@ async def test_default_admin_is_created_at_first_start(client: httpx.AsyncClient
     assert me["is_admin"] is True
     assert me["active"] is True
     assert me["is_service_account"] is False
+
+
+async def test_default_account_without_a_password_gets_a_printed_random_one_once(
+    agent_settings: Settings, capsys: pytest.CaptureFixture[str]
+):
+    settings = agent_settings.model_copy(update={"server_default_account_password": None})
+    async with client_for(create_app(settings)):
+        pass
+    printed = capsys.readouterr().out
+    assert f"Created the first account '{ADMIN}'" in printed
+    password = printed.split("generated password: ")[1].split()[0]
+    async with client_for(create_app(settings)) as client:
+        response = await client.post(
+            "/api/v1/login",
+            data={"grant_type": "password", "username": ADMIN, "password": password},
+        )
+        assert response.status_code == 200, response.text
+    assert "generated password" not in capsys.readouterr().out
+    (stored,) = await stored_rows(settings, "SELECT password_hash FROM accounts")
+    assert password not in stored[0]
+
+
+async def test_configured_default_account_password_is_used_and_not_printed(
+    agent_settings: Settings, capsys: pytest.CaptureFixture[str]
+):
+    async with client_for(create_app(agent_settings)) as client:
+        password = agent_settings.server_default_account_password
+        assert password is not None
+        response = await client.post(
+            "/api/v1/login",
+            data={
+                "grant_type": "password",
+                "username": ADMIN,
+                "password": password.get_secret_value(),
+            },
+        )
+    assert response.status_code == 200, response.text
+    printed = capsys.readouterr().out
+    assert "generated password" not in printed
+    assert password.get_secret_value() not in printed
 
 
 async def test_user_created_with_a_password_is_active(client: httpx.AsyncClient, admin):

@@ -25,3 +25,9 @@ async def test_an_unknown_route_answers_detail_not_found(client: httpx.AsyncClie
     response = await client.get("/api/v1/nothing-here")
     assert response.status_code == 404
     assert response.json() == {"detail": "Not Found"}
+
+
+async def test_liveness_answers_as_kitaru_doctor_expects(client: httpx.AsyncClient):
+    response = await client.get("/health/live")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok"}

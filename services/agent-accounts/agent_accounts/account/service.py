@@ -7,7 +7,6 @@ own admin flag; service accounts are never admins; accounts are never deleted.
 
 from __future__ import annotations
 
-import logging
 import uuid
 
 from sqlmodel.ext.asyncio.session import AsyncSession
@@ -26,10 +25,8 @@ from agent_accounts.core.listing import ListQuery
 from agent_accounts.models import Account
 from agent_accounts.settings import Settings
 from shared.errors import Forbidden, NotFound
-from shared.passwords import hash_password, verify_password
+from shared.passwords import generate_password, hash_password, verify_password
 from shared.secret_hash import digest, matches
-
-logger = logging.getLogger(__name__)
 
 
 class AccountNotFound(NotFound):
@@ -202,20 +199,22 @@ class AccountService:
         account.updated = now
         return await self.repository.add(account)
 
-    async def ensure_default(self, name: str, password: str | None) -> Account:
-        """The default admin: created at first start (the password is hashed only then);
-        re-activated and made admin again if someone changed that."""
+    async def ensure_default(self, name: str, password: str | None) -> tuple[Account, str | None]:
+        """The default admin and the password generated for it, if any: created at first
+        start with ``password`` or, without one, a random password returned here to be
+        shown once (both are hashed only then); re-activated and made admin again if
+        someone changed that."""
         account = await self.repository.by_name(name, service_account=False)
         if account is None:
+            generated = None
+            if not password:
+                generated = password = generate_password()
             account = Account(name=name, is_admin=True, active=True)
-            if password:
-                account.password_hash = await hash_password(password)
-            else:
-                logger.warning("the default account %s has no password: nobody can log in", name)
-            return await self.repository.add(account)
+            account.password_hash = await hash_password(password)
+            return await self.repository.add(account), generated
         if not account.active or not account.is_admin:
             account.active = True
             account.is_admin = True
             account.updated = self.clock()
             await self.repository.add(account)
-        return account
+        return account, None

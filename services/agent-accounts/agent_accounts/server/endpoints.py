@@ -1,4 +1,5 @@
-"""``/api/v1/info``: what the client reads before choosing a login flow."""
+"""``/api/v1/info``: what the client reads before choosing a login flow; ``/health/live``,
+which ``kitaru doctor`` probes beside ``/health``."""
 
 from __future__ import annotations
 
@@ -45,8 +46,19 @@ async def info(request: Request) -> Response:
     )
 
 
+class LivenessResponse(BaseModel):
+    status: str
+
+
+async def live(_request: Request) -> Response:
+    """The process answers (kitaru's liveness probe; ``/health`` is the readiness one)."""
+    return render(LivenessResponse(status="ok"))
+
+
 def routes() -> list[ApiRoute]:
     return [
         api_route("/api/v1/info", info, method="GET", summary="Server information",
                   tags=["server"], response=ServerInfoResponse, auth=False),
+        api_route("/health/live", live, method="GET", summary="Liveness", tags=["health"],
+                  response=LivenessResponse, auth=False),
     ]  # fmt: skip

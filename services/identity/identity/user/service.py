@@ -15,7 +15,12 @@ from shared.auth import RevocationList
 from shared.db import utcnow
 from shared.errors import BadRequest, Conflict, Forbidden, NotFound
 from shared.listing import Listing
-from shared.passwords import MIN_PASSWORD_LENGTH, hash_password, verify_password
+from shared.passwords import (
+    MIN_PASSWORD_LENGTH,
+    generate_password,
+    hash_password,
+    verify_password,
+)
 from shared.secret_hash import digest, matches
 
 logger = logging.getLogger(__name__)
@@ -98,7 +103,7 @@ class UserService:
             return None
         generated = None
         if password is None:
-            generated = password = secrets.token_urlsafe(18)
+            generated = password = generate_password()
         user = User(name=name, is_admin=True, active=True)
         user.password_hash = await hash_password(password)
         user.password_changed_at = utcnow()
