@@ -8,9 +8,11 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import SettingsConfigDict
 
 from shared.settings import ServiceSettings
+from shared.throttle import LoginThrottleSettings
 
 
-class Settings(ServiceSettings):
+class Settings(ServiceSettings, LoginThrottleSettings):
+    # Login throttling: the `login_*` fields of LoginThrottleSettings (shared.throttle).
     model_config = SettingsConfigDict(extra="ignore", case_sensitive=False)
 
     service_name: str = "identity"
@@ -51,17 +53,6 @@ class Settings(ServiceSettings):
     # Generic API tokens (`GET /api/v1/api_token`): the default and the largest lifetime.
     generic_api_token_lifetime: timedelta = timedelta(hours=1)
     generic_api_token_max_lifetime: timedelta = timedelta(days=7)
-
-    # Login throttling, shared by every replica through Redis. From the threshold-th
-    # consecutive failure on, an account (or a client address) is locked out for
-    # `login_lockout_base` * 2^(failures - threshold), at most `login_lockout_max`.
-    # Failures are forgotten `login_failure_memory` after the last one, or (for the
-    # account) on a successful login.
-    login_account_failure_threshold: int = Field(default=5, ge=1)
-    login_client_failure_threshold: int = Field(default=20, ge=1)
-    login_lockout_base: timedelta = timedelta(seconds=2)
-    login_lockout_max: timedelta = timedelta(hours=1)
-    login_failure_memory: timedelta = timedelta(hours=24)
 
     # client_id -> secret of the services allowed the client-credentials grant.
     service_clients: dict[str, SecretStr] = Field(default_factory=dict)

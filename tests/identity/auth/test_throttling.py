@@ -143,3 +143,17 @@ async def test_failed_logins_take_the_same_time_whether_or_not_the_user_exists(
             unknown.append(await duration(client, "nobody-by-this-name"))
     ratio = statistics.median(unknown) / statistics.median(known)
     assert 0.8 < ratio < 1.25, (ratio, known, unknown)
+
+
+async def test_a_locked_account_logs_in_from_an_address_it_logged_in_from_before(
+    identity_app: LifespanApp,
+):
+    async with client_at(identity_app, "10.5.5.5") as home:
+        assert (await attempt(home, ADMIN, ADMIN_PASSWORD)).status_code == 200
+    for index in range(3):
+        async with client_at(identity_app, f"192.0.2.{index}") as attacker:
+            await attempt(attacker, ADMIN, "wrong")
+    async with client_at(identity_app, "10.5.5.6") as elsewhere:
+        assert_throttled(await attempt(elsewhere, ADMIN, ADMIN_PASSWORD))
+    async with client_at(identity_app, "10.5.5.5") as home:
+        assert (await attempt(home, ADMIN, ADMIN_PASSWORD)).status_code == 200

@@ -10,7 +10,6 @@ from identity.auth.service import TokenService
 from identity.device.service import DeviceService, Refused, record_device_use
 from identity.models import User
 from identity.settings import Settings
-from identity.throttle.service import LoginThrottle
 from identity.user.schemas import UserQuery, UserResponse, UserUpdate, user_response
 from identity.user.service import UserService
 from shared.auth import Principal, TokenKind, require_principal
@@ -18,6 +17,7 @@ from shared.db import transaction
 from shared.errors import OAuthError, RequestValidationFailed, Unauthorized
 from shared.responses import NO_STORE, render, render_null
 from shared.routing import ApiRoute, api_route, parse_form, parse_json, parse_query
+from shared.throttle import LoginThrottle
 
 MANAGING_KINDS = (TokenKind.ACCESS, TokenKind.DEVICE, TokenKind.GENERIC)
 """A user's tokens that may manage accounts, devices and the user itself. A workload

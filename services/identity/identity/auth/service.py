@@ -14,12 +14,12 @@ from identity.device.service import DeviceService, Refused
 from identity.models import User
 from identity.settings import Settings
 from identity.signing_key.service import KeyRing
-from identity.throttle.service import LoginThrottle
 from identity.user.service import UserService
 from shared.auth import TokenKind, WorkloadScope
 from shared.db import utcnow
 from shared.errors import HTTPDetailError, OAuthError, Unauthorized
 from shared.http import CachedTokenAuth
+from shared.throttle import LoginThrottle
 
 logger = logging.getLogger("platform.audit")
 
@@ -129,7 +129,7 @@ class TokenService:
             logger.info("login failed", extra={"username": form.username, "client": client})
             await throttle.failed(form.username, client)
             raise InvalidCredentials()
-        await throttle.succeeded(form.username)
+        await throttle.succeeded(form.username, client)
         lifetime = self.settings.access_token_lifetime
         token = await self.issue_for_user(user, TokenKind.ACCESS, lifetime)
         logger.info("login succeeded", extra={"user_id": str(user.id), "client": client})
