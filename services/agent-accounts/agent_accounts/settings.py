@@ -11,11 +11,14 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import SettingsConfigDict
 
 from shared.settings import ServiceSettings
+from shared.throttle import LoginThrottleSettings
 
 AuthScheme = Literal["none", "local"]
 
 
-class Settings(ServiceSettings):
+class Settings(ServiceSettings, LoginThrottleSettings):
+    # Login throttling (password, api-key and device-code grants): the `login_*` fields of
+    # LoginThrottleSettings (shared.throttle), as SERVICE_LOGIN_*.
     model_config = SettingsConfigDict(extra="ignore", case_sensitive=False, env_prefix="SERVICE_")
 
     service_name: str = "agent-accounts"
