@@ -34,7 +34,7 @@ from shared.auth.keys import (
 from shared.auth.revocation import RevocationList
 from shared.auth.signer import TokenSigner
 from shared.auth.tokens import TokenKind, VerifiedToken
-from shared.auth.verifier import InvalidToken, TokenVerifier
+from shared.auth.verifier import InvalidToken, TokenVerifier, compact_segments
 from shared.auth.workload import (
     ScopeKind,
     ScopeSource,
@@ -68,6 +68,7 @@ __all__ = [
     "WorkloadScope",
     "WorkloadScopes",
     "bearer_token",
+    "compact_segments",
     "generate_signing_key",
     "new_kid",
     "parse_jwks",

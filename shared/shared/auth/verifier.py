@@ -84,18 +84,45 @@ def _no_constants(name: str) -> NoReturn:
     raise ValueError(f"{name} is not valid JSON")
 
 
-def _decode_segment(segment: str, what: str) -> dict[str, Any]:
-    """Strict base64url (no padding, canonical) of a JSON object without duplicate keys."""
+def _segment_bytes(segment: str, what: str) -> bytes:
+    """The bytes of one segment of a compact JWS, which must be spelled canonically."""
+    # Only the URL-safe alphabet, no '=' padding (RFC 7515 §2), and no stray low bits in
+    # the last character: re-encoding must give the segment back. PyJWT accepts padding,
+    # which would give one token many spellings (and many cache and denylist entries).
     if not _SEGMENT.fullmatch(segment) or len(segment) % 4 == 1:
         _reject(f"token {what} is not valid base64url")
     try:
         data = base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4))
     except (binascii.Error, ValueError):
         _reject(f"token {what} is not valid base64url")
-    # Non-canonical encodings (stray low bits in the last character) would let one token
-    # have many spellings; refuse them.
     if base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii") != segment:
         _reject(f"token {what} is not canonical base64url")
+    return data
+
+
+def compact_segments(token: str) -> tuple[bytes, bytes, bytes]:
+    """The decoded header, payload and signature of a compact JWS.
+
+    Raises :class:`InvalidToken` unless ``token`` is at most ``MAX_TOKEN_LENGTH``
+    characters of three segments, each in canonical base64url: the one spelling
+    ``base64.urlsafe_b64encode`` gives, without padding. Every token a service accepts,
+    whoever verifies its signature, passes through here first.
+    """
+    if not isinstance(token, str) or len(token) > MAX_TOKEN_LENGTH:
+        _reject("token is malformed")
+    parts = token.split(".")
+    if len(parts) != 3 or not all(parts):
+        _reject("token is malformed")
+    header, payload, signature = parts
+    return (
+        _segment_bytes(header, "header"),
+        _segment_bytes(payload, "payload"),
+        _segment_bytes(signature, "signature"),
+    )
+
+
+def _json_object(data: bytes, what: str) -> dict[str, Any]:
+    """A JSON object without duplicate keys or non-JSON constants."""
     try:
         value = json.loads(
             data.decode("utf-8"),
@@ -250,12 +277,8 @@ class TokenVerifier:
             self._verified_cache.popitem(last=False)
 
     def _parse(self, token: str) -> tuple[dict[str, Any], dict[str, Any]]:
-        if not isinstance(token, str) or len(token) > MAX_TOKEN_LENGTH:
-            _reject("token is malformed")
-        parts = token.split(".")
-        if len(parts) != 3 or not all(parts):
-            _reject("token is malformed")
-        header = _decode_segment(parts[0], "header")
+        header_bytes, payload_bytes, _ = compact_segments(token)
+        header = _json_object(header_bytes, "header")
         alg = header.get("alg")
         if not isinstance(alg, str) or alg not in self.algorithms:
             _reject("token algorithm is not allowed")
@@ -267,7 +290,7 @@ class TokenVerifier:
             _reject("token header has no valid key id")
         # Parsed here (and again by PyJWT) only to refuse duplicate members, which JSON
         # parsers resolve differently.
-        claims = _decode_segment(parts[1], "payload")
+        claims = _json_object(payload_bytes, "payload")
         return header, claims
 
     def _verified(

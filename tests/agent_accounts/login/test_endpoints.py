@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import httpx
 
-from tests.agent_accounts.conftest import ADMIN, ADMIN_PASSWORD, Login, NewKey, bearer
+from tests.agent_accounts.conftest import (
+    ADMIN,
+    ADMIN_PASSWORD,
+    Login,
+    NewKey,
+    bearer,
+    register_worker,
+)
+from tests.support.tokens import padded
 
 ME = "/api/v1/accounts/me"
 
@@ -83,3 +91,19 @@ async def test_password_grant_answers_a_bearer_token(client: httpx.AsyncClient):
     assert body["token_type"] == "bearer"
     assert 3590 <= body["expires_in"] <= 3599
     assert body["csrf_token"] is None
+
+
+async def test_padded_session_and_worker_tokens_are_401(
+    client: httpx.AsyncClient, login: Login, new_key: NewKey
+):
+    session = await login()
+    worker = await register_worker(client, (await new_key())["key"])
+    heartbeat = f"/api/v1/workers/{worker['worker']['id']}/heartbeat"
+
+    async def answers(session: str, worker_token: str) -> list[int]:
+        me = await client.get(ME, headers=bearer(session))
+        beat = await client.post(heartbeat, json={"task_ids": []}, headers=bearer(worker_token))
+        return [me.status_code, beat.status_code]
+
+    assert await answers(session, worker["token"]) == [200, 200]
+    assert await answers(padded(session), padded(worker["token"])) == [401, 401]

@@ -19,6 +19,7 @@ from tests.identity.conftest import (
     bearer,
 )
 from tests.support.asgi import LifespanApp
+from tests.support.tokens import padded
 
 TOKEN_KEYS = {
     "access_token",
@@ -210,6 +211,26 @@ async def test_forged_token_is_401_credentials_not_valid(identity: httpx.AsyncCl
     assert response.status_code == 401
     assert response.json()["detail"][0] == "CredentialsNotValid"
     assert "invalid_token" in response.headers["www-authenticate"]
+
+
+async def test_padded_token_is_401_as_bearer_and_as_cookie(identity: httpx.AsyncClient):
+    login = await identity.post(
+        "/api/v1/login", data={"username": ADMIN, "password": ADMIN_PASSWORD}
+    )
+    token = padded(login.json()["access_token"])
+    (cookie_name,) = identity.cookies.keys()
+    identity.cookies.set(cookie_name, token)
+
+    by_cookie = await identity.get("/api/v1/current-user")
+    identity.cookies.clear()
+    by_bearer = await identity.get("/api/v1/current-user", headers=bearer(token))
+
+    for response in (by_cookie, by_bearer):
+        assert response.status_code == 401
+        assert response.json()["detail"] == [
+            "CredentialsNotValid",
+            "Authentication error: token signature is not valid base64url",
+        ]
 
 
 async def test_token_signed_by_a_stranger_key_with_a_known_kid_is_401(

@@ -442,6 +442,59 @@ async def test_garbage_is_rejected(verifier: TokenVerifier, token: str) -> None:
     await rejected(verifier, token)
 
 
+B64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+
+def spellable_token(verifier: TokenVerifier, signing_key: Ed25519PrivateKey) -> str:
+    """A token signed by the real key each of whose segments has other spellings of the
+    same bytes: a length that takes padding (so spare low bits in its last character),
+    and a '-' or '_' (so a standard-alphabet twin)."""
+    for attempt in range(500):
+        header = {"alg": "EdDSA", "kid": "key-1", "pad": "?~" * (attempt % 5)}
+        token = assemble(header, claims(verifier, pad="?~" * (attempt // 5)), signing_key.sign)
+        if all(len(s) % 4 and ("-" in s or "_" in s) for s in token.split(".")):
+            return token
+    raise AssertionError("no token has every kind of alternative spelling")
+
+
+def respelled(segment: str, how: str) -> str:
+    """The same bytes as ``segment`` in a non-canonical base64 spelling."""
+    match how:
+        case "padded":
+            return segment + "=" * (-len(segment) % 4)
+        case "standard alphabet":
+            return segment.translate(str.maketrans("-_", "+/"))
+        case "spare bits set":  # the lowest bit of the last character encodes nothing
+            return segment[:-1] + B64URL[B64URL.index(segment[-1]) ^ 1]
+    raise AssertionError(how)
+
+
+def lenient_decode(segment: str) -> bytes:
+    """What a lax decoder (Python's, PyJWT's) makes of a segment."""
+    bare = segment.rstrip("=")
+    return base64.urlsafe_b64decode(bare + "=" * (-len(bare) % 4))
+
+
+@pytest.mark.parametrize("how", ["padded", "standard alphabet", "spare bits set"])
+@pytest.mark.parametrize("position", [0, 1, 2], ids=["header", "payload", "signature"])
+async def test_non_canonical_spelling_of_a_signed_token_is_rejected(
+    verifier: TokenVerifier, signing_key: Ed25519PrivateKey, position: int, how: str
+) -> None:
+    token = spellable_token(verifier, signing_key)
+    segments = token.split(".")
+    original = segments[position]
+    segments[position] = respelled(original, how)
+    variant = ".".join(segments)
+    assert variant != token
+    assert lenient_decode(segments[position]) == lenient_decode(original)  # the signed bytes
+    name = ["header", "payload", "signature"][position]
+
+    message = await rejected(verifier, variant)
+
+    assert message.startswith(f"token {name} is not ")
+    assert (await verifier.verify(token, kinds=ACCESS)).raw == token
+
+
 async def test_nan_in_payload_is_rejected(
     verifier: TokenVerifier, signing_key: Ed25519PrivateKey
 ) -> None:

@@ -16,6 +16,7 @@ import jwt
 import pytest
 
 from tests.support.asgi import LifespanApp
+from tests.support.tokens import padded
 from tests.tracking.artifact.support import Headers
 from tests.tracking.artifact_version.support import (
     VERSIONS,
@@ -282,6 +283,23 @@ async def test_expired_or_forged_tokens_are_401(
         response = await tracking.get(f"{VERSIONS}/{version['id']}/data", params={"token": token})
         assert response.status_code == 401
         assert response.json()["detail"][1].startswith("Invalid JWT token")
+
+
+async def test_padded_download_token_is_401(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    _, root = await default_store(tracking, auth)
+    (root / "f").write_text("x")
+    version = await stored_version(tracking, auth, default_project, root / "f")
+    token = (await tracking.get(f"{VERSIONS}/{version['id']}/download-token", headers=auth)).json()
+    data = f"{VERSIONS}/{version['id']}/data"
+    response = await tracking.get(data, params={"token": padded(token)})
+    assert response.status_code == 401
+    assert response.json()["detail"] == [
+        "CredentialsNotValid",
+        "Invalid JWT token: token signature is not valid base64url",
+    ]
+    assert (await tracking.get(data, params={"token": token})).status_code == 200
 
 
 async def test_data_without_a_token_is_422(

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import jwt
 
+from shared.auth import InvalidToken, compact_segments
 from shared.errors import Unauthorized
 
 ALGORITHM = "HS256"
@@ -38,6 +39,11 @@ class DownloadTokens:
 
     def check(self, token: str, version_id: uuid.UUID) -> None:
         """401 unless ``token`` is valid, unexpired and for this version's data."""
+        try:
+            # PyJWT alone would take '=' padding; only the canonical spelling is a token.
+            compact_segments(token)
+        except InvalidToken as exc:
+            raise Unauthorized(f"Invalid JWT token: {exc.message}") from None
         try:
             claims = jwt.decode(
                 token, self.secret, algorithms=[ALGORITHM], options={"require": ["exp"]}
