@@ -20,6 +20,7 @@ from tests.identity.device.support import (
     authorize,
     create_user,
     device_id,
+    device_login,
     identity_settings,
     poll,
     verify,
@@ -136,16 +137,44 @@ async def test_device_code_is_redeemed_only_once(identity: httpx.AsyncClient, lo
     assert oauth_error(await poll(identity, client_id, code)) == "invalid_grant"
 
 
-async def test_wrong_device_code_is_invalid_grant_and_the_third_locks_the_device(
+async def test_wrong_device_codes_never_lock_a_verified_device(
     identity: httpx.AsyncClient, login: Login
 ):
     authorization = await authorize(identity)
     await verify(identity, await login(), authorization)
     client_id = authorization["client_id"]
-    answers = [oauth_error(await poll(identity, client_id, "0" * 64)) for _ in range(3)]
-    assert answers == ["invalid_grant", "invalid_grant", "access_denied"]
+    answers = [oauth_error(await poll(identity, client_id, "0" * 64)) for _ in range(5)]
+    assert answers == ["invalid_grant"] * 5
     right = await poll(identity, client_id, authorization["device_code"])
-    assert oauth_error(right) == "access_denied"
+    assert right.status_code == 200, right.text
+
+
+async def test_wrong_device_codes_never_lock_or_revoke_an_active_device(
+    identity: httpx.AsyncClient, login: Login
+):
+    admin = await login()
+    authorization, redeemed = await device_login(identity, admin)
+    client_id = authorization["client_id"]
+    for _ in range(5):
+        assert oauth_error(await poll(identity, client_id, "0" * 64)) == "invalid_grant"
+    token = redeemed.json()["access_token"]
+    assert (await identity.get("/api/v1/current-user", headers=bearer(token))).status_code == 200
+    device = await identity.get(
+        f"/api/v1/devices/{device_id(authorization)}", headers=bearer(admin)
+    )
+    assert device.json()["body"]["status"] == "active"
+    assert device.json()["metadata"]["failed_auth_attempts"] == 0
+
+
+async def test_a_wrong_device_code_tells_nothing_of_a_locked_device(
+    identity: httpx.AsyncClient, login: Login
+):
+    token = await login()
+    authorization = await authorize(identity)
+    for _ in range(3):
+        await verify(identity, token, authorization, user_code="0" * 32)
+    response = await poll(identity, authorization["client_id"], "0" * 64)
+    assert oauth_error(response) == "invalid_grant"
 
 
 async def test_device_code_of_another_client_is_refused(identity: httpx.AsyncClient, login: Login):

@@ -5,8 +5,10 @@ A device asks for an authorization and gets a device code (256 bits) and a user 
 hashes. A signed-in account approves it with the user code; the device polls the token
 endpoint with its device code and, once approved, gets a session token naming the device.
 The device code then stays a refresh credential until the device is deleted, locked or
-expired. Every wrong code (user or device) counts; at the configured maximum the device
-locks.
+expired. A wrong user code, typed by a signed-in account at approval, counts; at the
+configured maximum the device locks. A wrong device code is ``invalid_grant`` and counts
+for nothing: the device id is no secret and 256 bits are not guessed, so counting would
+only let a stranger lock a real user's device (kitaru counts every wrong code).
 
 Refusals that change stored state (a failed attempt, a poll time) are *returned*, not
 raised, so the handler commits the change and raises after: a rollback must not forgive
@@ -148,17 +150,15 @@ class DeviceService:
             device = await self.repository.get(uuid.UUID(device_id))
         except ValueError:
             device = None
-        if device is None:
+        # The code first, and changing nothing: a caller without it learns nothing of
+        # the device and cannot lock it.
+        if device is None or not matches(device.device_code_hash, device_code):
             return invalid_grant()
         now = self.clock()
         if device.locked:
             return TokenError("access_denied", "Device is locked")
         if device.is_expired(now):
             return TokenError("expired_token", "Device authorization has expired")
-        if not matches(device.device_code_hash, device_code):
-            self._fail(device)
-            await self.repository.add(device)
-            return invalid_grant()
         if device.status != DeviceStatus.ACTIVE:
             previous, device.last_polled = device.last_polled, now
             await self.repository.add(device)

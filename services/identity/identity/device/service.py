@@ -1,10 +1,14 @@
 """The device authorization flow (RFC 8628) and the caller's authorized devices.
 
 Codes come from ``secrets`` (the reference's lengths: a 64-hex device code, a 32-hex user
-code, 256 and 128 bits) and only their SHA-256 is stored. A wrong user code counts
-against the device and the ``max_failed_device_auth_attempts``-th failure locks it; so
-does a wrong device code when polling. Failures that must be remembered are returned
-(not raised) as :class:`Refused`, so that the handler commits them before answering.
+code, 256 and 128 bits) and only their SHA-256 is stored. A wrong user code, typed by a
+logged-in user at verification, counts against the device and the
+``max_failed_device_auth_attempts``-th failure locks it. A wrong device code when polling
+is ``invalid_grant`` and counts for nothing: anyone who knows a client id may poll, and
+256 bits are not guessed, so counting would only let a stranger lock (and revoke) the
+device of a real user (the reference counts them). Failures that must be remembered are
+returned (not raised) as :class:`Refused`, so that the handler commits them before
+answering.
 
 Tokens issued to a device carry its id. Locking or deleting the device revokes them on
 every service (the shared revocation list); authorizing the same client again revokes
@@ -219,12 +223,12 @@ class DeviceService:
         device = await self.repository.by_client_id(client_id, for_update=True)
         if device is None:
             raise OAuthError("invalid_client", f"No device is registered for client {client_id}.")
+        # First, and changing nothing: a caller without the code learns nothing of the
+        # device and cannot lock it.
+        if not matches(device.device_code_hash, device_code):
+            raise OAuthError("invalid_grant", "The device code is not valid.")
         if device.status == DeviceStatus.LOCKED:
             raise OAuthError("access_denied", "The device is locked.")
-        if not matches(device.device_code_hash, device_code):
-            if await self._count_failure(device):
-                return Refused(OAuthError("access_denied", "The device is locked."))
-            return Refused(OAuthError("invalid_grant", "The device code is not valid."))
         if device.status == DeviceStatus.ACTIVE:
             raise OAuthError("invalid_grant", "The device code has already been used.")
         now = utcnow()
