@@ -74,6 +74,12 @@ async def client_for(
         yield client
 
 
+def client_at(app: ASGIApp, address: str) -> httpx.AsyncClient:
+    """An httpx client of ``app`` (already running) whose requests come from ``address``."""
+    transport = httpx.ASGITransport(app=app, client=(address, 40000))
+    return httpx.AsyncClient(transport=transport, base_url="http://testserver")
+
+
 class HostRouter(httpx.AsyncBaseTransport):
     """Sends each request to the in-process app serving its host, as DNS would route it
     to a process (and, for a key ``host/prefix``, the paths under a prefix to another

@@ -15,7 +15,7 @@ import pytest
 from identity.app import create_app
 from identity.settings import Settings
 from tests.identity.conftest import ADMIN, ADMIN_PASSWORD, make_settings
-from tests.support.asgi import LifespanApp, running
+from tests.support.asgi import LifespanApp, client_at, running
 
 
 @pytest.fixture
@@ -28,11 +28,6 @@ def identity_settings(database_url: str, redis_url: str, redis_namespace: str) -
         login_client_failure_threshold=6,
         login_lockout_base=timedelta(seconds=1),
     )
-
-
-def client_at(app: LifespanApp, address: str) -> httpx.AsyncClient:
-    transport = httpx.ASGITransport(app=app, client=(address, 40000))
-    return httpx.AsyncClient(transport=transport, base_url="http://testserver")
 
 
 async def attempt(client: httpx.AsyncClient, username: str, password: str) -> httpx.Response:

@@ -15,9 +15,11 @@ from agent_accounts.login.service import (
     LoginService,
     token_response,
 )
+from shared.auth import bearer_token
 from shared.db import transaction
 from shared.responses import NO_STORE, render
 from shared.routing import ApiRoute, api_route, parse_form
+from shared.throttle import LoginThrottle
 
 TAGS = ["auth"]
 
@@ -25,8 +27,13 @@ TAGS = ["auth"]
 async def login(request: Request) -> Response:
     form = await parse_form(request, LoginForm)
     issuer: TokenIssuer = request.state.issuer
+    settings = request.state.settings
+    # The peer's address, or X-Forwarded-For's when the peer is the gateway (uvicorn
+    # trusts the header only from FORWARDED_ALLOW_IPS).
+    client = request.client.host if request.client else None
+    throttle = LoginThrottle(request.state.redis, request.state.keys, settings)
     async with transaction(request) as session:
-        service = LoginService(session, request.state.settings, issuer, request.state.clock)
+        service = LoginService(session, settings, issuer, request.state.clock, throttle, client)
         issued: Issued | TokenError
         if form.grant_type == PASSWORD:
             issued = await service.password(form)
@@ -34,7 +41,7 @@ async def login(request: Request) -> Response:
             issued = await service.device_code(form)
         elif form.grant_type == API_KEY:
             caller = request.user if isinstance(request.user, AccountCaller) else None
-            issued = service.api_key(caller)
+            issued = await service.api_key(caller, bearer_token(request))
         elif not form.grant_type:
             raise TokenError("invalid_request", "The grant_type parameter is required.")
         else:
@@ -57,7 +64,7 @@ def routes() -> list[ApiRoute]:
     return [
         api_route("/api/v1/login", login, method="POST", summary="Log in (token endpoint)",
                   tags=TAGS, form=LoginForm, response=TokenResponse, auth=False,
-                  errors=(400, 401)),
+                  errors=(400, 401, 429)),
         api_route("/api/v1/logout", logout, method="POST", summary="Log out", tags=TAGS,
                   status_code=204, auth=False),
     ]  # fmt: skip
