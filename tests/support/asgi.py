@@ -101,12 +101,14 @@ class HostRouter(httpx.AsyncBaseTransport):
 
 
 @asynccontextmanager
-async def served(app: ASGIApp, **options: Any) -> AsyncIterator[str]:
+async def served(app: ASGIApp, port: int | None = None, **options: Any) -> AsyncIterator[str]:
     """``app`` served by uvicorn with the platform's protocol (as ``python -m <service>``
-    serves it: lifespan, proxy headers from 127.0.0.1) on a free local port; its URL."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    serves it: lifespan, proxy headers from 127.0.0.1) on ``port`` (by default a free
+    local port); its URL."""
+    if port is None:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
     config = uvicorn.Config(
         app,
         host="127.0.0.1",

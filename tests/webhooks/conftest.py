@@ -8,6 +8,7 @@ configured); identity and tracking keep their own SQLite files.
 
 from __future__ import annotations
 
+import uuid
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
@@ -20,6 +21,7 @@ from cryptography.fernet import Fernet
 from pydantic import SecretStr
 
 from identity.app import create_app as create_identity_app
+from shared.db import utcnow
 from tests.identity.conftest import TRACKING_SECRET, WEBHOOKS_SECRET, make_settings
 from tests.support.asgi import HostRouter, LifespanApp, running
 from tests.support.databases import Databases
@@ -28,6 +30,7 @@ from tests.tracking.conftest import tracking_settings_for
 from tests.webhooks.support import SnapshotRuns
 from tracking.app import create_app as create_tracking_app
 from webhooks.app import create_app
+from webhooks.event.tasks import Clock
 from webhooks.settings import Settings
 from webhooks.worker import create_worker
 
@@ -151,6 +154,7 @@ def fast(webhooks_settings: Settings) -> Settings:
     return webhooks_settings.model_copy(
         update={
             "worker_retry_delay": timedelta(milliseconds=50),
+            "worker_retry_max_delay": timedelta(milliseconds=200),
             "worker_poll_delay": timedelta(milliseconds=20),
         }
     )
@@ -158,10 +162,13 @@ def fast(webhooks_settings: Settings) -> Settings:
 
 @pytest.fixture
 def drain(fast: Settings, router: HostRouter) -> Callable[..., Awaitable[None]]:
-    """``await drain(**settings)``: run a burst worker until the queue is empty."""
+    """``await drain(**settings)``: run a burst worker until the queue is empty (``clock``:
+    the one its retry horizon is judged by; ``jobs``: stop after starting that many)."""
 
-    async def _drain(**overrides: Any) -> None:
-        worker = create_worker(fast.model_copy(update=overrides), http_transport=router, burst=True)
+    async def _drain(clock: Clock = utcnow, jobs: int = -1, **overrides: Any) -> None:
+        settings = fast.model_copy(update=overrides)
+        worker = create_worker(settings, http_transport=router, burst=True, clock=clock)
+        worker.max_burst_jobs = jobs
         try:
             await worker.async_run()
         finally:
@@ -186,3 +193,20 @@ def create_webhook(client: httpx.AsyncClient, auth: dict[str, str], project: dic
         return created
 
     return _create
+
+
+@pytest.fixture
+async def wired(client, auth, create_webhook, project):
+    """A codehost webhook with a trigger on pushes to main."""
+    hook = await create_webhook("codehost")
+    body = {
+        "project": project["id"],
+        "name": "main-pushes",
+        "webhook_id": hook["id"],
+        "snapshot_id": str(uuid.uuid4()),
+        "configuration": {"target_events": [{"type": "push", "branch": "main"}]},
+        "run_configuration": {"parameters": {"env": "prod"}},
+    }
+    response = await client.post("/api/v1/webhook_triggers", json=body, headers=auth)
+    assert response.status_code == 200, response.text
+    return hook, response.json()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from shared.settings import ServiceSettings
@@ -40,15 +40,14 @@ class Settings(ServiceSettings):
     delivery_dedupe_window: timedelta = timedelta(hours=1)
     # Slack-style signed timestamps may be this far from now, in both directions.
     signature_tolerance: timedelta = timedelta(seconds=300)
-    # An event not started by a worker within this long fails as expired (arq's `_expires`);
-    # longer than any outage we mean to ride out.
+    # An event not started by a worker within this long fails as expired (arq's `_expires`,
+    # the job key's TTL from its receipt); it must outlast the retry horizon (checked).
     event_expiry: timedelta = timedelta(days=7)
 
     # The worker (arq). A job not finished after `worker_job_timeout` is cancelled and
     # retried; a job whose worker died is retried once its lease (timeout + margin) lapses.
     worker_job_timeout: timedelta = timedelta(seconds=20)
     worker_lease_margin: timedelta = timedelta(seconds=10)
-    worker_max_tries: int = Field(default=25, ge=1, le=1000)
     # Jobs run at once, and so the most one claim takes (webhooks.event.batch_worker):
     # enough that a claim's round trip is shared by dozens of cheap jobs; few enough that
     # jobs matching triggers wait little for the database pool and tracking.
@@ -56,7 +55,14 @@ class Settings(ServiceSettings):
     # How long the worker sleeps after a claim found fewer due jobs than free slots;
     # while claims fill every slot it claims again without sleeping.
     worker_poll_delay: timedelta = timedelta(milliseconds=200)
+    # A transient failure (tracking unreachable or answering 408, 409, 425, 429 or 5xx, a
+    # timeout, the database out of reach) is tried again after a delay starting at
+    # `worker_retry_delay` and doubling each try up to `worker_retry_max_delay`, with
+    # jitter, until `worker_retry_horizon` after the event was accepted (or an admin asked
+    # for a retry): counted in time, not tries (webhooks.event.retry).
     worker_retry_delay: timedelta = timedelta(seconds=2)
+    worker_retry_max_delay: timedelta = timedelta(minutes=5)
+    worker_retry_horizon: timedelta = timedelta(hours=24)
     # How long the worker trusts its copy of a webhook's triggers: a trigger changed (or
     # deactivated) takes effect on events processed this much later at the most.
     worker_trigger_cache_ttl: timedelta = timedelta(seconds=2)
@@ -66,6 +72,28 @@ class Settings(ServiceSettings):
     def _valid_keys(cls, value: SecretStr) -> SecretStr:
         SecretBox(value)  # raises ValueError on an empty list or a malformed key
         return value
+
+    @model_validator(mode="after")
+    def _jobs_outlast_their_retries(self) -> Settings:
+        if not timedelta(0) < self.worker_retry_delay <= self.worker_retry_max_delay:
+            raise ValueError(
+                "WORKER_RETRY_DELAY must be positive and at most WORKER_RETRY_MAX_DELAY"
+            )
+        # The last try may start up to a lease after the horizon (a killed worker's job);
+        # a job key expiring before then would drop the event unrecorded.
+        last_try = (
+            self.worker_retry_horizon
+            + self.worker_retry_max_delay
+            + self.worker_job_timeout
+            + self.worker_lease_margin
+        )
+        if self.event_expiry <= last_try:
+            raise ValueError(
+                "EVENT_EXPIRY must exceed WORKER_RETRY_HORIZON + WORKER_RETRY_MAX_DELAY + "
+                "WORKER_JOB_TIMEOUT + WORKER_LEASE_MARGIN: an event retried until its horizon "
+                "must not expire in Redis first"
+            )
+        return self
 
     @property
     def queue_name(self) -> str:

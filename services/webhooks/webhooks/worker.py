@@ -2,30 +2,36 @@
 
 arq's lease on a running job lasts ``worker_job_timeout + worker_lease_margin``; a job
 whose worker was killed is taken up again once its lease lapses, so these two settings
-bound how long a crash delays an event.
+bound how long a crash delays an event. arq's try limit is lifted: a job is retried until
+its horizon in time (``worker_retry_horizon``, :mod:`webhooks.event.retry`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from typing import Any
 
 import httpx
 from arq.connections import RedisSettings
 from arq.worker import func
 
-from shared.db import create_engine, create_sessionmaker
+from shared.db import create_engine, create_sessionmaker, utcnow
 from shared.http import create_http_client, service_auth
 from shared.logging import configure_logging
 from webhooks.event.batch_worker import BatchWorker
 from webhooks.event.dispatch import SnapshotRunner, TrackingSnapshotRunner
-from webhooks.event.queue import PROCESS_EVENT, deserializer, serializer
-from webhooks.event.tasks import Consumer, process_event
+from webhooks.event.queue import PROCESS_EVENT, RETRY_EXECUTION, deserializer, serializer
+from webhooks.event.retry import RetryPolicy
+from webhooks.event.tasks import Clock, Consumer, process_event, retry_execution
 from webhooks.intake.providers import providers
 from webhooks.settings import Settings
 
 logger = logging.getLogger(__name__)
+# Tries are not counted (arq's retry counter even expires a day after a try): the retry
+# horizon, in time, ends a job that keeps failing.
+UNCOUNTED_TRIES = sys.maxsize
 
 
 def redis_settings(url: str) -> RedisSettings:
@@ -42,10 +48,12 @@ def create_worker(
     http_transport: httpx.AsyncBaseTransport | None = None,
     runner: SnapshotRunner | None = None,
     burst: bool = False,
+    clock: Clock = utcnow,
 ) -> BatchWorker:
     """An arq worker consuming ``settings.queue_name``, claiming jobs in batches (see
     :mod:`webhooks.event.batch_worker`). Tests pass ``burst`` (stop when the queue is
-    empty) and a transport or runner reaching their fakes."""
+    empty), a transport or runner reaching their fakes, and a ``clock`` that the retry
+    horizon is judged by."""
     timeout = settings.worker_job_timeout.total_seconds()
 
     async def startup(ctx: dict[str, Any]) -> None:
@@ -57,9 +65,13 @@ def create_worker(
             providers(settings.signature_tolerance.total_seconds()),
             runner
             or TrackingSnapshotRunner(http, settings.tracking_url, service_auth(settings, http)),
-            max_tries=settings.worker_max_tries,
-            retry_delay=settings.worker_retry_delay.total_seconds(),
+            retries=RetryPolicy(
+                first_delay=settings.worker_retry_delay,
+                max_delay=settings.worker_retry_max_delay,
+                horizon=settings.worker_retry_horizon,
+            ),
             trigger_ttl=settings.worker_trigger_cache_ttl.total_seconds(),
+            clock=clock,
         )
         ctx["job_budget"] = timeout * 0.9
 
@@ -68,13 +80,16 @@ def create_worker(
         await ctx["engine"].dispose()
 
     worker = BatchWorker(
-        functions=[func(process_event, name=PROCESS_EVENT, max_tries=settings.worker_max_tries)],
+        functions=[
+            func(process_event, name=PROCESS_EVENT, max_tries=UNCOUNTED_TRIES),
+            func(retry_execution, name=RETRY_EXECUTION, max_tries=UNCOUNTED_TRIES),
+        ],
         queue_name=settings.queue_name,
         redis_settings=redis_settings(settings.redis_url),
         on_startup=startup,
         on_shutdown=shutdown,
         job_timeout=timeout,
-        max_tries=settings.worker_max_tries,
+        max_tries=UNCOUNTED_TRIES,
         max_jobs=settings.worker_max_jobs,
         poll_delay=settings.worker_poll_delay.total_seconds(),
         keep_result=0,

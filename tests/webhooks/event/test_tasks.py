@@ -4,8 +4,8 @@ matched, executions recorded, snapshot runs requested from tracking once."""
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import AsyncIterator
+from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
@@ -14,46 +14,15 @@ from sqlmodel import select
 
 from shared.db import session_scope
 from tests.tracking.pipeline_run.support import create_snapshot
-from tests.webhooks.support import SnapshotRuns, codehost_headers, job_key, push_body
+from tests.webhooks.event.support import (
+    TRIGGERS,
+    MovableClock,
+    deliver,
+    executions,
+)
+from tests.webhooks.support import SnapshotRuns, job_key, push_body
 from webhooks.event.batch_worker import TOMBSTONE
 from webhooks.models import TriggerExecution, WebhookEvent
-
-TRIGGERS = "/api/v1/webhook_triggers"
-
-
-@pytest.fixture
-async def wired(client, auth, create_webhook, project):
-    """A codehost webhook with a trigger on pushes to main."""
-    hook = await create_webhook("codehost")
-    body = {
-        "project": project["id"],
-        "name": "main-pushes",
-        "webhook_id": hook["id"],
-        "snapshot_id": str(uuid.uuid4()),
-        "configuration": {"target_events": [{"type": "push", "branch": "main"}]},
-        "run_configuration": {"parameters": {"env": "prod"}},
-    }
-    response = await client.post(TRIGGERS, json=body, headers=auth)
-    assert response.status_code == 200, response.text
-    return hook, response.json()
-
-
-async def deliver(
-    client: httpx.AsyncClient, hook: dict[str, Any], body: bytes, delivery: str
-) -> None:
-    response = await client.post(
-        f"/api/v1/webhooks/codehost/{hook['id']}/events",
-        content=body,
-        headers=codehost_headers(hook["secret"], body, delivery=delivery),
-    )
-    assert response.status_code == 202, response.text
-
-
-async def executions(client, auth, trigger) -> list[dict[str, Any]]:
-    response = await client.get(f"{TRIGGERS}/{trigger['id']}/executions", headers=auth)
-    assert response.status_code == 200, response.text
-    items: list[dict[str, Any]] = response.json()["items"]
-    return items
 
 
 @pytest.fixture
@@ -141,7 +110,8 @@ async def test_an_event_processed_twice_runs_the_snapshot_once(
     # The intake's replay window and tracking's idempotency records (Redis) are gone too:
     # only tracking's one run per trigger execution stands between the event and a second.
     redis, namespace = webhooks_app.state["redis"], webhooks_app.state["settings"].redis_namespace
-    assert await redis.delete(job_key(hook["id"], "d-twice")) == 1  # the job's tombstone
+    tombstone = job_key(hook["id"], body=push_body("main"))
+    assert await redis.delete(tombstone) == 1
     found = [k async for k in redis.scan_iter(match=f"{namespace}:idempotency:*")]
     assert found
     await redis.delete(*found)
@@ -213,7 +183,7 @@ async def test_an_event_delivered_again_after_the_window_runs_nothing_twice(
     await drain()
     # Within the replay window the job's tombstone absorbs the replay at the intake.
     redis = webhooks_app.state["redis"]
-    tombstone = job_key(hook["id"], "d-again")
+    tombstone = job_key(hook["id"], body=push_body("main"))
     assert await redis.get(tombstone) == TOMBSTONE
     await deliver(client, hook, push_body("main"), "d-again")
     assert await redis.zcard(webhooks_settings.queue_name) == 0
@@ -248,17 +218,61 @@ async def test_tracking_unavailable_is_retried_until_the_run_is_requested(
     assert len(snapshot_runs.runs) == 1
 
 
-async def test_tracking_unavailable_past_the_last_try_is_recorded_as_failed(
+async def test_tracking_unavailable_is_retried_past_25_tries_within_the_horizon(
+    client, auth, wired, drain, snapshot_runs
+):
+    """Counted in time, not tries: an event received 23 hours ago is still tried again
+    after 30 failures, and gets its run."""
+    hook, trigger = wired
+    snapshot_runs.fail_next = 30
+    await deliver(client, hook, push_body("main"), "d-long")
+    await drain(
+        clock=MovableClock(timedelta(hours=23)),
+        worker_retry_delay=timedelta(milliseconds=10),
+        worker_retry_max_delay=timedelta(milliseconds=40),
+    )
+    (execution,) = await executions(client, auth, trigger)
+    assert execution["status"] == "dispatched"
+    assert execution["attempts"] == 31
+    assert execution["error"] is None
+    assert execution["next_attempt_at"] is None
+    assert len(snapshot_runs.runs) == 1
+
+
+async def test_tracking_unavailable_past_the_horizon_is_recorded_as_failed(
     client, auth, wired, drain, snapshot_runs
 ):
     hook, trigger = wired
     snapshot_runs.fail_next = 100
     await deliver(client, hook, push_body("main"), "d-down")
-    await drain(worker_max_tries=3)
+    await drain(clock=MovableClock(timedelta(hours=24, seconds=1)))
     (execution,) = await executions(client, auth, trigger)
     assert execution["status"] == "failed"
-    assert "gave up after 3 tries" in execution["error"]
-    assert len(snapshot_runs.calls) == 3
+    assert execution["error"] == (
+        'gave up after retrying for 1 day, 0:00:00: tracking answered 503: {"detail":"busy"}'
+    )
+    assert execution["next_attempt_at"] is None
+    assert len(snapshot_runs.calls) == 1
+
+
+async def test_a_waiting_execution_shows_its_last_error_and_next_try(
+    client, auth, wired, drain, snapshot_runs, webhooks_settings
+):
+    hook, trigger = wired
+    snapshot_runs.fail_next = 100
+    await deliver(client, hook, push_body("main"), "d-waits")
+    clock = MovableClock()
+    # One try; the next is the job's score in Redis, a minute (with jitter: 30-60 s) on.
+    minute = timedelta(seconds=60)
+    await drain(clock=clock, jobs=1, worker_retry_delay=minute, worker_retry_max_delay=minute)
+    (execution,) = await executions(client, auth, trigger)
+    assert execution["status"] == "pending"
+    assert execution["attempts"] == 1
+    assert execution["error"] == 'tracking answered 503: {"detail":"busy"}'
+    waits = datetime.fromisoformat(execution["next_attempt_at"]) - datetime.fromisoformat(
+        execution["updated"]
+    )
+    assert timedelta(seconds=29) < waits <= timedelta(seconds=61)
 
 
 async def test_a_refused_run_is_recorded_as_failed_without_retrying(

@@ -12,9 +12,17 @@ from typing import Any, Protocol
 
 import httpx
 
-# Answers worth retrying: tracking (or the way to it) is overloaded or down.
-TRANSIENT = frozenset({408, 425, 429, 500, 502, 503, 504})
+# Answers worth retrying besides any 5xx: a timeout, too early, too many requests, and a
+# conflict (tracking still running this execution's earlier request under the same
+# Idempotency-Key; asked again, it answers with the run that request started). Every
+# other 4xx is a lasting refusal (an unknown or deleted snapshot, a bad request).
+TRANSIENT_4XX = frozenset({408, 409, 425, 429})
 MAX_ERROR = 4096
+
+
+def transient(status_code: int) -> bool:
+    """Whether tracking's answer ``status_code`` is worth asking again later."""
+    return status_code >= 500 or status_code in TRANSIENT_4XX
 
 
 class TransientDispatchError(Exception):
@@ -91,8 +99,9 @@ class TrackingSnapshotRunner:
             )
         except httpx.HTTPError as exc:
             raise TransientDispatchError(f"tracking unreachable: {exc!r}") from exc
-        if response.status_code in TRANSIENT:
-            raise TransientDispatchError(f"tracking answered {response.status_code}")
+        if transient(response.status_code):
+            detail = response.text[:MAX_ERROR]
+            raise TransientDispatchError(f"tracking answered {response.status_code}: {detail}")
         if response.is_success:
             try:
                 run_id = uuid.UUID(str(response.json().get("id")))

@@ -10,12 +10,15 @@ import json
 import uuid
 from typing import Any
 
+from arq.constants import job_key_prefix
 from pydantic import BaseModel
+from redis.asyncio import Redis
 
 from shared.responses import dumps
 from webhooks.core.live import QueuedJob
 
 PROCESS_EVENT = "process_event"
+RETRY_EXECUTION = "retry_execution"
 # Event ids are derived from (webhook, delivery id): a redelivery is the same event.
 EVENT_NAMESPACE = uuid.UUID("0b6f3f1e-8a52-4d0e-9f3b-5c2f1e7d9a41")
 
@@ -84,11 +87,51 @@ def deserializer(data: bytes) -> dict[str, Any]:
     return value
 
 
-def encode(message: dict[str, Any], *, job_id: str, now_ms: int) -> QueuedJob:
+def encode(
+    message: dict[str, Any], *, job_id: str, now_ms: int, function: str = PROCESS_EVENT
+) -> QueuedJob:
     """The arq job ``job_id`` for one event (the fields of :class:`EventMessage`, as values
     :func:`serializer` writes: UUIDs may be asyncpg's), enqueued at ``now_ms``, in the exact
     form ``ArqRedis.enqueue_job`` writes (arq's ``serialize_job`` with :func:`serializer`,
     its dict made here: one Python call less). A plain dict: this runs for every accepted
     delivery, and the worker validates what it reads."""
-    data = serializer({"t": None, "f": PROCESS_EVENT, "a": (message,), "k": {}, "et": now_ms})
+    data = serializer({"t": None, "f": function, "a": (message,), "k": {}, "et": now_ms})
     return QueuedJob(job_id, data)
+
+
+class RetryMessage(BaseModel):
+    """An admin's retry of a failed trigger execution: its retries are counted from
+    ``requested_at`` (the execution's ``retried_at``)."""
+
+    execution_id: uuid.UUID
+    requested_at: dt.datetime
+
+
+def retry_job_id(execution_id: uuid.UUID) -> str:
+    """The job of an execution's one retry: a second enqueue of it changes nothing."""
+    return uuid.uuid5(execution_id, RETRY_EXECUTION).hex
+
+
+class JobQueue:
+    """Jobs the web service queues itself (accepted events go through
+    :class:`webhooks.core.live.LiveState`): written as ``ArqRedis.enqueue_job`` writes
+    them, expiring after ``expires_ms``, due at once."""
+
+    def __init__(self, redis: Redis, queue: str, *, expires_ms: int) -> None:
+        self.redis = redis
+        self.queue = queue
+        self.expires_ms = expires_ms
+
+    async def retry_execution(self, execution_id: uuid.UUID, requested_at: dt.datetime) -> None:
+        message = RetryMessage(execution_id=execution_id, requested_at=requested_at)
+        now_ms = int(requested_at.timestamp() * 1000)
+        job = encode(
+            message.model_dump(mode="json"),
+            job_id=retry_job_id(execution_id),
+            now_ms=now_ms,
+            function=RETRY_EXECUTION,
+        )
+        async with self.redis.pipeline(transaction=True) as tr:
+            tr.set(job_key_prefix + job.job_id, job.data, nx=True, px=self.expires_ms)
+            tr.zadd(self.queue, {job.job_id: now_ms}, nx=True)
+            await tr.execute()

@@ -7,26 +7,35 @@ database. Otherwise one transaction records the event, its executions (ids deriv
 event and trigger) and the raw body; dispatching then only touches executions still
 ``pending``, each under its own id as ``Idempotency-Key``. So an event delivered twice, or
 a worker killed anywhere in between, runs nothing twice.
+
+A transient failure (tracking out of reach or answering a transient status, the database
+out of reach, a try past its time budget) runs the job again on the schedule of
+:class:`~webhooks.event.retry.RetryPolicy`, until its horizon; only then, or on a lasting
+refusal, is an execution ``failed``, with its last error. An admin may re-run a failed
+execution once (:func:`retry_execution`, queued by the trigger API).
 """
 
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
+import gzip
 import logging
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from arq.worker import Retry
 
 from shared.db import SessionMaker, session_scope, utcnow
 from webhooks.event.dispatch import SnapshotRunner, TransientDispatchError, UpstreamEvent
-from webhooks.event.queue import EventMessage
+from webhooks.event.queue import EventMessage, RetryMessage
 from webhooks.event.repository import EventRepository
+from webhooks.event.retry import RetryPolicy
 from webhooks.intake.providers import PayloadError, Provider
 from webhooks.intake.providers.base import stored_payload
-from webhooks.models import TriggerExecution, WebhookEvent, WebhookTrigger
+from webhooks.models import TriggerExecution, WebhookEvent, WebhookEventPayload, WebhookTrigger
 from webhooks.trigger.configuration import match
 from webhooks.trigger.repository import TriggerRepository
 
@@ -35,6 +44,11 @@ logger = logging.getLogger(__name__)
 RECEIVED, PROCESSED, FAILED = "received", "processed", "failed"
 MAX_CACHED_WEBHOOKS = 10_000
 PENDING, DISPATCHED = "pending", "dispatched"
+# How long a retry job waits for the transaction that queued it to commit (it is queued
+# inside it, so that Redis out of reach fails the request rather than losing the retry).
+COMMIT_GRACE = dt.timedelta(minutes=1)
+
+Clock = Callable[[], dt.datetime]
 
 
 def execution_id(event_id: uuid.UUID, trigger_id: uuid.UUID) -> uuid.UUID:
@@ -48,37 +62,40 @@ class Consumer:
         providers: Mapping[str, Provider],
         runner: SnapshotRunner,
         *,
-        max_tries: int,
-        retry_delay: float,
+        retries: RetryPolicy,
         trigger_ttl: float = 0.0,
+        clock: Clock = utcnow,
     ) -> None:
         self.sessionmaker = sessionmaker
         self.providers = providers
         self.runner = runner
-        self.max_tries = max_tries
-        self.retry_delay = retry_delay
+        self.retries = retries
         self.trigger_ttl = trigger_ttl
+        self.clock = clock
         self._triggers: dict[uuid.UUID, tuple[float, list[WebhookTrigger]]] = {}
 
     async def process(self, message: EventMessage, job_try: int) -> str:
-        """The event's final status (``processed`` or ``failed``)."""
+        """The event's final status (``processed`` or ``failed``); ``Retry`` while an
+        execution waits for tracking."""
         matched = await self._matching(message)
-        if not matched:
+        if not matched and job_try == 1:
             return PROCESSED  # nothing to run, so nothing to remember: no write at all
         async with session_scope(self.sessionmaker) as session:
             event = await session.get(WebhookEvent, message.event_id)
             if event is not None and event.status != RECEIVED:
                 return event.status  # done before: nothing runs twice
             if event is None:
+                if not matched:
+                    return PROCESSED
                 await self._record(session, message, [t for t, _ in matched.values()])
+            # Else an earlier try recorded it: its executions still get their runs, even
+            # if their trigger no longer matches (changed or deactivated while they waited).
         async with session_scope(self.sessionmaker, write=False) as session:
             pending = [
                 e
                 for e in await EventRepository(session).executions(message.event_id)
                 if e.status == PENDING
             ]
-        last_try = job_try >= self.max_tries
-        failures = 0
         for execution in pending:
             upstream = UpstreamEvent(
                 webhook_type=message.webhook_type,
@@ -88,14 +105,95 @@ class Consumer:
                 # None when the trigger changed since the execution was recorded.
                 event=matched[execution.trigger_id][1] if execution.trigger_id in matched else None,
             )
-            failures += not await self._dispatch(execution, upstream, last_try)
-        status = FAILED if failures else PROCESSED
+            await self._dispatch(execution, upstream, job_try, message.received_at)
+        return await self._settle(message.event_id)
+
+    async def retry(self, message: RetryMessage, job_try: int) -> str:
+        """An admin's retry of one failed execution: requested again, its transient
+        failures retried until the horizon counted from the retry. The event's status
+        afterwards."""
+        async with session_scope(self.sessionmaker, write=False) as session:
+            execution = await session.get(TriggerExecution, message.execution_id)
+            if execution is None:
+                return PROCESSED  # deleted with its event since
+            if execution.retried_at is None:
+                # The request that queued this job has not committed (yet), or rolled back.
+                if self.clock() - message.requested_at < COMMIT_GRACE:
+                    raise Retry(defer=self.retries.first_delay)
+                logger.warning("retry never committed", extra={"execution_id": str(execution.id)})
+                return execution.status
+            if execution.status != PENDING:
+                return execution.status  # this job's earlier try settled it
+            event = await session.get(WebhookEvent, execution.event_id)
+            assert event is not None  # executions are deleted with their event
+            trigger = (
+                await session.get(WebhookTrigger, execution.trigger_id)
+                if execution.trigger_id
+                else None
+            )
+            raw = await session.get(WebhookEventPayload, (event.webhook_id, event.delivery_id))
+        upstream = UpstreamEvent(
+            webhook_type=event.webhook_type,
+            webhook_id=event.webhook_id,
+            delivery_id=event.delivery_id,
+            event_type=event.event_type,
+            event=self._matched_again(event, trigger, raw),
+        )
+        await self._dispatch(execution, upstream, job_try, message.requested_at)
+        return await self._settle(event.id)
+
+    def _matched_again(
+        self,
+        event: WebhookEvent,
+        trigger: WebhookTrigger | None,
+        raw: WebhookEventPayload | None,
+    ) -> dict[str, Any] | None:
+        """The event as ``trigger`` matches it now, from its retained body (``None`` when
+        the trigger, the body or the match is gone)."""
+        provider = self.providers.get(event.webhook_type)
+        if trigger is None or raw is None or provider is None or event.event_type is None:
+            return None
+        try:
+            payload = stored_payload(gzip.decompress(raw.body))
+        except PayloadError:
+            return None
+        return match(provider, trigger.configuration, event.event_type, payload)
+
+    async def _settle(self, event_id: uuid.UUID) -> str:
+        """The event's status from its executions': ``failed`` if one failed."""
         async with session_scope(self.sessionmaker) as session:
-            event = await session.get(WebhookEvent, message.event_id)
+            executions = await EventRepository(session).executions(event_id)
+            event = await session.get(WebhookEvent, event_id)
             assert event is not None
-            event.status = status
+            event.status = FAILED if any(e.status == FAILED for e in executions) else PROCESSED
             event.processed_at = utcnow()
-        return status
+            return event.status
+
+    async def give_up(
+        self,
+        error: str,
+        *,
+        event_id: uuid.UUID | None = None,
+        execution_id: uuid.UUID | None = None,
+    ) -> None:
+        """Past the horizon of a job that kept failing outside a run request (the
+        database, a bug): the event's pending executions (or the one retried) fail with
+        ``error``, if the database lets us write that."""
+        async with session_scope(self.sessionmaker) as session:
+            if execution_id is not None:
+                row = await session.get(TriggerExecution, execution_id)
+                rows = [row] if row is not None else []
+            elif event_id is not None:
+                rows = await EventRepository(session).executions(event_id)
+            else:
+                rows = []
+            for row in rows:
+                if row.status == PENDING:
+                    row.status, row.error, row.next_attempt_at = FAILED, error, None
+                    row.updated = utcnow()
+                event = await session.get(WebhookEvent, row.event_id)
+                if event is not None:
+                    event.status, event.error = FAILED, error
 
     async def _matching(
         self, message: EventMessage
@@ -168,10 +266,15 @@ class Consumer:
         )
 
     async def _dispatch(
-        self, execution: TriggerExecution, upstream: UpstreamEvent, last_try: bool
-    ) -> bool:
-        """Request the run; ``False`` when it failed for good (recorded on the execution).
-        A transient failure retries the whole job later, until the last try."""
+        self,
+        execution: TriggerExecution,
+        upstream: UpstreamEvent,
+        job_try: int,
+        start: dt.datetime,
+    ) -> None:
+        """Request the run and record the outcome on the execution. A transient failure
+        retries the whole job later (``Retry``), until the horizon counted from
+        ``start``; past it the execution fails with that failure."""
         async with session_scope(self.sessionmaker, write=False) as session:
             trigger = (
                 await session.get(WebhookTrigger, execution.trigger_id)
@@ -188,10 +291,12 @@ class Consumer:
             )
             run_id, error = result.run_id, result.error
         except TransientDispatchError as exc:
-            if not last_try:
-                await self._note_attempt(execution.id, str(exc))
-                raise Retry(defer=self.retry_delay) from exc
-            run_id, error = None, f"gave up after {self.max_tries} tries: {exc}"
+            now = self.clock()
+            delay = self.retries.delay(job_try, now, start)
+            if delay is not None:
+                await self._note_attempt(execution.id, str(exc), now + delay)
+                raise Retry(defer=delay) from exc
+            run_id, error = None, f"gave up after retrying for {self.retries.horizon}: {exc}"
         async with session_scope(self.sessionmaker) as session:
             row = await session.get(TriggerExecution, execution.id)
             assert row is not None
@@ -199,43 +304,86 @@ class Consumer:
             row.status = FAILED if error else DISPATCHED
             row.run_id = run_id
             row.error = error
+            row.next_attempt_at = None
             row.updated = utcnow()
         if error:
             logger.warning("snapshot run refused", extra={"execution_id": str(execution.id)})
-        return error is None
 
-    async def _note_attempt(self, execution_id_: uuid.UUID, error: str) -> None:
+    async def _note_attempt(
+        self, execution_id_: uuid.UUID, error: str, next_attempt_at: dt.datetime
+    ) -> None:
         async with session_scope(self.sessionmaker) as session:
             row = await session.get(TriggerExecution, execution_id_)
             if row is not None:
                 row.attempts += 1
                 row.error = error
+                row.next_attempt_at = next_attempt_at
                 row.updated = utcnow()
 
 
 async def process_event(ctx: dict[str, Any], raw: dict[str, Any]) -> str:
-    """The arq job (see :mod:`webhooks.event.queue` for how it is enqueued).
-
-    arq fails a job for good on any exception but ``Retry`` (a timeout included), which
-    would drop the event; so every failure becomes a retry, within a time budget under
-    the job timeout, until the last try, which is logged as a dead letter.
-    """
+    """The arq job of an accepted event (see :mod:`webhooks.event.queue` for how it is
+    enqueued); its retries are counted from the event's receipt."""
     consumer: Consumer = ctx["consumer"]
     message = EventMessage.model_validate(raw)
+
+    async def give_up(error: str) -> None:
+        await consumer.give_up(error, event_id=message.event_id)
+
+    return await _attempt(
+        ctx,
+        message.received_at,
+        lambda: consumer.process(message, job_try=ctx["job_try"]),
+        give_up,
+        {"event_id": str(message.event_id)},
+    )
+
+
+async def retry_execution(ctx: dict[str, Any], raw: dict[str, Any]) -> str:
+    """The arq job of an admin's retry of a failed execution; its retries are counted
+    from the retry."""
+    consumer: Consumer = ctx["consumer"]
+    message = RetryMessage.model_validate(raw)
+
+    async def give_up(error: str) -> None:
+        await consumer.give_up(error, execution_id=message.execution_id)
+
+    return await _attempt(
+        ctx,
+        message.requested_at,
+        lambda: consumer.retry(message, job_try=ctx["job_try"]),
+        give_up,
+        {"execution_id": str(message.execution_id)},
+    )
+
+
+async def _attempt(
+    ctx: dict[str, Any],
+    start: dt.datetime,
+    work: Callable[[], Awaitable[str]],
+    give_up: Callable[[str], Awaitable[None]],
+    about: dict[str, str],
+) -> str:
+    """One try of a job. arq fails a job for good on any exception but ``Retry`` (a
+    timeout included), which would drop the event; so every failure becomes a retry,
+    within a time budget under the job timeout, until the horizon counted from
+    ``start``; past it the job ends, logged as a dead letter, after ``give_up`` recorded
+    the failure where it could."""
+    consumer: Consumer = ctx["consumer"]
     try:
         async with asyncio.timeout(ctx["job_budget"]):
-            return await consumer.process(message, job_try=ctx["job_try"])
+            return await work()
     except Retry:
         raise
     except Exception as exc:
-        if ctx["job_try"] >= consumer.max_tries:
-            logger.error(
-                "event dropped after its last try",
-                extra={"event_id": str(message.event_id), "error": repr(exc)},
-            )
-            return FAILED
-        logger.warning(
-            "event processing failed; retrying",
-            extra={"event_id": str(message.event_id), "error": repr(exc)},
-        )
-        raise Retry(defer=consumer.retry_delay) from exc
+        extra = {**about, "error": repr(exc)}
+        delay = consumer.retries.delay(ctx["job_try"], consumer.clock(), start)
+        if delay is not None:
+            logger.warning("event processing failed; retrying", extra=extra)
+            raise Retry(defer=delay) from exc
+        logger.error("event dropped: its retry horizon passed", extra=extra)
+        try:
+            await give_up(f"gave up after retrying for {consumer.retries.horizon}: {exc!r}")
+        except Exception:
+            logger.exception("could not record the dropped event as failed", extra=extra)
+        return FAILED

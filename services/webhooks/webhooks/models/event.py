@@ -64,10 +64,17 @@ class TriggerExecution(SQLModel, table=True):
     snapshot_id: uuid.UUID
     delivery_id: str = Field(max_length=255)
     event_type: str | None = Field(default=None, max_length=255)
-    # pending → dispatched (tracking accepted the run) | failed (tracking refused it)
+    # pending → dispatched (tracking accepted the run) | failed (tracking refused it, or
+    # stayed out of reach past the retry horizon); failed → pending once, by an admin.
     status: str = Field(default="pending", max_length=16, index=True)
     run_id: uuid.UUID | None = None
     attempts: int = 0
+    # The last failure, transient ones included (kept while the execution waits).
     error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    # When a pending execution that failed for a transient reason is tried again (as its
+    # job's score in the queue says; shown, not read back).
+    next_attempt_at: dt.datetime | None = None
+    # When an admin re-ran the failed execution (at most once).
+    retried_at: dt.datetime | None = None
     created: dt.datetime = Field(default_factory=utcnow, index=True)
     updated: dt.datetime = Field(default_factory=utcnow)

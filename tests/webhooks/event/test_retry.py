@@ -1,0 +1,153 @@
+"""Transient failures are retried on a schedule in time (capped exponential backoff with
+jitter, until the horizon); tracking's answers sorted into transient and lasting ones;
+settings that would let a job expire before its horizon refused."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import pytest
+from pydantic import ValidationError
+from starlette.responses import JSONResponse
+from starlette.types import Receive, Scope, Send
+
+from tests.support.asgi import HostRouter
+from tests.support.redis_server import free_port
+from tests.webhooks.event.support import TRIGGERS, deliver, executions
+from tests.webhooks.support import SnapshotRuns, push_body
+from webhooks.event.dispatch import TrackingSnapshotRunner, TransientDispatchError, transient
+from webhooks.event.retry import RetryPolicy
+from webhooks.settings import Settings
+
+T0 = datetime(2026, 11, 26, tzinfo=UTC)
+SECOND = timedelta(seconds=1)
+
+
+def policy(draw: float, horizon: timedelta = timedelta(hours=24)) -> RetryPolicy:
+    return RetryPolicy(
+        first_delay=2 * SECOND, max_delay=300 * SECOND, horizon=horizon, random=lambda: draw
+    )
+
+
+def test_the_delay_doubles_from_the_first_up_to_the_cap():
+    longest = policy(1.0)
+    delays = [longest.delay(n, T0, T0) for n in range(1, 12)]
+    assert delays == [SECOND * s for s in (2, 4, 8, 16, 32, 64, 128, 256, 300, 300, 300)]
+    assert policy(1.0).delay(10_000, T0, T0) == 300 * SECOND  # no overflow, however many
+
+
+def test_the_jitter_keeps_at_least_half_of_the_delay():
+    assert policy(0.0).delay(3, T0, T0) == 4 * SECOND
+    assert policy(0.5).delay(3, T0, T0) == 6 * SECOND
+
+
+def test_the_last_delay_ends_at_the_horizon():
+    hour = policy(1.0, horizon=timedelta(hours=1))
+    assert hour.delay(20, T0 + timedelta(minutes=59), T0) == 60 * SECOND
+
+
+def test_past_the_horizon_there_is_no_next_try():
+    assert policy(1.0).delay(1, T0 + timedelta(hours=24), T0) is None
+    assert policy(1.0).delay(1, T0 + timedelta(hours=23, minutes=59), T0) is not None
+
+
+@pytest.mark.parametrize("status", [408, 409, 425, 429, 500, 501, 502, 503, 504, 599])
+def test_timeouts_conflicts_throttling_and_5xx_are_transient(status):
+    assert transient(status)
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 405, 410, 413, 415, 422])
+def test_other_4xx_are_lasting_refusals(status):
+    assert not transient(status)
+
+
+async def test_tracking_not_listening_is_a_transient_failure():
+    async with httpx.AsyncClient() as http:
+        runner = TrackingSnapshotRunner(http, f"http://127.0.0.1:{free_port()}", None)
+        with pytest.raises(TransientDispatchError, match="tracking unreachable"):
+            await runner.run(uuid.uuid4(), None, {"id": str(uuid.uuid4())})
+
+
+def test_an_event_expiry_the_retries_could_outlast_is_refused(webhooks_settings):
+    values = webhooks_settings.model_dump()
+    with pytest.raises(ValidationError, match="EVENT_EXPIRY must exceed"):
+        Settings(**{**values, "event_expiry": timedelta(hours=24)})
+    with pytest.raises(ValidationError, match="WORKER_RETRY_DELAY must be positive"):
+        Settings(**{**values, "worker_retry_delay": timedelta(minutes=10)})
+    Settings(**{**values, "event_expiry": timedelta(hours=25)})
+
+
+class ScriptedRuns(SnapshotRuns):
+    """The snapshot-run stand-in answering its next calls with ``statuses`` first."""
+
+    def __init__(self, *statuses: int) -> None:
+        super().__init__()
+        self.statuses = list(statuses)
+
+    def app(self) -> Any:
+        inner = super().app()
+
+        async def scripted(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] == "http" and scope["path"].endswith("/runs") and self.statuses:
+                self.calls.append({"status": self.statuses[0]})
+                answer = JSONResponse({"detail": "scripted"}, status_code=self.statuses.pop(0))
+                await answer(scope, receive, send)
+                return
+            await inner(scope, receive, send)
+
+        return scripted
+
+
+def scripted(router: HostRouter, *statuses: int) -> ScriptedRuns:
+    runs = ScriptedRuns(*statuses)
+    stand_in = {"tracking/api/v1/pipeline_snapshots": httpx.ASGITransport(app=runs.app())}
+    router.routes = {**stand_in, **router.routes}
+    return runs
+
+
+async def test_a_conflict_is_retried_and_ends_with_the_executions_one_run(
+    client, auth, wired, drain, router
+):
+    """Tracking answers 409 while it still runs this execution's earlier request (same
+    Idempotency-Key); asked again, it answers with that request's run: not a failure."""
+    runs = scripted(router, 409, 429, 502)
+    hook, trigger = wired
+    await deliver(client, hook, push_body("main"), "d-409")
+    await drain()
+    (execution,) = await executions(client, auth, trigger)
+    assert execution["status"] == "dispatched"
+    assert execution["attempts"] == 4
+    assert execution["run_id"] == next(iter(runs.runs.values()))
+    assert len(runs.runs) == 1
+
+
+async def test_a_bad_request_fails_at_once_with_its_reason(client, auth, wired, drain, router):
+    runs = scripted(router, 422)
+    hook, trigger = wired
+    await deliver(client, hook, push_body("main"), "d-422")
+    await drain()
+    (execution,) = await executions(client, auth, trigger)
+    assert execution["status"] == "failed"
+    assert execution["error"] == 'tracking answered 422: {"detail":"scripted"}'
+    assert execution["attempts"] == 1
+    assert runs.calls == [{"status": 422}]
+
+
+async def test_an_execution_waiting_for_tracking_runs_after_its_trigger_is_deactivated(
+    client, auth, wired, drain, snapshot_runs
+):
+    """Accepted and matched is a promise: a trigger changed while its execution waited
+    does not strand it."""
+    hook, trigger = wired
+    snapshot_runs.fail_next = 1
+    await deliver(client, hook, push_body("main"), "d-deactivated")
+    await drain(jobs=1)
+    response = await client.put(f"{TRIGGERS}/{trigger['id']}", json={"active": False}, headers=auth)
+    assert response.status_code == 200, response.text
+    await drain()
+    (execution,) = await executions(client, auth, trigger)
+    assert execution["status"] == "dispatched"
+    assert len(snapshot_runs.runs) == 1
