@@ -39,6 +39,20 @@ class StackConfigError(Exception):
 
 
 @dataclass(frozen=True)
+class Login:
+    """An entrypoint's first account, as the launcher's banner tells how to use it."""
+
+    service: str
+    """The web service that creates the account at its first start."""
+    user: str
+    password_variable: str
+    """Chooses the first password (one of the service's ``passthrough``); unset, the
+    service prints a random one once."""
+    command: str
+    """How a client logs in; ``{url}`` is the entrypoint's URL."""
+
+
+@dataclass(frozen=True)
 class Entrypoint:
     """One public port of the gateway."""
 
@@ -46,6 +60,9 @@ class Entrypoint:
     title: str
     port: int
     error_style: ErrorStyle
+    login: Login | None = None
+    unimplemented: tuple[str, ...] = ()
+    """Path prefixes of the reference's API that no service serves: 501 at the gateway."""
 
 
 @dataclass(frozen=True)
@@ -146,17 +163,38 @@ def parse_stack(raw: Mapping[str, Any]) -> Stack:
 
 
 def _entrypoint(raw: Mapping[str, Any], where: str) -> Entrypoint:
-    _no_unknown_keys(raw, {"name", "title", "port", "error_style"}, where)
+    _no_unknown_keys(raw, {"name", "title", "port", "error_style", "login", "unimplemented"}, where)
     name = _name(raw, where)
     where = f"entrypoint {name!r}"
     style = _get(raw, "error_style", str, where, "platform")
     if style not in _ERROR_STYLES:
         raise StackConfigError(f"{where}: error_style must be one of {', '.join(_ERROR_STYLES)}")
+    unimplemented = tuple(_route(r, where) for r in _get(raw, "unimplemented", list, where, []))
+    if "/" in unimplemented:
+        raise StackConfigError(f"{where}: / cannot be unimplemented")
+    _unique(list(unimplemented), f"{where}: unimplemented prefix")
     return Entrypoint(
         name=name,
         title=_get(raw, "title", str, where, name),
         port=_port(raw, where),
         error_style=cast(ErrorStyle, style),
+        login=_login(raw["login"], f"{where} login") if "login" in raw else None,
+        unimplemented=unimplemented,
+    )
+
+
+def _login(raw: object, where: str) -> Login:
+    if not isinstance(raw, dict):
+        raise StackConfigError(f"{where} must be a table")
+    _no_unknown_keys(raw, {"service", "user", "password_variable", "command"}, where)
+    variable = _get(raw, "password_variable", str, where)
+    if not _ENV_NAME.match(variable):
+        raise StackConfigError(f"{where}: password_variable {variable!r} is not a variable name")
+    return Login(
+        service=_get(raw, "service", str, where),
+        user=_get(raw, "user", str, where),
+        password_variable=variable,
+        command=_get(raw, "command", str, where),
     )
 
 
@@ -277,6 +315,37 @@ def _check_references(stack: Stack) -> None:
                     f"route {route} on entrypoint {service.entrypoint!r} is claimed by both "
                     f"{other!r} and {service.name!r}"
                 )
+    for entrypoint in stack.entrypoints:
+        _check_entrypoint(stack, entrypoint)
+
+
+def _check_entrypoint(stack: Stack, entrypoint: Entrypoint) -> None:
+    """Its login names a service of its own that takes the password variable; no
+    unimplemented prefix overlaps a route a service serves there."""
+    where = f"entrypoint {entrypoint.name!r}"
+    services = [s for s in stack.web_services if s.entrypoint == entrypoint.name]
+    login = entrypoint.login
+    if login is not None:
+        owner = next((s for s in services if s.name == login.service), None)
+        if owner is None:
+            raise StackConfigError(f"{where}: login service {login.service!r} is not served here")
+        if login.password_variable not in owner.passthrough:
+            raise StackConfigError(
+                f"{where}: login password_variable {login.password_variable} is not in "
+                f"{owner.name}'s passthrough"
+            )
+    for prefix in entrypoint.unimplemented:
+        for service in services:
+            for route in service.routes:
+                if route != "/" and _overlaps(prefix, route):
+                    raise StackConfigError(
+                        f"{where}: unimplemented {prefix} overlaps {service.name}'s route {route}"
+                    )
+
+
+def _overlaps(a: str, b: str) -> bool:
+    """Whether one path prefix is, or lies under, the other."""
+    return a == b or a.startswith(f"{b}/") or b.startswith(f"{a}/")
 
 
 def _unique(values: list[Any], what: str) -> None:

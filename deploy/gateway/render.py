@@ -11,17 +11,24 @@ Per entrypoint (one ``server`` block each):
 
 - every route prefix ``/a/b`` proxies ``/a/b`` and ``/a/b/...`` unchanged to its service;
 - ``/_services/<name>/{health,ready,openapi.json}`` reach each service's own endpoints;
-- anything else answers ``404 {"detail":"Not Found"}``, and the gateway's own 413/502/503/504
-  answer JSON in the entrypoint's error style instead of nginx's HTML pages.
+- the entrypoint's ``unimplemented`` prefixes answer 501 ``NotImplementedError`` and anything
+  else a 404, and the gateway's own 413/502/503/504 answer JSON, all in the entrypoint's
+  error style instead of nginx's HTML pages.
+
+The access log writes the request's URI with the values of secret query parameters masked,
+as the services mask theirs (:data:`shared.logging.SECRET_KEY_PATTERN`).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from deploy.config import Entrypoint, Service, Stack
+from shared.errors import NO_SUCH_ENDPOINT
+from shared.logging import MASK, SECRET_KEY_PATTERN
 
 # Every service container listens on this port in compose (see services/*/Dockerfile).
 COMPOSE_SERVICE_PORT = 8000
@@ -149,8 +156,10 @@ def _http_settings(stack: Stack, target: Target) -> list[str]:
         "    default $http_host;",
         "}",
         "",
-        'log_format gateway \'$remote_addr [$time_local] "$request" $status '
-        "$body_bytes_sent $request_time '",
+        *_masked_uri_maps(),
+        "",
+        "log_format gateway '$remote_addr [$time_local] \"$request_method $gateway_log_uri "
+        "$server_protocol\" $status $body_bytes_sent $request_time '",
         "                   'upstream=$upstream_addr $upstream_response_time "
         "rid=$gateway_request_id';",
         "# Lines written in batches (32 KB, or a second after the first), as the services",
@@ -168,6 +177,41 @@ def _http_settings(stack: Stack, target: Target) -> list[str]:
     ]
     if target.resolver:
         lines += ["", f"resolver {target.resolver} valid=10s ipv6=off;"]
+    return lines
+
+
+# A query parameter whose name looks secret to the services (or is percent-encoded, which
+# they decode before looking), then "=": PCRE, as nginx's map reads it (case-insensitive).
+_SECRET_NAME = "[^&=]*(?:{}|%)[^&=]*=".format(
+    re.sub(r"\((?!\?)", "(?:", SECRET_KEY_PATTERN.pattern)
+)
+# Its value, unless already masked by an earlier map.
+_UNMASKED = "(?![*][*][*](?:&|$))[^&]*"
+# Each map masks the last unmasked secret parameter; past that many, the whole query is.
+_MASKING_PASSES = 3
+
+
+def _masked_uri_maps() -> list[str]:
+    """``$gateway_log_uri``: ``$request_uri`` with secret query values masked."""
+    lines = ["# $request_uri with the values of secret query parameters masked, for the log."]
+    source = "$request_uri"
+    for n in range(1, _MASKING_PASSES + 1):
+        head, tail = f"gateway_log_head_{n}", f"gateway_log_tail_{n}"
+        lines += [
+            f"map {source} $gateway_log_uri_{n} {{",
+            f'    "~*^(?<{head}>[^?]*[?](?:.*&)?{_SECRET_NAME}){_UNMASKED}(?<{tail}>.*)$"',
+            f'        "${{{head}}}{MASK}${{{tail}}}";',
+            f"    default {source};",
+            "}",
+        ]
+        source = f"$gateway_log_uri_{n}"
+    lines += [
+        f"map {source} $gateway_log_uri {{",
+        f'    "~*^(?<gateway_log_path>[^?]*)[?](?:.*&)?{_SECRET_NAME}{_UNMASKED}"',
+        f'        "${{gateway_log_path}}?{MASK}";',
+        f"    default {source};",
+        "}",
+    ]
     return lines
 
 
@@ -209,9 +253,17 @@ def _server(stack: Stack, entrypoint: Entrypoint, target: Target) -> list[str]:
     for service in services:
         lines += ["", f"    # {service.name}"]
         lines += [f"    {line}" for line in _routes(service)]
+    if entrypoint.unimplemented:
+        lines += ["", "    # the reference's, served by no service here"]
+    for prefix in entrypoint.unimplemented:
+        sentence = f"{prefix} is not implemented by this server."
+        reply = _json_reply(501, _error_body(entrypoint, "NotImplementedError", sentence))
+        for match in (f"= {prefix}", f"{prefix}/"):
+            lines += [f"    location {match} {{", *(f"        {r}" for r in reply), "    }"]
     if not any("/" in s.routes for s in services):
+        not_found = _error_body(entrypoint, "KeyError", NO_SUCH_ENDPOINT, "Not Found")
         lines += ["", "    location / {"]
-        lines += [f"        {line}" for line in _json_reply(404, {"detail": "Not Found"})]
+        lines += [f"        {line}" for line in _json_reply(404, not_found)]
         lines.append("    }")
     for name, status, body in _gateway_errors(stack, entrypoint, services):
         lines += ["", f"    location @{name} {{"]
@@ -289,11 +341,20 @@ def _gateway_errors(
             "The service for this path did not answer in time.",
         ),
     ]
-    # The platform's errors are [<exception name>, <message>] (what the zenml client maps
-    # back to exceptions); the agent server's are a plain message, as kitaru's.
+    return [
+        (name, status, _error_body(entrypoint, kind, text)) for name, status, kind, text in messages
+    ]
+
+
+def _error_body(
+    entrypoint: Entrypoint, kind: str, text: str, agent_text: str | None = None
+) -> object:
+    """An error in the entrypoint's style. The platform's are [<exception name>, <message>]
+    (what the zenml client maps back to exceptions); the agent server's a plain message,
+    as kitaru's (``agent_text`` where it says something else)."""
     if entrypoint.error_style == "platform":
-        return [(name, status, {"detail": [kind, text]}) for name, status, kind, text in messages]
-    return [(name, status, {"detail": text}) for name, status, _, text in messages]
+        return {"detail": [kind, text]}
+    return {"detail": text if agent_text is None else agent_text}
 
 
 def _json_reply(status: int, body: object) -> list[str]:

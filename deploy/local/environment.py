@@ -52,6 +52,28 @@ def redis_url(options: Options) -> str:
     return f"redis://127.0.0.1:{options.ports.valkey}/0"
 
 
+def connect_host(listen: str) -> str:
+    """Where to reach a listener bound to ``listen`` from this machine."""
+    return {"0.0.0.0": "127.0.0.1", "::": "::1", "[::]": "::1"}.get(listen, listen)  # noqa: S104
+
+
+def public_url(options: Options, entrypoint: str) -> str:
+    """An entrypoint's URL at the gateway, as this machine reaches it."""
+    host = connect_host(options.listen)
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"http://{host}:{options.ports.entrypoints[entrypoint]}"
+
+
+def passthrough_value(prefix: str, name: str, launcher_environ: Mapping[str, str]) -> str | None:
+    """A passthrough variable as the launcher's environment gives it: under the service's
+    ``env_prefix`` (the name its own documentation uses) or, failing that, unprefixed."""
+    for key in (f"{prefix}{name}", name):
+        if key in launcher_environ:
+            return launcher_environ[key]
+    return None
+
+
 def service_environment(
     options: Options,
     service: Service,
@@ -62,6 +84,7 @@ def service_environment(
     stack = options.stack
     owner = stack.service(service.owner)
     issuer_url = service_url(options, stack.issuer.name)
+    prefix = service.env_prefix or owner.env_prefix
     settings = dict(stack.environment)
     settings |= {
         "DATABASE_URL": f"sqlite+aiosqlite:///{database_path(options.data_dir, owner.name)}",
@@ -86,10 +109,16 @@ def service_environment(
     settings |= secrets.generated.get(owner.name, {})
     for source in _sources(stack, service):
         settings |= source.env
-        settings |= {k: launcher_environ[k] for k in source.passthrough if k in launcher_environ}
-    # Paths in stack.toml may name the stack's data folder as {data_dir}.
-    settings = {k: v.replace("{data_dir}", str(options.data_dir)) for k, v in settings.items()}
-    prefix = service.env_prefix or owner.env_prefix
+        for name in source.passthrough:
+            value = passthrough_value(prefix, name, launcher_environ)
+            if value is not None:
+                settings[name] = value
+    # Values in stack.toml may name the stack's data folder and the service's public URL.
+    places = {"{data_dir}": str(options.data_dir)}
+    if owner.entrypoint is not None:
+        places["{public_url}"] = public_url(options, owner.entrypoint)
+    for place, value in places.items():
+        settings = {k: v.replace(place, value) for k, v in settings.items()}
     env = {k: v for k, v in launcher_environ.items() if k in SYSTEM_VARIABLES}
     env["PYTHONUNBUFFERED"] = "1"  # lines reach the terminal as they are written
     return env | {f"{prefix}{name}": value for name, value in settings.items()}

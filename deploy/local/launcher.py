@@ -20,10 +20,17 @@ from typing import TextIO
 
 import httpx
 
-from deploy.config import Service
+from deploy.config import Entrypoint, Service
 from deploy.local import datadir, gateway
 from deploy.local.datadir import SetupError
-from deploy.local.environment import database_path, redis_url, service_environment
+from deploy.local.environment import (
+    connect_host,
+    database_path,
+    passthrough_value,
+    public_url,
+    redis_url,
+    service_environment,
+)
 from deploy.local.options import REPO_ROOT, Options
 from deploy.local.probes import (
     StartupError,
@@ -37,7 +44,6 @@ from deploy.local.secrets import SecretsError, StackSecrets, load_or_create
 from deploy.local.supervisor import Child, Supervisor
 
 STOP_GRACE = 10.0
-ADMIN_PASSWORD_VARIABLE = "DEFAULT_ADMIN_PASSWORD"
 # Stop order: the gateway first (no new requests), then services and workers, then Valkey
 # (so that nothing still writing to it loses a queued job).
 STAGE_GATEWAY, STAGE_SERVICES, STAGE_VALKEY = 0, 1, 2
@@ -138,7 +144,8 @@ async def _supervise(
     stop: asyncio.Event,
 ) -> int:
     say = partial(supervisor.say, "stack")
-    first_start = not database_path(options.data_dir, options.stack.issuer.name).exists()
+    # Services starting on no database: they create their first account now.
+    fresh = {s.name for s in plan.web if not database_path(options.data_dir, s.owner).exists()}
     startup = asyncio.create_task(_start(supervisor, options, plan, secrets, environ))
     code = 0
     try:
@@ -150,7 +157,7 @@ async def _supervise(
         elif (error := startup.exception()) is not None:
             code = _report_failure(supervisor, error)
         else:
-            for line in _banner(options, plan, environ, first_start):
+            for line in _banner(options, plan, environ, fresh):
                 say(line)
             await _first_of(stop.wait(), supervisor.failed.wait())
         if supervisor.failure is not None and code == 0:
@@ -341,42 +348,49 @@ async def _start_gateway(supervisor: Supervisor, options: Options) -> None:
         # SIGQUIT is nginx's graceful stop: requests in flight are finished first.
         stop_signal=signal.SIGQUIT,
     )
-    host = _connect_host(options.listen)
+    host = connect_host(options.listen)
     for port in options.ports.entrypoints.values():
         await wait_until(
             child, partial(tcp_open, host, port), within=options.ready_timeout, what="listening"
         )
 
 
-def _connect_host(listen: str) -> str:
-    """Where to reach a listener bound to ``listen`` from this machine."""
-    return {"0.0.0.0": "127.0.0.1", "::": "::1", "[::]": "::1"}.get(listen, listen)  # noqa: S104
-
-
-def _banner(
-    options: Options, plan: Plan, environ: Mapping[str, str], first_start: bool
-) -> list[str]:
-    host = _connect_host(options.listen)
-    if ":" in host:
-        host = f"[{host}]"
-    width = max(len(e.title) for e in options.stack.entrypoints)
+def _banner(options: Options, plan: Plan, environ: Mapping[str, str], fresh: set[str]) -> list[str]:
+    entrypoints = options.stack.entrypoints
+    width = max(len(e.title) for e in entrypoints)
     lines = ["the stack is up:"]
-    for entrypoint in options.stack.entrypoints:
-        url = f"http://{host}:{options.ports.entrypoints[entrypoint.name]}"
-        lines.append(f"  {entrypoint.title.ljust(width)}  {url}")
-    issuer = options.stack.issuer.name
-    if environ.get(ADMIN_PASSWORD_VARIABLE):
-        source = f"from {ADMIN_PASSWORD_VARIABLE} (used when the admin is first created)"
-    elif first_start:
-        source = f"printed once in {issuer}'s log above"
-    else:
-        source = (
-            f"printed in {issuer}'s log at the first start with {options.data_dir} "
-            f"(set {ADMIN_PASSWORD_VARIABLE} before a first start to choose it)"
-        )
-    lines.append(f'  admin login: user "default", password {source}')
+    for entrypoint in entrypoints:
+        lines.append(f"  {entrypoint.title.ljust(width)}  {public_url(options, entrypoint.name)}")
+    for entrypoint in entrypoints:
+        lines += _login_lines(options, entrypoint, environ, fresh)
     lines.append(f"  data: {options.data_dir}")
     if plan.skipped:
         lines.append(f"  not running yet: {', '.join(s.name for s, _ in plan.skipped)}")
     lines.append("Ctrl-C stops everything.")
     return lines
+
+
+def _login_lines(
+    options: Options, entrypoint: Entrypoint, environ: Mapping[str, str], fresh: set[str]
+) -> list[str]:
+    """How to log in to ``entrypoint`` and where the first password comes from."""
+    login = entrypoint.login
+    if login is None:
+        return []
+    service = options.stack.service(login.service)
+    # Named as the service's own documentation does (the launcher takes both names).
+    variable = f"{service.env_prefix}{login.password_variable}"
+    if passthrough_value(service.env_prefix, login.password_variable, environ):
+        source = f"from {variable} (used when the account is first created)"
+    elif service.name in fresh:
+        source = f"printed once in {service.name}'s log above"
+    else:
+        source = (
+            f"printed in {service.name}'s log at the first start with {options.data_dir} "
+            f"(set {variable} before a first start to choose it)"
+        )
+    command = login.command.replace("{url}", public_url(options, entrypoint.name))
+    return [
+        f'  {entrypoint.title} login: user "{login.user}", password {source}',
+        f"    {command}",
+    ]

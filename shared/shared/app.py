@@ -46,7 +46,7 @@ from shared.auth import (
     WorkloadScopes,
 )
 from shared.db import create_engine, create_sessionmaker, start_background_checkpoints
-from shared.errors import PlatformError
+from shared.errors import NO_SUCH_ENDPOINT, NotFound, PlatformError
 from shared.health import health_routes
 from shared.http import create_http_client, service_auth
 from shared.idempotency import IdempotencyMiddleware
@@ -55,7 +55,7 @@ from shared.migrations import upgrade
 from shared.openapi import build_openapi
 from shared.redis import Keys, create_redis
 from shared.redis_pipe import close_pipe_of
-from shared.responses import ErrorStyle, error_response
+from shared.responses import ErrorStyle, error_response, error_style_var
 from shared.settings import ServiceSettings
 
 State = dict[str, Any]
@@ -92,8 +92,13 @@ def _allowed_methods(routes: Sequence[BaseRoute], scope: Scope) -> set[str]:
 
 
 async def _http_exception(request: Request, exc: Exception) -> Response:
-    """Starlette's own 404/405 keep the reference's ``{"detail": "Not Found"}`` shape."""
+    """Starlette's own 404 (no route) in the service's error style (the agent server's is
+    kitaru's ``{"detail": "Not Found"}``); its 405 keeps the reference's
+    ``{"detail": "Method Not Allowed"}``."""
     assert isinstance(exc, HTTPException)
+    if exc.status_code == 404:
+        message = NO_SUCH_ENDPOINT if error_style_var.get() == "platform" else str(exc.detail)
+        return error_response(NotFound(message), current_request_id())
     headers = dict(exc.headers or {})
     if exc.status_code == 405:
         # Starlette's Allow lists only the first route matching the path, but api_route

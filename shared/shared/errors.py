@@ -84,6 +84,12 @@ class NotFound(PlatformError):
     wire_name = "KeyError"
 
 
+NO_SUCH_ENDPOINT = "No endpoint of this server has this path."
+"""The message of a platform-style 404 for a path nothing routes (a service's or the
+gateway's); the reference answers ``{"detail": "Not Found"}``, which the ``zenml`` client
+shows as ``KeyError: 'Not Found'``."""
+
+
 class DoesNotExist(NotFound):
     wire_name = "DoesNotExistException"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import re
@@ -9,6 +10,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -20,6 +22,7 @@ from deploy.gateway.__main__ import COMPOSE_CONF
 from deploy.gateway.render import compose_target, local_target, render
 from deploy.local.gateway import nginx_binary, worker_user
 from deploy.local.probes import port_in_use
+from shared.errors import NO_SUCH_ENDPOINT
 from tests.support.processes import below_ephemeral_ports
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -147,16 +150,17 @@ def test_the_gateways_body_limit_on_a_service_is_the_services_own(service):
     assert settings.model_fields["max_body_size"].default == gateway
 
 
-def test_gateway_errors_are_json(tmp_path):
-    """Real nginx, no upstream running: 502 and 404 come back as JSON, not HTML."""
-    platform, agent = free_port(), free_port()
+@contextlib.contextmanager
+def gateway_without_upstreams(prefix: Path) -> Iterator[dict[str, int]]:
+    """Real nginx on the local config, no service running behind it; yields the ports of
+    its entrypoints. Stopped gracefully (SIGQUIT), so its access log is flushed."""
+    ports = {"platform": free_port(), "agent": free_port()}
     target = local_target(
         STACK,
         port_offset=free_offset(),  # nothing listens there
-        ports={"platform": platform, "agent": agent},
+        ports=ports,
         user=worker_user(),
     )
-    prefix = tmp_path / "gw"
     assert nginx_test(render(STACK, target), prefix).returncode == 0
     process = subprocess.Popen(
         [str(nginx_binary()), "-p", f"{prefix}/", "-c", str(prefix / "nginx.conf"),
@@ -165,22 +169,30 @@ def test_gateway_errors_are_json(tmp_path):
         stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        with httpx.Client(timeout=5, trust_env=False) as client:
-            for _ in range(50):
-                try:
-                    unreachable = client.get(f"http://127.0.0.1:{platform}/api/v1/runs")
-                    break
-                except httpx.ConnectError:
-                    time.sleep(0.1)
-            # webhooks' locations set a body limit and a 413 of their own, and repeat the
-            # rest: a location with any error_page of its own inherits none.
-            webhooks_down = client.get(f"http://127.0.0.1:{platform}/api/v1/webhooks")
-            too_large = declare_body(platform, "/api/v1/webhooks/custom/x/events", 25 << 20)
-            missing = client.get(f"http://127.0.0.1:{platform}/api/v1/nope")
-            agent_down = client.get(f"http://127.0.0.1:{agent}/api/v1/info")
+        for _ in range(50):
+            if all(port_in_use("127.0.0.1", port) for port in ports.values()):
+                break
+            time.sleep(0.1)
+        yield ports
     finally:
         process.send_signal(signal.SIGQUIT)
         process.wait(timeout=10)
+
+
+def test_gateway_errors_are_json(tmp_path):
+    """Real nginx, no upstream running: 502 and 404 come back as JSON, not HTML."""
+    with (
+        gateway_without_upstreams(tmp_path / "gw") as ports,
+        httpx.Client(timeout=5, trust_env=False) as client,
+    ):
+        platform, agent = ports["platform"], ports["agent"]
+        unreachable = client.get(f"http://127.0.0.1:{platform}/api/v1/runs")
+        # webhooks' locations set a body limit and a 413 of their own, and repeat the
+        # rest: a location with any error_page of its own inherits none.
+        webhooks_down = client.get(f"http://127.0.0.1:{platform}/api/v1/webhooks")
+        too_large = declare_body(platform, "/api/v1/webhooks/custom/x/events", 25 << 20)
+        missing = client.get(f"http://127.0.0.1:{platform}/api/v1/nope")
+        agent_down = client.get(f"http://127.0.0.1:{agent}/api/v1/info")
     assert unreachable.status_code == 502
     assert unreachable.json()["detail"][0] == "ServiceUnavailable"
     assert webhooks_down.status_code == 502
@@ -191,10 +203,69 @@ def test_gateway_errors_are_json(tmp_path):
         "Request body is larger than the limit of 25 MiB.",
     ]
     assert missing.status_code == 404
-    assert missing.json() == {"detail": "Not Found"}
+    assert missing.json() == {"detail": ["KeyError", NO_SUCH_ENDPOINT]}
     assert missing.headers["x-request-id"]
     assert agent_down.status_code == 502
     assert isinstance(agent_down.json()["detail"], str)
+
+
+@pytest.mark.parametrize("path", ["/api/v1/tags", "/api/v1/tags/", "/api/v1/tags/x?hydrate=1"])
+def test_unimplemented_families_are_a_501_not_implemented_error(tmp_path, path):
+    assert "/api/v1/tags" in STACK.entrypoint("platform").unimplemented
+    with (
+        gateway_without_upstreams(tmp_path / "gw") as ports,
+        httpx.Client(timeout=5, trust_env=False) as client,
+    ):
+        answer = client.get(f"http://127.0.0.1:{ports['platform']}{path}")
+        near_miss = client.get(f"http://127.0.0.1:{ports['platform']}/api/v1/tagsX")
+    assert answer.status_code == 501
+    assert answer.json() == {
+        "detail": ["NotImplementedError", "/api/v1/tags is not implemented by this server."]
+    }
+    assert answer.headers["content-type"] == "application/json"
+    assert answer.headers["x-request-id"]
+    assert near_miss.status_code == 404
+
+
+SECRETS = {
+    "token": "Tok3nValue",
+    "user_code": "UserC0de",
+    "device_code": "Dev1ceCode",
+    "password": "Passw0rdValue",
+    "api_key": "ApiK3yValue",
+    "client_secret": "Cl1entSecret",
+    "refresh_token": "Refr3shToken",
+    "t%6Fken": "Enc0dedName",
+}
+
+
+def test_access_log_masks_secret_query_values(tmp_path):
+    """Every secret-looking parameter (as the services mask them), wherever it stands, and
+    more of them than the masking maps take one by one: none reaches access.log."""
+    query = "&".join(f"{name}={value}" for name, value in SECRETS.items())
+    paths = [
+        f"/api/v1/runs?name=kept&{query}&sort=kept2",
+        "/api/v1/runs?token=Al0ne",
+        "/api/v1/devices/x?user_code=Sh0rt&hydrate=true",
+        "/api/v1/login?Token=Upp3rCase&token=",
+        "/api/v1/runs?a=1&access_token=Acc3ss&device_code=Dev1ce&b=2",
+    ]
+    with (
+        gateway_without_upstreams(tmp_path / "gw") as ports,
+        httpx.Client(timeout=5, trust_env=False) as client,
+    ):
+        for path in paths:
+            client.get(f"http://127.0.0.1:{ports['platform']}{path}")
+    log = (tmp_path / "gw" / "access.log").read_text()
+    assert log.count("GET /api/v1/") == len(paths), log
+    for secret in [*SECRETS.values(), "Al0ne", "Sh0rt", "Upp3rCase", "Acc3ss", "Dev1ce"]:
+        assert secret not in log
+    # More secrets than the maps mask one by one: the whole query is masked.
+    assert "GET /api/v1/runs?*** HTTP/1.1" in log
+    assert "GET /api/v1/runs?a=1&access_token=***&device_code=***&b=2 HTTP/1.1" in log
+    assert "GET /api/v1/runs?token=*** HTTP/1.1" in log
+    assert "GET /api/v1/devices/x?user_code=***&hydrate=true HTTP/1.1" in log
+    assert "GET /api/v1/login?Token=***&token=*** HTTP/1.1" in log
 
 
 def load_compose() -> dict[str, dict[str, object]]:

@@ -20,6 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from shared.errors import NO_SUCH_ENDPOINT
 from tests.support.processes import (
     LaunchedStack,
     below_ephemeral_ports,
@@ -40,6 +41,12 @@ name = "platform"
 title = "platform API"
 port = {platform}
 error_style = "platform"
+
+[entrypoint.login]
+service = "identity"
+user = "default"
+password_variable = "DEFAULT_ADMIN_PASSWORD"
+command = "log in at {{url}}"
 
 [[entrypoint]]
 name = "agent"
@@ -199,7 +206,7 @@ def test_route_reaches_its_service_with_the_path_unchanged(
 def test_unrouted_platform_path_is_a_json_404(launched, client, path):
     response = client.get(launched.url("platform", path))
     assert response.status_code == 404
-    assert response.json() == {"detail": "Not Found"}
+    assert response.json() == {"detail": ["KeyError", NO_SUCH_ENDPOINT]}
     assert response.headers["content-type"] == "application/json"
 
 
@@ -281,7 +288,8 @@ def test_output_names_urls_and_admin_password_source(launched):
     output = launched.output()
     assert f"http://127.0.0.1:{launched.ports['platform']}" in output
     assert f"http://127.0.0.1:{launched.ports['agent']}" in output
-    assert 'user "default", password from DEFAULT_ADMIN_PASSWORD' in output
+    assert 'platform API login: user "default", password from DEFAULT_ADMIN_PASSWORD' in output
+    assert f"log in at http://127.0.0.1:{launched.ports['platform']}" in output
     assert "fake worker up (client tracking)" in output  # worker output, prefixed
 
 

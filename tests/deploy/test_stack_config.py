@@ -68,6 +68,29 @@ def _service(raw: dict[str, Any], name: str) -> dict[str, Any]:
         (lambda r: r.pop("valkey"), "a [valkey] table is required"),
         (lambda r: r["entrypoint"][1].update(error_style="html"), "error_style must be"),
         (lambda r: _service(r, "tracking").update(env_prefix="svc"), "must be like 'SERVICE_'"),
+        (
+            lambda r: r["entrypoint"][0]["unimplemented"].append("/api/v1/runs"),
+            "unimplemented /api/v1/runs overlaps tracking's route /api/v1/runs",
+        ),
+        (
+            lambda r: r["entrypoint"][0]["unimplemented"].append("/api/v1/runs/x"),
+            "overlaps tracking's route /api/v1/runs",
+        ),
+        (lambda r: r["entrypoint"][0]["unimplemented"].append("/api"), "overlaps"),
+        (lambda r: r["entrypoint"][0]["unimplemented"].append("/"), "/ cannot be unimplemented"),
+        (
+            lambda r: r["entrypoint"][0]["unimplemented"].append("/api/v1/tags"),
+            "unimplemented prefix '/api/v1/tags' is used more than once",
+        ),
+        (
+            lambda r: r["entrypoint"][1]["login"].update(service="identity"),
+            "login service 'identity' is not served here",
+        ),
+        (
+            lambda r: r["entrypoint"][0]["login"].update(password_variable="ADMIN_PW"),
+            "ADMIN_PW is not in identity's passthrough",
+        ),
+        (lambda r: r["entrypoint"][0]["login"].pop("command"), "login: command is required"),
     ],
 )
 def test_invalid_stack_is_one_clear_error(change, message):

@@ -24,6 +24,7 @@ import httpx
 import pytest
 import redis
 
+from shared.errors import NO_SUCH_ENDPOINT
 from tests.support.processes import (
     LaunchedStack,
     live_processes,
@@ -125,10 +126,30 @@ def test_revoked_token_is_rejected_with_401(stack, client):
     assert response.json()["detail"][0] == "CredentialsNotValid"
 
 
-def test_unknown_api_path_is_a_json_404(stack, client):
-    response = client.get(stack.url("platform", "/api/v1/nope"))
+@pytest.mark.parametrize("path", ["/api/v1/nope", "/api/v1/runs/x/y/z"])
+def test_unknown_api_path_is_a_404_in_the_platform_shape(stack, client, path):
+    # The gateway's own (no route) and a service's (a route prefix, no endpoint).
+    response = client.get(stack.url("platform", path))
+    assert response.status_code == 404
+    assert response.json() == {"detail": ["KeyError", NO_SUCH_ENDPOINT]}
+
+
+def test_unknown_agent_path_is_a_404_in_the_agent_shape(stack, client):
+    response = client.get(stack.url("agent", "/api/v1/nope"))
     assert response.status_code == 404
     assert response.json() == {"detail": "Not Found"}
+
+
+def test_an_unimplemented_family_of_the_reference_is_a_501(stack, client):
+    response = client.get(stack.url("platform", "/api/v1/resource_pools"))
+    assert response.status_code == 501
+    assert response.json()["detail"][0] == "NotImplementedError"
+
+
+def test_the_agent_server_answers_kitaru_doctors_liveness_probe(stack, client):
+    response = client.get(stack.url("agent", "/health/live"))
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok"}
 
 
 def test_request_id_crosses_the_gateway(stack, client):

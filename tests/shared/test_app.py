@@ -21,7 +21,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from shared.app import create_service_app
-from shared.errors import NotFound, ServiceUnavailable
+from shared.errors import NO_SUCH_ENDPOINT, NotFound, ServiceUnavailable
 from shared.logging import JSONFormatter
 from shared.middleware import SECURITY_HEADERS
 from shared.pagination import PageParams
@@ -247,10 +247,11 @@ async def test_unsupported_content_type_returns_415(client):
     assert response.json()["detail"][0] == "UnsupportedMediaType"
 
 
-async def test_unknown_path_returns_404_not_found(client):
+async def test_unknown_path_is_a_404_in_the_platform_shape(client):
     response = await client.get("/api/v1/nothing-here")
     assert response.status_code == 404
-    assert response.json() == {"detail": "Not Found"}
+    assert response.json() == {"detail": ["KeyError", NO_SUCH_ENDPOINT]}
+    assert response.headers["x-request-id"]
 
 
 async def test_wrong_method_returns_405_with_every_allowed_method(client):

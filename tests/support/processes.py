@@ -25,6 +25,14 @@ from tests.support.zenml_env import stop_process
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 STACK_FILE = REPO_ROOT / "deploy" / "stack.toml"
+# What chooses the first accounts' passwords, under every name the launcher takes.
+PASSWORDS = frozenset(
+    {
+        "DEFAULT_ADMIN_PASSWORD",
+        "SERVER_DEFAULT_ACCOUNT_PASSWORD",
+        "SERVICE_SERVER_DEFAULT_ACCOUNT_PASSWORD",
+    }
+)
 
 
 @dataclass
@@ -117,13 +125,16 @@ def pick_stack_ports(stack_file: Path = STACK_FILE) -> tuple[int, dict[str, int]
 def launch_stack(
     data_dir: Path,
     *,
-    admin_password: str,
+    admin_password: str | None,
     log: Path | None = None,
     start_timeout: float = 90.0,
     stop_timeout: float = 20.0,
     extra_env: Mapping[str, str] | None = None,
 ) -> Iterator[LaunchedStack]:
     """Run ``python -m deploy.local`` on shifted ports with ``data_dir``; stop it on exit.
+
+    ``admin_password`` is the platform's first admin's (``None``: identity generates one);
+    the first passwords of the caller's own environment are never passed on.
 
     Waits until the platform entrypoint answers ``/health`` (the launcher starts the gateway
     last, so the whole stack is up then). Raises :class:`StackStartError` with the log's tail
@@ -133,8 +144,9 @@ def launch_stack(
     """
     log = log or data_dir.parent / f"{data_dir.name}-launcher.log"
     offset, ports = pick_stack_ports()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("STACK_")}
-    env["DEFAULT_ADMIN_PASSWORD"] = admin_password
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STACK_") and k not in PASSWORDS}
+    if admin_password is not None:
+        env["DEFAULT_ADMIN_PASSWORD"] = admin_password
     env.update(extra_env or {})
     argv = [sys.executable, "-m", "deploy.local", "--data-dir", str(data_dir),
             "--port-offset", str(offset)]  # fmt: skip

@@ -33,7 +33,7 @@ import httpx
 from pydantic import BaseModel, ValidationError
 
 from shared.auth.tokens import VerifiedToken
-from shared.errors import ServiceUnavailable
+from shared.errors import NO_SUCH_ENDPOINT, ServiceUnavailable
 
 SCOPE_PATH = "/internal/v1/workload_scopes"
 """Tracking's internal route: ``{SCOPE_PATH}/{kind}/{id}`` answers a :class:`ScopeState`."""
@@ -137,8 +137,9 @@ class TrackingScopeSource:
             )
         except httpx.HTTPError as exc:
             raise ServiceUnavailable(unavailable) from exc
-        # Tracking's own "no such object" is the platform's error list; a bare 404 (say, a
-        # gateway without the route) is a misconfiguration, not an answer.
+        # Tracking's own "no such object" is the platform's error list; a 404 for the path
+        # itself (a gateway or service without the route) is a misconfiguration, not an
+        # answer.
         if response.status_code == 404 and _is_platform_error(response):
             return None
         if response.status_code != 200:
@@ -154,7 +155,8 @@ def _is_platform_error(response: httpx.Response) -> bool:
         body = response.json()
     except ValueError:
         return False
-    return isinstance(body, dict) and isinstance(body.get("detail"), list)
+    detail = body.get("detail") if isinstance(body, dict) else None
+    return isinstance(detail, list) and detail[1:] != [NO_SUCH_ENDPOINT]
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from shared.auth import (
     WorkloadScopes,
     scopes_named,
 )
-from shared.errors import ServiceUnavailable
+from shared.errors import NO_SUCH_ENDPOINT, ServiceUnavailable
 from tests.shared.auth.conftest import TrackingObjects
 
 TRACKING = "http://tracking.test"
@@ -186,6 +186,7 @@ async def test_trackings_not_found_means_the_object_is_gone() -> None:
     "answer",
     [
         httpx.Response(404, json={"detail": "Not Found"}),  # no such route: misconfigured
+        httpx.Response(404, json={"detail": ["KeyError", NO_SUCH_ENDPOINT]}),  # the same
         httpx.Response(401, json={"detail": ["CredentialsNotValid", "…"]}),
         httpx.Response(503, text="upstream down"),
         httpx.Response(200, json={"kind": "schedule"}),

@@ -1,0 +1,87 @@
+"""What each process of the real stack (deploy/stack.toml) is started with, and the
+banner's logins, computed without starting anything."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from deploy.local.environment import service_environment
+from deploy.local.launcher import Plan, _banner
+from deploy.local.options import Options, parse_options
+from deploy.local.secrets import StackSecrets
+
+AGENT_PASSWORD = "SERVICE_SERVER_DEFAULT_ACCOUNT_PASSWORD"
+
+
+def options(tmp_path: Path, *argv: str) -> Options:
+    return parse_options(["--data-dir", str(tmp_path), *argv], {})
+
+
+def environment_of(options: Options, name: str, environ: dict[str, str]) -> dict[str, str]:
+    stack = options.stack
+    secrets = StackSecrets(
+        server_id="00000000-0000-4000-8000-000000000000",
+        clients={s.name: "secret" for s in stack.web_services},
+        generated={},
+    )
+    return service_environment(options, stack.service(name), secrets, environ)
+
+
+@pytest.mark.parametrize(
+    ("environ", "expected"),
+    [
+        ({AGENT_PASSWORD: "documented"}, "documented"),
+        ({"SERVER_DEFAULT_ACCOUNT_PASSWORD": "unprefixed"}, "unprefixed"),
+        ({AGENT_PASSWORD: "documented", "SERVER_DEFAULT_ACCOUNT_PASSWORD": "x"}, "documented"),
+    ],
+)
+def test_the_agent_servers_first_password_is_taken_by_its_documented_name_too(
+    tmp_path, environ, expected
+):
+    env = environment_of(options(tmp_path), "agent-accounts", environ)
+    assert env[AGENT_PASSWORD] == expected
+    assert "SERVER_DEFAULT_ACCOUNT_PASSWORD" not in env
+    # A passthrough secret reaches only the service that asked for it.
+    assert AGENT_PASSWORD not in environment_of(options(tmp_path), "identity", environ)
+
+
+def test_webhooks_name_their_endpoint_url_after_the_gateways_platform_url(tmp_path):
+    shifted = options(tmp_path, "--platform-port", "18080", "--listen", "0.0.0.0")  # noqa: S104
+    for name in ("webhooks", "webhooks-worker"):
+        env = environment_of(shifted, name, {})
+        assert env["SERVER_API_URL"] == "http://127.0.0.1:18080/api/v1"
+
+
+def test_a_server_api_url_set_for_the_launcher_wins(tmp_path):
+    public = {"SERVER_API_URL": "https://platform.example/api/v1"}
+    env = environment_of(options(tmp_path), "webhooks", public)
+    assert env["SERVER_API_URL"] == "https://platform.example/api/v1"
+
+
+def banner(tmp_path: Path, environ: dict[str, str], fresh: set[str]) -> str:
+    return "\n".join(_banner(options(tmp_path), Plan(), environ, fresh))
+
+
+def test_the_banner_names_both_logins_with_generated_passwords_at_a_first_start(tmp_path):
+    text = banner(tmp_path, {}, fresh={"identity", "agent-accounts"})
+    assert 'login: user "default", password printed once in identity\'s log above' in text
+    assert 'login: user "default", password printed once in agent-accounts\'s log above' in text
+    assert "curl -X POST http://127.0.0.1:8080/api/v1/login" in text
+    assert "agent-run login http://127.0.0.1:8090 --username default" in text
+
+
+def test_the_banner_names_the_variables_that_chose_the_passwords(tmp_path):
+    environ = {"DEFAULT_ADMIN_PASSWORD": "Id3ntity", "SERVER_DEFAULT_ACCOUNT_PASSWORD": "Ag3nt"}
+    text = banner(tmp_path, environ, fresh=set())
+    assert "password from DEFAULT_ADMIN_PASSWORD (used when" in text
+    assert f"password from {AGENT_PASSWORD} (used when" in text
+    assert "Id3ntity" not in text
+    assert "Ag3nt" not in text
+
+
+def test_the_banner_after_a_first_start_says_where_the_password_was_printed(tmp_path):
+    text = banner(tmp_path, {}, fresh=set())
+    assert f"printed in agent-accounts's log at the first start with {tmp_path}" in text
+    assert f"(set {AGENT_PASSWORD} before a first start to choose it)" in text
