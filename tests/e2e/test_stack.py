@@ -328,7 +328,7 @@ def test_a_signed_delivery_runs_the_triggers_snapshot_in_tracking_once(stack, cl
     assert found is not None, stack.log_tail()
     valkey = redis.Redis.from_url(found.group(1))
     try:
-        marker = job_key(hook["id"], "e2e-delivery-1")
+        marker = job_key(hook["id"], body=body)
         assert valkey.get(marker) == b""
         valkey.delete(marker)
         assert client.post(intake, content=body, headers=delivery).status_code == 202

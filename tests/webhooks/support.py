@@ -23,6 +23,7 @@ from starlette.routing import Route
 from tests.support.asgi import running
 from webhooks.app import create_app
 from webhooks.event.queue import event_id_for
+from webhooks.intake.providers.base import body_key
 from webhooks.settings import Settings
 
 
@@ -84,10 +85,11 @@ def standard_webhooks_headers(
     }
 
 
-def job_key(webhook_id: str, delivery_id: str) -> str:
+def job_key(webhook_id: str, key: str | None = None, *, body: bytes = b"") -> str:
     """The arq job key a delivery is queued under, and which marks it as seen (its
-    tombstone once the event ran)."""
-    return job_key_prefix + event_id_for(webhook_id, delivery_id)[1]
+    tombstone once the event ran): named by ``key``, its signed delivery id, or by its
+    ``body`` where the sender signs none (codehost, custom ``sha256=``)."""
+    return job_key_prefix + event_id_for(webhook_id, key or body_key(body))[1]
 
 
 def push_body(branch: str = "main", repo: str = "acme/app", actor: str = "alice") -> bytes:

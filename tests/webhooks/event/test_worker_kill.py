@@ -132,8 +132,8 @@ async def test_worker_killed_mid_batch_loses_and_doubles_nothing(
         headers=auth,
     )
     assert trigger.status_code == 200, trigger.text
-    body = push_body()
     for i in range(EVENTS):
+        body = push_body(actor=f"user-{i}")  # one event each (the body names it)
         headers = codehost_headers(hook["secret"], body, delivery=f"delivery-{i}")
         response = await client.post(
             f"/api/v1/webhooks/codehost/{hook['id']}/events", content=body, headers=headers

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import hashlib
 import json
 import os
 import time
@@ -29,6 +30,7 @@ from tests.webhooks.support import (
     standard_webhooks_headers,
     tasks_headers,
 )
+from webhooks.event.queue import EVENT_NAMESPACE
 from webhooks.models import Webhook
 from webhooks.settings import Settings
 
@@ -391,6 +393,97 @@ async def test_a_standard_webhooks_sender_and_its_retry_make_one_event(
     assert (stats["received_count"], stats["accepted_count"]) == (2, 2)
 
 
+async def test_an_unsigned_delivery_header_does_not_rename_a_standard_webhooks_message(
+    client, auth, create_webhook, webhooks_app
+):
+    """The signed ``webhook-id`` names the message: a replay of it with an
+    ``X-Webhook-Delivery`` (or the reference's ``X-ZenML-Delivery``) added is absorbed."""
+    secret = "whsec_" + base64.b64encode(os.urandom(32)).decode()
+    hook = await create_webhook("custom", secret=secret)
+    body = json.dumps({"type": "invoice.paid", "data": {"id": "in_2"}}).encode()
+    headers = standard_webhooks_headers(secret, "msg_signed", body)
+    for added in ({}, {"X-Webhook-Delivery": "other-1"}, {"X-ZenML-Delivery": "other-2"}):
+        response = await client.post(intake(hook), content=body, headers=headers | added)
+        assert response.status_code == 202, response.text
+    (event,) = await queued_events(webhooks_app)
+    assert event["delivery_id"] == "msg_signed"
+    stats = await stats_of(client, auth, hook["id"])
+    assert (stats["received_count"], stats["accepted_count"]) == (3, 3)
+
+
+def without(headers: dict[str, str], name: str) -> dict[str, str]:
+    return {k: v for k, v in headers.items() if k.lower() != name.lower()}
+
+
+@pytest.mark.parametrize(
+    ("webhook_type", "sign", "delivery_header"),
+    [
+        ("codehost", codehost_headers, "X-GitHub-Delivery"),
+        ("custom", custom_headers, "X-ZenML-Delivery"),
+    ],
+)
+async def test_a_capture_resent_with_a_new_delivery_header_or_none_is_absorbed(
+    client, auth, create_webhook, webhooks_app, webhook_type, sign, delivery_header
+):
+    """The signature covers the body alone, so the body names the event: the same body and
+    signature sent again is a replay, whatever delivery header it carries or lacks. The
+    event keeps the first delivery's id for consumers."""
+    hook = await create_webhook(webhook_type)
+    body = push_body(actor="carol")
+    headers = sign(hook["secret"], body, delivery="d-first")
+    resent = [
+        headers,
+        headers | {delivery_header: "d-second"},
+        headers | {"X-Webhook-Delivery": "d-third", "X-Codehost-Delivery": "d-fourth"},
+        without(headers, delivery_header),
+    ]
+    for sent in resent:
+        response = await client.post(intake(hook), content=body, headers=sent)
+        assert response.status_code == 202, response.text
+    (event,) = await queued_events(webhooks_app)
+    assert event["delivery_id"] == "d-first"
+    stats = await stats_of(client, auth, hook["id"])
+    assert (stats["received_count"], stats["accepted_count"]) == (4, 4)
+    # Another body is another event, whatever delivery header it borrows.
+    other = push_body(actor="dave")
+    response = await client.post(
+        intake(hook), content=other, headers=sign(hook["secret"], other, delivery="d-first")
+    )
+    assert response.status_code == 202
+    assert await queued(webhooks_app) == 2
+
+
+async def test_an_event_without_a_delivery_header_is_named_by_its_body(
+    client, create_webhook, webhooks_app
+):
+    """Its delivery id is the body's SHA-256, and its event id derives from that, as
+    every event id derives from its webhook and key (not a random id per delivery)."""
+    hook = await create_webhook("codehost")
+    body = push_body()
+    headers = without(codehost_headers(hook["secret"], body), "X-GitHub-Delivery")
+    for _ in range(2):
+        assert (await client.post(intake(hook), content=body, headers=headers)).status_code == 202
+    (event,) = await queued_events(webhooks_app)
+    key = "sha256:" + hashlib.sha256(body).hexdigest()
+    assert event["delivery_id"] == key
+    assert event["event_id"] == str(uuid.uuid5(EVENT_NAMESPACE, f"{hook['id']}:{key}"))
+
+
+async def test_a_tasks_delivery_without_history_items_resent_is_absorbed(
+    client, create_webhook, webhooks_app
+):
+    """ClickUp's key is its webhook and history item ids, in the signed body; a delivery
+    without history items is named by its body (it was a random id each time)."""
+    hook = await create_webhook("tasks")
+    body = b'{"webhook_id": "w", "event": "taskDeleted", "task_id": "t"}'
+    for _ in range(2):
+        response = await client.post(
+            intake(hook), content=body, headers=tasks_headers(hook["secret"], body)
+        )
+        assert response.status_code == 202
+    assert await queued(webhooks_app) == 1
+
+
 async def test_rotated_secret_stops_the_old_one_at_once(client, auth, create_webhook):
     hook = await create_webhook("codehost")
     body = push_body()
@@ -418,17 +511,17 @@ async def test_stats_are_exact_under_concurrent_deliveries(
     client, auth, create_webhook, webhooks_app
 ):
     hook = await create_webhook("codehost")
-    body = push_body()
 
-    async def send(good: bool) -> int:
-        secret = hook["secret"] if good else "wrong"
+    async def send(n: int) -> int:
+        secret = hook["secret"] if n % 4 != 0 else "wrong"
+        body = push_body(actor=f"user-{n}")  # each its own event (one body, one event)
         response = await client.post(
             intake(hook), content=body, headers=codehost_headers(secret, body)
         )
         status: int = response.status_code
         return status
 
-    statuses = await asyncio.gather(*(send(i % 4 != 0) for i in range(80)))
+    statuses = await asyncio.gather(*(send(n) for n in range(80)))
     assert statuses.count(202) == 60
     assert statuses.count(401) == 20
     stats = await stats_of(client, auth, hook["id"])

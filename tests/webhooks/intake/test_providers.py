@@ -195,7 +195,7 @@ def test_tasks_delivery_id_is_the_senders_webhook_and_sorted_history_ids():
         b'{"webhook_id": "w1", "event": "taskCreated", "history_items": [{"id": "9"}, {"id": 3}]}'
     )
     delivery, _ = Tasks().parse(body, Headers({}))
-    assert delivery.delivery_id == "w1:3,9"
+    assert delivery.key == "w1:3,9"
     assert delivery.event_type == "taskCreated"
 
 

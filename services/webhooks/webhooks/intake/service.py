@@ -19,7 +19,7 @@ from webhooks.core.live import Counted, LiveState, Outcome
 from webhooks.event.queue import encode, event_id_for, utc_text
 from webhooks.intake.cache import CachedWebhook, WebhookCache
 from webhooks.intake.providers import Delivery, PayloadError, Provider
-from webhooks.intake.providers.base import MAX_ERROR_SUMMARY, RequestHeaders
+from webhooks.intake.providers.base import MAX_ERROR_SUMMARY, RequestHeaders, body_key
 
 logger = logging.getLogger(__name__)
 
@@ -138,8 +138,11 @@ class IntakeService:
         """(Futures, not coroutines, down from :meth:`_decide`: a frame less for each.)"""
         if delivery.event_type is None:  # a control delivery: counted, nothing to run
             return self._record(webhook, "accepted", now_us)
-        delivery_id = delivery.delivery_id or str(uuid.uuid4())
-        event_id, job_id = event_id_for(webhook.key, delivery_id)
+        # The event and its job are named by what the signature covers, never by an
+        # unsigned header: a replay's job is the first one's, whatever it carries.
+        key = delivery.key or body_key(body)
+        event_id, job_id = event_id_for(webhook.key, key)
+        delivery_id = delivery.delivery_id or key
         message = {
             "event_id": event_id,
             "webhook_id": webhook.id,
@@ -157,6 +160,6 @@ class IntakeService:
             webhook.version,
             "accepted",
             now_us,
-            # The job id is the hash of webhook and delivery id: a replay's job is this one.
+            # The job id is the hash of webhook and key: a replay's job is this one.
             job=job,
         )

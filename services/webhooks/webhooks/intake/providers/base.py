@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -34,13 +35,27 @@ class PayloadError(Exception):
 class Delivery(NamedTuple):
     """A parsed, authenticated delivery. ``event_type`` is ``None`` for a control
     delivery (Slack's URL verification and rate-limit notices), which carries no event.
-    (A named tuple: one is made for every delivery, and a frozen dataclass's ``__init__``
-    costs several times as much.)"""
+
+    ``key`` names the event, and so its replays: a delivery id the signature covers, or
+    ``None`` when the sender signs none (the intake then names the event by its body,
+    :func:`body_key`), so a replay cannot change it. ``delivery_id`` is the sender's own
+    id where that is not the key (an unsigned header, such as GitHub's
+    ``X-GitHub-Delivery``): what consumers see, never what decides a replay. (A named
+    tuple: one is made for every delivery, and a frozen dataclass's ``__init__`` costs
+    several times as much.)"""
 
     event_type: str | None
-    delivery_id: str | None
+    key: str | None
     status_code: int = 202
     text: str | None = None  # a text/plain answer (Slack's URL verification challenge)
+    delivery_id: str | None = None
+
+
+def body_key(body: bytes) -> str:
+    """The key of a delivery whose sender signs no delivery id (only the body): the body's
+    SHA-256. A replay re-sent with any delivery header, or none, has the same key; two
+    genuine events never share a body (GitHub's and ClickUp's carry unique ids)."""
+    return "sha256:" + hashlib.sha256(body).hexdigest()
 
 
 @dataclass(frozen=True)

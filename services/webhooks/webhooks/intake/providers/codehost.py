@@ -74,7 +74,10 @@ class Codehost:
         # checked on the raw bytes already.
         payload = decode_payload(body, headers.get("content-type"))
         event_type = header(headers, EVENT_HEADERS) or ""
-        return Delivery(event_type, header(headers, DELIVERY_HEADERS) or None), payload
+        # The signature covers the body alone: the delivery header is a label, and the
+        # body names the event (a GitHub redelivery sends the same body and header).
+        delivery_id = header(headers, DELIVERY_HEADERS) or None
+        return Delivery(event_type, None, delivery_id=delivery_id), payload
 
     def semantic_events(self, event_type: str, payload: Mapping[str, Any]) -> list[SemanticEvent]:
         action = payload.get("action")

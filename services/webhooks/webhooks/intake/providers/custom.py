@@ -94,8 +94,11 @@ class Custom:
             event_type = payload["type"]  # Standard Webhooks carry the type in the body
         if not event_type:
             raise PayloadError("Missing required x-zenml-event header.")
-        delivery_id = header(headers, DELIVERY_HEADERS) or headers.get(SW_ID) or None
-        return Delivery(event_type, delivery_id), payload
+        if SW_SIGNATURE in headers:  # the signed webhook-id names the message, alone
+            return Delivery(event_type, headers[SW_ID]), payload
+        # `sha256=` signs the body alone: the delivery header is a label (see codehost).
+        delivery_id = header(headers, DELIVERY_HEADERS) or None
+        return Delivery(event_type, None, delivery_id=delivery_id), payload
 
     def semantic_events(self, event_type: str, payload: Mapping[str, Any]) -> list[SemanticEvent]:
         return []

@@ -81,9 +81,10 @@ class Tasks:
         if not isinstance(event, str) or not event:
             raise PayloadError("Missing or empty ClickUp 'event' field.")
         history = _history_ids(payload)
-        # ClickUp's idempotency key: the sender's webhook and the history items it reports.
-        delivery_id = f"{webhook_id}:{','.join(history)}" if history else None
-        return Delivery(event, delivery_id), payload
+        # ClickUp's idempotency key: the sender's webhook and the history items it reports
+        # (in the signed body); without history items, none (the body names the event).
+        key = f"{webhook_id}:{','.join(history)}" if history else None
+        return Delivery(event, key), payload
 
     def semantic_events(self, event_type: str, payload: Mapping[str, Any]) -> list[SemanticEvent]:
         if event_type in self.targets:
