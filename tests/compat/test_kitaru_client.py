@@ -170,6 +170,23 @@ def test_kitaru_client_against_our_agent_entrypoint(
     assert status.get("item", status)["authentication"] == "authenticated", status
 
 
+def test_kitaru_doctor_finds_our_agent_entrypoint_healthy(
+    kitaru_client: ZenmlVenv, stack: LaunchedStack, tmp_path: Path
+):
+    """``kitaru doctor`` probes /health/live and /health, reads /api/v1/info and lists
+    workers with the stored credential: every required check passes."""
+    url = stack.url("agent", "")
+    env = environment(tmp_path)
+    cli(kitaru_client, ["login", url, "--username", "default", "--password-stdin"], env,
+        stdin=PASSWORD + "\n")  # fmt: skip
+    report = cli(kitaru_client, ["doctor"], env)
+    item = report.get("item", report)
+    checks = {check["name"]: check for check in item["checks"]}
+    for name in ("liveness", "readiness", "server_info", "authentication"):
+        assert checks[name]["status"] == "pass", checks[name]
+    assert item["healthy"] is True, item
+
+
 VERIFICATION = re.compile(r"device_id=([0-9a-f-]{36})&user_code=([A-Z0-9]{4}-[A-Z0-9]{4})")
 
 
