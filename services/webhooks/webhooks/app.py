@@ -19,6 +19,7 @@ from shared.users import create_user_directory
 from webhooks.core.crypto import SecretBox
 from webhooks.core.live import LiveState
 from webhooks.core.projects import ProjectDirectory
+from webhooks.event.queue import JobQueue
 from webhooks.intake import endpoints as intake_endpoints
 from webhooks.intake.asgi import IntakeFastPath
 from webhooks.intake.cache import WebhookCache
@@ -44,11 +45,9 @@ def routes() -> list[BaseRoute]:
 async def _lifespan(app: Starlette, state: State) -> AsyncIterator[State]:
     settings: Settings = state["settings"]
     box = SecretBox(settings.webhook_secret_keys)
+    expires_ms = int(settings.event_expiry.total_seconds() * 1000)
     live = LiveState(
-        state["redis"],
-        state["keys"],
-        queue=settings.queue_name,
-        expires_ms=int(settings.event_expiry.total_seconds() * 1000),
+        state["redis"], state["keys"], queue=settings.queue_name, expires_ms=expires_ms
     )
     registered = providers(settings.signature_tolerance.total_seconds())
     cache = WebhookCache(state["sessionmaker"], box, live)
@@ -56,6 +55,7 @@ async def _lifespan(app: Starlette, state: State) -> AsyncIterator[State]:
         yield {
             "box": box,
             "live": live,
+            "jobs": JobQueue(state["redis"], settings.queue_name, expires_ms=expires_ms),
             "providers": registered,
             "intake": IntakeService(registered, cache, live),
             "projects": ProjectDirectory(

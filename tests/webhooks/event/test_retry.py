@@ -14,13 +14,15 @@ from pydantic import ValidationError
 from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
+from shared.db import session_scope, utcnow
 from tests.support.asgi import HostRouter
 from tests.support.redis_server import free_port
-from tests.webhooks.event.support import TRIGGERS, deliver, executions
+from tests.webhooks.event.support import TRIGGERS, MovableClock, deliver, executions
 from tests.webhooks.support import SnapshotRuns, push_body
 from webhooks.event.dispatch import TrackingSnapshotRunner, TransientDispatchError, transient
 from webhooks.event.retry import RetryPolicy
 from webhooks.settings import Settings
+from webhooks.trigger.repository import TriggerRepository
 
 T0 = datetime(2026, 11, 26, tzinfo=UTC)
 SECOND = timedelta(seconds=1)
@@ -151,3 +153,45 @@ async def test_an_execution_waiting_for_tracking_runs_after_its_trigger_is_deact
     (execution,) = await executions(client, auth, trigger)
     assert execution["status"] == "dispatched"
     assert len(snapshot_runs.runs) == 1
+
+
+@pytest.fixture
+async def refused(client, auth, wired, drain, snapshot_runs):
+    """An execution tracking refused (the snapshot was gone), and would take now."""
+    hook, trigger = wired
+    snapshot_runs.refuse = True
+    await deliver(client, hook, push_body("main"), "d-refused")
+    await drain()
+    (execution,) = await executions(client, auth, trigger)
+    assert execution["status"] == "failed"
+    snapshot_runs.refuse = False
+    return trigger, execution
+
+
+async def test_a_retry_job_waits_for_the_request_that_queued_it_to_commit(
+    client, auth, refused, drain, snapshot_runs, webhooks_app, webhooks_settings
+):
+    trigger, execution = refused
+    execution_id = uuid.UUID(execution["id"])
+    now = utcnow()
+    await webhooks_app.state["jobs"].retry_execution(execution_id, now)  # not committed yet
+    await drain(jobs=1)
+    assert await webhooks_app.state["redis"].zcard(webhooks_settings.queue_name) == 1
+    assert len(snapshot_runs.calls) == 1
+    async with session_scope(webhooks_app.state["sessionmaker"]) as session:
+        assert await TriggerRepository(session).mark_retried(execution_id, now)  # committed
+    await drain()
+    (done,) = await executions(client, auth, trigger)
+    assert done["status"] == "dispatched"
+    assert len(snapshot_runs.runs) == 1
+
+
+async def test_a_retry_job_whose_request_never_committed_does_nothing(
+    client, auth, refused, drain, snapshot_runs, webhooks_app, webhooks_settings
+):
+    trigger, execution = refused
+    await webhooks_app.state["jobs"].retry_execution(uuid.UUID(execution["id"]), utcnow())
+    await drain(clock=MovableClock(timedelta(minutes=2)))
+    assert await webhooks_app.state["redis"].zcard(webhooks_settings.queue_name) == 0
+    assert await executions(client, auth, trigger) == [execution]
+    assert len(snapshot_runs.calls) == 1

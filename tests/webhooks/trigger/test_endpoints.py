@@ -3,9 +3,21 @@
 from __future__ import annotations
 
 import uuid
+from datetime import timedelta
 from typing import Any
 
+import httpx
 import pytest
+from redis.asyncio import Redis
+
+from tests.identity.conftest import bearer
+from tests.support.redis_server import free_port
+from tests.webhooks.conftest import IDENTITY_URL
+from tests.webhooks.event.support import MovableClock, deliver, executions
+from tests.webhooks.support import push_body
+from webhooks.event.queue import JobQueue
+
+PASSWORD = "a long enough password"
 
 TRIGGERS = "/api/v1/webhook_triggers"
 
@@ -140,3 +152,121 @@ async def test_archive_then_delete(client, auth, create_webhook, trigger_body):
 async def test_executions_of_an_unknown_trigger_answer_404(client, auth):
     response = await client.get(f"{TRIGGERS}/{uuid.uuid4()}/executions", headers=auth)
     assert response.status_code == 404
+
+
+@pytest.fixture
+async def member_auth(identity_app, auth) -> dict[str, str]:
+    """A token of a user who is not an admin."""
+    transport = httpx.ASGITransport(app=identity_app)
+    async with httpx.AsyncClient(transport=transport, base_url=IDENTITY_URL) as identity:
+        user = {"name": "member", "is_admin": False, "password": PASSWORD, "active": True}
+        created = await identity.post("/api/v1/users", json=user, headers=auth)
+        assert created.status_code == 200, created.text
+        login = await identity.post(
+            "/api/v1/login", data={"username": "member", "password": PASSWORD}
+        )
+        assert login.status_code == 200, login.text
+    return bearer(login.json()["access_token"])
+
+
+def retry_path(trigger: dict[str, Any], execution: dict[str, Any]) -> str:
+    return f"{TRIGGERS}/{trigger['id']}/executions/{execution['id']}/retry"
+
+
+@pytest.fixture
+async def failed(client, auth, wired, drain, snapshot_runs):
+    """An execution that failed past its retry horizon, tracking out of reach all along;
+    tracking is back now."""
+    hook, trigger = wired
+    snapshot_runs.fail_next = 100
+    await deliver(client, hook, push_body("main"), "d-failed")
+    await drain(clock=MovableClock(timedelta(hours=25)))
+    (execution,) = await executions(client, auth, trigger)
+    assert execution["status"] == "failed"
+    snapshot_runs.fail_next = 0
+    return trigger, execution
+
+
+async def test_an_admin_reruns_a_failed_execution_once(client, auth, failed, drain, snapshot_runs):
+    trigger, execution = failed
+    response = await client.post(retry_path(trigger, execution), headers=auth)
+    assert response.status_code == 202, response.text
+    retried = response.json()
+    assert retried["status"] == "pending"
+    assert retried["retried_at"] is not None
+    assert retried["error"] == execution["error"]  # the last error, until the next outcome
+    await drain()
+    (done,) = await executions(client, auth, trigger)
+    assert done["status"] == "dispatched"
+    assert done["run_id"] == snapshot_runs.runs[execution["id"]]
+    assert done["retried_at"] == retried["retried_at"]
+    again = await client.post(retry_path(trigger, execution), headers=auth)
+    assert again.status_code == 409
+    assert again.json()["detail"] == [
+        "EntityExistsError",
+        f"The webhook trigger execution '{execution['id']}' was retried once already.",
+    ]
+    assert len(snapshot_runs.runs) == 1
+
+
+async def test_a_rerun_that_fails_again_cannot_be_rerun(client, auth, failed, drain, snapshot_runs):
+    trigger, execution = failed
+    snapshot_runs.refuse = True
+    assert (await client.post(retry_path(trigger, execution), headers=auth)).status_code == 202
+    await drain()
+    (done,) = await executions(client, auth, trigger)
+    assert done["status"] == "failed"
+    assert "404" in done["error"]
+    assert (await client.post(retry_path(trigger, execution), headers=auth)).status_code == 409
+
+
+async def test_only_a_failed_execution_can_be_retried(client, auth, wired, drain, snapshot_runs):
+    hook, trigger = wired
+    await deliver(client, hook, push_body("main"), "d-fine")
+    await drain()
+    (execution,) = await executions(client, auth, trigger)
+    response = await client.post(retry_path(trigger, execution), headers=auth)
+    assert response.status_code == 409
+    assert response.json()["detail"][1] == (
+        f"The webhook trigger execution '{execution['id']}' is dispatched; only a failed "
+        "execution can be retried."
+    )
+
+
+async def test_retrying_needs_an_admin(client, member_auth, auth, failed):
+    trigger, execution = failed
+    response = await client.post(retry_path(trigger, execution), headers=member_auth)
+    assert response.status_code == 403
+    assert response.json()["detail"][1] == "Only admins may retry a webhook trigger execution."
+    (unchanged,) = await executions(client, auth, trigger)
+    assert unchanged == execution
+
+
+async def test_retrying_an_unknown_execution_or_one_of_another_trigger_is_404(
+    client, auth, failed, create_webhook, trigger_body
+):
+    trigger, execution = failed
+    unknown = await client.post(retry_path(trigger, {"id": uuid.uuid4()}), headers=auth)
+    assert unknown.status_code == 404
+    other_hook = await create_webhook("codehost", name="another-hook")
+    other = (await client.post(TRIGGERS, json=trigger_body(other_hook), headers=auth)).json()
+    assert (await client.post(retry_path(other, execution), headers=auth)).status_code == 404
+    gone = await client.post(retry_path({"id": uuid.uuid4()}, execution), headers=auth)
+    assert gone.status_code == 404
+    bad = await client.post(f"{TRIGGERS}/{trigger['id']}/executions/nope/retry", headers=auth)
+    assert bad.status_code == 422
+
+
+async def test_a_retry_redis_cannot_take_changes_nothing(client, auth, failed, webhooks_app):
+    trigger, execution = failed
+    settings = webhooks_app.state["settings"]
+    unreachable = Redis.from_url(f"redis://127.0.0.1:{free_port()}")
+    webhooks_app.state["jobs"] = JobQueue(unreachable, settings.queue_name, expires_ms=60_000)
+    try:
+        response = await client.post(retry_path(trigger, execution), headers=auth)
+    finally:
+        await unreachable.aclose()
+    assert response.status_code == 503
+    assert response.headers["retry-after"] == "5"
+    (unchanged,) = await executions(client, auth, trigger)
+    assert unchanged == execution

@@ -8,13 +8,14 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from starlette.requests import Request
 from starlette.responses import Response
 
+from shared.auth import require_admin
 from shared.db import transaction
 from shared.listing import page_of, read_list
 from shared.pagination import Page
 from shared.responses import render, render_null
 from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
 from shared.users import users_by_id
-from webhooks.core.auth import acting_user
+from webhooks.core.auth import MANAGING_KINDS, acting_user
 from webhooks.core.projects import resolve_project
 from webhooks.models import TriggerExecution, WebhookTrigger
 from webhooks.trigger.repository import EXECUTIONS, TRIGGERS
@@ -126,6 +127,17 @@ async def executions(request: Request) -> Response:
     return render(page_of(listing, total, [_execution(r) for r in rows]))
 
 
+async def retry_execution(request: Request) -> Response:
+    require_admin(request, action="retry a webhook trigger execution", kinds=MANAGING_KINDS)
+    trigger_id = path_param(request, TRIGGER_ID, uuid.UUID)
+    execution_id = path_param(request, "execution_id", uuid.UUID)
+    async with transaction(request) as session:
+        row = await _service(request, session).retry_execution(
+            trigger_id, execution_id, request.state.jobs
+        )
+    return render(_execution(row), status_code=202)
+
+
 def routes() -> list[ApiRoute]:
     many = "/api/v1/webhook_triggers"
     one = many + "/{trigger_id}"
@@ -189,5 +201,15 @@ def routes() -> list[ApiRoute]:
             query=EXECUTIONS_QUERY,
             response=Page[TriggerExecutionResponse],
             errors=(400, 404),
+        ),
+        api_route(
+            one + "/executions/{execution_id}/retry",
+            retry_execution,
+            method="POST",
+            summary="Retry Webhook Trigger Execution",
+            tags=tags,
+            response=TriggerExecutionResponse,
+            status_code=202,
+            errors=(403, 404, 409, 503),
         ),
     ]

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 
+from sqlalchemy import update
 from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
@@ -78,6 +80,29 @@ class TriggerRepository:
         return await fetch_page(
             self.session, EXECUTIONS, listing, select(TriggerExecution), scope=scope
         )
+
+    async def execution(
+        self, trigger_id: uuid.UUID, execution_id: uuid.UUID
+    ) -> TriggerExecution | None:
+        execution = await self.session.get(TriggerExecution, execution_id)
+        return execution if execution is not None and execution.trigger_id == trigger_id else None
+
+    async def mark_retried(self, execution_id: uuid.UUID, now: dt.datetime) -> bool:
+        """A failed execution never retried before becomes pending again, retried at
+        ``now``; whether it was (one conditional UPDATE, so of two admins asking at once
+        one wins)."""
+        statement = (
+            update(TriggerExecution)
+            .where(
+                col(TriggerExecution.id) == execution_id,
+                col(TriggerExecution.status) == "failed",
+                col(TriggerExecution.retried_at).is_(None),
+            )
+            .values(status="pending", retried_at=now, next_attempt_at=now, updated=now)
+            .execution_options(synchronize_session=False)
+        )
+        result = await self.session.exec(statement)
+        return bool(result.rowcount)
 
     async def live_for(self, webhook_id: uuid.UUID) -> list[WebhookTrigger]:
         """The triggers an event of ``webhook_id`` can set off."""

@@ -97,5 +97,7 @@ class TriggerExecutionResponse(BaseModel):
     run_id: uuid.UUID | None
     attempts: int
     error: str | None
+    next_attempt_at: WireDatetime | None = None
+    retried_at: WireDatetime | None = None
     created: WireDatetime
     updated: WireDatetime

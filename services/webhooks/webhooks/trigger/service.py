@@ -5,12 +5,14 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 
+from redis.exceptions import RedisError
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from shared.db import flush_unique, utcnow
-from shared.errors import Conflict, NotFound
+from shared.errors import Conflict, NotFound, ServiceUnavailable
 from shared.listing import Listing
 from webhooks.core.projects import Project
+from webhooks.event.queue import JobQueue
 from webhooks.intake.providers import Provider
 from webhooks.models import TriggerExecution, Webhook, WebhookTrigger
 from webhooks.trigger.configuration import normalize
@@ -43,6 +45,31 @@ class TriggerWebhookNotFound(NotFound):
 class TriggerArchived(Conflict):
     def __init__(self) -> None:
         super().__init__("An archived trigger cannot be changed; create a new one.")
+
+
+class ExecutionNotFound(NotFound):
+    def __init__(self, execution_id: uuid.UUID) -> None:
+        super().__init__(
+            f"Unable to get webhook trigger execution with ID '{execution_id}': "
+            "No webhook trigger execution with this ID found for this trigger"
+        )
+
+
+class ExecutionNotRetryable(Conflict):
+    def __init__(self, execution: TriggerExecution) -> None:
+        if execution.retried_at is not None:
+            reason = "was retried once already"
+        else:
+            reason = f"is {execution.status}; only a failed execution can be retried"
+        super().__init__(f"The webhook trigger execution '{execution.id}' {reason}.")
+
+
+class RetryNotQueued(ServiceUnavailable):
+    def __init__(self) -> None:
+        super().__init__(
+            "The retry cannot be queued right now; nothing changed, retry later.",
+            headers={"Retry-After": "5"},
+        )
 
 
 class TriggerService:
@@ -93,6 +120,28 @@ class TriggerService:
     ) -> tuple[int, list[TriggerExecution]]:
         await self.get(trigger_id)
         return await self.repository.executions(listing, trigger_id)
+
+    async def retry_execution(
+        self, trigger_id: uuid.UUID, execution_id: uuid.UUID, jobs: JobQueue
+    ) -> TriggerExecution:
+        """A failed execution of the trigger pending again, its retry queued (once per
+        execution). The job goes to Redis inside the transaction: Redis out of reach
+        fails the request and rolls the change back, and the job waits for the commit
+        (:func:`webhooks.event.tasks.retry_execution`)."""
+        await self.get(trigger_id)
+        execution = await self.repository.execution(trigger_id, execution_id)
+        if execution is None:
+            raise ExecutionNotFound(execution_id)
+        now = utcnow()
+        if not await self.repository.mark_retried(execution_id, now):
+            await self.session.refresh(execution)
+            raise ExecutionNotRetryable(execution)
+        try:
+            await jobs.retry_execution(execution_id, now)
+        except (RedisError, OSError) as exc:
+            raise RetryNotQueued() from exc
+        await self.session.refresh(execution)
+        return execution
 
     async def update(self, trigger_id: uuid.UUID, update: WebhookTriggerUpdate) -> WebhookTrigger:
         trigger = await self.get(trigger_id)
