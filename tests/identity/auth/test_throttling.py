@@ -1,11 +1,13 @@
-"""Brute-force protection of the password grant: 429 with Retry-After, per account and per
-client address, shared by every replica; failures equally slow for unknown users."""
+"""Brute-force protection of the password and device-code grants: 429 with Retry-After, per
+account (or device) and per client address, shared by every replica; failures equally slow
+for unknown users."""
 
 from __future__ import annotations
 
 import asyncio
 import statistics
 import time
+import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
 
@@ -15,6 +17,7 @@ import pytest
 from identity.app import create_app
 from identity.settings import Settings
 from tests.identity.conftest import ADMIN, ADMIN_PASSWORD, make_settings
+from tests.identity.device.support import authorize, poll
 from tests.support.asgi import LifespanApp, client_at, running
 
 
@@ -152,3 +155,19 @@ async def test_a_locked_account_logs_in_from_an_address_it_logged_in_from_before
         assert_throttled(await attempt(elsewhere, ADMIN, ADMIN_PASSWORD))
     async with client_at(identity_app, "10.5.5.5") as home:
         assert (await attempt(home, ADMIN, ADMIN_PASSWORD)).status_code == 200
+
+
+async def test_device_code_polling_is_throttled_per_address(identity_app: LifespanApp):
+    async with client_at(identity_app, "10.7.7.7") as client:
+        # A pending device's own polls do not count...
+        authorization = await authorize(client)
+        for _ in range(7):
+            pending = await poll(client, authorization["client_id"], authorization["device_code"])
+            assert pending.json()["error"] in ("authorization_pending", "slow_down")
+        # ...wrong codes and unknown clients do.
+        for _ in range(3):
+            assert (await poll(client, authorization["client_id"], "0" * 64)).status_code == 400
+        for _ in range(3):
+            assert (await poll(client, uuid.uuid4(), "0" * 64)).status_code == 400
+        assert_throttled(await poll(client, uuid.uuid4(), "0" * 64))
+        assert_throttled(await attempt(client, ADMIN, ADMIN_PASSWORD))

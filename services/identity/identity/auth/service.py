@@ -113,7 +113,7 @@ class TokenService:
             # This server issues no ZenML API keys, so none can be valid.
             raise Unauthorized("Authentication error: error decoding API key")
         if grant == GrantType.DEVICE_CODE:
-            return await self._device_code(form, users, devices)
+            return await self._device_code(form, users, devices, throttle, client)
         if grant == GrantType.EXTERNAL:
             raise HTTPDetailError(400, "Unsupported grant type: zenml-external.")
         raise HTTPDetailError(400, f"Unsupported grant type: {grant}")
@@ -123,13 +123,14 @@ class TokenService:
     ) -> Issued:
         if not form.username:
             raise HTTPDetailError(400, "Invalid request: username is required.")
-        await throttle.check(form.username, client)
+        subject = f"user:{form.username}"
+        await throttle.check(subject, client)
         user = await users.authenticate(form.username, form.password or "")
         if user is None:
             logger.info("login failed", extra={"username": form.username, "client": client})
-            await throttle.failed(form.username, client)
+            await throttle.failed(subject, client)
             raise InvalidCredentials()
-        await throttle.succeeded(form.username, client)
+        await throttle.succeeded(subject, client)
         lifetime = self.settings.access_token_lifetime
         token = await self.issue_for_user(user, TokenKind.ACCESS, lifetime)
         logger.info("login succeeded", extra={"user_id": str(user.id), "client": client})
@@ -140,15 +141,29 @@ class TokenService:
         )
 
     async def _device_code(
-        self, form: LoginForm, users: UserService, devices: DeviceService
+        self,
+        form: LoginForm,
+        users: UserService,
+        devices: DeviceService,
+        throttle: LoginThrottle,
+        client: str | None,
     ) -> Issued | Refused:
+        """Throttled like the password grant, per client id: an unknown client or a wrong
+        device code counts (a pending device's polls do not)."""
         if not form.device_code or not form.client_id:
             raise HTTPDetailError(400, "Invalid request: device code and client ID are required.")
         try:
             client_id = uuid.UUID(form.client_id)
         except ValueError:
             raise HTTPDetailError(400, "Invalid request: invalid client ID.") from None
-        outcome = await devices.redeem(client_id, form.device_code)
+        subject = f"device:{client_id}"
+        await throttle.check(subject, client)
+        try:
+            outcome = await devices.redeem(client_id, form.device_code)
+        except OAuthError as refused:
+            if refused.error in ("invalid_client", "invalid_grant"):
+                await throttle.failed(subject, client)
+            raise
         if isinstance(outcome, Refused):
             logger.info(
                 "device poll refused",
@@ -159,6 +174,7 @@ class TokenService:
         user = await users.repository.get(device.user_id) if device.user_id else None
         if user is None or not user.active or device.expires is None:
             raise OAuthError("access_denied", "The device's user may no longer log in.")
+        await throttle.succeeded(subject, client)
         lifetime = device.expires - utcnow()
         token = await self.issue_for_user(user, TokenKind.DEVICE, lifetime, device_id=device.id)
         logger.info(
