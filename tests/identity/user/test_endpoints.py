@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+import pytest
 from sqlalchemy import text
 
 from tests.identity.conftest import ADMIN, ADMIN_PASSWORD, Login, bearer
@@ -197,6 +198,25 @@ async def test_admin_cannot_deactivate_itself(identity: httpx.AsyncClient, login
         f"/api/v1/users/{ADMIN}/deactivate", headers=bearer(await login())
     )
     assert response.status_code == 403
+
+
+@pytest.mark.parametrize("path", ["/api/v1/current-user", f"/api/v1/users/{ADMIN}"])
+async def test_admin_cannot_deactivate_itself_by_an_update(
+    identity: httpx.AsyncClient, login: Login, path: str
+):
+    token = await login()
+    response = await identity.put(path, json={"active": False}, headers=bearer(token))
+    assert response.status_code == 403
+    assert response.json()["detail"] == [
+        "IllegalOperationError",
+        "An account cannot change its own active status.",
+    ]
+    me = await identity.get("/api/v1/current-user", headers=bearer(token))
+    assert me.status_code == 200
+    assert me.json()["body"]["active"] is True
+    # Sending what is already so changes nothing and is fine.
+    same = await identity.put(path, json={"active": True}, headers=bearer(token))
+    assert same.status_code == 200
 
 
 async def test_password_change_needs_the_old_password(identity: httpx.AsyncClient, login: Login):

@@ -44,6 +44,20 @@ class UserRepository:
         query = select(func.count()).select_from(User).where(col(User.is_admin), col(User.active))
         return int((await self.session.exec(query)).one())
 
+    async def lock_active_admins(self) -> list[uuid.UUID]:
+        """The ids of the active admins, their rows locked until the transaction ends.
+
+        Two transactions that each take an admin away (say two admins deactivating each
+        other) then run one after the other, and the second sees what the first did.
+        """
+        query = (
+            select(User.id)
+            .where(col(User.is_admin), col(User.active))
+            .order_by(col(User.id))
+            .with_for_update()
+        )
+        return list((await self.session.exec(query)).all())
+
     def add(self, user: User) -> None:
         self.session.add(user)
 

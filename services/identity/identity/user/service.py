@@ -41,6 +41,16 @@ class UserAlreadyExists(Conflict):
         )
 
 
+class LastAdmin(Forbidden):
+    """The change would leave no active admin (so nobody who could manage accounts)."""
+
+    def __init__(self, name: str, change: str) -> None:
+        super().__init__(
+            f"There has to be at least one active admin account at all times: '{name}' "
+            f"is the only one, so it cannot be {change}."
+        )
+
+
 class WeakPassword(BadRequest):
     def __init__(self) -> None:
         super().__init__(f"The password must be at least {MIN_PASSWORD_LENGTH} characters long.")
@@ -127,10 +137,16 @@ class UserService:
                 raise Forbidden("Only admins can change the admin flag of an account.")
             if str(user.id) == actor:
                 raise Forbidden("An account cannot change its own admin flag.")
+            if not update.is_admin:
+                await self._keep_an_admin(user, "demoted")
             user.is_admin = update.is_admin
         if update.active is not None and update.active != user.active:
             if not by_admin:
                 raise Forbidden("Only admins can activate or deactivate accounts.")
+            if str(user.id) == actor:
+                raise Forbidden("An account cannot change its own active status.")
+            if not update.active:
+                await self._keep_an_admin(user, "deactivated")
             user.active = update.active
             if not user.active:
                 await self._revoke_all(user)
@@ -149,6 +165,7 @@ class UserService:
 
     async def deactivate(self, user: User) -> str:
         """Lock the user out, end their sessions, and return a fresh activation token."""
+        await self._keep_an_admin(user, "deactivated")
         token, user.activation_token_hash = new_activation_token()
         user.active = False
         user.updated = utcnow()
@@ -176,6 +193,7 @@ class UserService:
     async def delete(self, user: User, *, actor: str) -> None:
         if str(user.id) == actor:
             raise Forbidden("An account cannot delete itself.")
+        await self._keep_an_admin(user, "deleted")
         await self._revoke_all(user)
         await self.repository.delete(user)
         await self.repository.session.flush()
@@ -187,6 +205,13 @@ class UserService:
         if user is None or not ok or not user.active:
             return None
         return user
+
+    async def _keep_an_admin(self, user: User, change: str) -> None:
+        """Refuse (403) to take ``user`` out of the active admins if it is the last one."""
+        if not (user.is_admin and user.active):
+            return
+        if all(admin_id == user.id for admin_id in await self.repository.lock_active_admins()):
+            raise LastAdmin(user.name, change)
 
     async def _set_password(self, user: User, password: str) -> None:
         if len(password) < MIN_PASSWORD_LENGTH:
