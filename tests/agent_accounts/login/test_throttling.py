@@ -22,6 +22,7 @@ from agent_accounts.settings import Settings
 from shared.throttle import LoginThrottleSettings
 from tests.agent_accounts.conftest import ADMIN, ADMIN_PASSWORD, Clock, NewKey, bearer
 from tests.support.asgi import LifespanApp, client_at, running
+from tests.support.timing import cpu_time_ratio
 
 DEFAULTS = LoginThrottleSettings()
 PER_ADDRESS = DEFAULTS.login_client_failure_threshold
@@ -167,3 +168,19 @@ async def test_a_pending_devices_polls_do_not_count(app: LifespanApp):
         ]
     assert {p.status_code for p in polls} == {400}
     assert {p.json()["error"] for p in polls} <= {"authorization_pending", "slow_down"}
+
+
+@pytest.mark.parametrize(
+    "settings_overrides",
+    [{"login_client_failure_threshold": 1000, "login_account_failure_threshold": 1000}],
+)
+async def test_failed_logins_cost_the_same_whether_or_not_the_account_exists(app: LifespanApp):
+    async with client_at(app, "192.0.2.6") as client:
+
+        async def failed_as(username: str) -> None:
+            assert (await password(client, username, "wrong password")).status_code == 401
+
+        ratio = await cpu_time_ratio(
+            lambda: failed_as("nobody-by-this-name"), lambda: failed_as(ADMIN)
+        )
+    assert 0.8 < ratio < 1.25, ratio

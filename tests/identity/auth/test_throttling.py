@@ -5,8 +5,6 @@ for unknown users."""
 from __future__ import annotations
 
 import asyncio
-import statistics
-import time
 import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
@@ -19,6 +17,7 @@ from identity.settings import Settings
 from tests.identity.conftest import ADMIN, ADMIN_PASSWORD, make_settings
 from tests.identity.device.support import authorize, poll
 from tests.support.asgi import LifespanApp, client_at, running
+from tests.support.timing import cpu_time_ratio
 
 
 @pytest.fixture
@@ -125,22 +124,15 @@ async def test_failed_logins_take_the_same_time_whether_or_not_the_user_exists(
         login_client_failure_threshold=1000,
     )
 
-    async def duration(client: httpx.AsyncClient, username: str) -> float:
-        # CPU time of this process (the password hashing thread included), which other
-        # processes on a busy machine do not inflate the way they do wall-clock time.
-        started = time.process_time()
-        response = await attempt(client, username, "wrong password")
-        assert response.status_code == 401
-        return time.process_time() - started
-
     async with running(create_app(settings)) as app, client_at(app, "10.1.1.1") as client:
-        await duration(client, ADMIN)  # warm-up
-        known, unknown = [], []
-        for _ in range(9):
-            known.append(await duration(client, ADMIN))
-            unknown.append(await duration(client, "nobody-by-this-name"))
-    ratio = statistics.median(unknown) / statistics.median(known)
-    assert 0.8 < ratio < 1.25, (ratio, known, unknown)
+
+        async def failed_as(username: str) -> None:
+            assert (await attempt(client, username, "wrong password")).status_code == 401
+
+        ratio = await cpu_time_ratio(
+            lambda: failed_as("nobody-by-this-name"), lambda: failed_as(ADMIN)
+        )
+    assert 0.8 < ratio < 1.25, ratio
 
 
 async def test_a_locked_account_logs_in_from_an_address_it_logged_in_from_before(
