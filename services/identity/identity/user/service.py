@@ -198,6 +198,38 @@ class UserService:
         await self.repository.delete(user)
         await self.repository.session.flush()
 
+    # An operator's recovery (``python -m identity reset-password|make-admin``), for when
+    # no admin can log in to do it through the API.
+
+    async def reset_password(self, name_or_id: str, password: str | None) -> str | None:
+        """Make the account active with ``password``, or a generated one (returned), void
+        its activation token and end its sessions."""
+        user = await self.get(name_or_id)
+        generated = None
+        if password is None:
+            generated = password = secrets.token_urlsafe(18)
+        await self._set_password(user, password)
+        user.active = True
+        user.activation_token_hash = None
+        user.updated = utcnow()
+        self.repository.add(user)
+        await self._revoke_all(user)
+        await self.repository.session.flush()
+        return generated
+
+    async def make_admin(self, name_or_id: str) -> User:
+        """Make the account an admin, and active if it has a password (one still waiting
+        for its activation keeps its one-time token: it can be activated as before)."""
+        user = await self.get(name_or_id)
+        user.is_admin = True
+        if user.password_hash is not None:
+            user.active = True
+            user.activation_token_hash = None
+        user.updated = utcnow()
+        self.repository.add(user)
+        await self.repository.session.flush()
+        return user
+
     async def authenticate(self, name: str, password: str) -> User | None:
         """The active user with these credentials, or None; equally slow either way."""
         user = await self.repository.by_name(name)
