@@ -249,13 +249,22 @@ async def test_download_token_is_bound_to_one_version(
     assert response.json()["detail"] == ["CredentialsNotValid", "Invalid resource ID"]
 
 
+async def version_and_download_token(
+    tracking: httpx.AsyncClient, auth: Headers, project: Json
+) -> tuple[Json, str]:
+    """A version whose data is one small file, and a download token for it."""
+    _, root = await default_store(tracking, auth)
+    (root / "f").write_text("x")
+    version = await stored_version(tracking, auth, project, root / "f")
+    token = await tracking.get(f"{VERSIONS}/{version['id']}/download-token", headers=auth)
+    assert token.status_code == 200, token.text
+    return version, token.json()
+
+
 async def test_download_token_claims_and_lifetime(
     tracking: httpx.AsyncClient, auth: Headers, default_project: Json
 ) -> None:
-    _, root = await default_store(tracking, auth)
-    (root / "f").write_text("x")
-    version = await stored_version(tracking, auth, default_project, root / "f")
-    token = (await tracking.get(f"{VERSIONS}/{version['id']}/download-token", headers=auth)).json()
+    version, token = await version_and_download_token(tracking, auth, default_project)
     claims = jwt.decode(token, options={"verify_signature": False})
     assert set(claims) == {"exp", "download_type", "resource_id"}
     assert claims["resource_id"] == version["id"]
@@ -288,10 +297,7 @@ async def test_expired_or_forged_tokens_are_401(
 async def test_padded_download_token_is_401(
     tracking: httpx.AsyncClient, auth: Headers, default_project: Json
 ) -> None:
-    _, root = await default_store(tracking, auth)
-    (root / "f").write_text("x")
-    version = await stored_version(tracking, auth, default_project, root / "f")
-    token = (await tracking.get(f"{VERSIONS}/{version['id']}/download-token", headers=auth)).json()
+    version, token = await version_and_download_token(tracking, auth, default_project)
     data = f"{VERSIONS}/{version['id']}/data"
     response = await tracking.get(data, params={"token": padded(token)})
     assert response.status_code == 401

@@ -158,20 +158,15 @@ class UserService:
                 raise BadRequest("The current password is not correct.")
             await self._set_password(user, update.password)
             await self._revoke_all(user)
-        user.updated = utcnow()
-        self.repository.add(user)
-        await self.repository.session.flush()
-        return user
+        return await self._save(user)
 
     async def deactivate(self, user: User) -> str:
         """Lock the user out, end their sessions, and return a fresh activation token."""
         await self._keep_an_admin(user, "deactivated")
         token, user.activation_token_hash = new_activation_token()
         user.active = False
-        user.updated = utcnow()
-        self.repository.add(user)
         await self._revoke_all(user)
-        await self.repository.session.flush()
+        await self._save(user)
         return token
 
     async def activate(self, user: User, update: UserUpdate) -> User:
@@ -185,10 +180,7 @@ class UserService:
         await self._set_password(user, update.password)
         user.activation_token_hash = None
         user.active = True
-        user.updated = utcnow()
-        self.repository.add(user)
-        await self.repository.session.flush()
-        return user
+        return await self._save(user)
 
     async def delete(self, user: User, *, actor: str) -> None:
         if str(user.id) == actor:
@@ -207,14 +199,12 @@ class UserService:
         user = await self.get(name_or_id)
         generated = None
         if password is None:
-            generated = password = secrets.token_urlsafe(18)
+            generated = password = generate_password()
         await self._set_password(user, password)
         user.active = True
         user.activation_token_hash = None
-        user.updated = utcnow()
-        self.repository.add(user)
         await self._revoke_all(user)
-        await self.repository.session.flush()
+        await self._save(user)
         return generated
 
     async def make_admin(self, name_or_id: str) -> User:
@@ -225,10 +215,7 @@ class UserService:
         if user.password_hash is not None:
             user.active = True
             user.activation_token_hash = None
-        user.updated = utcnow()
-        self.repository.add(user)
-        await self.repository.session.flush()
-        return user
+        return await self._save(user)
 
     async def authenticate(self, name: str, password: str) -> User | None:
         """The active user with these credentials, or None; equally slow either way."""
@@ -236,6 +223,12 @@ class UserService:
         ok = await verify_password(user.password_hash if user else None, password)
         if user is None or not ok or not user.active:
             return None
+        return user
+
+    async def _save(self, user: User) -> User:
+        user.updated = utcnow()
+        self.repository.add(user)
+        await self.repository.session.flush()
         return user
 
     async def _keep_an_admin(self, user: User, change: str) -> None:
