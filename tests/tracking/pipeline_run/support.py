@@ -34,12 +34,16 @@ async def create_pipeline(
 
 
 async def create_snapshot(
-    tracking: httpx.AsyncClient, auth: Headers, project: Json, pipeline: Json | None = None
+    tracking: httpx.AsyncClient,
+    auth: Headers,
+    project: Json,
+    pipeline: Json | None = None,
+    run_name_template: str = "run-{date}",
 ) -> Json:
     pipeline = pipeline or await create_pipeline(tracking, auth, project, uuid.uuid4().hex[:8])
     body = {
         "project": project["id"],
-        "run_name_template": "run-{date}",
+        "run_name_template": run_name_template,
         "pipeline_configuration": {"name": pipeline["name"]},
         "stack": await default_stack_id(tracking, auth),
         "pipeline": pipeline["id"],

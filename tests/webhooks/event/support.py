@@ -36,6 +36,17 @@ async def executions(client, auth, trigger) -> list[dict[str, Any]]:
     return items
 
 
+async def runs_of(tracking, auth, snapshot) -> list[dict[str, Any]]:
+    response = await tracking.get(
+        "/api/v1/runs",
+        params={"snapshot_id": snapshot["id"], "hydrate": "true", "size": 1000},
+        headers=auth,
+    )
+    assert response.status_code == 200, response.text
+    items: list[dict[str, Any]] = response.json()["items"]
+    return items
+
+
 class MovableClock:
     """The time, moved forward by :attr:`offset` (what the worker judges its retry
     horizon by, while arq's schedule keeps real time)."""

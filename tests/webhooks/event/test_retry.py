@@ -56,14 +56,19 @@ def test_past_the_horizon_there_is_no_next_try():
     assert policy(1.0).delay(1, T0 + timedelta(hours=23, minutes=59), T0) is not None
 
 
-@pytest.mark.parametrize("status", [408, 409, 425, 429, 500, 501, 502, 503, 504, 599])
-def test_timeouts_conflicts_throttling_and_5xx_are_transient(status):
-    assert transient(status)
+@pytest.mark.parametrize("status", [408, 425, 429, 500, 501, 502, 503, 504, 599])
+def test_timeouts_throttling_and_5xx_are_transient(status):
+    assert transient(httpx.Response(status))
 
 
-@pytest.mark.parametrize("status", [400, 401, 403, 404, 405, 410, 413, 415, 422])
+def test_a_conflict_tracking_says_will_pass_is_transient():
+    """Tracking's answer while the same Idempotency-Key is still being processed."""
+    assert transient(httpx.Response(409, headers={"Retry-After": "1"}))
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 405, 409, 410, 413, 415, 422])
 def test_other_4xx_are_lasting_refusals(status):
-    assert not transient(status)
+    assert not transient(httpx.Response(status))
 
 
 async def test_tracking_not_listening_is_a_transient_failure():
@@ -83,7 +88,8 @@ def test_an_event_expiry_the_retries_could_outlast_is_refused(webhooks_settings)
 
 
 class ScriptedRuns(SnapshotRuns):
-    """The snapshot-run stand-in answering its next calls with ``statuses`` first."""
+    """The snapshot-run stand-in answering its next calls with ``statuses`` first (a 409
+    as tracking's idempotency records answer a request still being processed)."""
 
     def __init__(self, *statuses: int) -> None:
         super().__init__()
@@ -94,8 +100,10 @@ class ScriptedRuns(SnapshotRuns):
 
         async def scripted(scope: Scope, receive: Receive, send: Send) -> None:
             if scope["type"] == "http" and scope["path"].endswith("/runs") and self.statuses:
-                self.calls.append({"status": self.statuses[0]})
-                answer = JSONResponse({"detail": "scripted"}, status_code=self.statuses.pop(0))
+                status = self.statuses.pop(0)
+                self.calls.append({"status": status})
+                headers = {"Retry-After": "1"} if status == 409 else None
+                answer = JSONResponse({"detail": "scripted"}, status_code=status, headers=headers)
                 await answer(scope, receive, send)
                 return
             await inner(scope, receive, send)
@@ -110,11 +118,11 @@ def scripted(router: HostRouter, *statuses: int) -> ScriptedRuns:
     return runs
 
 
-async def test_a_conflict_is_retried_and_ends_with_the_executions_one_run(
+async def test_a_request_still_processing_is_retried_and_ends_with_the_executions_one_run(
     client, auth, wired, drain, router
 ):
-    """Tracking answers 409 while it still runs this execution's earlier request (same
-    Idempotency-Key); asked again, it answers with that request's run: not a failure."""
+    """Tracking answers 409 with Retry-After while it still runs this execution's earlier
+    request (same Idempotency-Key); asked again, it answers with that request's run."""
     runs = scripted(router, 409, 429, 502)
     hook, trigger = wired
     await deliver(client, hook, push_body("main"), "d-409")

@@ -4,12 +4,8 @@ matched, executions recorded, snapshot runs requested from tracking once."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
-from typing import Any
 
-import httpx
-import pytest
 from sqlmodel import select
 
 from shared.db import session_scope
@@ -19,48 +15,11 @@ from tests.webhooks.event.support import (
     MovableClock,
     deliver,
     executions,
+    runs_of,
 )
 from tests.webhooks.support import SnapshotRuns, job_key, push_body
 from webhooks.event.batch_worker import TOMBSTONE
 from webhooks.models import TriggerExecution, WebhookEvent
-
-
-@pytest.fixture
-async def tracking(tracking_app) -> AsyncIterator[httpx.AsyncClient]:
-    transport = httpx.ASGITransport(app=tracking_app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://tracking") as client:
-        yield client
-
-
-@pytest.fixture
-async def snapshot(tracking, auth, project) -> dict[str, Any]:
-    """A real snapshot in the tracking app the worker asks."""
-    return await create_snapshot(tracking, auth, project)
-
-
-@pytest.fixture
-async def wired_to_tracking(client, auth, create_webhook, project, snapshot):
-    """A codehost webhook with a trigger on pushes to main running a real snapshot."""
-    hook = await create_webhook("codehost")
-    body = {
-        "project": project["id"],
-        "name": "main-pushes",
-        "webhook_id": hook["id"],
-        "snapshot_id": snapshot["id"],
-        "configuration": {"target_events": [{"type": "push", "branch": "main"}]},
-    }
-    response = await client.post(TRIGGERS, json=body, headers=auth)
-    assert response.status_code == 200, response.text
-    return hook, response.json()
-
-
-async def runs_of(tracking, auth, snapshot) -> list[dict[str, Any]]:
-    response = await tracking.get(
-        "/api/v1/runs", params={"snapshot_id": snapshot["id"], "hydrate": "true"}, headers=auth
-    )
-    assert response.status_code == 200, response.text
-    items: list[dict[str, Any]] = response.json()["items"]
-    return items
 
 
 async def test_a_matching_event_starts_one_run_of_the_snapshot_in_tracking(
@@ -132,6 +91,31 @@ async def test_a_snapshot_tracking_does_not_know_fails_the_execution(client, aut
     assert execution["status"] == "failed"
     assert execution["run_id"] is None
     assert "404" in execution["error"]
+
+
+async def test_a_run_name_another_run_has_fails_at_once_with_trackings_reason(
+    client, auth, wired_to_tracking, drain, tracking, snapshot, project
+):
+    """A 409 without Retry-After is a lasting refusal, not retried for a day."""
+    hook, trigger = wired_to_tracking
+    await deliver(client, hook, push_body(actor="a"), "d-first")
+    await drain()
+    fixed = await create_snapshot(tracking, auth, project, run_name_template="nightly")
+    response = await client.put(
+        f"{TRIGGERS}/{trigger['id']}", json={"snapshot_id": fixed["id"]}, headers=auth
+    )
+    assert response.status_code == 200, response.text
+    for delivery in ("d-second", "d-third"):
+        await deliver(client, hook, push_body(actor=delivery), delivery)
+    await drain()
+    later = [e for e in await executions(client, auth, trigger) if e["delivery_id"] != "d-first"]
+    # Whichever of the two asked first got the name.
+    ran, clash = sorted(later, key=lambda e: e["status"] == "failed")
+    assert ran["status"] == "dispatched"
+    assert clash["status"] == "failed"
+    assert clash["attempts"] == 1
+    assert clash["error"].startswith("tracking answered 409: ")
+    assert "Found another existing pipeline run with the same name" in clash["error"]
 
 
 async def test_the_stand_in_is_called_with_the_trigger_execution(

@@ -12,17 +12,24 @@ from typing import Any, Protocol
 
 import httpx
 
-# Answers worth retrying besides any 5xx: a timeout, too early, too many requests, and a
-# conflict (tracking still running this execution's earlier request under the same
-# Idempotency-Key; asked again, it answers with the run that request started). Every
-# other 4xx is a lasting refusal (an unknown or deleted snapshot, a bad request).
-TRANSIENT_4XX = frozenset({408, 409, 425, 429})
+# Answers worth retrying besides any 5xx: a timeout, too early, too many requests.
+TRANSIENT_4XX = frozenset({408, 425, 429})
 MAX_ERROR = 4096
 
 
-def transient(status_code: int) -> bool:
-    """Whether tracking's answer ``status_code`` is worth asking again later."""
-    return status_code >= 500 or status_code in TRANSIENT_4XX
+def transient(response: httpx.Response) -> bool:
+    """Whether tracking's answer is worth asking again later: any 5xx, 408, 425, 429,
+    and a 409 that says when to ask again (``Retry-After``: tracking is still running
+    this execution's earlier request under the same ``Idempotency-Key``, and asked again
+    it answers with that request's run). Any other 4xx is a lasting refusal: the snapshot
+    is unknown or deleted, the request is bad, a 409 without ``Retry-After`` (the
+    snapshot's run name template gave a name another run has)."""
+    status = response.status_code
+    return (
+        status >= 500
+        or status in TRANSIENT_4XX
+        or (status == 409 and "retry-after" in response.headers)
+    )
 
 
 class TransientDispatchError(Exception):
@@ -99,7 +106,7 @@ class TrackingSnapshotRunner:
             )
         except httpx.HTTPError as exc:
             raise TransientDispatchError(f"tracking unreachable: {exc!r}") from exc
-        if transient(response.status_code):
+        if transient(response):
             detail = response.text[:MAX_ERROR]
             raise TransientDispatchError(f"tracking answered {response.status_code}: {detail}")
         if response.is_success:
