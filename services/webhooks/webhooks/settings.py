@@ -34,9 +34,9 @@ class Settings(ServiceSettings):
     # this service's routes is the same (deploy/stack.toml).
     max_body_size: int = Field(default=25 * 1024 * 1024, ge=1024)
 
-    # Intake: a sender's retries of one delivery id are answered 2xx and not enqueued again
-    # while its event waits or runs, and for this window after it finished (the consumer
-    # also dedupes by event id, without a window).
+    # Intake: a delivery's retries and replays (the same key: what its signature covers)
+    # are answered 2xx and not enqueued again while its event waits or runs, and for this
+    # window after it finished (the consumer also dedupes by event id, without a window).
     delivery_dedupe_window: timedelta = timedelta(hours=1)
     # Slack-style signed timestamps may be this far from now, in both directions.
     signature_tolerance: timedelta = timedelta(seconds=300)

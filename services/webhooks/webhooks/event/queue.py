@@ -19,21 +19,22 @@ from webhooks.core.live import QueuedJob
 
 PROCESS_EVENT = "process_event"
 RETRY_EXECUTION = "retry_execution"
-# Event ids are derived from (webhook, delivery id): a redelivery is the same event.
+# Event ids are derived from (webhook, the delivery's key: what its signature covers, a
+# signed delivery id or the body): a redelivery or a replay is the same event.
 EVENT_NAMESPACE = uuid.UUID("0b6f3f1e-8a52-4d0e-9f3b-5c2f1e7d9a41")
 
 
 _NAMESPACE_BYTES = EVENT_NAMESPACE.bytes
 
 
-def event_id_for(webhook_id: uuid.UUID | str, delivery_id: str) -> tuple[str, str]:
-    """The event id of a delivery, ``uuid5(EVENT_NAMESPACE, f"{webhook_id}:{delivery_id}")``,
+def event_id_for(webhook_id: uuid.UUID | str, key: str) -> tuple[str, str]:
+    """The event id of a delivery, ``uuid5(EVENT_NAMESPACE, f"{webhook_id}:{key}")``,
     as its canonical text and its 32 hex digits (the arq job id). Worked out from the SHA-1
     directly: building a :class:`uuid.UUID` (and writing it out again) cost more than the
     hash, and this runs for every accepted delivery."""
     digest = bytearray(
         hashlib.sha1(  # noqa: S324  (what uuid5 hashes with)
-            _NAMESPACE_BYTES + f"{webhook_id}:{delivery_id}".encode()
+            _NAMESPACE_BYTES + f"{webhook_id}:{key}".encode()
         ).digest()[:16]
     )
     digest[6] = (digest[6] & 0x0F) | 0x50  # version 5
