@@ -8,7 +8,7 @@ export UV_PYTHON_DOWNLOADS := never
 # The real interpreter, not a shim (pyenv's shims are scripts uv cannot match).
 export UV_PYTHON := $(shell $(PYTHON) -c 'import sys; print(sys.executable)')
 
-.PHONY: run test lint typecheck pytest sync clean
+.PHONY: run test lint typecheck pytest sync clean soak
 
 .tools/bin/uv:
 	$(PYTHON) -m venv .tools
@@ -31,6 +31,11 @@ pytest: sync
 	$(UV) run --frozen --no-sync pytest -n auto --dist loadfile $(PYTEST_ARGS)
 
 test: lint typecheck pytest
+
+# By hand, never in CI: security.md §5 at full size against the real stack (docs/soak.md).
+# SOAK_ARGS="--deliveries 300 --kills 5 --outage 10s" for a quick run.
+soak: sync
+	$(UV) run --frozen --no-sync python -m bench.soak $(SOAK_ARGS)
 
 clean:
 	rm -rf .venv .tools .mypy_cache .ruff_cache .pytest_cache
