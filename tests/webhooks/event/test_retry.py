@@ -4,6 +4,7 @@ settings that would let a job expire before its horizon refused."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -203,3 +204,31 @@ async def test_a_retry_job_whose_request_never_committed_does_nothing(
     assert await webhooks_app.state["redis"].zcard(webhooks_settings.queue_name) == 0
     assert await executions(client, auth, trigger) == [execution]
     assert len(snapshot_runs.calls) == 1
+
+
+async def test_a_job_failing_outside_a_run_request_fails_its_executions_at_the_horizon(
+    client, auth, wired, drain, router
+):
+    """Tracking so slow that the try outlives its time budget (a job's own failure, not
+    an answer): retried, and past the horizon the waiting execution fails with it."""
+    runs = SnapshotRuns()
+    inner = runs.app()
+
+    async def stalled(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"].endswith("/runs"):
+            await asyncio.sleep(5)
+        await inner(scope, receive, send)
+
+    stand_in = {"tracking/api/v1/pipeline_snapshots": httpx.ASGITransport(app=stalled)}
+    router.routes = {**stand_in, **router.routes}
+    hook, trigger = wired
+    await deliver(client, hook, push_body("main"), "d-stalled")
+    budget = {"worker_job_timeout": timedelta(seconds=2)}  # a try's budget: 1.8 s
+    await drain(jobs=1, **budget)
+    (waiting,) = await executions(client, auth, trigger)
+    assert waiting["status"] == "pending"  # retried: the try's failure is not the event's
+    await drain(clock=MovableClock(timedelta(hours=25)), **budget)
+    (execution,) = await executions(client, auth, trigger)
+    assert execution["status"] == "failed"
+    assert execution["error"] == "gave up after retrying for 1 day, 0:00:00: TimeoutError()"
+    assert runs.runs == {}

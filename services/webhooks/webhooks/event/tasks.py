@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import functools
 import gzip
 import logging
 import time
@@ -188,9 +189,10 @@ class Consumer:
             else:
                 rows = []
             for row in rows:
-                if row.status == PENDING:
-                    row.status, row.error, row.next_attempt_at = FAILED, error, None
-                    row.updated = utcnow()
+                if row.status != PENDING:
+                    continue
+                row.status, row.error, row.next_attempt_at = FAILED, error, None
+                row.updated = utcnow()
                 event = await session.get(WebhookEvent, row.event_id)
                 if event is not None:
                     event.status, event.error = FAILED, error
@@ -326,15 +328,11 @@ async def process_event(ctx: dict[str, Any], raw: dict[str, Any]) -> str:
     enqueued); its retries are counted from the event's receipt."""
     consumer: Consumer = ctx["consumer"]
     message = EventMessage.model_validate(raw)
-
-    async def give_up(error: str) -> None:
-        await consumer.give_up(error, event_id=message.event_id)
-
     return await _attempt(
         ctx,
         message.received_at,
-        lambda: consumer.process(message, job_try=ctx["job_try"]),
-        give_up,
+        functools.partial(consumer.process, message, ctx["job_try"]),
+        functools.partial(consumer.give_up, event_id=message.event_id),
         {"event_id": str(message.event_id)},
     )
 
@@ -344,15 +342,11 @@ async def retry_execution(ctx: dict[str, Any], raw: dict[str, Any]) -> str:
     from the retry."""
     consumer: Consumer = ctx["consumer"]
     message = RetryMessage.model_validate(raw)
-
-    async def give_up(error: str) -> None:
-        await consumer.give_up(error, execution_id=message.execution_id)
-
     return await _attempt(
         ctx,
         message.requested_at,
-        lambda: consumer.retry(message, job_try=ctx["job_try"]),
-        give_up,
+        functools.partial(consumer.retry, message, ctx["job_try"]),
+        functools.partial(consumer.give_up, execution_id=message.execution_id),
         {"execution_id": str(message.execution_id)},
     )
 
