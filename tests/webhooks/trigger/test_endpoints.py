@@ -200,6 +200,12 @@ async def test_an_admin_reruns_a_failed_execution_once(client, auth, failed, dra
     assert done["status"] == "dispatched"
     assert done["run_id"] == snapshot_runs.runs[execution["id"]]
     assert done["retried_at"] == retried["retried_at"]
+    # Asked as the first try asked: the event as the trigger matched it, from the kept body.
+    first, last = snapshot_runs.calls[0]["body"], snapshot_runs.calls[-1]["body"]
+    assert last == first
+    assert last["trigger_execution"]["webhook_upstream_event"]["codehost"]["event"]["branch"] == (
+        "main"
+    )
     again = await client.post(retry_path(trigger, execution), headers=auth)
     assert again.status_code == 409
     assert again.json()["detail"] == [
