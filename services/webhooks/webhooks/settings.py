@@ -55,11 +55,12 @@ class Settings(ServiceSettings):
     # How long the worker sleeps after a claim found fewer due jobs than free slots;
     # while claims fill every slot it claims again without sleeping.
     worker_poll_delay: timedelta = timedelta(milliseconds=200)
-    # A transient failure (tracking unreachable or answering 408, 409, 425, 429 or 5xx, a
-    # timeout, the database out of reach) is tried again after a delay starting at
-    # `worker_retry_delay` and doubling each try up to `worker_retry_max_delay`, with
-    # jitter, until `worker_retry_horizon` after the event was accepted (or an admin asked
-    # for a retry): counted in time, not tries (webhooks.event.retry).
+    # A transient failure (tracking unreachable or answering 5xx, 408, 425, 429 or a 409
+    # with Retry-After, a timeout, the database out of reach; webhooks.event.dispatch) is
+    # tried again after a delay starting at `worker_retry_delay` and doubling each try up
+    # to `worker_retry_max_delay`, with jitter, until `worker_retry_horizon` after the
+    # event was accepted (or an admin asked for a retry): counted in time, not tries
+    # (webhooks.event.retry).
     worker_retry_delay: timedelta = timedelta(seconds=2)
     worker_retry_max_delay: timedelta = timedelta(minutes=5)
     worker_retry_horizon: timedelta = timedelta(hours=24)
