@@ -416,18 +416,18 @@ def without(headers: dict[str, str], name: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize(
-    ("webhook_type", "sign", "delivery_header"),
+    ("webhook_type", "sign", "delivery_header", "event_header"),
     [
-        ("codehost", codehost_headers, "X-GitHub-Delivery"),
-        ("custom", custom_headers, "X-ZenML-Delivery"),
+        ("codehost", codehost_headers, "X-GitHub-Delivery", ("X-GitHub-Event", "release")),
+        ("custom", custom_headers, "X-ZenML-Delivery", ("X-ZenML-Event", "build.other")),
     ],
 )
 async def test_a_capture_resent_with_a_new_delivery_header_or_none_is_absorbed(
-    client, auth, create_webhook, webhooks_app, webhook_type, sign, delivery_header
+    client, auth, create_webhook, webhooks_app, webhook_type, sign, delivery_header, event_header
 ):
     """The signature covers the body alone, so the body names the event: the same body and
-    signature sent again is a replay, whatever delivery header it carries or lacks. The
-    event keeps the first delivery's id for consumers."""
+    signature sent again is a replay, whatever delivery (or event) header it carries or
+    lacks. The event keeps the first delivery's id and type for consumers."""
     hook = await create_webhook(webhook_type)
     body = push_body(actor="carol")
     headers = sign(hook["secret"], body, delivery="d-first")
@@ -436,14 +436,15 @@ async def test_a_capture_resent_with_a_new_delivery_header_or_none_is_absorbed(
         headers | {delivery_header: "d-second"},
         headers | {"X-Webhook-Delivery": "d-third", "X-Codehost-Delivery": "d-fourth"},
         without(headers, delivery_header),
+        headers | dict([event_header]) | {delivery_header: "d-fifth"},
     ]
     for sent in resent:
         response = await client.post(intake(hook), content=body, headers=sent)
         assert response.status_code == 202, response.text
     (event,) = await queued_events(webhooks_app)
-    assert event["delivery_id"] == "d-first"
+    assert (event["delivery_id"], event["event_type"]) == ("d-first", headers[event_header[0]])
     stats = await stats_of(client, auth, hook["id"])
-    assert (stats["received_count"], stats["accepted_count"]) == (4, 4)
+    assert (stats["received_count"], stats["accepted_count"]) == (5, 5)
     # Another body is another event, whatever delivery header it borrows.
     other = push_body(actor="dave")
     response = await client.post(
