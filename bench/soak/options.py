@@ -8,6 +8,8 @@ import re
 import signal
 from collections.abc import Sequence
 
+from bench.tracking import _non_negative, _positive
+
 
 def seconds(text: str) -> float:
     """``90``, ``90s``, ``1.5m`` or ``5m`` as seconds."""
@@ -16,20 +18,6 @@ def seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a duration (e.g. 60s, 5m): {text!r}")
     scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}[found[2] or "s"]
     return float(found[1]) * scale
-
-
-def positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
-    return value
-
-
-def non_negative(text: str) -> int:
-    return 0 if text.strip() == "0" else positive(text)
 
 
 def setting(text: str) -> tuple[str, str]:
@@ -66,9 +54,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "parts are killed, then a report of what became of them (see bench/soak/__init__.py).",
     )
     add = parser.add_argument
-    add("--deliveries", type=positive, default=10_000, help="deliveries sent (default: 10000)")
-    add("--kills", type=non_negative, default=100, help="worker SIGKILLs (default: 100)")
-    add("--workers", type=positive, default=3, help="webhook workers (default: 3)")
+    add("--deliveries", type=_positive, default=10_000, help="deliveries sent (default: 10000)")
+    add("--kills", type=_non_negative, default=100, help="worker SIGKILLs (default: 100)")
+    add("--workers", type=_positive, default=3, help="webhook workers (default: 3)")
     add(
         "--outage",
         type=seconds,
@@ -132,7 +120,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=1800.0,
         help="how long to wait for the queue to drain (default: 30m)",
     )
-    add("--senders", type=positive, default=64, help="deliveries in flight at most (default: 64)")
+    add("--senders", type=_positive, default=64, help="deliveries in flight at most (default: 64)")
     add("--seed", type=int, default=2026, help="the chaos schedule's seed (default: 2026)")
     add(
         "--database-url",
