@@ -120,7 +120,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=1800.0,
         help="how long to wait for the queue to drain (default: 30m)",
     )
-    add("--senders", type=_positive, default=64, help="deliveries in flight at most (default: 64)")
+    add(
+        "--senders", type=_positive, default=256, help="deliveries in flight at most (default: 256)"
+    )
     add("--seed", type=int, default=2026, help="the chaos schedule's seed (default: 2026)")
     add(
         "--database-url",
