@@ -249,6 +249,7 @@ def test_access_log_masks_secret_query_values(tmp_path):
         "/api/v1/devices/x?user_code=Sh0rt&hydrate=true",
         "/api/v1/login?Token=Upp3rCase&token=",
         "/api/v1/runs?a=1&access_token=Acc3ss&device_code=Dev1ce&b=2",
+        "/api/v1/runs?hydrate=true&name=pla%20in",
     ]
     with (
         gateway_without_upstreams(tmp_path / "gw") as ports,
@@ -263,6 +264,7 @@ def test_access_log_masks_secret_query_values(tmp_path):
     # More secrets than the maps mask one by one: the whole query is masked.
     assert "GET /api/v1/runs?*** HTTP/1.1" in log
     assert "GET /api/v1/runs?a=1&access_token=***&device_code=***&b=2 HTTP/1.1" in log
+    assert "GET /api/v1/runs?hydrate=true&name=pla%20in HTTP/1.1" in log
     assert "GET /api/v1/runs?token=*** HTTP/1.1" in log
     assert "GET /api/v1/devices/x?user_code=***&hydrate=true HTTP/1.1" in log
     assert "GET /api/v1/login?Token=***&token=*** HTTP/1.1" in log
