@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from shared.errors import NO_SUCH_ENDPOINT
 from tests.support.processes import LaunchedStack, port_free, stack_for_tests
 from tests.support.zenml_env import (
     ZENML_VERSION,
@@ -242,6 +243,46 @@ def test_zenml_client_against_our_stack(zenml_client, stack, tmp_path):
     url = stack.url("platform", "")
     report = run_scenario(zenml_client, url, ADMIN_PASSWORD, tmp_path, OUR_SECTIONS)
     check_scenario(report, f"our stack (gateway {url})", OUR_SECTIONS)
+
+
+UNSERVED = """
+from zenml.client import Client
+from zenml.models import TagFilter
+
+store = Client().zen_store
+answers = {}
+for name, call in [
+    ("tags", lambda: store.list_tags(TagFilter())),
+    ("unknown", lambda: store.get("/nothing-here")),
+]:
+    try:
+        call()
+        answers[name] = "no error"
+    except Exception as exc:  # what the client raised, as a user sees it
+        answers[name] = [type(exc).__name__, str(exc)]
+emit(answers)
+"""
+
+
+def test_zenml_client_explains_what_our_stack_does_not_serve(zenml_client, stack, tmp_path):
+    """An API family of the reference no service implements is the client's
+    NotImplementedError, an unknown path its KeyError, each with a sentence (not
+    ``KeyError: 'Not Found'``)."""
+    env = client_environment(
+        store_url=stack.url("platform", ""),
+        username=USERNAME,
+        password=ADMIN_PASSWORD,
+        config_dir=tmp_path,
+    )
+    try:
+        answers = run_snippet(zenml_client.python, UNSERVED, env=env, cwd=tmp_path).value
+    except ZenmlEnvError as exc:
+        pytest.fail(f"the snippet did not report: {exc}", pytrace=False)
+    assert answers["tags"] == [
+        "NotImplementedError",
+        "/api/v1/tags is not implemented by this server.",
+    ]
+    assert answers["unknown"] == ["KeyError", repr(NO_SUCH_ENDPOINT)]
 
 
 def _free_port() -> int:
