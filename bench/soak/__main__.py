@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -23,10 +24,13 @@ from bench.soak.chaos import Outages, run_chaos, schedule, watch
 from bench.soak.options import parse_args
 from bench.soak.report import Report
 from bench.soak.stack import WEB, SoakStack, soak_stack, wait_for_drain
-from bench.soak.traffic import execution_statuses, runs_by_delivery, send_all, set_up
+from bench.soak.traffic import Hook, execution_statuses, runs_by_delivery, send_all, set_up
 from bench.tracking import BenchError, Target, _terminate, login, say
 from tests.support.databases import Databases
 from tests.support.processes import REPO_ROOT, StackStartError
+
+# How long the final reading is tried again (see read_results).
+READ_WITHIN = 60.0
 
 
 def describe(args: argparse.Namespace) -> str:
@@ -61,16 +65,33 @@ async def soak(stack: SoakStack, target: Target, password: str, args: argparse.N
     answers, killed = sending.result(), chaos.result()
     say("soak: the last outage is over; waiting for the queue to drain")
     drained_at, left = await wait_for_drain(stack, args.drain_timeout)
-    # A new token: the first may have expired during a long run.
-    fresh = await asyncio.to_thread(login, "ours", target.base_url, password, target.server_stack)
-    runs = await asyncio.to_thread(runs_by_delivery, fresh, hook.snapshot_id)
+    runs, (executions, errors) = await read_results(target, password, hook)
     report = Report.of(answers, runs, outages, drained_at)
-    report.backlog = left
-    report.workers_killed = killed
-    report.executions, report.errors = await asyncio.to_thread(
-        execution_statuses, fresh, hook.trigger_id
-    )
+    report.backlog, report.workers_killed = left, killed
+    report.executions, report.errors = executions, errors
     return report
+
+
+async def read_results(
+    target: Target, password: str, hook: Hook, within: float = READ_WITHIN
+) -> tuple[Counter[str], tuple[Counter[str], list[str]]]:
+    """The runs by delivery id and the trigger's executions, read with a new token (the
+    first may have expired during a long run), tried again for ``within`` seconds: a
+    tracking restarted while identity was away refuses tokens until it has fetched
+    identity's keys (at most one try in 5 s)."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            fresh = await asyncio.to_thread(
+                login, "ours", target.base_url, password, target.server_stack
+            )
+            runs = await asyncio.to_thread(runs_by_delivery, fresh, hook.snapshot_id)
+            return runs, await asyncio.to_thread(execution_statuses, fresh, hook.trigger_id)
+        except BenchError as exc:
+            if time.monotonic() > deadline:
+                raise
+            say(f"soak: cannot read the results yet ({exc}); trying again")
+            await asyncio.sleep(2.0)
 
 
 async def postgres_databases(pool: Databases, into: contextlib.AsyncExitStack) -> dict[str, str]:
