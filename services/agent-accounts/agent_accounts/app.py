@@ -53,7 +53,7 @@ def _lifespan(clock: Clock) -> LifespanHook:
                 password.get_secret_value() if password else None,
             )
         if generated is not None:
-            announce_generated_password("account", settings.server_default_account_name, generated)
+            announce_generated_password("admin", settings.server_default_account_name, generated)
         yield {
             "verifier": verifier,
             "issuer": TokenIssuer(signer, settings, clock),

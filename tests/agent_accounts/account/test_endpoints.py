@@ -30,7 +30,7 @@ async def test_default_account_without_a_password_gets_a_printed_random_one_once
     async with client_for(create_app(settings)):
         pass
     printed = capsys.readouterr().out
-    assert f"Created the first account '{ADMIN}'" in printed
+    assert f"Created the first admin '{ADMIN}'" in printed
     password = printed.split("generated password: ")[1].split()[0]
     async with client_for(create_app(settings)) as client:
         response = await client.post(
