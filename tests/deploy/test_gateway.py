@@ -227,6 +227,19 @@ def test_unimplemented_families_are_a_501_not_implemented_error(tmp_path, path):
     assert near_miss.status_code == 404
 
 
+def test_the_agent_entrypoints_unimplemented_families_are_a_501_in_its_shape(tmp_path):
+    assert "/api/v1/agents" in STACK.entrypoint("agent").unimplemented
+    with (
+        gateway_without_upstreams(tmp_path / "gw") as ports,
+        httpx.Client(timeout=5, trust_env=False) as client,
+    ):
+        answer = client.get(f"http://127.0.0.1:{ports['agent']}/api/v1/agents/x")
+        served = client.get(f"http://127.0.0.1:{ports['agent']}/api/v1/agentsX")
+    assert answer.status_code == 501
+    assert answer.json() == {"detail": "/api/v1/agents is not implemented by this server."}
+    assert served.status_code == 502  # everything else goes to agent-accounts
+
+
 SECRETS = {
     "token": "Tok3nValue",
     "user_code": "UserC0de",
