@@ -283,6 +283,22 @@ def test_access_log_masks_secret_query_values(tmp_path):
     assert "GET /api/v1/login?Token=***&token=*** HTTP/1.1" in log
 
 
+@pytest.mark.parametrize(
+    "service", [s for s in STACK.web_services if "/" in s.routes], ids=lambda s: s.name
+)
+def test_a_service_taking_every_path_serves_none_of_its_entrypoints_unimplemented(service):
+    """The gateway answers the unimplemented prefixes itself: a route of a service behind
+    "/" under one of them would never be reached (stack.toml cannot see those routes)."""
+    assert service.entrypoint is not None
+    unimplemented = STACK.entrypoint(service.entrypoint).unimplemented
+    settings = importlib.import_module(f"{service.module}.settings").Settings.model_construct()
+    app = importlib.import_module(f"{service.module}.app").create_app(settings)
+    paths = [route.path for route in app.routes if hasattr(route, "path")]
+    assert "/api/v1/info" in paths
+    shadowed = [p for p in paths for u in unimplemented if p == u or p.startswith(f"{u}/")]
+    assert shadowed == []
+
+
 def load_compose() -> dict[str, dict[str, object]]:
     loaded = yaml.safe_load((REPO_ROOT / "docker-compose.yml").read_text())
     assert isinstance(loaded, dict)
