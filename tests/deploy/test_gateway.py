@@ -209,35 +209,41 @@ def test_gateway_errors_are_json(tmp_path):
     assert isinstance(agent_down.json()["detail"], str)
 
 
-@pytest.mark.parametrize("path", ["/api/v1/tags", "/api/v1/tags/", "/api/v1/tags/x?hydrate=1"])
-def test_unimplemented_families_are_a_501_not_implemented_error(tmp_path, path):
-    assert "/api/v1/tags" in STACK.entrypoint("platform").unimplemented
+TAGS = "/api/v1/tags is not implemented by this server."
+AGENTS = "/api/v1/agents is not implemented by this server."
+
+
+@pytest.mark.parametrize(
+    ("entrypoint", "path", "body", "near_miss", "near_miss_status"),
+    [
+        ("platform", "/api/v1/tags", ["NotImplementedError", TAGS], "/api/v1/tagsX", 404),
+        ("platform", "/api/v1/tags/", ["NotImplementedError", TAGS], "/api/v1/tagsX", 404),
+        (
+            "platform",
+            "/api/v1/tags/x?hydrate=1",
+            ["NotImplementedError", TAGS],
+            "/api/v1/tagsX",
+            404,
+        ),
+        # On the agent entrypoint everything else goes to agent-accounts (not running: 502).
+        ("agent", "/api/v1/agents/x", AGENTS, "/api/v1/agentsX", 502),
+    ],
+)
+def test_unimplemented_families_are_a_501_in_the_entrypoints_shape(
+    tmp_path, entrypoint, path, body, near_miss, near_miss_status
+):
+    assert path.startswith(STACK.entrypoint(entrypoint).unimplemented)
     with (
         gateway_without_upstreams(tmp_path / "gw") as ports,
         httpx.Client(timeout=5, trust_env=False) as client,
     ):
-        answer = client.get(f"http://127.0.0.1:{ports['platform']}{path}")
-        near_miss = client.get(f"http://127.0.0.1:{ports['platform']}/api/v1/tagsX")
+        answer = client.get(f"http://127.0.0.1:{ports[entrypoint]}{path}")
+        missed = client.get(f"http://127.0.0.1:{ports[entrypoint]}{near_miss}")
     assert answer.status_code == 501
-    assert answer.json() == {
-        "detail": ["NotImplementedError", "/api/v1/tags is not implemented by this server."]
-    }
+    assert answer.json() == {"detail": body}
     assert answer.headers["content-type"] == "application/json"
     assert answer.headers["x-request-id"]
-    assert near_miss.status_code == 404
-
-
-def test_the_agent_entrypoints_unimplemented_families_are_a_501_in_its_shape(tmp_path):
-    assert "/api/v1/agents" in STACK.entrypoint("agent").unimplemented
-    with (
-        gateway_without_upstreams(tmp_path / "gw") as ports,
-        httpx.Client(timeout=5, trust_env=False) as client,
-    ):
-        answer = client.get(f"http://127.0.0.1:{ports['agent']}/api/v1/agents/x")
-        served = client.get(f"http://127.0.0.1:{ports['agent']}/api/v1/agentsX")
-    assert answer.status_code == 501
-    assert answer.json() == {"detail": "/api/v1/agents is not implemented by this server."}
-    assert served.status_code == 502  # everything else goes to agent-accounts
+    assert missed.status_code == near_miss_status
 
 
 SECRETS = {
