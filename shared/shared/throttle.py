@@ -13,7 +13,8 @@ under its own key namespace, in Redis that every replica shares:
   stopped by its own lockout before the account's turns on; the account's lockout only
   bites an attacker spread over many addresses, and stays short.
 - At ``login_account_failure_ceiling`` consecutive failures (a hard ceiling) the account
-  stays locked until its failures are forgotten, ``login_failure_memory`` after the last.
+  stays locked until its failures are forgotten, ``login_failure_memory`` after the last,
+  or an operator clears them (:meth:`LoginThrottle.clear`, with a password reset).
 - A successful login clears the account's failures (not the address's, or one valid
   account would reset an attacker's budget) and marks the address as known to the account
   for ``login_known_client_memory``. The account's lockout does not hold against a known
@@ -201,17 +202,24 @@ class LoginThrottle:
                     extra={"scope": scope, "failures": int(count), "client": client},
                 )
 
+    def _account_keys(self, account: str) -> tuple[str, str]:
+        return self.failures_key("account", account), self.lockout_key("account", account)
+
     async def succeeded(self, account: str, client: str | None) -> None:
         """Forget the account's failures; remember ``client`` as an address it logs in from."""
 
         async def forget() -> None:
             async with self._redis.pipeline(transaction=False) as pipe:
-                pipe.delete(
-                    self.failures_key("account", account), self.lockout_key("account", account)
-                )
+                pipe.delete(*self._account_keys(account))
                 if client is not None:
                     memory = _seconds(self._settings.login_known_client_memory)
                     pipe.set(self._known_key(account, client), b"1", ex=memory)
                 await pipe.execute()
 
         await self._call(forget)
+
+    async def clear(self, account: str) -> None:
+        """Forget the account's failures and lift its lockout, the ceiling's included, as
+        a successful login would (the addresses' lockouts stay): for an operator who has
+        just given the account a new password. Redis errors are raised as they are."""
+        await self._redis.delete(*self._account_keys(account))

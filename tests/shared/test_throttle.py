@@ -87,6 +87,24 @@ async def test_the_ceiling_locks_the_account_until_its_failures_are_forgotten(
     assert memory - 2 <= await lockout_s(redis_client, throttle, "account", "alice") <= memory
 
 
+async def test_clear_lifts_the_accounts_lockout_and_forgets_its_failures_not_the_addresses(
+    throttle: LoginThrottle, redis_client: Redis
+):
+    for index in range(8):  # up to the ceiling, from several addresses
+        await throttle.failed("alice", f"10.0.0.{index % 2}")
+    for _ in range(5):
+        await throttle.failed("bob", "10.0.0.9")
+
+    await throttle.clear("alice")
+
+    await throttle.check("alice", "10.0.0.5")
+    assert await redis_client.exists(throttle.failures_key("account", "alice")) == 0
+    await throttle.failed("alice", None)  # counts from 1 again: no lockout
+    await throttle.check("alice", None)
+    with pytest.raises(LoginThrottled):  # an address's lockout is its own
+        await throttle.check("alice", "10.0.0.9")
+
+
 async def test_the_address_threshold_bites_before_the_accounts_by_default():
     defaults = LoginThrottleSettings()
     assert defaults.login_client_failure_threshold < defaults.login_account_failure_threshold
