@@ -6,15 +6,19 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import time
 from dataclasses import dataclass
 
 import httpx
 import pytest
 from sqlalchemy import text
 
+from identity.auth.service import password_subject
 from identity.settings import Settings
+from shared.throttle import LoginThrottle
 from tests.identity.conftest import ADMIN, ADMIN_PASSWORD, Login, bearer
 from tests.support.asgi import LifespanApp
+from tests.support.redis_server import free_port
 
 
 @dataclass(frozen=True)
@@ -91,6 +95,45 @@ async def test_reset_password_reactivates_and_may_read_the_password_from_stdin(
     assert done.out == f"'{ADMIN}' is active, with the new password.\n"
     assert chosen not in done.out + done.err
     assert (await log_in(identity, ADMIN, chosen)).status_code == 200
+
+
+async def test_reset_password_lifts_the_accounts_login_lockout(
+    identity: httpx.AsyncClient, identity_settings: Settings, identity_app: LifespanApp
+):
+    # Locked until its failures are forgotten (24 h): the ceiling, reached by guesses
+    # from many addresses.
+    throttle = LoginThrottle(
+        identity_app.state["redis"], identity_app.state["keys"], identity_settings
+    )
+    for index in range(identity_settings.login_account_failure_ceiling):
+        await throttle.failed(password_subject(ADMIN), f"192.0.2.{index}")
+    assert (await log_in(identity, ADMIN, ADMIN_PASSWORD)).status_code == 429
+
+    chosen = "the operator's new password"
+    done = await run_identity(
+        identity_settings, "reset-password", ADMIN, "--password-stdin", stdin=chosen + "\n"
+    )
+
+    assert done.code == 0, done.err
+    assert (await log_in(identity, ADMIN, chosen)).status_code == 200
+
+
+async def test_reset_password_without_redis_says_so_at_once_and_changes_nothing(
+    identity: httpx.AsyncClient, identity_settings: Settings
+):
+    unreachable = identity_settings.model_copy(
+        update={"redis_url": f"redis://127.0.0.1:{free_port()}/0"}
+    )
+    started = time.monotonic()
+
+    done = await run_identity(unreachable, "reset-password", ADMIN)
+
+    assert time.monotonic() - started < 15
+    assert done.code == 1
+    assert "Redis (REDIS_URL) cannot be reached" in done.err
+    assert "Traceback" not in done.err
+    assert done.out == ""
+    assert (await log_in(identity, ADMIN, ADMIN_PASSWORD)).status_code == 200
 
 
 async def test_make_admin_gives_the_platform_an_admin_again(

@@ -4,7 +4,8 @@ service's settings (its environment):
 - ``rotate-signing-key``: rotate the signing key (running replicas pick it up within
   seconds; tokens signed by the old key keep verifying for SIGNING_KEY_RETENTION).
 - ``reset-password NAME [--password-stdin]``: NAME active again with a new password,
-  generated and printed once (or read from standard input), its sessions ended.
+  generated and printed once (or read from standard input), its sessions ended and its
+  login lockout lifted.
 - ``make-admin NAME``: NAME an admin, and active if it has a password.
 
 The last two recover a platform whose admins cannot log in: the API refuses to take the
@@ -23,6 +24,7 @@ from redis.exceptions import RedisError
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from identity.app import MIGRATIONS
+from identity.auth.service import password_subject
 from identity.settings import Settings
 from identity.signing_key.service import SigningKeyService
 from identity.user.service import UserService
@@ -32,6 +34,7 @@ from shared.db import create_engine, create_sessionmaker, session_scope
 from shared.errors import PlatformError
 from shared.migrations import upgrade
 from shared.redis import Keys, create_redis
+from shared.throttle import LoginThrottle
 
 COMMANDS = ("rotate-signing-key", "reset-password", "make-admin")
 
@@ -56,11 +59,16 @@ async def _rotate(settings: Settings) -> str:
 
 async def _reset_password(settings: Settings, name: str, password: str | None) -> str:
     redis = create_redis(settings.redis_url)
+    keys = Keys(settings.redis_namespace)
     # The account's sessions end on every service: the revocation list is in Redis.
-    revocations = RevocationList(redis, Keys(settings.redis_namespace))
+    revocations = RevocationList(redis, keys)
     try:
         async with _session(settings) as session:
-            generated = await UserService(session, revocations).reset_password(name, password)
+            users = UserService(session, revocations)
+            user = await users.get(name)
+            generated = await users.reset_password(name, password)
+            # It may log in at once, however many wrong passwords it was sent.
+            await LoginThrottle(redis, keys, settings).clear(password_subject(user.name))
     finally:
         await revocations.aclose()
         await redis.aclose()
@@ -78,6 +86,16 @@ async def _make_admin(settings: Settings, name: str) -> str:
         f"'{name}' is an admin, not active: it has no password yet. Give it one with "
         f"`python -m identity reset-password {name}`."
     )
+
+
+def _refusal(exc: PlatformError | RedisError) -> str:
+    """Why a command changed nothing, in one line."""
+    # The revocation list answers a Redis error as a 503 whose cause it is.
+    unreachable = exc if isinstance(exc, RedisError) else exc.__cause__
+    if isinstance(unreachable, RedisError | OSError):  # the transaction rolled back
+        return f"Redis (REDIS_URL) cannot be reached: {unreachable}. Nothing was changed."
+    # An unknown name, a too short password.
+    return exc.message if isinstance(exc, PlatformError) else str(exc)
 
 
 def _command(argv: list[str]) -> int:
@@ -109,11 +127,8 @@ def _command(argv: list[str]) -> int:
             message = asyncio.run(_reset_password(settings, args.name, password))
         else:
             message = asyncio.run(_make_admin(settings, args.name))
-    except PlatformError as exc:  # an unknown name, a too short password
-        print(exc.message, file=sys.stderr)  # noqa: T201
-        return 1
-    except RedisError as exc:  # nothing changed: the transaction rolled back
-        print(f"Redis (REDIS_URL) cannot be reached: {exc}", file=sys.stderr)  # noqa: T201
+    except (PlatformError, RedisError) as exc:
+        print(_refusal(exc), file=sys.stderr)  # noqa: T201
         return 1
     print(message)  # noqa: T201
     return 0

@@ -36,6 +36,11 @@ class Issued:
     lifetime: timedelta | None
 
 
+def password_subject(username: str) -> str:
+    """The account a password login names, as the login throttle counts it."""
+    return f"user:{username}"
+
+
 def infer_grant(form: LoginForm) -> str:
     """The reference's order when ``grant_type`` is absent."""
     if form.grant_type:
@@ -123,7 +128,7 @@ class TokenService:
     ) -> Issued:
         if not form.username:
             raise HTTPDetailError(400, "Invalid request: username is required.")
-        subject = f"user:{form.username}"
+        subject = password_subject(form.username)
         await throttle.check(subject, client)
         user = await users.authenticate(form.username, form.password or "")
         if user is None:
