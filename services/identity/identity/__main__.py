@@ -93,7 +93,7 @@ def _refusal(exc: PlatformError | RedisError) -> str:
     # The revocation list answers a Redis error as a 503 whose cause it is.
     unreachable = exc if isinstance(exc, RedisError) else exc.__cause__
     if isinstance(unreachable, RedisError | OSError):  # the transaction rolled back
-        return f"Redis (REDIS_URL) cannot be reached: {unreachable}. Nothing was changed."
+        return f"Redis (REDIS_URL) cannot be reached, nothing was changed: {unreachable}"
     # An unknown name, a too short password.
     return exc.message if isinstance(exc, PlatformError) else str(exc)
 
