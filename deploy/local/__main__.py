@@ -1,4 +1,6 @@
-"""``python -m deploy.local``: run the whole local stack in the foreground."""
+"""``python -m deploy.local``: run the whole local stack in the foreground.
+``python -m deploy.local exec [flags] SERVICE [ARGS ...]``: run one command of a service
+with the environment the launcher gives it (:mod:`deploy.local.execute`)."""
 
 from __future__ import annotations
 
@@ -7,15 +9,22 @@ import os
 import sys
 
 from deploy.config import StackConfigError
+from deploy.local import execute
+from deploy.local.datadir import SetupError
 from deploy.local.launcher import run
-from deploy.local.options import UsageError, parse_options
+from deploy.local.options import UsageError, parse_exec, parse_options
+from deploy.local.secrets import SecretsError
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Parse the command line, run the stack, return the exit code (2: bad input)."""
+    """Parse the command line, run the stack (or ``exec`` a command), return the exit code
+    (2: bad input)."""
+    args = sys.argv[1:] if argv is None else argv
     try:
-        options = parse_options(sys.argv[1:] if argv is None else argv, os.environ)
-    except (StackConfigError, UsageError) as exc:
+        if args[:1] == ["exec"]:
+            execute.run(parse_exec(args[1:], os.environ), os.environ, sys.stderr)
+        options = parse_options(args, os.environ)
+    except (StackConfigError, UsageError, SetupError, SecretsError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return asyncio.run(run(options, os.environ, sys.stdout))

@@ -3,6 +3,8 @@
 Every flag has an environment twin (``STACK_...``), so ``make run`` can be configured
 without editing the Makefile. One ``--<entrypoint>-port`` flag exists per entrypoint of
 the stack file, which is why the stack file is read before the full parser is built.
+``exec`` takes the same flags, so that a command run with a service's environment finds
+the data dir and ports the stack runs with.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from deploy.config import DEFAULT_STACK_FILE, Stack, load_stack
+from deploy.config import DEFAULT_STACK_FILE, Service, Stack, load_stack
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DATA_DIR = REPO_ROOT / ".local"
@@ -52,14 +54,27 @@ class Options:
     log_json: bool
 
 
-def parse_options(argv: Sequence[str], environ: Mapping[str, str]) -> Options:
-    """Parse flags (falling back to ``STACK_*`` variables); :class:`UsageError` if bad."""
+@dataclass(frozen=True)
+class Command:
+    """What ``python -m deploy.local exec`` runs: ``python -m <service's module> ARGS``
+    with the environment the launcher gives the service under ``options``."""
+
+    options: Options
+    service: Service
+    args: tuple[str, ...]
+
+
+def parse_options(
+    argv: Sequence[str], environ: Mapping[str, str], *, for_exec: bool = False
+) -> Options:
+    """Parse flags (falling back to ``STACK_*`` variables); :class:`UsageError` if bad.
+    ``for_exec``: the same flags, with ``exec``'s help."""
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--stack", type=Path, default=environ.get("STACK_FILE", DEFAULT_STACK_FILE))
     known, _ = pre.parse_known_args(argv)
     stack = load_stack(Path(known.stack))
 
-    parser = _parser(stack, Path(known.stack), environ)
+    parser = _parser(stack, Path(known.stack), environ, for_exec=for_exec)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse already printed its message
@@ -83,6 +98,42 @@ def parse_options(argv: Sequence[str], environ: Mapping[str, str]) -> Options:
     )
 
 
+def parse_exec(argv: Sequence[str], environ: Mapping[str, str]) -> Command:
+    """``exec [flags] SERVICE [ARGS ...]``: the launcher's flags, then the command."""
+    flags, command = split_command(argv)
+    options = parse_options(flags, environ, for_exec=True)
+    if not command:
+        raise UsageError(f"name a service: exec [flags] SERVICE [ARGS ...] ({_names(options)})")
+    name, *args = command
+    try:
+        service = options.stack.service(name)
+    except KeyError:
+        raise UsageError(f"no service {name!r} in the stack ({_names(options)})") from None
+    return Command(options=options, service=service, args=tuple(args))
+
+
+def split_command(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """``exec``'s arguments as (the launcher's flags, ``[SERVICE, *ARGS]``).
+
+    SERVICE is the first argument that is neither a flag nor a flag's value (every flag
+    but :data:`FLAGS_WITHOUT_VALUE` takes one, as ``--flag VALUE`` or ``--flag=VALUE``), or
+    whatever follows ``--``. Everything after it is the command's, flags included.
+    """
+    index = 0
+    while index < len(argv):
+        arg = argv[index]
+        if arg == "--":
+            return list(argv[:index]), list(argv[index + 1 :])
+        if not arg.startswith("-"):
+            break
+        index += 1 if "=" in arg or arg in FLAGS_WITHOUT_VALUE else 2
+    return list(argv[:index]), list(argv[index:])
+
+
+def _names(options: Options) -> str:
+    return "one of: " + ", ".join(s.name for s in options.stack.services)
+
+
 def plan_ports(stack: Stack, offset: int, entrypoints: Mapping[str, int]) -> PortPlan:
     """Internal ports shifted by ``offset``; entrypoint ports as given."""
     plan = PortPlan(
@@ -100,12 +151,31 @@ def plan_ports(stack: Stack, offset: int, entrypoints: Mapping[str, int]) -> Por
     return plan
 
 
-def _parser(stack: Stack, stack_file: Path, environ: Mapping[str, str]) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m deploy.local",
-        description="Run the whole local stack (Valkey, services, workers, nginx gateway) "
-        "in the foreground; Ctrl-C stops it.",
-    )
+# The flags of :func:`_parser` that take no value (``exec`` tells its command from them).
+FLAGS_WITHOUT_VALUE = frozenset({"-h", "--help", "--log-json"})
+
+
+def _parser(
+    stack: Stack, stack_file: Path, environ: Mapping[str, str], *, for_exec: bool = False
+) -> argparse.ArgumentParser:
+    if for_exec:
+        parser = argparse.ArgumentParser(
+            prog="python -m deploy.local exec",
+            usage="%(prog)s [flags] SERVICE [ARGS ...]",
+            description="Run `python -m <SERVICE's module> ARGS` with the environment the "
+            "launcher gives SERVICE (database, Redis, keys), whether or not the stack is "
+            "running, e.g. `exec identity reset-password default`. Give the flags (or "
+            "STACK_* variables) the stack runs with.",
+            epilog=f"services: {', '.join(s.name for s in stack.services)}",
+            allow_abbrev=False,  # an abbreviated flag would hide where the command starts
+        )
+    else:
+        parser = argparse.ArgumentParser(
+            prog="python -m deploy.local",
+            description="Run the whole local stack (Valkey, services, workers, nginx gateway) "
+            "in the foreground; Ctrl-C stops it. `python -m deploy.local exec --help`: run "
+            "one command of a service with the stack's environment.",
+        )
     parser.add_argument(
         "--stack",
         type=Path,

@@ -4,7 +4,10 @@ Run as ``python -m fake_service --host H --port P`` with ``FAKE_NAME`` set. It a
 ``/health``, ``/ready`` and ``/openapi.json`` like a real service, and every other path
 with JSON naming itself, the path it saw and the headers the gateway sent, so tests can
 check the route table and forwarding headers without the real services.
-``FAKE_CRASH=1`` makes it exit with code 3 right away.
+``FAKE_CRASH=1`` makes it exit with code 3 right away. ``python -m fake_service command
+ARGS ...`` (a service's operator command, as ``deploy.local exec`` runs it) prints its
+arguments, working directory, standard input and environment as JSON, and exits with the
+code given as ``--exit N`` (default 0).
 """
 
 from __future__ import annotations
@@ -53,7 +56,15 @@ class Handler(BaseHTTPRequestHandler):
         pass  # keep test output quiet
 
 
+def command(args: list[str]) -> None:
+    seen = {"args": args, "cwd": os.getcwd(), "stdin": sys.stdin.read(), "env": dict(os.environ)}
+    sys.stdout.write(json.dumps(seen) + "\n")
+    sys.exit(int(args[args.index("--exit") + 1]) if "--exit" in args else 0)
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["command"]:
+        command(sys.argv[2:])
     parser = argparse.ArgumentParser()
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
