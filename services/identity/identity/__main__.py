@@ -64,9 +64,7 @@ async def _reset_password(settings: Settings, name: str, password: str | None) -
     revocations = RevocationList(redis, keys)
     try:
         async with _session(settings) as session:
-            users = UserService(session, revocations)
-            user = await users.get(name)
-            generated = await users.reset_password(name, password)
+            user, generated = await UserService(session, revocations).reset_password(name, password)
             # It may log in at once, however many wrong passwords it was sent.
             await LoginThrottle(redis, keys, settings).clear(password_subject(user.name))
     finally:

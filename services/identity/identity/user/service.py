@@ -193,9 +193,11 @@ class UserService:
     # An operator's recovery (``python -m identity reset-password|make-admin``), for when
     # no admin can log in to do it through the API.
 
-    async def reset_password(self, name_or_id: str, password: str | None) -> str | None:
-        """Make the account active with ``password``, or a generated one (returned), void
-        its activation token and end its sessions."""
+    async def reset_password(
+        self, name_or_id: str, password: str | None
+    ) -> tuple[User, str | None]:
+        """Make the account active with ``password``, or a generated one, void its
+        activation token and end its sessions; the account and the generated password."""
         user = await self.get(name_or_id)
         generated = None
         if password is None:
@@ -204,8 +206,7 @@ class UserService:
         user.active = True
         user.activation_token_hash = None
         await self._revoke_all(user)
-        await self._save(user)
-        return generated
+        return await self._save(user), generated
 
     async def make_admin(self, name_or_id: str) -> User:
         """Make the account an admin, and active if it has a password (one still waiting
