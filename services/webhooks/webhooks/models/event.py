@@ -11,8 +11,9 @@ from shared.db import utcnow
 
 class WebhookEvent(SQLModel, table=True):
     """An accepted event as the consumer saw it. The primary key is the event id (derived
-    from the webhook and the sender's delivery id), which makes the consumer idempotent:
-    a redelivered event finds its row and runs nothing again."""
+    from the webhook and the delivery's key, what its signature covers:
+    :func:`webhooks.event.queue.event_id_for`), which makes the consumer idempotent: a
+    redelivered or replayed event finds its row and runs nothing again."""
 
     __tablename__ = "webhook_events"
 
