@@ -327,8 +327,7 @@ async def assert_ran_once(
 async def test_a_github_capture_resent_after_the_window_runs_its_trigger_once(
     client: httpx.AsyncClient,
     auth: dict[str, str],
-    create_webhook: Callable[..., Awaitable[dict[str, Any]]],
-    project: dict[str, Any],
+    wired: tuple[dict[str, Any], dict[str, Any]],
     snapshot_runs: SnapshotRuns,
     drain: Callable[..., Awaitable[None]],
     webhooks_app: LifespanApp,
@@ -336,19 +335,7 @@ async def test_a_github_capture_resent_after_the_window_runs_its_trigger_once(
     """Past the replay window the intake queues the capture again, but its event id is
     derived from the body it signed, not from the new delivery header: the worker finds
     the event it processed and runs nothing again."""
-    hook = await create_webhook("codehost")
-    created = await client.post(
-        "/api/v1/webhook_triggers",
-        json={
-            "project": project["id"],
-            "name": "on-push",
-            "webhook_id": hook["id"],
-            "snapshot_id": str(uuid.uuid4()),
-            "configuration": {"target_events": [{"type": "push", "branch": "main"}]},
-        },
-        headers=auth,
-    )
-    assert created.status_code == 200, created.text
+    hook, trigger = wired
     path = f"/api/v1/webhooks/codehost/{hook['id']}/events"
     body = push_body(actor="mallory")
     captured = codehost_headers(hook["secret"], body, delivery="genuine")
@@ -366,7 +353,7 @@ async def test_a_github_capture_resent_after_the_window_runs_its_trigger_once(
     await drain()
     assert len(snapshot_runs.runs) == 1
     response = await client.get(
-        f"/api/v1/webhook_triggers/{created.json()['id']}/executions", headers=auth
+        f"/api/v1/webhook_triggers/{trigger['id']}/executions", headers=auth
     )
     (execution,) = response.json()["items"]
     assert (execution["delivery_id"], execution["status"]) == ("genuine", "dispatched")
