@@ -23,7 +23,7 @@ from shared.auth.backend import (
     require_admin,
     require_principal,
 )
-from shared.auth.jwks import JWKSClient, KeySource, StaticKeySource, parse_jwks
+from shared.auth.jwks import JWKSClient, KeySource, KeysUnavailable, StaticKeySource, parse_jwks
 from shared.auth.keys import (
     generate_signing_key,
     new_kid,
@@ -53,6 +53,7 @@ __all__ = [
     "JWKSClient",
     "JWTAuthBackend",
     "KeySource",
+    "KeysUnavailable",
     "Principal",
     "RevocationList",
     "ScopeAuthenticationBackend",

@@ -169,7 +169,8 @@ class JWTAuthBackend(ScopeAuthenticationBackend):
     refused).
 
     Never raises for a bad token; only :class:`~shared.errors.ServiceUnavailable` from
-    the revocation or workload check propagates (Redis or tracking down: fail closed).
+    the key source, the revocation or the workload check propagates (identity's keys,
+    Redis or tracking out of reach: fail closed, and the caller may try again).
     """
 
     def __init__(self, *, cookie_name: str, kinds: Collection[str]) -> None:

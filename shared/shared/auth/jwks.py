@@ -1,5 +1,9 @@
 """Where verifiers find public keys: a JWKS held in memory, or identity's JWKS over HTTP.
 
+A key source answers a key, ``None`` (no such key is trusted: the token is refused with
+401), or raises :class:`KeysUnavailable` (503) when it cannot tell, because the key is not
+among those it holds and the key set could not be fetched.
+
 Only Ed25519 keys (``kty`` OKP, ``alg`` EdDSA or absent, ``use`` sig or absent) are taken
 from a JWKS. Anything else is skipped, so a JWKS cannot smuggle in, say, an HMAC secret
 that a forged token could then be "verified" with.
@@ -9,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections.abc import Callable, Mapping
 from datetime import timedelta
@@ -17,16 +22,35 @@ from typing import Any, Protocol
 import httpx
 import jwt
 
+from shared.errors import ServiceUnavailable
+
 logger = logging.getLogger(__name__)
 
 ALGORITHM = "EdDSA"
+
+
+class KeysUnavailable(ServiceUnavailable):
+    """The token's key is not among the keys at hand and identity's key set cannot be
+    fetched now, so whether the token is genuine cannot be told (503 with
+    ``Retry-After``: the token may be good, and asked again later the answer may be)."""
+
+    def __init__(self, *, retry_after: int) -> None:
+        super().__init__(
+            "The keys that verify tokens cannot be fetched from identity right now; "
+            "try again shortly.",
+            headers={"Retry-After": str(max(1, retry_after))},
+        )
 
 
 class KeySource(Protocol):
     """Looks up a verification key by ``kid``."""
 
     async def get(self, kid: str) -> jwt.PyJWK | None:
-        """The key named ``kid``, or ``None`` when no such key is trusted."""
+        """The key named ``kid``, or ``None`` when no such key is trusted.
+
+        Raises :class:`KeysUnavailable` when it cannot be told (the keys are fetched
+        from elsewhere, and could not be).
+        """
         ...
 
 
@@ -108,6 +132,13 @@ class JWKSClient:
     - Concurrent lookups that need a fetch share one.
     - When a fetch fails, the cached keys keep serving (and the failure is logged), so a
       short identity outage does not log everyone out.
+    - A ``kid`` that is not cached while the last fetch failed (identity unreachable, a
+      timeout, an error status, a body that is no JWKS) raises :class:`KeysUnavailable`
+      with ``Retry-After`` until the next fetch may be tried: the key may well be
+      identity's, so the token is not called invalid. Only a ``kid`` missing from a key set
+      that was fetched is unknown (``None``). Such lookups are rate-limited like any
+      other, so tokens with made-up ``kid`` values cannot make every request call
+      identity during its outage either.
 
     Durations are seconds or timedeltas (``settings.jwks_cache_ttl`` fits as is).
     ``clock`` (monotonic seconds) is injectable for tests.
@@ -130,6 +161,8 @@ class JWKSClient:
         self._keys: dict[str, jwt.PyJWK] = {}
         self._fetched_at: float | None = None
         self._attempted_at: float | None = None
+        # Whether the last fetch failed: a kid not cached is then not known to be unknown.
+        self._failing = False
         # Bumped whenever a fetch finishes; lookups that waited on the lock compare it to
         # learn whether someone else fetched meanwhile.
         self._generation = 0
@@ -144,12 +177,20 @@ class JWKSClient:
         # A fetch under way is waited for even when the rate limit forbids a new one: it
         # may be bringing exactly this key.
         if not self._may_fetch(now) and not self._lock.locked():
-            return key
+            return self._answer(key)
         generation = self._generation
         async with self._lock:
             if self._generation == generation and self._may_fetch(self._clock()):
                 await self._fetch()
-        return self._keys.get(kid)
+        return self._answer(self._keys.get(kid))
+
+    def _answer(self, key: jwt.PyJWK | None) -> jwt.PyJWK | None:
+        if key is not None or not self._failing:
+            return key
+        # The earliest a lookup may fetch again.
+        assert self._attempted_at is not None
+        wait = self._min_refresh_interval - (self._clock() - self._attempted_at)
+        raise KeysUnavailable(retry_after=math.ceil(wait))
 
     def _may_fetch(self, now: float) -> bool:
         return self._attempted_at is None or now - self._attempted_at >= self._min_refresh_interval
@@ -175,9 +216,11 @@ class JWKSClient:
                 exc,
                 len(self._keys),
             )
+            self._failing = True
             self._generation += 1
             return False
         self._keys = keys
         self._fetched_at = self._clock()
+        self._failing = False
         self._generation += 1
         return True

@@ -211,7 +211,9 @@ class TokenVerifier:
     async def verify(self, token: str, *, kinds: Collection[str]) -> VerifiedToken:
         """Verify ``token`` and require its ``kind`` to be one of ``kinds``.
 
-        Raises :class:`InvalidToken` for every way a token can be bad; nothing else.
+        Raises :class:`InvalidToken` for every way a token can be bad, and lets the key
+        source's :class:`~shared.auth.jwks.KeysUnavailable` (503) through when whether the
+        token's key is trusted cannot be told now; nothing else.
 
         A token whose signature and claims were verified in the last ``cache_ttl``
         seconds is not verified again (the signature check is most of a request's auth

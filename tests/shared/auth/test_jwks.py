@@ -1,7 +1,8 @@
 """The JWKS client: caching, refetch on unknown kid, rate limit, rotation, outages.
 
 Identity's JWKS endpoint is faked with ``httpx.MockTransport`` (the outside boundary);
-time is a settable clock.
+time is a settable clock. The last tests go through a service app built by
+``create_service_app``, whose HTTP client reaches that fake through its transport.
 """
 
 from __future__ import annotations
@@ -17,17 +18,27 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
+from shared.app import create_service_app
 from shared.auth import (
     InvalidToken,
     JWKSClient,
+    KeysUnavailable,
     StaticKeySource,
     TokenSigner,
     TokenVerifier,
     generate_signing_key,
     parse_jwks,
     public_jwk,
+    require_principal,
 )
+from shared.responses import ErrorStyle
+from shared.settings import ServiceSettings
+from tests.support.asgi import client_for
+from tests.support.databases import sqlite_url
 
 URL = "http://identity.test/.well-known/jwks.json"
 TTL = 600.0
@@ -72,6 +83,8 @@ class FakeIdentity:
             await asyncio.sleep(self.delay)
         if self.failure == "connect":
             raise httpx.ConnectError("connection refused", request=request)
+        if self.failure == "timeout":
+            raise httpx.ReadTimeout("timed out", request=request)
         if self.failure == "status":
             return httpx.Response(503, json={"detail": "down"})
         if self.failure == "body":
@@ -226,14 +239,104 @@ async def test_failed_refresh_is_retried_no_sooner_than_the_min_interval(
     assert identity.calls == 3
 
 
-async def test_unreachable_identity_at_startup_means_401_not_500(
+FAILURES = ["connect", "timeout", "status", "body"]
+
+
+@pytest.mark.parametrize("failure", FAILURES)
+async def test_unreachable_identity_at_startup_means_503_not_401(
+    verifier: TokenVerifier, identity: FakeIdentity, failure: str
+) -> None:
+    """A process started while identity is away cannot tell a good token from a forged
+    one: it says so (503, try again), rather than calling the token invalid."""
+    token = identity.token("a")
+    identity.failure = failure
+
+    with pytest.raises(KeysUnavailable) as raised:
+        await verifier.verify(token, kinds={"access"})
+
+    assert raised.value.status_code == 503
+    assert raised.value.wire_name == "ServiceUnavailable"
+    assert raised.value.headers["Retry-After"] == str(int(MIN_REFRESH))
+
+
+async def test_a_kid_missing_from_a_fetched_jwks_is_an_unknown_key(
     verifier: TokenVerifier, identity: FakeIdentity
+) -> None:
+    stranger = FakeIdentity()
+    stranger.add_key("b")
+
+    with pytest.raises(InvalidToken, match="unknown key"):
+        await verifier.verify(stranger.token("b"), kinds={"access"})
+
+
+async def test_tokens_verify_once_identity_is_back(
+    verifier: TokenVerifier, identity: FakeIdentity, clock: Clock
 ) -> None:
     token = identity.token("a")
     identity.failure = "connect"
-
-    with pytest.raises(InvalidToken, match="unknown key"):
+    with pytest.raises(KeysUnavailable):
         await verifier.verify(token, kinds={"access"})
+
+    identity.failure = None
+    clock.advance(2)
+    # Not fetched again before the interval is over; Retry-After counts down to it.
+    with pytest.raises(KeysUnavailable) as raised:
+        await verifier.verify(token, kinds={"access"})
+    assert raised.value.headers["Retry-After"] == "3"
+    assert identity.calls == 1
+
+    clock.advance(3)
+    assert (await verifier.verify(token, kinds={"access"})).key_id == "a"
+    assert identity.calls == 2
+    # The key set is fetched again: a kid it lacks is unknown, not unavailable.
+    stranger = FakeIdentity()
+    stranger.add_key("b")
+    with pytest.raises(InvalidToken, match="unknown key"):
+        await verifier.verify(stranger.token("b"), kinds={"access"})
+
+
+async def test_made_up_kids_during_an_outage_fetch_at_most_once_per_interval(
+    client: JWKSClient, identity: FakeIdentity, clock: Clock
+) -> None:
+    identity.failure = "status"
+    for n in range(20):
+        with pytest.raises(KeysUnavailable):
+            await client.get(f"random-{n}")
+    assert identity.calls == 1
+
+    clock.advance(MIN_REFRESH)
+    for n in range(20):
+        with pytest.raises(KeysUnavailable):
+            await client.get(f"again-{n}")
+    assert identity.calls == 2
+
+
+async def test_concurrent_lookups_during_an_outage_share_one_fetch(
+    client: JWKSClient, identity: FakeIdentity
+) -> None:
+    identity.failure = "connect"
+    identity.delay = 0.05
+
+    answers = await asyncio.gather(
+        *(client.get(f"kid-{n}") for n in range(25)), return_exceptions=True
+    )
+
+    assert all(isinstance(answer, KeysUnavailable) for answer in answers)
+    assert identity.calls == 1
+
+
+async def test_cached_keys_verify_while_a_new_kid_is_unavailable(
+    client: JWKSClient, identity: FakeIdentity, clock: Clock
+) -> None:
+    await client.get("a")
+    identity.failure = "connect"
+    clock.advance(MIN_REFRESH)
+
+    with pytest.raises(KeysUnavailable):
+        await client.get("rotated-in")
+    assert await client.get("a") is not None
+    clock.advance(TTL)  # stale, and identity still away: the cached key keeps serving
+    assert await client.get("a") is not None
 
 
 async def test_explicit_refresh_fetches_and_reports_success(
@@ -324,3 +427,55 @@ async def test_durations_may_be_timedeltas(identity: FakeIdentity, clock: Clock)
         clock.advance(1)
         await client.get("a")
         assert identity.calls == 3
+
+
+# Through a service
+
+
+async def whoami(request: Request) -> Response:
+    return JSONResponse({"subject": require_principal(request).identity})
+
+
+@pytest.mark.parametrize(
+    ("style", "detail"),
+    [
+        ("platform", ["ServiceUnavailable", KeysUnavailable(retry_after=1).message]),
+        ("message", KeysUnavailable(retry_after=1).message),
+    ],
+    ids=["platform", "message"],
+)
+async def test_a_service_that_cannot_fetch_the_keys_answers_503_until_it_can(
+    tmp_path: Any, redis_url: str, identity: FakeIdentity, style: ErrorStyle, detail: Any
+) -> None:
+    """What a tracking restarted while identity is away answers (it answered 401 "token
+    was signed by an unknown key", which callers take as a lasting refusal)."""
+    settings = ServiceSettings(
+        database_url=sqlite_url(tmp_path),
+        redis_url=redis_url,
+        jwks_url=URL,
+        jwt_issuer="iss",
+        jwt_audience="aud",
+        jwks_min_refresh_interval=timedelta(0),
+        http_retries=0,
+    )
+    app = create_service_app(
+        settings,
+        title="sample",
+        version="1",
+        routes=[Route("/whoami", whoami)],
+        migrations=None,
+        http_transport=httpx.MockTransport(identity.handle),
+        error_style=style,
+    )
+    headers = {"Authorization": f"Bearer {identity.token('a')}"}
+    identity.failure = "connect"
+    async with client_for(app) as client:
+        away = await client.get("/whoami", headers=headers)
+        identity.failure = None
+        back = await client.get("/whoami", headers=headers)
+
+    assert away.status_code == 503
+    assert away.json() == {"detail": detail}
+    assert away.headers["Retry-After"] == "1"
+    assert back.status_code == 200
+    assert back.json() == {"subject": "alice"}
