@@ -40,3 +40,7 @@ class RetryPolicy:
         )
         delay = dt.timedelta(seconds=step / 2 + step / 2 * self.random())
         return min(delay, left)
+
+    def gave_up(self, last_error: str) -> str:
+        """The error of what failed past the horizon: the horizon, then its last error."""
+        return f"gave up after retrying for {self.horizon}: {last_error}"

@@ -298,7 +298,7 @@ class Consumer:
             if delay is not None:
                 await self._note_attempt(execution.id, str(exc), now + delay)
                 raise Retry(defer=delay) from exc
-            run_id, error = None, f"gave up after retrying for {self.retries.horizon}: {exc}"
+            run_id, error = None, self.retries.gave_up(str(exc))
         async with session_scope(self.sessionmaker) as session:
             row = await session.get(TriggerExecution, execution.id)
             assert row is not None
@@ -377,7 +377,7 @@ async def _attempt(
             raise Retry(defer=delay) from exc
         logger.error("event dropped: its retry horizon passed", extra=extra)
         try:
-            await give_up(f"gave up after retrying for {consumer.retries.horizon}: {exc!r}")
+            await give_up(consumer.retries.gave_up(repr(exc)))
         except Exception:
             logger.exception("could not record the dropped event as failed", extra=extra)
         return FAILED
