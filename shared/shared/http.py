@@ -91,7 +91,8 @@ class CachedTokenAuth(httpx.Auth):
     """Authenticate outgoing calls with a bearer token that a subclass obtains.
 
     The token is cached until shortly before it expires; a 401 answer drops it and the
-    request is retried once with a fresh one. Subclasses implement :meth:`fetch`.
+    request is retried once with a fresh one. Calls refused at once share one new token
+    (one login, not one per call). Subclasses implement :meth:`fetch`.
     """
 
     requires_response_body = False
@@ -105,19 +106,33 @@ class CachedTokenAuth(httpx.Auth):
         """A new token and its lifetime in seconds."""
         raise NotImplementedError
 
-    async def token(self, *, refresh: bool = False) -> str:
+    async def token(self, *, refused: str | None = None) -> str:
+        """The cached token, or a new one when there is none, it is about to expire, or
+        it is ``refused`` (a token a call was just refused with; a new token that another
+        call obtained meanwhile is kept)."""
         async with self._lock:
-            if refresh or self._token is None or time.monotonic() >= self._expires_at:
+            if (
+                self._token is None
+                or self._token == refused
+                or time.monotonic() >= self._expires_at
+            ):
                 token, lifetime = await self.fetch()
                 self._token = token
                 self._expires_at = time.monotonic() + max(lifetime - 30, lifetime / 2)
             return self._token
 
+    def forget(self, token: str) -> None:
+        """Drop ``token`` if it is the cached one, so that the next call gets a new token
+        (a caller that was refused with it, whatever the answer's status)."""
+        if self._token == token:
+            self._token = None
+
     async def async_auth_flow(self, request: httpx.Request) -> Any:
-        request.headers["Authorization"] = f"Bearer {await self.token()}"
+        sent = await self.token()
+        request.headers["Authorization"] = f"Bearer {sent}"
         response = yield request
         if response.status_code == 401:
-            request.headers["Authorization"] = f"Bearer {await self.token(refresh=True)}"
+            request.headers["Authorization"] = f"Bearer {await self.token(refused=sent)}"
             yield request
 
 

@@ -4,6 +4,7 @@ The upstream is an ``httpx.MockTransport``: it stands for another process."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -188,8 +189,17 @@ class Identity:
 
 
 @asynccontextmanager
-async def token_auth_client(identity: Identity) -> AsyncIterator[httpx.AsyncClient]:
-    transport = httpx.MockTransport(identity)
+async def token_auth_client(
+    identity: Identity, *, latency: float = 0.0
+) -> AsyncIterator[httpx.AsyncClient]:
+    """A client of ``identity``'s API with its service token; each answer takes
+    ``latency`` seconds, so that calls made together are in flight together."""
+
+    async def answer(request: httpx.Request) -> httpx.Response:
+        await asyncio.sleep(latency)
+        return identity(request)
+
+    transport = httpx.MockTransport(answer)
     async with httpx.AsyncClient(transport=transport, base_url="http://identity.test") as tokens:
         auth = ServiceTokenAuth(tokens, client_id="tracking", client_secret="s3cret")
         async with httpx.AsyncClient(
@@ -253,3 +263,25 @@ async def test_service_token_failure_raises_instead_of_sending_no_token():
         ) as client:
             with pytest.raises(httpx.HTTPStatusError):
                 await client.get("/a")
+
+
+async def test_calls_refused_at_once_share_one_new_service_token():
+    """A burst of calls refused together logs in once more, not once per call."""
+    identity = Identity(valid={"t2"})
+    async with token_auth_client(identity, latency=0.01) as client:
+        responses = await asyncio.gather(*(client.get(f"/call/{n}") for n in range(10)))
+    assert [r.status_code for r in responses] == [200] * 10
+    assert len(identity.token_requests) == 2
+
+
+async def test_a_forgotten_service_token_is_replaced_on_the_next_call():
+    identity = Identity()
+    async with token_auth_client(identity) as client:
+        auth = client.auth
+        assert isinstance(auth, ServiceTokenAuth)
+        assert (await client.get("/a")).json() == {"token": "t1"}
+        auth.forget("t1")
+        assert (await client.get("/b")).json() == {"token": "t2"}
+        auth.forget("t1")  # no longer the cached one: kept
+        assert (await client.get("/c")).json() == {"token": "t2"}
+    assert len(identity.token_requests) == 2
