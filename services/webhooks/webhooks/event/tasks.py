@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from arq.worker import Retry
+from sqlmodel.ext.asyncio.session import AsyncSession
 
 from shared.db import SessionMaker, session_scope, utcnow
 from webhooks.event.dispatch import SnapshotRunner, TransientDispatchError, UpstreamEvent
@@ -54,6 +55,13 @@ Clock = Callable[[], dt.datetime]
 
 def execution_id(event_id: uuid.UUID, trigger_id: uuid.UUID) -> uuid.UUID:
     return uuid.uuid5(event_id, str(trigger_id))
+
+
+async def _trigger_of(session: AsyncSession, execution: TriggerExecution) -> WebhookTrigger | None:
+    """The execution's trigger as it is now (``None`` once deleted)."""
+    if execution.trigger_id is None:
+        return None
+    return await session.get(WebhookTrigger, execution.trigger_id)
 
 
 class Consumer:
@@ -93,11 +101,11 @@ class Consumer:
             # if their trigger no longer matches (changed or deactivated while they waited).
         async with session_scope(self.sessionmaker, write=False) as session:
             pending = [
-                e
+                (e, await _trigger_of(session, e))
                 for e in await EventRepository(session).executions(message.event_id)
                 if e.status == PENDING
             ]
-        for execution in pending:
+        for execution, trigger in pending:
             upstream = UpstreamEvent(
                 webhook_type=message.webhook_type,
                 webhook_id=message.webhook_id,
@@ -106,7 +114,7 @@ class Consumer:
                 # None when the trigger changed since the execution was recorded.
                 event=matched[execution.trigger_id][1] if execution.trigger_id in matched else None,
             )
-            await self._dispatch(execution, upstream, job_try, message.received_at)
+            await self._dispatch(execution, trigger, upstream, job_try, message.received_at)
         return await self._settle(message.event_id)
 
     async def retry(self, message: RetryMessage, job_try: int) -> str:
@@ -127,11 +135,7 @@ class Consumer:
                 return execution.status  # this job's earlier try settled it
             event = await session.get(WebhookEvent, execution.event_id)
             assert event is not None  # executions are deleted with their event
-            trigger = (
-                await session.get(WebhookTrigger, execution.trigger_id)
-                if execution.trigger_id
-                else None
-            )
+            trigger = await _trigger_of(session, execution)
             raw = await session.get(WebhookEventPayload, (event.webhook_id, event.delivery_id))
         upstream = UpstreamEvent(
             webhook_type=event.webhook_type,
@@ -140,7 +144,7 @@ class Consumer:
             event_type=event.event_type,
             event=self._matched_again(event, trigger, raw),
         )
-        await self._dispatch(execution, upstream, job_try, message.requested_at)
+        await self._dispatch(execution, trigger, upstream, job_try, message.requested_at)
         return await self._settle(event.id)
 
     def _matched_again(
@@ -270,19 +274,15 @@ class Consumer:
     async def _dispatch(
         self,
         execution: TriggerExecution,
+        trigger: WebhookTrigger | None,
         upstream: UpstreamEvent,
         job_try: int,
         start: dt.datetime,
     ) -> None:
-        """Request the run and record the outcome on the execution. A transient failure
-        retries the whole job later (``Retry``), until the horizon counted from
-        ``start``; past it the execution fails with that failure."""
-        async with session_scope(self.sessionmaker, write=False) as session:
-            trigger = (
-                await session.get(WebhookTrigger, execution.trigger_id)
-                if execution.trigger_id
-                else None
-            )
+        """Request the run (with ``trigger``'s run configuration, read with the
+        execution) and record the outcome on the execution. A transient failure retries
+        the whole job later (``Retry``), until the horizon counted from ``start``; past it
+        the execution fails with that failure."""
         run_configuration = trigger.run_configuration if trigger is not None else None
         error: str | None
         try:
