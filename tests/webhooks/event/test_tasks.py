@@ -4,6 +4,7 @@ matched, executions recorded, snapshot runs requested from tracking once."""
 from __future__ import annotations
 
 import json
+import uuid
 from datetime import datetime, timedelta
 
 from sqlmodel import select
@@ -17,7 +18,7 @@ from tests.webhooks.event.support import (
     executions,
     runs_of,
 )
-from tests.webhooks.support import SnapshotRuns, job_key, push_body
+from tests.webhooks.support import SnapshotRuns, custom_headers, job_key, push_body
 from webhooks.event.batch_worker import TOMBSTONE
 from webhooks.models import TriggerExecution, WebhookEvent
 
@@ -270,3 +271,48 @@ async def test_a_refused_run_is_recorded_as_failed_without_retrying(
     assert execution["status"] == "failed"
     assert "404" in execution["error"]
     assert len(snapshot_runs.calls) == 1
+
+
+async def test_an_admins_retry_matches_its_own_events_body_when_delivery_ids_repeat(
+    client, auth, create_webhook, project, drain, snapshot_runs
+):
+    """A `sha256=` sender's X-Webhook-Delivery is an unsigned label: two events (two
+    bodies) may carry the same one, and each execution is retried against its own body."""
+    hook = await create_webhook("custom")
+    triggers = {}
+    for env in ("prod", "dev"):
+        target = {"type": "dynamic", "event_type": "build.finished", "filters": {"env": env}}
+        body = {
+            "project": project["id"],
+            "name": f"{env}-builds",
+            "webhook_id": hook["id"],
+            "snapshot_id": str(uuid.uuid4()),
+            "configuration": {"target_events": [target]},
+        }
+        response = await client.post(TRIGGERS, json=body, headers=auth)
+        assert response.status_code == 200, response.text
+        triggers[env] = response.json()
+    snapshot_runs.refuse = True
+    for env in ("prod", "dev"):
+        content = json.dumps({"env": env}).encode()
+        headers = {**custom_headers(hook["secret"], content), "X-Webhook-Delivery": "d-same"}
+        response = await client.post(
+            f"/api/v1/webhooks/custom/{hook['id']}/events", content=content, headers=headers
+        )
+        assert response.status_code == 202, response.text
+    await drain()
+    snapshot_runs.refuse = False
+    for trigger in triggers.values():
+        (execution,) = await executions(client, auth, trigger)
+        assert execution["status"] == "failed"
+        path = f"{TRIGGERS}/{trigger['id']}/executions/{execution['id']}/retry"
+        assert (await client.post(path, headers=auth)).status_code == 202
+    await drain()
+    for trigger in triggers.values():
+        (execution,) = await executions(client, auth, trigger)
+        assert execution["status"] == "dispatched"
+        first, retried = (c["body"] for c in snapshot_runs.calls if c["key"] == execution["id"])
+        assert retried == first  # the event as its trigger matched it, from its own body
+        upstream = retried["trigger_execution"]["webhook_upstream_event"]["custom"]
+        assert upstream["delivery_id"] == "d-same"
+        assert upstream["event"] == {"type": "build.finished"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections import defaultdict
 from typing import Any
@@ -10,8 +11,10 @@ import httpx
 import pytest
 
 from tests.webhooks.conftest import SERVER_API_URL
+from tests.webhooks.support import custom_headers
 
 WEBHOOKS = "/api/v1/webhooks"
+TRIGGERS = "/api/v1/webhook_triggers"
 
 
 def no_secret_in(value: Any, secret: str) -> bool:
@@ -248,6 +251,36 @@ async def test_raw_event_of_an_unknown_delivery_answers_404(client, auth, create
         f"{WEBHOOKS}/{hook['id']}/events/raw", params={"delivery_id": "nope"}, headers=auth
     )
     assert response.status_code == 404
+
+
+async def test_raw_event_of_a_repeated_delivery_id_is_the_latest_events_body(
+    client, auth, create_webhook, project, drain, snapshot_runs
+):
+    """A `sha256=` sender's X-Webhook-Delivery is an unsigned label that two events (two
+    bodies) may share: each keeps its body, and the raw event is the latest received."""
+    hook = await create_webhook("custom")
+    trigger = {
+        "project": project["id"],
+        "name": "every-event",
+        "webhook_id": hook["id"],
+        "snapshot_id": str(uuid.uuid4()),
+        "configuration": {},
+    }
+    assert (await client.post(TRIGGERS, json=trigger, headers=auth)).status_code == 200
+    for build in (1, 2):
+        body = json.dumps({"build": build}).encode()
+        headers = {**custom_headers(hook["secret"], body), "X-Webhook-Delivery": "d-same"}
+        response = await client.post(
+            f"{WEBHOOKS}/custom/{hook['id']}/events", content=body, headers=headers
+        )
+        assert response.status_code == 202, response.text
+        await drain()
+    assert len(snapshot_runs.runs) == 2
+    response = await client.get(
+        f"{WEBHOOKS}/{hook['id']}/events/raw", params={"delivery_id": "d-same"}, headers=auth
+    )
+    assert response.status_code == 200, response.text
+    assert response.json() == {"body": {"build": 2}}
 
 
 async def test_openapi_declares_every_webhook_route(client):

@@ -9,7 +9,7 @@ from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from shared.errors import NotFound
-from webhooks.models import TriggerExecution, WebhookEventPayload
+from webhooks.models import TriggerExecution, WebhookEvent, WebhookEventPayload
 
 
 class RawEventNotFound(NotFound):
@@ -22,20 +22,33 @@ class EventRepository:
         self.session = session
 
     async def raw_body(self, webhook_id: uuid.UUID, delivery_id: str) -> bytes:
-        """The retained body, gzip-compressed, as stored."""
-        row = await self.session.get(WebhookEventPayload, (webhook_id, delivery_id))
-        if row is None:
-            raise RawEventNotFound(delivery_id)
-        return row.body
-
-    async def retain(self, webhook_id: uuid.UUID, delivery_id: str, body: bytes) -> None:
-        """Keep ``body`` (the first copy of a delivery wins)."""
-        if await self.session.get(WebhookEventPayload, (webhook_id, delivery_id)) is None:
-            self.session.add(
-                WebhookEventPayload(
-                    webhook_id=webhook_id, delivery_id=delivery_id, body=gzip.compress(body)
-                )
+        """The retained body, gzip-compressed, as stored, of the webhook's latest event
+        (by receipt) with ``delivery_id``: two events may share an unsigned delivery id."""
+        query = (
+            select(WebhookEventPayload.body)
+            .join(WebhookEvent, col(WebhookEvent.id) == col(WebhookEventPayload.event_id))
+            .where(
+                col(WebhookEventPayload.webhook_id) == webhook_id,
+                col(WebhookEventPayload.delivery_id) == delivery_id,
             )
+            .order_by(col(WebhookEvent.received_at).desc(), col(WebhookEvent.id).desc())
+            .limit(1)
+        )
+        body = (await self.session.exec(query)).first()
+        if body is None:
+            raise RawEventNotFound(delivery_id)
+        return body
+
+    def retain(self, event: WebhookEvent, body: bytes) -> None:
+        """Keep ``event``'s ``body`` (added with the event, in its transaction)."""
+        self.session.add(
+            WebhookEventPayload(
+                event_id=event.id,
+                webhook_id=event.webhook_id,
+                delivery_id=event.delivery_id,
+                body=gzip.compress(body),
+            )
+        )
 
     async def executions(self, event_id: uuid.UUID) -> list[TriggerExecution]:
         query = select(TriggerExecution).where(col(TriggerExecution.event_id) == event_id)

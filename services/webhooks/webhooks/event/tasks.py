@@ -136,7 +136,7 @@ class Consumer:
             event = await session.get(WebhookEvent, execution.event_id)
             assert event is not None  # executions are deleted with their event
             trigger = await _trigger_of(session, execution)
-            raw = await session.get(WebhookEventPayload, (event.webhook_id, event.delivery_id))
+            raw = await session.get(WebhookEventPayload, event.id)
         upstream = UpstreamEvent(
             webhook_type=event.webhook_type,
             webhook_id=event.webhook_id,
@@ -240,18 +240,17 @@ class Consumer:
         self, session: Any, message: EventMessage, matched: list[WebhookTrigger]
     ) -> None:
         """The event, one pending execution per matched trigger, and the raw body."""
-        session.add(
-            WebhookEvent(
-                id=message.event_id,
-                webhook_id=message.webhook_id,
-                project_id=message.project_id,
-                webhook_type=message.webhook_type,
-                event_type=message.event_type,
-                delivery_id=message.delivery_id,
-                received_at=message.received_at,
-                matched=len(matched),
-            )
+        event = WebhookEvent(
+            id=message.event_id,
+            webhook_id=message.webhook_id,
+            project_id=message.project_id,
+            webhook_type=message.webhook_type,
+            event_type=message.event_type,
+            delivery_id=message.delivery_id,
+            received_at=message.received_at,
+            matched=len(matched),
         )
+        session.add(event)
         await session.flush()
         for trigger in matched:
             session.add(
@@ -266,10 +265,8 @@ class Consumer:
                     event_type=message.event_type,
                 )
             )
+        EventRepository(session).retain(event, message.raw_body)
         await session.flush()
-        await EventRepository(session).retain(
-            message.webhook_id, message.delivery_id, message.raw_body
-        )
 
     async def _dispatch(
         self,

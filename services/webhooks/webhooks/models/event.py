@@ -3,7 +3,7 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 
-from sqlalchemy import Column, ForeignKey, LargeBinary, Text
+from sqlalchemy import Column, ForeignKey, Index, LargeBinary, Text
 from sqlmodel import Field, SQLModel
 
 from shared.db import utcnow
@@ -33,14 +33,20 @@ class WebhookEvent(SQLModel, table=True):
 
 
 class WebhookEventPayload(SQLModel, table=True):
-    """The raw body of an event that matched a trigger (gzip), kept as delivered."""
+    """The raw body of an event that matched a trigger (gzip), kept as delivered, one per
+    event: a delivery id may be an unsigned label that two events share (see
+    :class:`WebhookEvent`), so it is only an index here, not the key."""
 
     __tablename__ = "webhook_event_payloads"
+    __table_args__ = (Index("ix_webhook_event_payloads_delivery", "webhook_id", "delivery_id"),)
 
-    webhook_id: uuid.UUID = Field(
-        sa_column_args=[ForeignKey("webhooks.id", ondelete="CASCADE")], primary_key=True
+    event_id: uuid.UUID = Field(
+        sa_column_args=[ForeignKey("webhook_events.id", ondelete="CASCADE")], primary_key=True
     )
-    delivery_id: str = Field(max_length=255, primary_key=True)
+    webhook_id: uuid.UUID = Field(
+        sa_column_args=[ForeignKey("webhooks.id", ondelete="CASCADE")], nullable=False
+    )
+    delivery_id: str = Field(max_length=255)
     body: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
     created: dt.datetime = Field(default_factory=utcnow)
 
