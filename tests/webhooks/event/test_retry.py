@@ -1,10 +1,12 @@
 """Transient failures are retried on a schedule in time (capped exponential backoff with
-jitter, until the horizon); tracking's answers sorted into transient and lasting ones;
-settings that would let a job expire before its horizon refused."""
+jitter, until the horizon); tracking's answers sorted into transient and lasting ones (a
+refusal of the worker's own token is transient: it gets a new one); settings that would
+let a job expire before its horizon refused."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -15,11 +17,13 @@ from pydantic import ValidationError
 from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
+from shared.auth import KeysUnavailable
 from shared.db import session_scope, utcnow
-from tests.support.asgi import HostRouter
+from tests.support.asgi import HostRouter, running
 from tests.support.redis_server import free_port
-from tests.webhooks.event.support import TRIGGERS, MovableClock, deliver, executions
+from tests.webhooks.event.support import TRIGGERS, MovableClock, deliver, executions, runs_of
 from tests.webhooks.support import SnapshotRuns, push_body
+from tracking.app import create_app as create_tracking_app
 from webhooks.event.dispatch import TrackingSnapshotRunner, TransientDispatchError, transient
 from webhooks.event.retry import RetryPolicy
 from webhooks.settings import Settings
@@ -67,7 +71,13 @@ def test_a_conflict_tracking_says_will_pass_is_transient():
     assert transient(httpx.Response(409, headers={"Retry-After": "1"}))
 
 
-@pytest.mark.parametrize("status", [400, 401, 403, 404, 405, 409, 410, 413, 415, 422])
+@pytest.mark.parametrize("status", [401, 403])
+def test_a_refused_credential_is_transient(status):
+    """About the worker's token (expired, revoked, not checkable now), not the event."""
+    assert transient(httpx.Response(status))
+
+
+@pytest.mark.parametrize("status", [400, 404, 405, 409, 410, 413, 415, 422])
 def test_other_4xx_are_lasting_refusals(status):
     assert not transient(httpx.Response(status))
 
@@ -102,7 +112,9 @@ class ScriptedRuns(SnapshotRuns):
         async def scripted(scope: Scope, receive: Receive, send: Send) -> None:
             if scope["type"] == "http" and scope["path"].endswith("/runs") and self.statuses:
                 status = self.statuses.pop(0)
-                self.calls.append({"status": status})
+                self.calls.append(
+                    {"status": status, "authorization": _header(scope, b"authorization")}
+                )
                 headers = {"Retry-After": "1"} if status == 409 else None
                 answer = JSONResponse({"detail": "scripted"}, status_code=status, headers=headers)
                 await answer(scope, receive, send)
@@ -110,6 +122,10 @@ class ScriptedRuns(SnapshotRuns):
             await inner(scope, receive, send)
 
         return scripted
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    return next((v.decode() for k, v in scope["headers"] if k == name), None)
 
 
 def scripted(router: HostRouter, *statuses: int) -> ScriptedRuns:
@@ -144,7 +160,7 @@ async def test_a_bad_request_fails_at_once_with_its_reason(client, auth, wired, 
     assert execution["status"] == "failed"
     assert execution["error"] == 'tracking answered 422: {"detail":"scripted"}'
     assert execution["attempts"] == 1
-    assert runs.calls == [{"status": 422}]
+    assert [call["status"] for call in runs.calls] == [422]
 
 
 async def test_an_execution_waiting_for_tracking_runs_after_its_trigger_is_deactivated(
@@ -232,3 +248,99 @@ async def test_a_job_failing_outside_a_run_request_fails_its_executions_at_the_h
     assert execution["status"] == "failed"
     assert execution["error"] == "gave up after retrying for 1 day, 0:00:00: TimeoutError()"
     assert runs.runs == {}
+
+
+# The worker's own credential refused
+
+
+@pytest.mark.parametrize("refusals", [(401, 401), (403,)], ids=["401", "403"])
+async def test_a_refused_service_token_is_replaced_and_the_event_retried(
+    client, auth, wired, drain, router, refusals
+):
+    """A 401 (also to the new token the auth flow tries at once) or a 403 is about the
+    worker's token, not the event: the token is dropped, and the next try logs in for a
+    new one and gets the run."""
+    runs = scripted(router, *refusals)
+    hook, trigger = wired
+    await deliver(client, hook, push_body("main"), "d-refused-token")
+    await drain()
+    (execution,) = await executions(client, auth, trigger)
+    assert execution["status"] == "dispatched"
+    assert execution["attempts"] == 2
+    assert execution["error"] is None
+    assert len(runs.runs) == 1
+    tokens = [call["authorization"] for call in runs.calls]
+    assert len(tokens) == len(refusals) + 1
+    assert len(set(tokens)) == len(tokens)  # no call carried a token refused before
+
+
+REFUSED_TOKEN = 'tracking refused the worker\'s credentials with 401: {"detail":"scripted"}'
+
+
+async def test_a_refused_service_token_waits_with_its_reason(client, auth, wired, drain, router):
+    scripted(router, 401, 401)
+    hook, trigger = wired
+    await deliver(client, hook, push_body("main"), "d-refused-waits")
+    minute = timedelta(seconds=60)
+    await drain(jobs=1, worker_retry_delay=minute, worker_retry_max_delay=minute)
+    (waiting,) = await executions(client, auth, trigger)
+    assert waiting["status"] == "pending"
+    assert waiting["attempts"] == 1
+    assert waiting["error"] == REFUSED_TOKEN
+    assert waiting["next_attempt_at"] is not None
+
+
+async def test_a_service_token_refused_past_the_horizon_fails_with_that_reason(
+    client, auth, wired, drain, router
+):
+    scripted(router, 401, 401)
+    hook, trigger = wired
+    await deliver(client, hook, push_body("main"), "d-refused-long")
+    await drain(clock=MovableClock(timedelta(hours=24, seconds=1)))
+    (execution,) = await executions(client, auth, trigger)
+    assert execution["status"] == "failed"
+    assert execution["error"] == f"gave up after retrying for 1 day, 0:00:00: {REFUSED_TOKEN}"
+
+
+class Reachable(httpx.AsyncBaseTransport):
+    """The way from a process to identity, which the test can cut (connection refused)."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
+        self.inner = inner
+        self.cut = False
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if self.cut:
+            raise httpx.ConnectError("connection refused", request=request)
+        return await self.inner.handle_async_request(request)
+
+
+async def test_a_tracking_restarted_without_identitys_keys_gets_the_event_run_later(
+    client, auth, wired_to_tracking, drain, router, identity_app, tracking_app, tracking, snapshot
+):
+    """Tracking restarted while it cannot reach identity has no keys to check the worker's
+    token with: it answers 503 (it answered 401, and the event was lost), the worker
+    retries, and once tracking fetches the keys the event gets its one run."""
+    to_identity = Reachable(httpx.ASGITransport(app=identity_app))
+    to_identity.cut = True
+    settings = tracking_app.state["settings"].model_copy(
+        update={"jwks_min_refresh_interval": timedelta(0), "http_retries": 0}
+    )
+    restarted = create_tracking_app(settings, http_transport=to_identity)
+    async with running(restarted) as started:
+        router.routes["tracking/"] = httpx.ASGITransport(app=started)
+        hook, trigger = wired_to_tracking
+        await deliver(client, hook, push_body("main"), "d-keyless-tracking")
+        second = timedelta(seconds=1)
+        await drain(jobs=1, worker_retry_delay=second, worker_retry_max_delay=second)
+        (waiting,) = await executions(client, auth, trigger)
+        assert waiting["status"] == "pending"
+        unavailable = ["ServiceUnavailable", KeysUnavailable(retry_after=1).message]
+        assert waiting["error"] == f"tracking answered 503: {json.dumps({'detail': unavailable})}"
+
+        to_identity.cut = False
+        await drain()
+    (execution,) = await executions(client, auth, trigger)
+    assert execution["status"] == "dispatched"
+    runs = await runs_of(tracking, auth, snapshot)
+    assert [run["id"] for run in runs] == [execution["run_id"]]

@@ -2,7 +2,10 @@
 (the reference's path and ``PipelineSnapshotRunRequest`` body, plus the trigger execution
 asking), authenticated with this service's client-credentials token. Tracking starts at
 most one run per trigger execution id, however often it is asked, so a retried request
-never starts a second run (the id is also sent as ``Idempotency-Key``)."""
+never starts a second run (the id is also sent as ``Idempotency-Key``).
+
+A 401 or 403 answer is about that token, not about the event: the token is dropped, the
+next try logs in for a new one, and the event is retried like any transient failure."""
 
 from __future__ import annotations
 
@@ -12,22 +15,30 @@ from typing import Any, Protocol
 
 import httpx
 
+from shared.http import CachedTokenAuth
+
 # Answers worth retrying besides any 5xx: a timeout, too early, too many requests.
 TRANSIENT_4XX = frozenset({408, 425, 429})
+# Answers about the worker's credential rather than the event: its token expired, was
+# revoked or could not be checked, or tracking does not (yet) let this service run
+# snapshots (SNAPSHOT_RUN_CLIENTS). Each is mended outside the event.
+CREDENTIAL_REFUSED = frozenset({401, 403})
 MAX_ERROR = 4096
 
 
 def transient(response: httpx.Response) -> bool:
     """Whether tracking's answer is worth asking again later: any 5xx, 408, 425, 429,
-    and a 409 that says when to ask again (``Retry-After``: tracking is still running
-    this execution's earlier request under the same ``Idempotency-Key``, and asked again
-    it answers with that request's run). Any other 4xx is a lasting refusal: the snapshot
+    401 and 403 (the worker's credential refused, see ``CREDENTIAL_REFUSED``), and a 409
+    that says when to ask again (``Retry-After``: tracking is still running this
+    execution's earlier request under the same ``Idempotency-Key``, and asked again it
+    answers with that request's run). Any other 4xx is a lasting refusal: the snapshot
     is unknown or deleted, the request is bad, a 409 without ``Retry-After`` (the
     snapshot's run name template gave a name another run has)."""
     status = response.status_code
     return (
         status >= 500
         or status in TRANSIENT_4XX
+        or status in CREDENTIAL_REFUSED
         or (status == 409 and "retry-after" in response.headers)
     )
 
@@ -106,6 +117,12 @@ class TrackingSnapshotRunner:
             )
         except httpx.HTTPError as exc:
             raise TransientDispatchError(f"tracking unreachable: {exc!r}") from exc
+        if response.status_code in CREDENTIAL_REFUSED:
+            self._forget_token(response.request)
+            detail = response.text[:MAX_ERROR]
+            raise TransientDispatchError(
+                f"tracking refused the worker's credentials with {response.status_code}: {detail}"
+            )
         if transient(response):
             detail = response.text[:MAX_ERROR]
             raise TransientDispatchError(f"tracking answered {response.status_code}: {detail}")
@@ -117,3 +134,10 @@ class TrackingSnapshotRunner:
             return RunRequested(run_id)
         detail = response.text[:MAX_ERROR]
         return RunRequested(None, f"tracking answered {response.status_code}: {detail}")
+
+    def _forget_token(self, request: httpx.Request) -> None:
+        """Drop the token ``request`` was refused with (after a 401, already the new one
+        the auth flow tried it again with), so that the next try logs in afresh."""
+        if isinstance(self._auth, CachedTokenAuth):
+            sent = request.headers.get("authorization", "")
+            self._auth.forget(sent.removeprefix("Bearer "))
