@@ -15,7 +15,7 @@ import pytest
 from identity.app import create_app
 from identity.settings import Settings
 from tests.identity.conftest import ADMIN, ADMIN_PASSWORD, make_settings
-from tests.identity.device.support import authorize, poll
+from tests.identity.device.support import authorize, poll, verify
 from tests.support.asgi import LifespanApp, client_at, running
 from tests.support.timing import cpu_time_ratio
 
@@ -163,3 +163,19 @@ async def test_device_code_polling_is_throttled_per_address(identity_app: Lifesp
             assert (await poll(client, uuid.uuid4(), "0" * 64)).status_code == 400
         assert_throttled(await poll(client, uuid.uuid4(), "0" * 64))
         assert_throttled(await attempt(client, ADMIN, ADMIN_PASSWORD))
+
+
+async def test_polls_of_a_device_already_redeemed_do_not_count(identity_app: LifespanApp):
+    """A client polling on with its right code is told the code was used (invalid_grant,
+    as for a wrong code): not a guess, so not a failure."""
+    async with client_at(identity_app, "10.8.8.8") as client:
+        authorization = await authorize(client)
+        token = (await attempt(client, ADMIN, ADMIN_PASSWORD)).json()["access_token"]
+        assert (await verify(client, token, authorization)).status_code == 200
+        client_id, code = authorization["client_id"], authorization["device_code"]
+        assert (await poll(client, client_id, code)).status_code == 200
+        for _ in range(7):  # past the device's threshold (3) and the address's (6)
+            again = await poll(client, client_id, code)
+            assert again.status_code == 400, again.text
+            assert again.json()["error_description"] == "The device code has already been used."
+        assert (await attempt(client, ADMIN, ADMIN_PASSWORD)).status_code == 200

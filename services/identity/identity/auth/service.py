@@ -10,7 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 from identity.auth.schemas import GrantType, LoginForm, OAuthTokenResponse
-from identity.device.service import DeviceService, Refused
+from identity.device.service import DeviceCodeRefused, DeviceService, Refused
 from identity.models import User
 from identity.settings import Settings
 from identity.signing_key.service import KeyRing
@@ -154,7 +154,8 @@ class TokenService:
         client: str | None,
     ) -> Issued | Refused:
         """Throttled like the password grant, per client id: an unknown client or a wrong
-        device code counts (a pending device's polls do not)."""
+        device code counts (:class:`DeviceCodeRefused`); the polls of a pending device, and
+        of one already redeemed, locked or expired, do not."""
         if not form.device_code or not form.client_id:
             raise HTTPDetailError(400, "Invalid request: device code and client ID are required.")
         try:
@@ -165,9 +166,8 @@ class TokenService:
         await throttle.check(subject, client)
         try:
             outcome = await devices.redeem(client_id, form.device_code)
-        except OAuthError as refused:
-            if refused.error in ("invalid_client", "invalid_grant"):
-                await throttle.failed(subject, client)
+        except DeviceCodeRefused:
+            await throttle.failed(subject, client)
             raise
         if isinstance(outcome, Refused):
             logger.info(

@@ -4,11 +4,13 @@ Codes come from ``secrets`` (the reference's lengths: a 64-hex device code, a 32
 code, 256 and 128 bits) and only their SHA-256 is stored. A wrong user code, typed by a
 logged-in user at verification, counts against the device and the
 ``max_failed_device_auth_attempts``-th failure locks it. A wrong device code when polling
-is ``invalid_grant`` and counts for nothing: anyone who knows a client id may poll, and
-256 bits are not guessed, so counting would only let a stranger lock (and revoke) the
-device of a real user (the reference counts them). Failures that must be remembered are
-returned (not raised) as :class:`Refused`, so that the handler commits them before
-answering.
+is ``invalid_grant`` and counts nothing against the device: anyone who knows a client id
+may poll, and 256 bits are not guessed, so counting would only let a stranger lock (and
+revoke) the device of a real user (the reference counts them). It, and a poll naming an
+unknown client, raise :class:`DeviceCodeRefused`, which the login throttle counts (per
+client id and address); a poll with the right code never counts. Failures that must be
+remembered are returned (not raised) as :class:`Refused`, so that the handler commits
+them before answering.
 
 Tokens issued to a device carry its id. Locking or deleting the device revokes them on
 every service (the shared revocation list); authorizing the same client again revokes
@@ -125,6 +127,12 @@ class DeviceNotVisible(NotFound):
         )
 
 
+class DeviceCodeRefused(OAuthError):
+    """A poll naming no registered client, or the wrong device code: a guess, which the
+    login throttle counts. The other refusals of a poll (the code already used, the device
+    locked or expired) come from a caller holding the right code, and count for nothing."""
+
+
 class InvalidVerification(BadRequest):
     def __init__(self, reason: str) -> None:
         super().__init__(f"Invalid request: {reason}")
@@ -222,11 +230,13 @@ class DeviceService:
         verified it; otherwise the RFC 8628 answer."""
         device = await self.repository.by_client_id(client_id, for_update=True)
         if device is None:
-            raise OAuthError("invalid_client", f"No device is registered for client {client_id}.")
+            raise DeviceCodeRefused(
+                "invalid_client", f"No device is registered for client {client_id}."
+            )
         # First, and changing nothing: a caller without the code learns nothing of the
         # device and cannot lock it.
         if not matches(device.device_code_hash, device_code):
-            raise OAuthError("invalid_grant", "The device code is not valid.")
+            raise DeviceCodeRefused("invalid_grant", "The device code is not valid.")
         if device.status == DeviceStatus.LOCKED:
             raise OAuthError("access_denied", "The device is locked.")
         if device.status == DeviceStatus.ACTIVE:
