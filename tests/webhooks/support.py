@@ -123,6 +123,18 @@ def chat_event_body(event_id: str = "Ev1", text: str = "deploy please") -> bytes
     ).encode()
 
 
+async def deliver_custom(
+    client: httpx.AsyncClient, hook: dict[str, Any], body: bytes, delivery: str
+) -> None:
+    """An accepted `sha256=` delivery of ``body`` to a custom webhook, labelled
+    ``delivery`` by its unsigned ``X-Webhook-Delivery``."""
+    headers = {**custom_headers(hook["secret"], body), "X-Webhook-Delivery": delivery}
+    response = await client.post(
+        f"/api/v1/webhooks/custom/{hook['id']}/events", content=body, headers=headers
+    )
+    assert response.status_code == 202, response.text
+
+
 async def deliver_through(
     settings: Settings, transport: httpx.AsyncBaseTransport, hook: dict[str, Any], body: bytes
 ) -> httpx.Response:

@@ -18,7 +18,7 @@ from tests.webhooks.event.support import (
     executions,
     runs_of,
 )
-from tests.webhooks.support import SnapshotRuns, custom_headers, job_key, push_body
+from tests.webhooks.support import SnapshotRuns, deliver_custom, job_key, push_body
 from webhooks.event.batch_worker import TOMBSTONE
 from webhooks.models import TriggerExecution, WebhookEvent
 
@@ -294,12 +294,7 @@ async def test_an_admins_retry_matches_its_own_events_body_when_delivery_ids_rep
         triggers[env] = response.json()
     snapshot_runs.refuse = True
     for env in ("prod", "dev"):
-        content = json.dumps({"env": env}).encode()
-        headers = {**custom_headers(hook["secret"], content), "X-Webhook-Delivery": "d-same"}
-        response = await client.post(
-            f"/api/v1/webhooks/custom/{hook['id']}/events", content=content, headers=headers
-        )
-        assert response.status_code == 202, response.text
+        await deliver_custom(client, hook, json.dumps({"env": env}).encode(), "d-same")
     await drain()
     snapshot_runs.refuse = False
     for trigger in triggers.values():

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from tests.webhooks.conftest import SERVER_API_URL
-from tests.webhooks.support import custom_headers
+from tests.webhooks.support import deliver_custom
 
 WEBHOOKS = "/api/v1/webhooks"
 TRIGGERS = "/api/v1/webhook_triggers"
@@ -268,12 +268,7 @@ async def test_raw_event_of_a_repeated_delivery_id_is_the_latest_events_body(
     }
     assert (await client.post(TRIGGERS, json=trigger, headers=auth)).status_code == 200
     for build in (1, 2):
-        body = json.dumps({"build": build}).encode()
-        headers = {**custom_headers(hook["secret"], body), "X-Webhook-Delivery": "d-same"}
-        response = await client.post(
-            f"{WEBHOOKS}/custom/{hook['id']}/events", content=body, headers=headers
-        )
-        assert response.status_code == 202, response.text
+        await deliver_custom(client, hook, json.dumps({"build": build}).encode(), "d-same")
         await drain()
     assert len(snapshot_runs.runs) == 2
     response = await client.get(
