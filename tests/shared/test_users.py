@@ -19,24 +19,11 @@ from shared.http import ServiceTokenAuth
 from shared.settings import ServiceSettings
 from shared.users import BATCH_SIZE, UserDirectory, UserResponse, create_user_directory
 from tests.identity.conftest import ADMIN, ADMIN_PASSWORD, TRACKING_SECRET, make_settings
-from tests.support.asgi import LifespanApp, running
+from tests.support.asgi import LifespanApp, Outage, running
 
 IDENTITY = "http://identity"
 USERS_PATH = "/api/v1/users"
 PASSWORD = "a long enough password"
-
-
-class Outage(httpx.AsyncBaseTransport):
-    """Passes requests to identity until ``down`` is set, then fails to connect."""
-
-    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
-        self.inner = inner
-        self.down = False
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        if self.down:
-            raise httpx.ConnectError("identity is down", request=request)
-        return await self.inner.handle_async_request(request)
 
 
 @dataclass

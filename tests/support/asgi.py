@@ -100,6 +100,20 @@ class HostRouter(httpx.AsyncBaseTransport):
         return httpx.Response(502, text=f"no route to {request.url}")
 
 
+class Outage(httpx.AsyncBaseTransport):
+    """Passes requests on to ``inner`` until ``down`` is set, then fails to connect, as a
+    process that went away does."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
+        self.inner = inner
+        self.down = False
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if self.down:
+            raise httpx.ConnectError("connection refused", request=request)
+        return await self.inner.handle_async_request(request)
+
+
 @asynccontextmanager
 async def served(app: ASGIApp, port: int | None = None, **options: Any) -> AsyncIterator[str]:
     """``app`` served by uvicorn with the platform's protocol (as ``python -m <service>``

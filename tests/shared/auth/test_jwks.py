@@ -242,6 +242,13 @@ async def test_failed_refresh_is_retried_no_sooner_than_the_min_interval(
 FAILURES = ["connect", "timeout", "status", "body"]
 
 
+def stranger_token() -> str:
+    """A token signed by a key that identity does not publish."""
+    stranger = FakeIdentity()
+    stranger.add_key("b")
+    return stranger.token("b")
+
+
 @pytest.mark.parametrize("failure", FAILURES)
 async def test_unreachable_identity_at_startup_means_503_not_401(
     verifier: TokenVerifier, identity: FakeIdentity, failure: str
@@ -262,11 +269,8 @@ async def test_unreachable_identity_at_startup_means_503_not_401(
 async def test_a_kid_missing_from_a_fetched_jwks_is_an_unknown_key(
     verifier: TokenVerifier, identity: FakeIdentity
 ) -> None:
-    stranger = FakeIdentity()
-    stranger.add_key("b")
-
     with pytest.raises(InvalidToken, match="unknown key"):
-        await verifier.verify(stranger.token("b"), kinds={"access"})
+        await verifier.verify(stranger_token(), kinds={"access"})
 
 
 async def test_tokens_verify_once_identity_is_back(
@@ -289,10 +293,8 @@ async def test_tokens_verify_once_identity_is_back(
     assert (await verifier.verify(token, kinds={"access"})).key_id == "a"
     assert identity.calls == 2
     # The key set is fetched again: a kid it lacks is unknown, not unavailable.
-    stranger = FakeIdentity()
-    stranger.add_key("b")
     with pytest.raises(InvalidToken, match="unknown key"):
-        await verifier.verify(stranger.token("b"), kinds={"access"})
+        await verifier.verify(stranger_token(), kinds={"access"})
 
 
 async def test_made_up_kids_during_an_outage_fetch_at_most_once_per_interval(

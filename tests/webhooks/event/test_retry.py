@@ -19,7 +19,7 @@ from starlette.types import Receive, Scope, Send
 
 from shared.auth import KeysUnavailable
 from shared.db import session_scope, utcnow
-from tests.support.asgi import HostRouter, running
+from tests.support.asgi import HostRouter, Outage, running
 from tests.support.redis_server import free_port
 from tests.webhooks.event.support import TRIGGERS, MovableClock, deliver, executions, runs_of
 from tests.webhooks.support import SnapshotRuns, push_body
@@ -302,27 +302,14 @@ async def test_a_service_token_refused_past_the_horizon_fails_with_that_reason(
     assert execution["error"] == f"gave up after retrying for 1 day, 0:00:00: {REFUSED_TOKEN}"
 
 
-class Reachable(httpx.AsyncBaseTransport):
-    """The way from a process to identity, which the test can cut (connection refused)."""
-
-    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
-        self.inner = inner
-        self.cut = False
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        if self.cut:
-            raise httpx.ConnectError("connection refused", request=request)
-        return await self.inner.handle_async_request(request)
-
-
 async def test_a_tracking_restarted_without_identitys_keys_gets_the_event_run_later(
     client, auth, wired_to_tracking, drain, router, identity_app, tracking_app, tracking, snapshot
 ):
     """Tracking restarted while it cannot reach identity has no keys to check the worker's
     token with: it answers 503 (it answered 401, and the event was lost), the worker
     retries, and once tracking fetches the keys the event gets its one run."""
-    to_identity = Reachable(httpx.ASGITransport(app=identity_app))
-    to_identity.cut = True
+    to_identity = Outage(httpx.ASGITransport(app=identity_app))
+    to_identity.down = True
     settings = tracking_app.state["settings"].model_copy(
         update={"jwks_min_refresh_interval": timedelta(0), "http_retries": 0}
     )
@@ -338,7 +325,7 @@ async def test_a_tracking_restarted_without_identitys_keys_gets_the_event_run_la
         unavailable = ["ServiceUnavailable", KeysUnavailable(retry_after=1).message]
         assert waiting["error"] == f"tracking answered 503: {json.dumps({'detail': unavailable})}"
 
-        to_identity.cut = False
+        to_identity.down = False
         await drain()
     (execution,) = await executions(client, auth, trigger)
     assert execution["status"] == "dispatched"
