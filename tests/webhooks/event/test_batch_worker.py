@@ -293,6 +293,31 @@ async def test_a_piped_transaction_answers_as_redis_pys_own(
         await arq_redis.delete(key + ":raising:s", key + ":raising:n", key + ":raising:z")
 
 
+async def test_a_worker_started_while_redis_is_away_waits_for_it(
+    tmp_path: Path, make_worker: Callable[..., BatchWorker], queue: str
+) -> None:
+    """A worker (re)started during a Redis outage, as a supervisor restarts one, waits for
+    Redis past arq's own connection retries rather than exiting, then runs the queue."""
+    with RestartableValkey(tmp_path, "--appendonly", "yes", "--appendfsync", "always") as valkey:
+        pool = await create_pool(RedisSettings.from_dsn(valkey.url))
+        try:
+            ids = await enqueue(pool, queue, 5)
+        finally:
+            await pool.aclose()
+        valkey.stop()  # the queue kept on disk
+        settings = RedisSettings.from_dsn(valkey.url)
+        settings.conn_retries, settings.conn_retry_delay = 1, 0  # arq gives up at once
+        runs = Runs()
+        worker = make_worker(runs, redis_settings=settings)
+
+        async def come_back() -> None:
+            await asyncio.sleep(1.0)  # several of the worker's connects fail meanwhile
+            await asyncio.to_thread(valkey.start)
+
+        await asyncio.gather(run(worker), come_back())
+        assert sorted(runs.ids()) == sorted(ids)
+
+
 async def test_a_worker_outlives_a_redis_restart(
     tmp_path: Path, make_worker: Callable[..., BatchWorker], queue: str
 ) -> None:

@@ -260,15 +260,29 @@ class BatchWorker(Worker):
 
     async def main(self) -> None:
         if not isinstance(self._pool, PipedArqRedis):
-            pool = self._pool or await create_pool(
-                self.redis_settings,
-                job_deserializer=self.job_deserializer,
-                job_serializer=self.job_serializer,
-                default_queue_name=self.queue_name,
-                expires_extra_ms=self.expires_extra_ms,
-            )
-            self._pool = PipedArqRedis.over(pool)
+            self._pool = PipedArqRedis.over(self._pool or await self._connect())
         await super().main()
+
+    async def _connect(self) -> ArqRedis:
+        """arq's pool, once Redis answers: a worker started or restarted while Redis is
+        out of reach waits for it (as a running worker does) instead of exiting when
+        arq's own connection retries run out."""
+        delay = self.poll_delay_s
+        while True:
+            try:
+                return await create_pool(
+                    self.redis_settings,
+                    job_deserializer=self.job_deserializer,
+                    job_serializer=self.job_serializer,
+                    default_queue_name=self.queue_name,
+                    expires_extra_ms=self.expires_extra_ms,
+                )
+            except (*_UNREACHABLE, OSError, TimeoutError) as exc:
+                logger.warning(
+                    "Redis out of reach at start; waiting for it", extra={"error": str(exc)}
+                )
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, _MAX_REDIS_WAIT)
 
     async def _poll_iteration(self) -> None:
         """arq's poll (claim, check aborts, reap finished tasks, heartbeat), repeated at
