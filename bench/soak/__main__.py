@@ -140,7 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     signal.signal(signal.SIGTERM, _terminate)
     base = Path(tempfile.mkdtemp(prefix="soak-"))
-    started_at = time.monotonic()
+    started_at, where = time.monotonic(), machine()  # the commit that runs, not a later one
     try:
         report = asyncio.run(run(args, base))
     except BenchError as exc:
@@ -155,7 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             shutil.rmtree(base, ignore_errors=True)
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    print(f"soak report, {when}, {time.monotonic() - started_at:.0f} s in all; {machine()}")
+    print(f"soak report, {when}, {time.monotonic() - started_at:.0f} s in all; {where}")
     print(describe(args))
     for line in report.lines():
         print(line)
