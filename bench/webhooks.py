@@ -27,6 +27,10 @@ from ``/proc``) that each of our processes (and the ceiling's) used during the m
 with that of the children they reaped (Valkey's append-only-file rewrites), and prints it
 per accepted request: the service, the gateway, Valkey, the worker and the launcher that
 relays their logs.
+
+``--appendfsync always,everysec`` measures ours' lanes under each of Valkey's fsync policies
+in turn (set with ``CONFIG SET`` before each run, the lanes of one policy beside those of the
+other in every round), and prints each one's accepted/s as a share of the first's.
 """
 
 from __future__ import annotations
@@ -34,7 +38,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import functools
 import hashlib
 import hmac
 import json
@@ -91,6 +94,7 @@ from tests.support.zenml_env import (  # noqa: E402
 
 REFERENCE_VERSION = "0.98.0"
 TARGETS = ("ceiling", "ours", "reference")
+APPENDFSYNC = ("always", "everysec", "no")  # Valkey's policies
 SECRET = "bench-" + "s" * 32
 BODY = json.dumps(
     {"type": "build.finished", "build": {"id": 4711, "status": "success", "branch": "main"}},
@@ -549,17 +553,31 @@ class Ours:
             "launcher": self.stack.process.pid,
         }
 
-    def queued(self) -> int:
-        """Events waiting in the queue (the launcher prints where Valkey listens)."""
+    @contextlib.contextmanager
+    def valkey(self) -> Iterator[redis.Redis]:
+        """A client of the stack's Valkey (the launcher prints where it listens)."""
         found = re.search(r"valkey is ready at (redis://\S+)", self.stack.output())
         if found is None:
             raise BenchError("our stack did not say where Valkey listens")
-        client = redis.Redis.from_url(found.group(1))
+        client = redis.Redis.from_url(found.group(1), decode_responses=True)
         try:
-            count: int = client.zcard("platform:webhooks:events")  # type: ignore[assignment]
-            return count
+            yield client
         finally:
             client.close()
+
+    def queued(self) -> int:
+        """Events waiting in the queue."""
+        with self.valkey() as client:
+            count: int = client.zcard("platform:webhooks:events")  # type: ignore[assignment]
+            return count
+
+    def appendfsync(self, policy: str | None = None) -> str:
+        """Valkey's fsync policy of its append-only file, set to ``policy`` first if given."""
+        with self.valkey() as client:
+            if policy is not None:
+                client.config_set("appendfsync", policy)
+            config: dict[str, str] = client.config_get("appendfsync")  # type: ignore[assignment]
+            return config["appendfsync"]
 
     @contextlib.contextmanager
     def worker_paused(self) -> Iterator[None]:
@@ -580,7 +598,7 @@ def ours(base: Path, password: str) -> Iterator[Ours]:
             url = stack.url("platform", "")
             server = (
                 f"nginx gateway :{stack.ports['platform']} -> webhooks service, "
-                f"{our_uvicorn_stack()}; Valkey AOF everysec + noeviction"
+                f"{our_uvicorn_stack()}; Valkey noeviction, AOF"
             )
             target = login("ours", url, password, server)
             yield Ours(target, create_webhook(target), stack)
@@ -643,15 +661,34 @@ def check_counted(target: Target, path: str, before: int, measured: Sequence[Mea
 
 def ours_lanes(running: Ours, args: argparse.Namespace) -> list[Lane]:
     """With the worker paused (the intake alone; the queue holds every accepted event,
-    drained before the next run), and with it draining the queue meanwhile (as in use).
-    Each run starts with an empty queue."""
-    target = running.target
-    draining = Measured("ours", target.server_stack + "; arq worker draining the queue meanwhile")
-    paused = Measured(
-        "ours, worker paused",
-        target.server_stack + "; arq worker paused (SIGSTOP), events accumulate in the queue",
-    )
-    drained = functools.partial(wait_until_drained, running, args)
+    drained before the next run), and with it draining the queue meanwhile (as in use):
+    under the stack's own fsync policy, or under each of ``--appendfsync``'s (named after
+    it), the lanes of each kind side by side. Each run starts with an empty queue."""
+    policies: list[str | None] = list(args.appendfsync) or [None]
+    paused = [_paused_lane(running, args, policy) for policy in policies]
+    return paused + [_draining_lane(running, args, policy) for policy in policies]
+
+
+def _ours_measured(running: Ours, name: str, policy: str | None, worker: str) -> Measured:
+    fsync = policy or running.appendfsync()
+    label = f"{name} ({fsync})" if policy else name
+    return Measured(label, f"{running.target.server_stack} {fsync}; {worker}")
+
+
+def _prepared(running: Ours, args: argparse.Namespace, policy: str | None) -> Callable[[], None]:
+    """Ahead of a run: an empty queue, then Valkey's fsync ``policy`` (if one is given)."""
+
+    def prepare() -> None:
+        wait_until_drained(running, args)
+        if policy is not None:
+            running.appendfsync(policy)
+
+    return prepare
+
+
+def _paused_lane(running: Ours, args: argparse.Namespace, policy: str | None) -> Lane:
+    worker = "arq worker paused (SIGSTOP), events accumulate in the queue"
+    paused = _ours_measured(running, "ours, worker paused", policy, worker)
 
     @contextlib.contextmanager
     def paused_then_drained() -> Iterator[None]:
@@ -659,22 +696,32 @@ def ours_lanes(running: Ours, args: argparse.Namespace) -> list[Lane]:
             yield
             backlog = running.queued()
         started = time.monotonic()
-        drained()
+        wait_until_drained(running, args)
         paused.notes["drain"] = (
             f"{backlog} queued events drained in {time.monotonic() - started:.1f}s after SIGCONT"
         )
 
-    return [
-        Lane(
-            paused,
-            target.base_url,
-            running.path,
-            running.groups,
-            around=paused_then_drained,
-            before=drained,
-        ),
-        Lane(draining, target.base_url, running.path, running.groups, before=drained),
-    ]
+    target = running.target
+    return Lane(
+        paused,
+        target.base_url,
+        running.path,
+        running.groups,
+        around=paused_then_drained,
+        before=_prepared(running, args, policy),
+    )
+
+
+def _draining_lane(running: Ours, args: argparse.Namespace, policy: str | None) -> Lane:
+    draining = _ours_measured(running, "ours", policy, "arq worker draining the queue meanwhile")
+    target = running.target
+    return Lane(
+        draining,
+        target.base_url,
+        running.path,
+        running.groups,
+        before=_prepared(running, args, policy),
+    )
 
 
 def wait_until_drained(running: Ours, args: argparse.Namespace) -> None:
@@ -695,6 +742,16 @@ def _targets(text: str) -> list[str]:
     return [name for name in TARGETS if name in wanted]
 
 
+def _policies(text: str) -> list[str]:
+    wanted = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in wanted if name not in APPENDFSYNC]
+    if unknown or not wanted or len(set(wanted)) < len(wanted):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: name each of {', '.join(APPENDFSYNC)} at most once"
+        )
+    return wanted
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per run")
@@ -709,6 +766,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=list(TARGETS),
         metavar="TARGET[,TARGET]",
         help=f"measure only these targets (of {', '.join(TARGETS)})",
+    )
+    parser.add_argument(
+        "--appendfsync",
+        type=_policies,
+        default=[],
+        metavar="POLICY[,POLICY]",
+        help=f"measure ours under each of these Valkey fsync policies (of "
+        f"{', '.join(APPENDFSYNC)}) in turn, set before each run (default: the stack's own)",
     )
     parser.add_argument(
         "--drain-timeout", type=float, default=600.0, help="seconds to wait for the queue"
@@ -769,6 +834,26 @@ def format_cpu_table(results: Sequence[Measured]) -> str:
     return "\n".join(lines)
 
 
+def format_policy_shares(results: Sequence[Measured], policies: Sequence[str]) -> str:
+    """Each of ours' lanes under another fsync policy, as a share of the first policy's
+    accepted/s (the median of the rounds' ratios) and p99."""
+    by_name = {m.name: m for m in results}
+    first, *others = policies
+    lines = []
+    for name in ("ours, worker paused", "ours"):
+        base = by_name.get(f"{name} ({first})")
+        for policy in others:
+            other = by_name.get(f"{name} ({policy})")
+            share = other.ratio_to(base) if other and base else None
+            if other is None or base is None or share is None:
+                continue
+            lines.append(
+                f"{name}: appendfsync {policy} accepted {share:.0%} of {first}'s per second, "
+                f"p99 {other.median('p99_ms'):.1f} ms against {base.median('p99_ms'):.1f} ms"
+            )
+    return "\n".join(lines)
+
+
 def run(args: argparse.Namespace) -> int:
     if shutil.which("wrk") is None:
         raise BenchError("wrk is not installed (apt-get install -y wrk)")
@@ -791,16 +876,16 @@ def run(args: argparse.Namespace) -> int:
                     Lane(gateway, bare.gateway, bare.path, bare.groups),
                 ]
             running: Ours | None = None
+            mine: list[Lane] = []
             if "ours" in wanted:
                 running = servers.enter_context(ours(base, password))
-                lanes += ours_lanes(running, args)
+                mine = ours_lanes(running, args)
+                lanes += mine
                 before = accepted_count(running.target, running.path)
             measure_in_rounds(lanes, args)
             results += [lane.measured for lane in lanes]
             if running is not None:
-                check_counted(
-                    running.target, running.path, before, [lane.measured for lane in lanes[-2:]]
-                )
+                check_counted(running.target, running.path, before, [m.measured for m in mine])
                 wait_until_drained(running, args)
         if "reference" in wanted:
             with reference(base, password) as (target, path):
@@ -831,6 +916,9 @@ def run(args: argparse.Namespace) -> int:
     print("CPU milliseconds per accepted request, by process (from /proc, during the runs):")
     print(format_cpu_table(results))
     print()
+    if len(args.appendfsync) > 1:
+        print(format_policy_shares(results, args.appendfsync))
+        print()
     for m in results:
         cpu = statistics.median(r.wrk_cpu / r.seconds for r in m.runs) if m.runs else 0.0
         notes = "".join(f"; {note}" for note in m.notes.values())
