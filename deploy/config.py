@@ -16,6 +16,10 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar, cast
 
 DEFAULT_STACK_FILE = Path(__file__).resolve().parent / "stack.toml"
+# Valkey's fsync policies for its append-only file that the stack offers, and the default.
+Appendfsync = Literal["always", "everysec"]
+APPENDFSYNC: tuple[Appendfsync, ...] = ("always", "everysec")
+DEFAULT_APPENDFSYNC: Appendfsync = "everysec"
 
 Kind = Literal["web", "worker"]
 SecretKind = Literal["fernet", "token"]
@@ -93,6 +97,7 @@ class Stack:
     client_max_body_size: str
     entrypoints: tuple[Entrypoint, ...]
     valkey_port: int
+    valkey_appendfsync: Appendfsync  # see [valkey] in stack.toml
     environment: Mapping[str, str]
     services: tuple[Service, ...]
 
@@ -144,7 +149,7 @@ def parse_stack(raw: Mapping[str, Any]) -> Stack:
     _no_unknown_keys(gateway, {"listen", "client_max_body_size"}, "[gateway]")
     body_size = _body_size(gateway, "[gateway]", "10m")
     valkey = _table(raw, "valkey", "top level")
-    _no_unknown_keys(valkey, {"port"}, "[valkey]")
+    _no_unknown_keys(valkey, {"port", "appendfsync"}, "[valkey]")
     stack = Stack(
         listen=_get(gateway, "listen", str, "[gateway]", "127.0.0.1"),
         client_max_body_size=body_size,
@@ -153,6 +158,7 @@ def parse_stack(raw: Mapping[str, Any]) -> Stack:
             for i, item in enumerate(_array(raw, "entrypoint"))
         ),
         valkey_port=_port(valkey, "[valkey]"),
+        valkey_appendfsync=_appendfsync(valkey, "[valkey]"),
         environment=_env_table(raw.get("environment", {}), "[environment]"),
         services=tuple(
             _service(item, f"[[service]] #{i + 1}") for i, item in enumerate(_array(raw, "service"))
@@ -401,6 +407,14 @@ def _port(raw: Mapping[str, Any], where: str) -> int:
     if not 1 <= port <= 65535:
         raise StackConfigError(f"{where}: port {port} is outside 1-65535")
     return port
+
+
+def _appendfsync(raw: Mapping[str, Any], where: str) -> Appendfsync:
+    # "no" (the kernel's own flush, ~30 s) is not offered: the queue must outlive a crash.
+    value = _get(raw, "appendfsync", str, where, DEFAULT_APPENDFSYNC)
+    if value not in APPENDFSYNC:
+        raise StackConfigError(f"{where}: appendfsync must be one of {', '.join(APPENDFSYNC)}")
+    return cast(Appendfsync, value)
 
 
 def _route(value: object, where: str) -> str:

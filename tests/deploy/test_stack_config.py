@@ -66,6 +66,11 @@ def _service(raw: dict[str, Any], name: str) -> dict[str, Any]:
             "a worker has no client_max_body_size",
         ),
         (lambda r: r.pop("valkey"), "a [valkey] table is required"),
+        (
+            lambda r: r["valkey"].update(appendfsync="no"),
+            "[valkey]: appendfsync must be one of always, everysec",
+        ),
+        (lambda r: r["valkey"].update(appendfsync=1), "appendfsync must be of type str"),
         (lambda r: r["entrypoint"][1].update(error_style="html"), "error_style must be"),
         (lambda r: _service(r, "tracking").update(env_prefix="svc"), "must be like 'SERVICE_'"),
         (
@@ -100,6 +105,15 @@ def test_invalid_stack_is_one_clear_error(change, message):
         parse_stack(raw)
     assert message in str(caught.value)
     assert "\n" not in str(caught.value)
+
+
+def test_valkey_fsyncs_each_second_unless_the_stack_file_says_always():
+    assert STACK.valkey_appendfsync == "everysec"
+    raw = raw_stack()
+    del raw["valkey"]["appendfsync"]
+    assert parse_stack(raw).valkey_appendfsync == "everysec"
+    raw["valkey"]["appendfsync"] = "always"
+    assert parse_stack(raw).valkey_appendfsync == "always"
 
 
 def test_stack_file_errors_name_the_file(tmp_path):

@@ -3,6 +3,7 @@ it cannot rot, and its verdict, which must fail on every loss it exists to find.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -13,7 +14,9 @@ import pytest
 from bench.soak.chaos import Outages, schedule
 from bench.soak.options import parse_args
 from bench.soak.report import VALKEY_GRACE, Report
+from bench.soak.stack import valkey_options
 from bench.soak.traffic import Answer
+from deploy.config import load_stack
 from tests.support.processes import REPO_ROOT
 
 # Seconds, small enough for CI: every part of the schedule happens once in ~8 s of sending.
@@ -158,3 +161,11 @@ def test_bad_options_are_refused_with_a_usage_error(flags, message, capsys):
         parse_args(flags)
     assert exited.value.code == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("appendfsync", ["always", "everysec"])
+def test_the_soaks_valkey_fsyncs_as_the_stack_file_says(appendfsync):
+    stack = dataclasses.replace(load_stack(), valkey_appendfsync=appendfsync)
+    options = valkey_options(stack)
+    assert options[options.index("--appendfsync") + 1] == appendfsync
+    assert "--appendonly" in options
