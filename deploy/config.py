@@ -414,7 +414,7 @@ def _appendfsync(raw: Mapping[str, Any], where: str) -> Appendfsync:
     value = _get(raw, "appendfsync", str, where, DEFAULT_APPENDFSYNC)
     if value not in APPENDFSYNC:
         raise StackConfigError(f"{where}: appendfsync must be one of {', '.join(APPENDFSYNC)}")
-    return cast(Appendfsync, value)
+    return value
 
 
 def _route(value: object, where: str) -> str:
