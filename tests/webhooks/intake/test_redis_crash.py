@@ -9,7 +9,7 @@ Valkey here fsyncs before it replies (``appendfsync always``). The stack's defau
 ``everysec``, writes the file before replying too, so a killed process loses nothing it
 acknowledged, except while a background fsync stalls: then Valkey holds writes back (up to
 2 s) and still replies. That is Redis's own trade-off, not the intake's, and would make this
-test flaky; ``[valkey] appendfsync = "always"`` in stack.toml closes it, for ~20% of the
+test flaky; ``[valkey] appendfsync = "always"`` in stack.toml closes it, for 10-20% of the
 intake's throughput (services/webhooks/README.md, Intake)."""
 
 from __future__ import annotations
