@@ -117,23 +117,19 @@ class TrackingSnapshotRunner:
             )
         except httpx.HTTPError as exc:
             raise TransientDispatchError(f"tracking unreachable: {exc!r}") from exc
-        if response.status_code in CREDENTIAL_REFUSED:
-            self._forget_token(response.request)
-            detail = response.text[:MAX_ERROR]
-            raise TransientDispatchError(
-                f"tracking refused the worker's credentials with {response.status_code}: {detail}"
-            )
-        if transient(response):
-            detail = response.text[:MAX_ERROR]
-            raise TransientDispatchError(f"tracking answered {response.status_code}: {detail}")
         if response.is_success:
             try:
                 run_id = uuid.UUID(str(response.json().get("id")))
             except (ValueError, AttributeError):
                 run_id = None
             return RunRequested(run_id)
-        detail = response.text[:MAX_ERROR]
-        return RunRequested(None, f"tracking answered {response.status_code}: {detail}")
+        answer = f"{response.status_code}: {response.text[:MAX_ERROR]}"
+        if response.status_code in CREDENTIAL_REFUSED:
+            self._forget_token(response.request)
+            raise TransientDispatchError(f"tracking refused the worker's credentials with {answer}")
+        if transient(response):
+            raise TransientDispatchError(f"tracking answered {answer}")
+        return RunRequested(None, f"tracking answered {answer}")
 
     def _forget_token(self, request: httpx.Request) -> None:
         """Drop the token ``request`` was refused with (after a 401, already the new one
