@@ -1,5 +1,4 @@
-"""``/api/v1/projects`` (and ``/workspaces``) against the reference's wire format, on
-SQLite and PostgreSQL."""
+"""``/api/v1/projects`` (and ``/workspaces``) against the reference's wire format."""
 
 from __future__ import annotations
 

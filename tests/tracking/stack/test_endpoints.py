@@ -1,4 +1,4 @@
-"""``/api/v1/stacks`` against the reference's wire format, on SQLite and PostgreSQL."""
+"""``/api/v1/stacks`` against the reference's wire format."""
 
 from __future__ import annotations
 

@@ -16,8 +16,6 @@ from collections.abc import Sequence
 
 from alembic import op
 
-from shared.migrations import sqlite_statistics
-
 revision: str = "0006"
 down_revision: str | None = "0005"
 branch_labels: str | Sequence[str] | None = None
@@ -26,22 +24,16 @@ depends_on: str | Sequence[str] | None = None
 ARTIFACT_CREATED = "ix_artifact_versions_artifact_created"
 OLD_COLUMNS = ["artifact_id", "created", "id", "project_id"]
 NEW_COLUMNS = [*OLD_COLUMNS, "type", "version_number"]
-# As revision 0005's: 100 versions per artifact, each (created, id) its own.
-NEW_STATISTICS = "1000000 100 1 1 1 1 1"
-OLD_STATISTICS = "1000000 100 1 1 1"
 
 
-def _replace(columns: list[str], stat: str) -> None:
+def _replace(columns: list[str]) -> None:
     op.drop_index(ARTIFACT_CREATED, table_name="artifact_versions")
     op.create_index(ARTIFACT_CREATED, "artifact_versions", columns)
-    sqlite_statistics(
-        op.get_bind(), "artifact_versions", [(ARTIFACT_CREATED, stat)], [ARTIFACT_CREATED]
-    )
 
 
 def upgrade() -> None:
-    _replace(NEW_COLUMNS, NEW_STATISTICS)
+    _replace(NEW_COLUMNS)
 
 
 def downgrade() -> None:
-    _replace(OLD_COLUMNS, OLD_STATISTICS)
+    _replace(OLD_COLUMNS)
