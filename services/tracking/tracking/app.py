@@ -24,10 +24,12 @@ from tracking.component import endpoints as component_endpoints
 from tracking.deployment import endpoints as deployment_endpoints
 from tracking.pipeline import endpoints as pipeline_endpoints
 from tracking.pipeline_run import endpoints as pipeline_run_endpoints
+from tracking.pipeline_snapshot import endpoints as pipeline_snapshot_endpoints
 from tracking.project import endpoints as project_endpoints
 from tracking.schedule import endpoints as schedule_endpoints
 from tracking.settings import Settings
 from tracking.stack import endpoints as stack_endpoints
+from tracking.step_run import endpoints as step_run_endpoints
 from tracking.workload_scope import endpoints as workload_scope_endpoints
 from tracking.workload_scope.service import LocalScopeSource
 
@@ -43,7 +45,9 @@ def routes() -> list[BaseRoute]:
         *artifact_version_endpoints.routes(),
         *code_repository_endpoints.routes(),
         *pipeline_endpoints.routes(),
+        *pipeline_snapshot_endpoints.routes(),
         *pipeline_run_endpoints.routes(),
+        *step_run_endpoints.routes(),
         *deployment_endpoints.routes(),
         *schedule_endpoints.routes(),
         *workload_scope_endpoints.routes(),

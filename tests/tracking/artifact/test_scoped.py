@@ -1,5 +1,6 @@
-"""What every named, project-scoped resource does the same way (``tracking.core.scoped``),
-checked on artifacts and code repositories alike, on SQLite and PostgreSQL."""
+"""What every named, project-scoped resource does the same way (``tracking.core``'s
+``ScopedService`` and ``ScopedRepository``), checked on artifacts and code repositories
+alike."""
 
 from __future__ import annotations
 

@@ -8,7 +8,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from shared.db import transaction
-from shared.routing import ApiRoute, api_route, parse_json, path_param
+from shared.listing import read_list
+from shared.pagination import Page
+from shared.responses import render_null
+from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
 from tracking.artifact.repository import ARTIFACTS
 from tracking.artifact.schemas import (
     ArtifactRequest,
@@ -17,23 +20,38 @@ from tracking.artifact.schemas import (
     artifact_response,
 )
 from tracking.artifact.service import ArtifactService
-from tracking.core.auth import caller_id
-from tracking.core.scoped import (
-    ResourceRoutes,
-    ScopedListQuery,
-    create_handler,
-    delete_handler,
-    get_handler,
-    list_handler,
-    query_extras,
-    render_one,
-)
+from tracking.core.auth import caller, caller_id
+from tracking.core.listing import query_extras
+from tracking.core.rendering import render_one, render_page
+from tracking.core.schemas import HydrateQuery, ScopedListQuery
 
 LIST_QUERY = ARTIFACTS.query_model(extra=query_extras(ScopedListQuery))
 
 
-list_artifacts = list_handler(ArtifactService, ARTIFACTS, artifact_response)
-create = create_handler(ArtifactService, ArtifactRequest, artifact_response)
+async def list_(request: Request) -> Response:
+    caller(request)
+    listing = await read_list(request, ARTIFACTS)
+    query = parse_query(request, ScopedListQuery)
+    async with transaction(request) as session:
+        total, items = await ArtifactService(session).list_page(listing, query)
+    return await render_page(request, listing, total, items, artifact_response)
+
+
+async def create(request: Request) -> Response:
+    user_id = caller_id(request)
+    body = await parse_json(request, ArtifactRequest)
+    async with transaction(request) as session:
+        item = await ArtifactService(session).create(body, user_id)
+    return await render_one(request, item, artifact_response, hydrate=True)
+
+
+async def get(request: Request) -> Response:
+    caller_id(request)
+    artifact_id = path_param(request, "artifact_id", uuid.UUID)
+    query = parse_query(request, HydrateQuery)
+    async with transaction(request) as session:
+        item = await ArtifactService(session).get(artifact_id)
+    return await render_one(request, item, artifact_response, hydrate=query.hydrate)
 
 
 async def update(request: Request) -> Response:
@@ -45,31 +63,58 @@ async def update(request: Request) -> Response:
     return await render_one(request, item, artifact_response, hydrate=True)
 
 
-get = get_handler(ArtifactService, "artifact_id", artifact_response)
-delete = delete_handler(ArtifactService, "artifact_id")
-
-
-ARTIFACT = ResourceRoutes(
-    path="/api/v1/artifacts",
-    id_param="artifact_id",
-    label="Artifact",
-    plural="Artifacts",
-    tag="artifacts",
-    request=ArtifactRequest,
-    response=ArtifactResponse,
-    list_query=LIST_QUERY,
-)
+async def delete(request: Request) -> Response:
+    caller_id(request)
+    artifact_id = path_param(request, "artifact_id", uuid.UUID)
+    async with transaction(request) as session:
+        await ArtifactService(session).delete(artifact_id)
+    return render_null()
 
 
 def routes() -> list[ApiRoute]:
+    many = "/api/v1/artifacts"
+    one = many + "/{artifact_id}"
+    tags = ["artifacts"]
     return [
-        *ARTIFACT.routes(list_=list_artifacts, create=create, get=get, delete=delete),
         api_route(
-            ARTIFACT.one,
+            many,
+            list_,
+            method="GET",
+            summary="List Artifacts",
+            tags=tags,
+            query=LIST_QUERY,
+            response=Page[ArtifactResponse],
+            errors=(400, 404),
+        ),
+        api_route(
+            many,
+            create,
+            method="POST",
+            summary="Create Artifact",
+            tags=tags,
+            body=ArtifactRequest,
+            response=ArtifactResponse,
+            errors=(400, 404, 409),
+        ),
+        api_route(
+            one,
+            get,
+            method="GET",
+            summary="Get Artifact",
+            tags=tags,
+            query=HydrateQuery,
+            response=ArtifactResponse,
+            errors=(404,),
+        ),
+        api_route(
+            one, delete, method="DELETE", summary="Delete Artifact", tags=tags, errors=(400, 404)
+        ),
+        api_route(
+            one,
             update,
             method="PUT",
             summary="Update Artifact",
-            tags=[ARTIFACT.tag],
+            tags=tags,
             body=ArtifactUpdate,
             response=ArtifactResponse,
             errors=(400, 404, 409),

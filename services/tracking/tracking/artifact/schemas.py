@@ -9,8 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from shared.users import NestedUser
 from tracking.artifact.repository import TaggedArtifact
-from tracking.core.schemas import ProjectScopedBody
-from tracking.core.scoped import EnvelopeShape, NamedResponse, ScopedRequest
+from tracking.core.rendering import EnvelopeShape
+from tracking.core.schemas import NamedResponse, ProjectScopedBody, ScopedRequest
 from tracking.tag.schemas import TagResponse, nested_tag
 
 # Tags are stored in a 255-character column: longer names are a 422, not a 500.

@@ -19,14 +19,10 @@ from tracking.artifact.repository import (
 from tracking.artifact.schemas import ArtifactRequest, ArtifactUpdate
 from tracking.artifact_version.repository import TAG_RESOURCE as VERSION_TAG_RESOURCE
 from tracking.artifact_version.repository import ArtifactVersionRepository
-from tracking.core.scoped import (
-    NameTaken,
-    ScopedListQuery,
-    ScopedNotFound,
-    ScopedRow,
-    ScopedService,
-    new_row,
-)
+from tracking.core.errors import NameTaken, ScopedNotFound
+from tracking.core.repository import ScopedRow, new_row
+from tracking.core.schemas import ScopedListQuery
+from tracking.core.service import ScopedService
 from tracking.models import Artifact
 from tracking.tag.service import TagService
 

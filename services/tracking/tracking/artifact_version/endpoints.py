@@ -9,6 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from shared.db import transaction
+from shared.listing import read_list
 from shared.pagination import Page
 from shared.responses import render, render_null
 from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
@@ -23,15 +24,9 @@ from tracking.artifact_version.schemas import (
 )
 from tracking.artifact_version.service import ArtifactVersionService, VersionListQuery
 from tracking.core.auth import caller, caller_id
+from tracking.core.listing import query_extras
+from tracking.core.rendering import render_many, render_one, render_page
 from tracking.core.schemas import HydrateQuery
-from tracking.core.scoped import (
-    create_handler,
-    get_handler,
-    list_handler,
-    query_extras,
-    render_many,
-    render_one,
-)
 from tracking.settings import Settings
 from tracking.store.archive import tar_gz
 
@@ -66,10 +61,21 @@ def _downloads(request: Request) -> DownloadTokens:
     return tokens
 
 
-list_versions = list_handler(
-    ArtifactVersionService, ARTIFACT_VERSIONS, version_response, VersionListQuery
-)
-create = create_handler(ArtifactVersionService, ArtifactVersionRequest, version_response)
+async def list_(request: Request) -> Response:
+    caller(request)
+    listing = await read_list(request, ARTIFACT_VERSIONS)
+    query = parse_query(request, VersionListQuery)
+    async with transaction(request) as session:
+        total, items = await ArtifactVersionService(session).list_page(listing, query)
+    return await render_page(request, listing, total, items, version_response)
+
+
+async def create(request: Request) -> Response:
+    user_id = caller_id(request)
+    body = await parse_json(request, ArtifactVersionRequest)
+    async with transaction(request) as session:
+        item = await ArtifactVersionService(session).create(body, user_id)
+    return await render_one(request, item, version_response, hydrate=True)
 
 
 async def create_batch(request: Request) -> Response:
@@ -80,7 +86,13 @@ async def create_batch(request: Request) -> Response:
     return await render_many(request, items, version_response)
 
 
-get = get_handler(ArtifactVersionService, "artifact_version_id", version_response)
+async def get(request: Request) -> Response:
+    caller_id(request)
+    version_id = path_param(request, "artifact_version_id", uuid.UUID)
+    query = parse_query(request, HydrateQuery)
+    async with transaction(request) as session:
+        item = await ArtifactVersionService(session).get(version_id)
+    return await render_one(request, item, version_response, hydrate=query.hydrate)
 
 
 async def update(request: Request) -> Response:
@@ -156,7 +168,7 @@ def routes() -> list[ApiRoute]:
     return [
         api_route(
             many,
-            list_versions,
+            list_,
             method="GET",
             summary="List Artifact Versions",
             tags=tags,

@@ -16,7 +16,6 @@ from sqlalchemy import (
     exists,
     func,
     literal,
-    literal_column,
     not_,
 )
 from sqlalchemy import insert as sa_insert
@@ -25,7 +24,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import col
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from shared.db import core_execute, flush_unique, prepared
+from shared.db import core_execute, flush_unique
 from shared.errors import RequestValidationFailed
 from shared.listing import (
     Condition,
@@ -44,7 +43,8 @@ from shared.listing import (
 from shared.listing.sql import condition_sql
 from shared.shapes import plain_rows
 from shared.users import user_field
-from tracking.core.scoped import page_scope, rendered_columns
+from tracking.core.listing import page_scope
+from tracking.core.repository import rendered_columns
 from tracking.models import (
     Artifact,
     ArtifactVersion,
@@ -90,12 +90,12 @@ def metadata_condition(raw: str) -> tuple[str, Condition]:
     return key, parse(rest, Kind.STRING)
 
 
-def _run_metadata(cond: Condition, dialect: str) -> ColumnElement[bool]:
+def _run_metadata(cond: Condition) -> ColumnElement[bool]:
     try:
         key, inner = metadata_condition(cond.raw)
     except FilterError as exc:
         raise RequestValidationFailed.single(["query", "run_metadata"], str(exc)) from None
-    match = condition_sql(_unquoted(col(RunMetadata.value)), Kind.STRING, inner, dialect)
+    match = condition_sql(_unquoted(col(RunMetadata.value)), Kind.STRING, inner)
     return exists().where(
         col(RunMetadata.resource_type) == METADATA_RESOURCE,
         col(RunMetadata.resource_id) == col(V.id),
@@ -104,14 +104,14 @@ def _run_metadata(cond: Condition, dialect: str) -> ColumnElement[bool]:
     )
 
 
-def _has_custom_name(cond: Condition, dialect: str) -> ColumnElement[bool]:
+def _has_custom_name(cond: Condition) -> ColumnElement[bool]:
     named = sa_select(col(Artifact.id)).where(
-        condition_sql(col(Artifact.has_custom_name), Kind.BOOL, cond, dialect)
+        condition_sql(col(Artifact.has_custom_name), Kind.BOOL, cond)
     )
     return col(V.artifact_id).in_(named)
 
 
-def _pipeline_run(cond: Condition, dialect: str) -> ColumnElement[bool]:
+def _pipeline_run(cond: Condition) -> ColumnElement[bool]:
     """Versions a step of the named run (name or id) produced or read."""
     run = name_or_id(
         "pipeline_run",
@@ -119,7 +119,7 @@ def _pipeline_run(cond: Condition, dialect: str) -> ColumnElement[bool]:
         target_id=col(PipelineRun.id),
         target_names=[col(PipelineRun.name)],
     )
-    steps = sa_select(col(StepRun.id)).where(run.sql(cond, dialect))
+    steps = sa_select(col(StepRun.id)).where(run.sql(cond))
     linked = sa_select(col(StepRunArtifact.artifact_version_id)).where(
         col(StepRunArtifact.step_id).in_(steps)
     )
@@ -230,21 +230,15 @@ _VERSION_COLUMNS = sa_select(
     _producer(col(StepRun.id)).label("producer_step_run_id"),
     _producer(col(StepRun.pipeline_run_id)).label("producer_pipeline_run_id"),
 )
-_VERSION = prepared(_VERSION_COLUMNS.where(col(V.id) == bindparam("id", type_=_table(V).c.id.type)))
-_VERSIONS = prepared(_VERSION_COLUMNS.where(_in_ids(col(V.id))))
-# SQLite: a page's rows by their rowids, which the page's index holds beside its ids; a
-# row is then one lookup in the table, not one in the id index and one in the table.
-_ROWID: ColumnElement[Any] = literal_column("artifact_versions.rowid")
-_VERSIONS_BY_ROWID = prepared(_VERSION_COLUMNS.where(_ROWID.in_(bindparam("ids", expanding=True))))
-_ARTIFACTS = prepared(
-    sa_select(*rendered_columns(_table(Artifact))).where(_in_ids(col(Artifact.id)))
-)
-_VISUALIZATIONS = prepared(
+_VERSION = _VERSION_COLUMNS.where(col(V.id) == bindparam("id", type_=_table(V).c.id.type))
+_VERSIONS = _VERSION_COLUMNS.where(_in_ids(col(V.id)))
+_ARTIFACTS = sa_select(*rendered_columns(_table(Artifact))).where(_in_ids(col(Artifact.id)))
+_VISUALIZATIONS = (
     sa_select(*_table(ArtifactVisualization).columns)
     .where(_in_ids(col(ArtifactVisualization.artifact_version_id)))
     .order_by(col(ArtifactVisualization.position))
 )
-_RUN_METADATA = prepared(
+_RUN_METADATA = (
     sa_select(col(RunMetadata.resource_id), col(RunMetadata.key), col(RunMetadata.value))
     .where(
         col(RunMetadata.resource_type) == METADATA_RESOURCE,
@@ -263,7 +257,6 @@ _SCOPES = {
     for unused in (False, True)
 }
 _PAGE_IDS = sa_select(col(V.id))
-_PAGE_ROWIDS = sa_select(col(V.id), _ROWID)
 
 
 class ArtifactVersionRepository:
@@ -304,22 +297,17 @@ class ArtifactVersionRepository:
         if scope_user is not None:
             params["scope_user"] = scope_user
         scope = _SCOPES[(scope_user is not None, only_unused)]
-        sqlite = self.session.get_bind().dialect.name == "sqlite"
         total, found = await fetch_page(
             self.session,
             ARTIFACT_VERSIONS,
             listing,
-            _PAGE_ROWIDS if sqlite else _PAGE_IDS,
+            _PAGE_IDS,
             scope=scope,
             params=params,
             core=True,
         )
         ids = [row[0] for row in found]
-        if sqlite:
-            statement, keys = _VERSIONS_BY_ROWID, [row[1] for row in found]
-        else:
-            statement, keys = _VERSIONS, ids
-        rows = {row.id: row for row in await self._rows(statement, keys)}
+        rows = {row.id: row for row in await self._rows(_VERSIONS, ids)}
         # A version deleted in between (PostgreSQL reads each statement's own snapshot).
         return total, [rows[i] for i in ids if i in rows]
 
@@ -341,8 +329,7 @@ class ArtifactVersionRepository:
         return found
 
     async def lock_artifact(self, artifact_id: uuid.UUID) -> Any | None:
-        """The artifact's row, locked until the transaction ends (PostgreSQL; a SQLite
-        write transaction holds the whole database already), so concurrent creates of
+        """The artifact's row, locked until the transaction ends, so concurrent creates of
         versions of one artifact number them one after another."""
         query = (
             sa_select(*_table(Artifact).columns)

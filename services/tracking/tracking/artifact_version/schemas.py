@@ -14,8 +14,8 @@ from shared.shapes import Shape
 from shared.types import WireDatetime
 from shared.users import NestedUser
 from tracking.artifact.schemas import ARTIFACT, ArtifactResponse, TagName
-from tracking.core.schemas import ProjectScopedBody, Source
-from tracking.core.scoped import EnvelopeShape, ScopedRequest
+from tracking.core.rendering import EnvelopeShape
+from tracking.core.schemas import ProjectScopedBody, ScopedRequest, Source
 from tracking.tag.schemas import TagResponse, TagRow, nested_tag
 
 

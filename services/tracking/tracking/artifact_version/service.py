@@ -13,7 +13,6 @@ from typing import Any
 
 from pydantic import BaseModel
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from shared.db import flush_unique, new_id, utcnow
@@ -32,7 +31,7 @@ from tracking.artifact_version.schemas import (
     VersionItem,
     VisualizationType,
 )
-from tracking.core.scoped import ScopedListQuery
+from tracking.core.schemas import ScopedListQuery
 from tracking.models import Artifact, ArtifactVisualization, RunMetadata, StackComponent
 from tracking.project.repository import ProjectRef
 from tracking.project.scope import resolve_project_ref
@@ -301,11 +300,7 @@ class ArtifactVersionService:
             "updated": now,
         }
         table = Artifact.__table__  # type: ignore[attr-defined]
-        if self.session.get_bind().dialect.name == "postgresql":
-            statement: Any = postgresql_insert(table).values(values).on_conflict_do_nothing()
-        else:
-            statement = sqlite_insert(table).values(values).on_conflict_do_nothing()
-        await self.session.exec(statement)
+        await self.session.exec(postgresql_insert(table).values(values).on_conflict_do_nothing())
 
     async def _check_store(self, store_id: uuid.UUID) -> StackComponent:
         component = await self.session.get(StackComponent, store_id)

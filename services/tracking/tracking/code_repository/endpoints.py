@@ -10,6 +10,7 @@ from starlette.responses import Response
 from shared.db import transaction
 from shared.listing import read_list
 from shared.pagination import Page
+from shared.responses import render_null
 from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
 from tracking.code_repository.repository import CODE_REPOSITORIES
 from tracking.code_repository.schemas import (
@@ -21,14 +22,9 @@ from tracking.code_repository.schemas import (
 )
 from tracking.code_repository.service import CodeRepositoryService
 from tracking.core.auth import caller, caller_id
+from tracking.core.listing import query_extras
+from tracking.core.rendering import render_one, render_page
 from tracking.core.schemas import HydrateQuery, ProjectQuery
-from tracking.core.scoped import (
-    delete_handler,
-    get_handler,
-    query_extras,
-    render_one,
-    render_page,
-)
 
 # On the deprecated path, the path segment of the same name wins over the query parameter.
 LIST_QUERY = CODE_REPOSITORIES.query_model(extra=query_extras(CodeRepositoryListQuery))
@@ -69,8 +65,21 @@ async def update(request: Request) -> Response:
     return await render_one(request, row, code_repository_response, hydrate=True)
 
 
-get = get_handler(CodeRepositoryService, "code_repository_id", code_repository_response)
-delete = delete_handler(CodeRepositoryService, "code_repository_id")
+async def get(request: Request) -> Response:
+    caller_id(request)
+    repository_id = path_param(request, "code_repository_id", uuid.UUID)
+    query = parse_query(request, HydrateQuery)
+    async with transaction(request) as session:
+        row = await CodeRepositoryService(session).get(repository_id)
+    return await render_one(request, row, code_repository_response, hydrate=query.hydrate)
+
+
+async def delete(request: Request) -> Response:
+    caller_id(request)
+    repository_id = path_param(request, "code_repository_id", uuid.UUID)
+    async with transaction(request) as session:
+        await CodeRepositoryService(session).delete(repository_id)
+    return render_null()
 
 
 def routes() -> list[ApiRoute]:

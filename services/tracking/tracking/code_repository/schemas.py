@@ -7,13 +7,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from shared.users import NestedUser
-from tracking.core.schemas import ProjectScopedBody, Source
-from tracking.core.scoped import (
-    EnvelopeShape,
+from tracking.core.rendering import EnvelopeShape
+from tracking.core.repository import ScopedRow
+from tracking.core.schemas import (
     NamedResponse,
+    ProjectScopedBody,
     ScopedListQuery,
     ScopedRequest,
-    ScopedRow,
+    Source,
 )
 
 

@@ -14,7 +14,9 @@ from tracking.code_repository.schemas import (
     CodeRepositoryRequest,
     CodeRepositoryUpdate,
 )
-from tracking.core.scoped import NameTaken, ScopedNotFound, ScopedRow, ScopedService
+from tracking.core.errors import NameTaken, ScopedNotFound
+from tracking.core.repository import ScopedRow
+from tracking.core.service import ScopedService
 from tracking.models import CodeRepository
 
 

@@ -22,8 +22,9 @@ from tracking.component.schemas import (
 )
 from tracking.component.service import ComponentService
 from tracking.core.auth import caller, caller_id
+from tracking.core.listing import query_extras
+from tracking.core.rendering import render_one, render_page
 from tracking.core.schemas import HydrateQuery, ProjectQuery
-from tracking.core.scoped import query_extras, render_one, render_page
 
 ComponentListQuery = COMPONENTS.query_model(
     extra={**query_extras(ComponentScopeQuery), **query_extras(ProjectQuery)}

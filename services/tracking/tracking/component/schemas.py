@@ -9,8 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from shared.users import NestedUser
 from tracking.component.flavors import Flavor, StackComponentType, flavor_for
-from tracking.core.schemas import UserScopedBody
-from tracking.core.scoped import NamedResponse
+from tracking.core.schemas import NamedResponse, UserScopedBody
 from tracking.models import StackComponent
 
 SecretRef = uuid.UUID | str

@@ -15,10 +15,11 @@ from __future__ import annotations
 import uuid
 from collections.abc import Collection
 
-from starlette.requests import HTTPConnection
+from starlette.requests import HTTPConnection, Request
 
 from shared.auth import Principal, ScopeKind, TokenKind, WorkloadScope, require_principal, scope_of
 from shared.errors import AuthorizationFailed
+from shared.routing import path_param
 
 MANAGING_KINDS = (TokenKind.ACCESS, TokenKind.DEVICE, TokenKind.GENERIC)
 USER_TOKEN_KINDS = (*MANAGING_KINDS, TokenKind.WORKLOAD)
@@ -53,3 +54,12 @@ def object_caller(connection: HTTPConnection, kind: ScopeKind, object_id: uuid.U
     ):
         return principal
     raise AuthorizationFailed(f"A workload token scoped to {held} may not be used on {target}.")
+
+
+def object_id(request: Request, name: str, kind: ScopeKind) -> uuid.UUID:
+    """The path parameter ``name``, the id of a run, schedule or deployment (``kind``), once
+    the caller (a user's token) may address that object (see above)."""
+    caller_id(request)
+    found = path_param(request, name, uuid.UUID)
+    object_caller(request, kind, found)
+    return found

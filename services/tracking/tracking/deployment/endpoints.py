@@ -2,44 +2,95 @@
 
 from __future__ import annotations
 
+from starlette.requests import Request
+from starlette.responses import Response
+
 from shared.auth import ScopeKind
-from shared.routing import ApiRoute
-from tracking.core.auth import MANAGING_KINDS
-from tracking.core.scoped import (
-    ResourceRoutes,
-    ScopedListQuery,
-    create_handler,
-    delete_handler,
-    get_handler,
-    list_handler,
-    query_extras,
-)
+from shared.db import transaction
+from shared.listing import read_list
+from shared.pagination import Page
+from shared.responses import render_null
+from shared.routing import ApiRoute, api_route, parse_json, parse_query
+from tracking.core.auth import MANAGING_KINDS, caller, caller_id, object_id
+from tracking.core.listing import query_extras
+from tracking.core.rendering import render_one, render_page
+from tracking.core.schemas import HydrateQuery, ScopedListQuery
 from tracking.deployment.repository import DEPLOYMENTS
 from tracking.deployment.schemas import DeploymentRequest, DeploymentResponse, deployment_response
 from tracking.deployment.service import DeploymentService
 
 LIST_QUERY = DEPLOYMENTS.query_model(extra=query_extras(ScopedListQuery))
-
-list_deployments = list_handler(DeploymentService, DEPLOYMENTS, deployment_response)
 SCOPE = ScopeKind.DEPLOYMENT
-create = create_handler(
-    DeploymentService, DeploymentRequest, deployment_response, kinds=MANAGING_KINDS
-)
-get = get_handler(DeploymentService, "deployment_id", deployment_response, scope=SCOPE)
-delete = delete_handler(DeploymentService, "deployment_id", scope=SCOPE)
 
 
-DEPLOYMENT = ResourceRoutes(
-    path="/api/v1/deployments",
-    id_param="deployment_id",
-    label="Deployment",
-    plural="Deployments",
-    tag="deployments",
-    request=DeploymentRequest,
-    response=DeploymentResponse,
-    list_query=LIST_QUERY,
-)
+async def list_(request: Request) -> Response:
+    caller(request)
+    listing = await read_list(request, DEPLOYMENTS)
+    query = parse_query(request, ScopedListQuery)
+    async with transaction(request) as session:
+        total, items = await DeploymentService(session).list_page(listing, query)
+    return await render_page(request, listing, total, items, deployment_response)
+
+
+async def create(request: Request) -> Response:
+    user_id = caller_id(request, kinds=MANAGING_KINDS)
+    body = await parse_json(request, DeploymentRequest)
+    async with transaction(request) as session:
+        item = await DeploymentService(session).create(body, user_id)
+    return await render_one(request, item, deployment_response, hydrate=True)
+
+
+async def get(request: Request) -> Response:
+    deployment_id = object_id(request, "deployment_id", SCOPE)
+    query = parse_query(request, HydrateQuery)
+    async with transaction(request) as session:
+        item = await DeploymentService(session).get(deployment_id)
+    return await render_one(request, item, deployment_response, hydrate=query.hydrate)
+
+
+async def delete(request: Request) -> Response:
+    deployment_id = object_id(request, "deployment_id", SCOPE)
+    async with transaction(request) as session:
+        await DeploymentService(session).delete(deployment_id)
+    return render_null()
 
 
 def routes() -> list[ApiRoute]:
-    return DEPLOYMENT.routes(list_=list_deployments, create=create, get=get, delete=delete)
+    many = "/api/v1/deployments"
+    one = many + "/{deployment_id}"
+    tags = ["deployments"]
+    return [
+        api_route(
+            many,
+            list_,
+            method="GET",
+            summary="List Deployments",
+            tags=tags,
+            query=LIST_QUERY,
+            response=Page[DeploymentResponse],
+            errors=(400, 404),
+        ),
+        api_route(
+            many,
+            create,
+            method="POST",
+            summary="Create Deployment",
+            tags=tags,
+            body=DeploymentRequest,
+            response=DeploymentResponse,
+            errors=(400, 404, 409),
+        ),
+        api_route(
+            one,
+            get,
+            method="GET",
+            summary="Get Deployment",
+            tags=tags,
+            query=HydrateQuery,
+            response=DeploymentResponse,
+            errors=(404,),
+        ),
+        api_route(
+            one, delete, method="DELETE", summary="Delete Deployment", tags=tags, errors=(400, 404)
+        ),
+    ]

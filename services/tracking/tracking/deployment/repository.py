@@ -8,7 +8,8 @@ from sqlmodel import col
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from shared.listing import Condition, Field, Kind, ListSpec, SortKey, column_field, name_or_id
-from tracking.core.scoped import ScopedRepository, scoped_fields, scoped_sort_keys
+from tracking.core.listing import scoped_fields, scoped_sort_keys
+from tracking.core.repository import ScopedRepository
 from tracking.models import Deployment, Pipeline, PipelineSnapshot
 from tracking.tag.service import tags_field, tags_sort
 
@@ -22,9 +23,9 @@ _by_pipeline = name_or_id(
 )
 
 
-def _pipeline(cond: Condition, dialect: str) -> ColumnElement[bool]:
+def _pipeline(cond: Condition) -> ColumnElement[bool]:
     """Deployments whose snapshot belongs to the pipeline (name or id)."""
-    snapshots = sa_select(col(PipelineSnapshot.id)).where(_by_pipeline.sql(cond, dialect))
+    snapshots = sa_select(col(PipelineSnapshot.id)).where(_by_pipeline.sql(cond))
     return col(Deployment.snapshot_id).in_(snapshots)
 
 

@@ -11,8 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from shared.users import NestedUser
 from tracking.artifact.schemas import TagName
 from tracking.component.schemas import ComponentResponse
-from tracking.core.schemas import ProjectScopedBody
-from tracking.core.scoped import EnvelopeShape, NamedResponse, ScopedRequest
+from tracking.core.rendering import EnvelopeShape
+from tracking.core.schemas import NamedResponse, ProjectScopedBody, ScopedRequest
 from tracking.pipeline.schemas import (
     PipelineResponse,
     PipelineSnapshotResponse,

@@ -15,7 +15,9 @@ from shared.listing import Listing
 from tracking.component.flavors import StackComponentType
 from tracking.component.schemas import nested_component
 from tracking.component.service import ComponentNotFound
-from tracking.core.scoped import NameTaken, ScopedListQuery, ScopedNotFound, ScopedService
+from tracking.core.errors import NameTaken, ScopedNotFound
+from tracking.core.schemas import ScopedListQuery
+from tracking.core.service import ScopedService
 from tracking.deployment.repository import DEPLOYMENTS, TAG_RESOURCE, DeploymentRepository
 from tracking.deployment.schemas import DeploymentItem, DeploymentRequest
 from tracking.models import Deployment, Pipeline, PipelineSnapshot, Stack, StackComponent

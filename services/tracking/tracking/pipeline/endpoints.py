@@ -1,64 +1,98 @@
-"""``/pipelines`` and ``/pipeline_snapshots``: what runs and deployments refer to."""
+"""``/pipelines``: what snapshots, runs and deployments refer to."""
 
 from __future__ import annotations
 
-from shared.routing import ApiRoute
-from tracking.core.scoped import (
-    ResourceRoutes,
-    ScopedListQuery,
-    create_handler,
-    delete_handler,
-    get_handler,
-    list_handler,
-    query_extras,
-)
+import uuid
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from shared.db import transaction
+from shared.listing import read_list
+from shared.pagination import Page
+from shared.responses import render_null
+from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
+from tracking.core.auth import caller, caller_id
+from tracking.core.listing import query_extras
+from tracking.core.rendering import render_one, render_page
+from tracking.core.schemas import HydrateQuery, ScopedListQuery
 from tracking.pipeline.repository import PIPELINES
-from tracking.pipeline.schemas import (
-    PipelineRequest,
-    PipelineResponse,
-    PipelineSnapshotRequest,
-    PipelineSnapshotResponse,
-    pipeline_response,
-    snapshot_response,
-)
-from tracking.pipeline.service import PipelineService, SnapshotService
+from tracking.pipeline.schemas import PipelineRequest, PipelineResponse, pipeline_response
+from tracking.pipeline.service import PipelineService
 
 LIST_QUERY = PIPELINES.query_model(extra=query_extras(ScopedListQuery))
 
 
-list_pipelines = list_handler(PipelineService, PIPELINES, pipeline_response)
-create = create_handler(PipelineService, PipelineRequest, pipeline_response)
-create_snapshot = create_handler(SnapshotService, PipelineSnapshotRequest, snapshot_response)
-get = get_handler(PipelineService, "pipeline_id", pipeline_response)
-delete = delete_handler(PipelineService, "pipeline_id")
-get_snapshot = get_handler(SnapshotService, "snapshot_id", snapshot_response)
-delete_snapshot = delete_handler(SnapshotService, "snapshot_id")
+async def list_(request: Request) -> Response:
+    caller(request)
+    listing = await read_list(request, PIPELINES)
+    query = parse_query(request, ScopedListQuery)
+    async with transaction(request) as session:
+        total, items = await PipelineService(session).list_page(listing, query)
+    return await render_page(request, listing, total, items, pipeline_response)
 
 
-PIPELINE = ResourceRoutes(
-    path="/api/v1/pipelines",
-    id_param="pipeline_id",
-    label="Pipeline",
-    plural="Pipelines",
-    tag="pipelines",
-    request=PipelineRequest,
-    response=PipelineResponse,
-    list_query=LIST_QUERY,
-)
-SNAPSHOT = ResourceRoutes(
-    path="/api/v1/pipeline_snapshots",
-    id_param="snapshot_id",
-    label="Snapshot",
-    plural="Snapshots",
-    tag="pipeline_snapshots",
-    request=PipelineSnapshotRequest,
-    response=PipelineSnapshotResponse,
-    list_query=LIST_QUERY,
-)
+async def create(request: Request) -> Response:
+    user_id = caller_id(request)
+    body = await parse_json(request, PipelineRequest)
+    async with transaction(request) as session:
+        item = await PipelineService(session).create(body, user_id)
+    return await render_one(request, item, pipeline_response, hydrate=True)
+
+
+async def get(request: Request) -> Response:
+    caller_id(request)
+    pipeline_id = path_param(request, "pipeline_id", uuid.UUID)
+    query = parse_query(request, HydrateQuery)
+    async with transaction(request) as session:
+        item = await PipelineService(session).get(pipeline_id)
+    return await render_one(request, item, pipeline_response, hydrate=query.hydrate)
+
+
+async def delete(request: Request) -> Response:
+    caller_id(request)
+    pipeline_id = path_param(request, "pipeline_id", uuid.UUID)
+    async with transaction(request) as session:
+        await PipelineService(session).delete(pipeline_id)
+    return render_null()
 
 
 def routes() -> list[ApiRoute]:
+    many = "/api/v1/pipelines"
+    one = many + "/{pipeline_id}"
+    tags = ["pipelines"]
     return [
-        *PIPELINE.routes(list_=list_pipelines, create=create, get=get, delete=delete),
-        *SNAPSHOT.routes(create=create_snapshot, get=get_snapshot, delete=delete_snapshot),
+        api_route(
+            many,
+            list_,
+            method="GET",
+            summary="List Pipelines",
+            tags=tags,
+            query=LIST_QUERY,
+            response=Page[PipelineResponse],
+            errors=(400, 404),
+        ),
+        api_route(
+            many,
+            create,
+            method="POST",
+            summary="Create Pipeline",
+            tags=tags,
+            body=PipelineRequest,
+            response=PipelineResponse,
+            errors=(400, 404, 409),
+        ),
+        api_route(
+            one,
+            get,
+            method="GET",
+            summary="Get Pipeline",
+            tags=tags,
+            query=HydrateQuery,
+            response=PipelineResponse,
+            errors=(404,),
+        ),
+        api_route(
+            one, delete, method="DELETE", summary="Delete Pipeline", tags=tags, errors=(400, 404)
+        ),
     ]

@@ -9,8 +9,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from shared.users import NestedUser
-from tracking.core.schemas import ProjectScopedBody
-from tracking.core.scoped import EnvelopeShape, NamedResponse, ScopedRequest
+from tracking.core.rendering import EnvelopeShape
+from tracking.core.schemas import NamedResponse, ProjectScopedBody, ScopedRequest
 from tracking.tag.schemas import TagResponse
 
 

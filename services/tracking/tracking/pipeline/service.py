@@ -11,13 +11,10 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from shared.db import new_id, utcnow
 from shared.errors import NotFound
 from shared.listing import Listing
-from tracking.core.scoped import (
-    NameTaken,
-    ScopedListQuery,
-    ScopedNotFound,
-    ScopedRow,
-    ScopedService,
-)
+from tracking.core.errors import NameTaken, ScopedNotFound
+from tracking.core.repository import ScopedRow
+from tracking.core.schemas import ScopedListQuery
+from tracking.core.service import ScopedService
 from tracking.models import Pipeline, Stack
 from tracking.pipeline.repository import PIPELINES, PipelineRepository, SnapshotRepository
 from tracking.pipeline.schemas import PipelineRequest, PipelineSnapshotRequest

@@ -1,4 +1,4 @@
-"""``/runs`` and ``/steps``: the runs and step runs that link artifact versions."""
+"""``/runs``: pipeline runs, and runs of a snapshot (``/pipeline_snapshots/{id}/runs``)."""
 
 from __future__ import annotations
 
@@ -10,41 +10,39 @@ from starlette.responses import Response
 from shared.auth import ScopeKind, TokenKind
 from shared.db import transaction
 from shared.errors import AuthorizationFailed, Conflict
+from shared.listing import read_list
 from shared.pagination import Page
-from shared.responses import render
+from shared.responses import render, render_null
 from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
 from shared.users import users_by_id
-from tracking.core.auth import MANAGING_KINDS, caller, caller_id
-from tracking.core.schemas import HydrateQuery
-from tracking.core.scoped import (
-    ScopedListQuery,
-    create_handler,
-    delete_handler,
-    get_handler,
-    list_handler,
-    query_extras,
-    render_one,
-    update_handler,
-)
+from tracking.core.auth import MANAGING_KINDS, caller, caller_id, object_id
+from tracking.core.listing import query_extras
+from tracking.core.rendering import render_one, render_page
+from tracking.core.schemas import HydrateQuery, ScopedListQuery
 from tracking.pipeline_run.repository import RUNS
 from tracking.pipeline_run.schemas import (
     PipelineRunRequest,
     PipelineRunResponse,
     PipelineRunUpdate,
     PipelineSnapshotRunRequest,
-    StepRunRequest,
-    StepRunResponse,
     run_response,
-    step_response,
 )
-from tracking.pipeline_run.service import RunService, StepService
+from tracking.pipeline_run.service import RunService
 from tracking.settings import Settings
 
 LIST_QUERY = RUNS.query_model(extra=query_extras(ScopedListQuery))
 
 
-list_runs = list_handler(RunService, RUNS, run_response)
-create_step = create_handler(StepService, StepRunRequest, step_response)
+SCOPE = ScopeKind.PIPELINE_RUN
+
+
+async def list_(request: Request) -> Response:
+    caller(request)
+    listing = await read_list(request, RUNS)
+    query = parse_query(request, ScopedListQuery)
+    async with transaction(request) as session:
+        total, items = await RunService(session).list_page(listing, query)
+    return await render_page(request, listing, total, items, run_response)
 
 
 async def get_or_create_run(request: Request) -> Response:
@@ -98,28 +96,35 @@ async def run_snapshot(request: Request) -> Response:
     return await render_one(request, item, run_response, hydrate=True)
 
 
-async def get_step(request: Request) -> Response:
-    caller(request)
-    step_id = path_param(request, "step_id", uuid.UUID)
+async def get(request: Request) -> Response:
+    run_id = object_id(request, "run_id", SCOPE)
     query = parse_query(request, HydrateQuery)
     async with transaction(request) as session:
-        item = await StepService(session).get(step_id)
-    return await render_one(request, item, step_response, hydrate=query.hydrate)
+        item = await RunService(session).get(run_id)
+    return await render_one(request, item, run_response, hydrate=query.hydrate)
 
 
-RUN = ScopeKind.PIPELINE_RUN
-get_run = get_handler(RunService, "run_id", run_response, scope=RUN)
-update_run = update_handler(RunService, "run_id", PipelineRunUpdate, run_response, scope=RUN)
-delete_run = delete_handler(RunService, "run_id", scope=RUN)
+async def update(request: Request) -> Response:
+    run_id = object_id(request, "run_id", SCOPE)
+    body = await parse_json(request, PipelineRunUpdate)
+    async with transaction(request) as session:
+        item = await RunService(session).update(run_id, body)
+    return await render_one(request, item, run_response, hydrate=True)
+
+
+async def delete(request: Request) -> Response:
+    run_id = object_id(request, "run_id", SCOPE)
+    async with transaction(request) as session:
+        await RunService(session).delete(run_id)
+    return render_null()
 
 
 def routes() -> list[ApiRoute]:
     runs = "/api/v1/runs"
-    steps = "/api/v1/steps"
     return [
         api_route(
             runs,
-            list_runs,
+            list_,
             method="GET",
             summary="List Runs",
             tags=["runs"],
@@ -149,7 +154,7 @@ def routes() -> list[ApiRoute]:
         ),
         api_route(
             f"{runs}/{{run_id}}",
-            get_run,
+            get,
             method="GET",
             summary="Get Run",
             tags=["runs"],
@@ -159,7 +164,7 @@ def routes() -> list[ApiRoute]:
         ),
         api_route(
             f"{runs}/{{run_id}}",
-            update_run,
+            update,
             method="PUT",
             summary="Update Run",
             tags=["runs"],
@@ -169,30 +174,10 @@ def routes() -> list[ApiRoute]:
         ),
         api_route(
             f"{runs}/{{run_id}}",
-            delete_run,
+            delete,
             method="DELETE",
             summary="Delete Run",
             tags=["runs"],
-            errors=(404,),
-        ),
-        api_route(
-            steps,
-            create_step,
-            method="POST",
-            summary="Create Run Step",
-            tags=["steps"],
-            body=StepRunRequest,
-            response=StepRunResponse,
-            errors=(404, 409),
-        ),
-        api_route(
-            f"{steps}/{{step_id}}",
-            get_step,
-            method="GET",
-            summary="Get Step",
-            tags=["steps"],
-            query=HydrateQuery,
-            response=StepRunResponse,
             errors=(404,),
         ),
     ]

@@ -12,9 +12,10 @@ from sqlalchemy import select as sa_select
 from sqlmodel import col
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from shared.db import core_execute, flush_unique, prepared
+from shared.db import core_execute, flush_unique
 from shared.listing import Kind, ListSpec, SortKey, column_field
-from tracking.core.scoped import ScopedRepository, scoped_fields, scoped_sort_keys
+from tracking.core.listing import scoped_fields, scoped_sort_keys
+from tracking.core.repository import ScopedRepository
 from tracking.models import (
     ArtifactVersion,
     Pipeline,
@@ -49,8 +50,8 @@ def _by_ids(model: Any) -> Any:
     )
 
 
-_SNAPSHOTS = prepared(_by_ids(PipelineSnapshot))
-_PIPELINES = prepared(_by_ids(Pipeline))
+_SNAPSHOTS = _by_ids(PipelineSnapshot)
+_PIPELINES = _by_ids(Pipeline)
 
 
 class RunRepository(ScopedRepository[PipelineRun]):

@@ -15,7 +15,9 @@ from shared.errors import BadRequest, Conflict, NotFound
 from shared.listing import Listing
 from tracking.artifact_version.schemas import version_response
 from tracking.artifact_version.service import ArtifactVersionService
-from tracking.core.scoped import NameTaken, ScopedListQuery, ScopedNotFound, ScopedService
+from tracking.core.errors import NameTaken, ScopedNotFound
+from tracking.core.schemas import ScopedListQuery
+from tracking.core.service import ScopedService
 from tracking.models import PipelineRun, StepRun
 from tracking.pipeline.service import Snapshot, SnapshotNotFound, SnapshotService
 from tracking.pipeline_run.repository import RUNS, RunRepository, StepRepository

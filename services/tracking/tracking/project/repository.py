@@ -8,7 +8,7 @@ from sqlalchemy import select as sa_select
 from sqlmodel import SQLModel, col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from shared.db import by_name_or_id, core_execute, prepared
+from shared.db import by_name_or_id, core_execute
 from shared.listing import (
     Kind,
     Listing,
@@ -44,9 +44,9 @@ class ProjectRef(NamedTuple):
 
 # Built once, run with new values (no statement building per request).
 _REF_COLUMNS = sa_select(col(Project.id), col(Project.name))
-_REF_BY_NAME = prepared(_REF_COLUMNS.where(col(Project.name) == bindparam("name")))
+_REF_BY_NAME = _REF_COLUMNS.where(col(Project.name) == bindparam("name"))
 _BY_ID = col(Project.id) == bindparam("id", type_=Project.__table__.c.id.type)  # type: ignore[attr-defined]
-_REF_BY_ID_OR_NAME = prepared(
+_REF_BY_ID_OR_NAME = (
     _REF_COLUMNS.where(or_(_BY_ID, col(Project.name) == bindparam("name")))
     .order_by(case((_BY_ID, 0), else_=1))
     .limit(1)

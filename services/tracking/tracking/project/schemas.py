@@ -7,8 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from tracking.core.schemas import Timestamps
-from tracking.core.scoped import NamedResponse
+from tracking.core.schemas import NamedResponse, Timestamps
 from tracking.models import Project
 from tracking.project.repository import PROJECTS
 

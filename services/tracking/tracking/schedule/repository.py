@@ -6,7 +6,8 @@ from sqlmodel import col
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from shared.listing import Kind, ListSpec, SortKey, column_field
-from tracking.core.scoped import ScopedRepository, scoped_fields, scoped_sort_keys
+from tracking.core.listing import scoped_fields, scoped_sort_keys
+from tracking.core.repository import ScopedRepository
 from tracking.models import Schedule
 
 SCHEDULES = ListSpec(

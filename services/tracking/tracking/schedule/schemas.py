@@ -10,8 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from shared.types import WireDatetime
 from shared.users import NestedUser
-from tracking.core.schemas import InputDatetime, ProjectScopedBody
-from tracking.core.scoped import EnvelopeShape, NamedResponse, ScopedRequest
+from tracking.core.rendering import EnvelopeShape
+from tracking.core.schemas import InputDatetime, NamedResponse, ProjectScopedBody, ScopedRequest
 
 
 class ScheduleRequest(ScopedRequest):

@@ -12,13 +12,10 @@ from shared.errors import BadRequest
 from shared.listing import Listing
 from tracking.component.flavors import StackComponentType
 from tracking.component.service import ComponentNotFound
-from tracking.core.scoped import (
-    NameTaken,
-    ScopedListQuery,
-    ScopedNotFound,
-    ScopedRow,
-    ScopedService,
-)
+from tracking.core.errors import NameTaken, ScopedNotFound
+from tracking.core.repository import ScopedRow
+from tracking.core.schemas import ScopedListQuery
+from tracking.core.service import ScopedService
 from tracking.models import Schedule, StackComponent
 from tracking.pipeline.service import PipelineService
 from tracking.schedule.repository import SCHEDULES, ScheduleRepository

@@ -14,8 +14,9 @@ from shared.responses import render_null
 from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
 from tracking.component.schemas import UserScopeQuery
 from tracking.core.auth import caller, caller_id
+from tracking.core.listing import query_extras
+from tracking.core.rendering import render_one, render_page
 from tracking.core.schemas import HydrateQuery, ProjectQuery
-from tracking.core.scoped import query_extras, render_one, render_page
 from tracking.stack.repository import STACKS
 from tracking.stack.schemas import StackRequest, StackResponse, StackUpdate, stack_response
 from tracking.stack.service import StackService

@@ -18,8 +18,7 @@ from tracking.component.schemas import (
     nested_component,
     valid_name,
 )
-from tracking.core.schemas import UserScopedBody
-from tracking.core.scoped import NamedResponse
+from tracking.core.schemas import NamedResponse, UserScopedBody
 from tracking.models import Stack, StackComponent
 
 Composition = dict[StackComponentType, list[uuid.UUID]]

@@ -11,12 +11,11 @@ from typing import Any
 from sqlalchemy import String, Table, and_, bindparam, cast, delete, exists, func, not_
 from sqlalchemy import select as sa_select
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from shared.db import core_execute, prepared, utcnow
+from shared.db import core_execute, utcnow
 from shared.listing import Condition, Field, Kind, Op, SortKey
 from shared.listing.sql import condition_sql
 from tracking.models import Tag, TagResource
@@ -32,15 +31,14 @@ def tag_color(name: str) -> ColorVariants:
     return _COLORS[digest[0] % len(_COLORS)]
 
 
+def _insert_new(table: Any) -> Any:
+    """An INSERT that skips rows already there (tags made by a concurrent request)."""
+    return postgresql_insert(table).on_conflict_do_nothing()
+
+
 class TagService:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
-
-    def _insert(self, table: Any) -> Any:
-        """An INSERT that skips rows already there (tags made by a concurrent request)."""
-        if self.session.get_bind().dialect.name == "postgresql":
-            return postgresql_insert(table).on_conflict_do_nothing()
-        return sqlite_insert(table).on_conflict_do_nothing()
 
     async def attach(
         self,
@@ -58,7 +56,7 @@ class TagService:
             return []
         now = utcnow()
         await self.session.exec(
-            self._insert(Tag).values(
+            _insert_new(Tag).values(
                 [
                     {
                         "id": uuid.uuid4(),
@@ -75,7 +73,7 @@ class TagService:
         )
         tags = list((await self.session.exec(select(Tag).where(col(Tag.name).in_(wanted)))).all())
         await self.session.exec(
-            self._insert(TagResource).values(
+            _insert_new(TagResource).values(
                 [
                     {
                         "tag_id": tag.id,
@@ -159,7 +157,7 @@ def tag_ids_column(resource_type: str, id_column: Any) -> Any:
 
 _TAG_TABLE: Table = Tag.__table__  # type: ignore[attr-defined]
 # Built once, run with new values (no statement building per request).
-_TAGS_OF_RESOURCES = prepared(
+_TAGS_OF_RESOURCES = (
     sa_select(col(TagResource.resource_id).label("resource_id"), *_TAG_TABLE.columns)
     .join(Tag, col(Tag.id) == col(TagResource.tag_id))
     .where(
@@ -168,8 +166,8 @@ _TAGS_OF_RESOURCES = prepared(
     )
     .order_by(col(Tag.name))
 )
-_TAGS_BY_ID = prepared(
-    sa_select(*_TAG_TABLE.columns).where(col(Tag.id).in_(bindparam("ids", expanding=True)))
+_TAGS_BY_ID = sa_select(*_TAG_TABLE.columns).where(
+    col(Tag.id).in_(bindparam("ids", expanding=True))
 )
 
 
@@ -185,7 +183,7 @@ def tags_field(resource_type: str, id_column: Any) -> Field:
     """The ``tags`` filter: a condition on tag names, true when any tag matches;
     ``isnull:`` means untagged and ``isnotnull:`` tagged."""
 
-    def build(cond: Condition, dialect: str) -> ColumnElement[bool]:
+    def build(cond: Condition) -> ColumnElement[bool]:
         links = _links(resource_type, id_column)
         any_tag = exists().where(links)
         if cond.op is Op.IS_NULL:
@@ -196,7 +194,7 @@ def tags_field(resource_type: str, id_column: Any) -> Field:
             exists()
             .where(links)
             .where(col(Tag.id) == col(TagResource.tag_id))
-            .where(condition_sql(col(Tag.name), Kind.STRING, cond, dialect))
+            .where(condition_sql(col(Tag.name), Kind.STRING, cond))
         )
         return matching
 
