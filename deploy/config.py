@@ -98,6 +98,7 @@ class Stack:
     entrypoints: tuple[Entrypoint, ...]
     valkey_port: int
     valkey_appendfsync: Appendfsync  # see [valkey] in stack.toml
+    postgres_port: int  # the embedded server's, see [postgres] in stack.toml
     environment: Mapping[str, str]
     services: tuple[Service, ...]
 
@@ -143,13 +144,15 @@ def load_stack(path: Path = DEFAULT_STACK_FILE) -> Stack:
 def parse_stack(raw: Mapping[str, Any]) -> Stack:
     """Validate an already-parsed stack document (the body of :func:`load_stack`)."""
     _no_unknown_keys(
-        raw, {"gateway", "entrypoint", "valkey", "environment", "service"}, "top level"
+        raw, {"gateway", "entrypoint", "valkey", "postgres", "environment", "service"}, "top level"
     )
     gateway = _table(raw, "gateway", "top level")
     _no_unknown_keys(gateway, {"listen", "client_max_body_size"}, "[gateway]")
     body_size = _body_size(gateway, "[gateway]", "10m")
     valkey = _table(raw, "valkey", "top level")
     _no_unknown_keys(valkey, {"port", "appendfsync"}, "[valkey]")
+    postgres = _table(raw, "postgres", "top level")
+    _no_unknown_keys(postgres, {"port"}, "[postgres]")
     stack = Stack(
         listen=_get(gateway, "listen", str, "[gateway]", "127.0.0.1"),
         client_max_body_size=body_size,
@@ -159,6 +162,7 @@ def parse_stack(raw: Mapping[str, Any]) -> Stack:
         ),
         valkey_port=_port(valkey, "[valkey]"),
         valkey_appendfsync=_appendfsync(valkey, "[valkey]"),
+        postgres_port=_port(postgres, "[postgres]"),
         environment=_env_table(raw.get("environment", {}), "[environment]"),
         services=tuple(
             _service(item, f"[[service]] #{i + 1}") for i, item in enumerate(_array(raw, "service"))
@@ -294,7 +298,7 @@ def _check_references(stack: Stack) -> None:
     """Cross-entry rules: unique names and ports, one issuer, routes owned once."""
     _unique([e.name for e in stack.entrypoints], "entrypoint name")
     _unique([s.name for s in stack.services], "service name")
-    ports = [e.port for e in stack.entrypoints] + [stack.valkey_port]
+    ports = [e.port for e in stack.entrypoints] + [stack.valkey_port, stack.postgres_port]
     _unique(ports + [s.port for s in stack.web_services if s.port], "port")
     if not stack.entrypoints:
         raise StackConfigError("at least one [[entrypoint]] is needed")

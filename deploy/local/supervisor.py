@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 TAIL_LINES = 40
 _LINE_LIMIT = 1 << 20
@@ -43,13 +43,14 @@ def _load_prctl() -> Callable[..., int] | None:
 _PRCTL = _load_prctl()
 
 
-def _child_setup(launcher_pid: int) -> Callable[[], None]:
+def die_with(parent_pid: int, sig: signal.Signals = signal.SIGTERM) -> Callable[[], None]:
+    """A ``preexec_fn`` that has the kernel send the child ``sig`` when ``parent_pid``
+    (the process starting it) dies (Linux; elsewhere nothing)."""
+
     def setup() -> None:
         if _PRCTL is not None:
-            # SIGTERM rather than SIGKILL: every child shuts down cleanly on it (Valkey
-            # fsyncs its AOF), and each of them does exit on it.
-            _PRCTL(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-        if os.getppid() != launcher_pid:  # the launcher died before prctl took effect
+            _PRCTL(_PR_SET_PDEATHSIG, sig, 0, 0, 0)
+        if os.getppid() != parent_pid:  # the parent died before prctl took effect
             os._exit(1)
 
     return setup
@@ -133,8 +134,10 @@ class Supervisor:
         cwd: Path,
         stage: int,
         stop_signal: signal.Signals = signal.SIGTERM,
+        run_as: Mapping[str, Any] | None = None,
     ) -> Child:
-        """Start ``argv`` in a new process group and begin streaming its output."""
+        """Start ``argv`` in a new process group and begin streaming its output;
+        ``run_as``: ``subprocess`` arguments that choose its user."""
         self._width = max(self._width, len(name))
         process = await asyncio.create_subprocess_exec(
             *argv,
@@ -144,8 +147,11 @@ class Supervisor:
             env=dict(env),
             cwd=cwd,
             process_group=0,
-            preexec_fn=_child_setup(os.getpid()),
+            # SIGTERM rather than SIGKILL: every child shuts down cleanly on it (Valkey
+            # fsyncs its AOF), and each of them does exit on it.
+            preexec_fn=die_with(os.getpid()),
             limit=_LINE_LIMIT,
+            **(run_as or {}),
         )
         child = Child(name=name, process=process, stage=stage, stop_signal=stop_signal)
         self.children.append(child)

@@ -85,3 +85,31 @@ def test_the_banner_after_a_first_start_says_where_the_password_was_printed(tmp_
     text = banner(tmp_path, {}, fresh=set())
     assert f"printed in agent-accounts's log at the first start with {tmp_path}" in text
     assert f"(set {AGENT_PASSWORD} before a first start to choose it)" in text
+
+
+def test_the_banner_names_the_embedded_postgresql_and_where_its_data_is(tmp_path):
+    text = banner(tmp_path, {}, fresh=set())
+    assert (
+        "  database: the embedded PostgreSQL at postgresql://postgres@127.0.0.1:5499/postgres "
+        f"(data in {tmp_path}/postgres)"
+    ) in text
+
+
+def test_the_banner_names_a_given_server_without_its_password(tmp_path):
+    given = options(tmp_path, "--database-url", "postgresql://app:s3cret@db.example/postgres")
+    text = "\n".join(_banner(given, Plan(), {"TRACKING_DATABASE_URL": "postgresql://t/t"}, set()))
+    assert "  database: PostgreSQL at postgresql://app:***@db.example/postgres; tracking on" in text
+    assert "s3cret" not in text
+
+
+def test_the_banner_says_when_every_service_has_its_own_database(tmp_path):
+    own = {
+        f"{name}_DATABASE_URL": f"postgresql://h/{name.lower()}"
+        for name in ("IDENTITY", "TRACKING", "WEBHOOKS", "AGENT_ACCOUNTS")
+    }
+    text = banner(tmp_path, own, fresh=set())
+    assert (
+        "  database: identity, tracking, webhooks, agent-accounts on the database "
+        "<SERVICE>_DATABASE_URL names"
+    ) in text
+    assert "embedded" not in text

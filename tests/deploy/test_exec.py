@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -24,7 +25,6 @@ import pytest
 
 from deploy.local import execute, secrets
 from deploy.local.datadir import SetupError
-from deploy.local.environment import database_path
 from deploy.local.options import (
     FLAGS_WITHOUT_VALUE,
     REPO_ROOT,
@@ -38,7 +38,8 @@ from identity.auth.service import password_subject
 from shared.redis import Keys, create_redis
 from shared.throttle import LoginThrottle, LoginThrottleSettings
 from tests.deploy.test_launcher import launcher_env, start_launcher, write_fake_stack
-from tests.support.processes import PASSWORDS, launch_stack, process_environment
+from tests.support.databases import Databases
+from tests.support.processes import PASSWORDS, launch_stack, process_environment, stack_databases
 
 
 def exec_of(*argv: str, environ: dict[str, str] | None = None) -> Command:
@@ -110,7 +111,7 @@ def test_the_command_gets_the_services_settings_and_the_data_dirs_secrets(tmp_pa
 
     assert argv == [sys.executable, "-m", "identity", "make-admin", "x"]
     assert notes == []
-    assert env["DATABASE_URL"] == f"sqlite+aiosqlite:///{database_path(tmp_path, 'identity')}"
+    assert env["DATABASE_URL"] == f"postgresql+asyncpg://postgres@127.0.0.1:{5499 + 5}/identity"
     assert env["REDIS_URL"] == f"redis://127.0.0.1:{6399 + 5}/0"
     assert env["REDIS_NAMESPACE"] == "platform"
     assert env["SERVER_ID"] == stored.server_id
@@ -152,14 +153,15 @@ def run_exec(
 
 
 def test_a_command_runs_with_the_running_services_environment_then_without_the_stack(
-    tmp_path,
+    scratch,
 ):
-    process, log, children = start_launcher(tmp_path)
+    """Without the stack, its embedded PostgreSQL runs for the command alone."""
+    process, log, children = start_launcher(scratch)
     try:
         running = process_environment(children["identity"])
 
         done, report = run_exec(
-            tmp_path, "identity", "command", "reset-password", "--password-stdin", "default",
+            scratch, "identity", "command", "reset-password", "--password-stdin", "default",
             stdin="the new password\n",
         )  # fmt: skip
 
@@ -175,9 +177,11 @@ def test_a_command_runs_with_the_running_services_environment_then_without_the_s
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=20) == 0, log.read_text()
 
-    done, report = run_exec(tmp_path, "identity", "command", "--exit", "3")
+    done, report = run_exec(scratch, "identity", "command", "--exit", "3")
 
     assert done.returncode == 3
+    assert "database system is shut down" in (scratch / "data/run/postgres-exec.log").read_text()
+    assert not (scratch / "data/postgres/postmaster.pid").exists()
     assert report is not None
     assert report["env"] == running
     valkey = running["REDIS_URL"]
@@ -211,10 +215,12 @@ def test_exec_refusals_are_one_line_and_exit_2(tmp_path):
 
 
 def exec_real(
-    data_dir: Path, offset: int, *argv: str, stdin: str = ""
+    data_dir: Path, offset: int, databases: dict[str, str], *argv: str, stdin: str = ""
 ) -> subprocess.CompletedProcess[str]:
-    """``exec`` on the real stack file, without the caller's stack variables or passwords."""
+    """``exec`` on the real stack file with the stack's ``databases``, without the caller's
+    stack variables or passwords."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("STACK_") and k not in PASSWORDS}
+    env |= {f"{name.upper().replace('-', '_')}_DATABASE_URL": u for name, u in databases.items()}
     flags = ["--data-dir", str(data_dir), "--port-offset", str(offset)]
     return exec_command(*flags, *argv, env=env, stdin=stdin)
 
@@ -231,10 +237,20 @@ async def lock_out(redis_url: str, account: str) -> None:
         await redis.aclose()
 
 
+@pytest.fixture
+async def databases_of_stack(databases: Databases) -> AsyncIterator[dict[str, str]]:
+    async with stack_databases(databases) as urls:
+        yield urls
+
+
 @pytest.mark.e2e
-def test_an_operator_resets_a_locked_out_admins_password_on_the_local_stack(tmp_path):
+def test_an_operator_resets_a_locked_out_admins_password_on_the_local_stack(
+    tmp_path, databases_of_stack
+):
     data_dir = tmp_path / "data"
-    with launch_stack(data_dir, admin_password="the first password") as stack:
+    with launch_stack(
+        data_dir, admin_password="the first password", databases=databases_of_stack
+    ) as stack:
         identity_env = process_environment(stack.children["identity"])
         valkey_port = urlsplit(identity_env["REDIS_URL"]).port
         assert valkey_port is not None
@@ -248,7 +264,8 @@ def test_an_operator_resets_a_locked_out_admins_password_on_the_local_stack(tmp_
             assert locked.status_code == 429
 
             done = exec_real(
-                data_dir, offset, "identity", "reset-password", "--password-stdin", "default",
+                data_dir, offset, databases_of_stack,
+                "identity", "reset-password", "--password-stdin", "default",
                 stdin="the operator's password\n",
             )  # fmt: skip
 
@@ -260,11 +277,11 @@ def test_an_operator_resets_a_locked_out_admins_password_on_the_local_stack(tmp_
             assert again.status_code == 200, again.text
 
     # The stack is stopped: what needs only the database works, what needs Redis says so.
-    done = exec_real(data_dir, offset, "identity", "make-admin", "default")
+    done = exec_real(data_dir, offset, databases_of_stack, "identity", "make-admin", "default")
     assert done.returncode == 0, done.stderr
     assert done.stdout == "'default' is an active admin.\n"
     started = time.monotonic()
-    done = exec_real(data_dir, offset, "identity", "reset-password", "default")
+    done = exec_real(data_dir, offset, databases_of_stack, "identity", "reset-password", "default")
     assert time.monotonic() - started < 20
     assert done.returncode == 1
     assert done.stdout == ""

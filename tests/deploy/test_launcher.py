@@ -7,6 +7,7 @@ depending on the real services (tests/e2e covers those).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -17,16 +18,19 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import asyncpg
 import httpx
 import pytest
 import redis
 
 from shared.errors import NO_SUCH_ENDPOINT
+from tests.support.postgres_server import scratch_directory
 from tests.support.processes import (
     LaunchedStack,
     below_ephemeral_ports,
     live_processes,
     port_free,
+    process_environment,
 )
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -58,6 +62,9 @@ error_style = "agent"
 [valkey]
 port = {base}
 appendfsync = "always"
+
+[postgres]
+port = {postgres}
 
 [environment]
 REDIS_NAMESPACE = "platform"
@@ -108,10 +115,10 @@ routes = ["/"]
 
 
 def write_fake_stack(path: Path, *, crash_tracking: bool = False) -> dict[str, int]:
-    """A fake stack file on six consecutive free ports; returns the ports."""
+    """A fake stack file on seven consecutive free ports; returns the ports."""
     for _ in range(200):
-        base = below_ephemeral_ports(6)
-        names = ["base", "identity", "tracking", "agent_accounts", "platform", "agent"]
+        base = below_ephemeral_ports(7)
+        names = ["base", "identity", "tracking", "agent_accounts", "platform", "agent", "postgres"]
         ports = {name: base + i for i, name in enumerate(names)}
         if all(port_free(p) for p in ports.values()):
             extra = ', FAKE_CRASH = "1"' if crash_tracking else ""
@@ -146,8 +153,12 @@ def run_launcher(
 
 
 @pytest.fixture(scope="module")
-def launched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LaunchedStack]:
-    root = tmp_path_factory.mktemp("launcher")
+def launched() -> Iterator[LaunchedStack]:
+    with scratch_directory() as root:
+        yield from launch_fake_stack(root)
+
+
+def launch_fake_stack(root: Path) -> Iterator[LaunchedStack]:
     ports = write_fake_stack(root / "stack.toml")
     log = root / "launcher.log"
     with log.open("wb") as output:
@@ -317,26 +328,53 @@ def test_secrets_are_private_and_never_printed(launched):
     assert "only-for-identity" not in output
 
 
+def test_each_web_service_gets_a_database_of_its_own_on_the_embedded_server(launched):
+    server = f"postgresql+asyncpg://postgres@127.0.0.1:{launched.ports['postgres']}"
+    for name, database in [("tracking", "tracking"), ("tracking-worker", "tracking"),
+                           ("agent-accounts", "agent_accounts")]:  # fmt: skip
+        url = process_environment(launched.children[name])["DATABASE_URL"]
+        assert url == f"{server}/{database}"
+        assert asyncio.run(database_answers(url.replace("+asyncpg", ""))) == database
+    output = launched.output()
+    assert (
+        f"postgres is ready at postgresql://postgres@127.0.0.1:{launched.ports['postgres']}"
+        in output
+    )
+    assert "database: the embedded PostgreSQL at postgresql://postgres@127.0.0.1:" in output
+
+
+async def database_answers(url: str) -> str:
+    connection = await asyncpg.connect(url)
+    try:
+        name: str = await connection.fetchval("SELECT current_database()")
+        return name
+    finally:
+        await connection.close()
+
+
 def test_sigterm_stops_everything_and_exits_0(launched):
-    """Runs last in this module: it stops the launcher."""
+    """Runs last in this module: it stops the launcher (PostgreSQL last of all)."""
     assert launched.process.poll() is None, launched.output()
     launched.process.send_signal(signal.SIGTERM)
     assert launched.process.wait(timeout=20) == 0, launched.output()
+    stops = [line.split("|")[0].strip() for line in launched.output().splitlines()
+             if "shut down" in line or "stopped" in line]  # fmt: skip
+    assert stops[-2:] == ["postgres", "stack"]
     groups = set(launched.children.values())
     assert live_processes(groups, str(launched.data_dir)) == []
     assert not (launched.data_dir / "run" / "processes.json").exists()
 
 
-def test_a_service_that_crashes_at_start_fails_the_launch_with_its_log(tmp_path):
-    write_fake_stack(tmp_path / "stack.toml", crash_tracking=True)
-    result = run_launcher(tmp_path)
+def test_a_service_that_crashes_at_start_fails_the_launch_with_its_log(scratch):
+    write_fake_stack(scratch / "stack.toml", crash_tracking=True)
+    result = run_launcher(scratch)
     assert result.returncode == 1
     errors = [line for line in result.stdout.splitlines() if "| error: tracking exited" in line]
     assert len(errors) == 1
     assert "code 3" in errors[0]
     assert "last lines of tracking:" in result.stdout
     assert "crashing on purpose" in result.stdout.split("last lines of tracking:")[1]
-    assert live_processes(set(), str(tmp_path / "data")) == []
+    assert live_processes(set(), str(scratch / "data")) == []
 
 
 def start_launcher(tmp_path: Path) -> tuple[subprocess.Popen[bytes], Path, dict[str, int]]:
@@ -361,26 +399,34 @@ def start_launcher(tmp_path: Path) -> tuple[subprocess.Popen[bytes], Path, dict[
     return process, log, children
 
 
-def test_killed_launcher_leaves_no_process(tmp_path):
-    process, _log, children = start_launcher(tmp_path)
+def test_killed_launcher_leaves_no_process_and_the_next_one_starts(scratch):
+    process, _log, children = start_launcher(scratch)
     process.kill()
     process.wait()
     deadline = time.monotonic() + 10
-    while live_processes(set(children.values()), str(tmp_path / "data")):
+    while live_processes(set(children.values()), str(scratch / "data")):
         assert time.monotonic() < deadline, live_processes(set(children.values()), "-")
         time.sleep(0.1)
+    # Had PostgreSQL been killed too, its lock file would name a pid another process may
+    # have now (here, this one).
+    lock = scratch / "data" / "postgres" / "postmaster.pid"
+    lock.write_text(f"{os.getpid()}\n{lock.parent}\n1700000000\n1\n\n127.0.0.1\n 1 2\nready\n")
+
+    process, log, children = start_launcher(scratch)
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=20) == 0, log.read_text()
 
 
-def test_one_ctrl_c_delivered_twice_still_stops_gracefully(tmp_path):
+def test_one_ctrl_c_delivered_twice_still_stops_gracefully(scratch):
     """Under `make run` the terminal and `uv run` both pass Ctrl-C on."""
-    process, log, children = start_launcher(tmp_path)
+    process, log, children = start_launcher(scratch)
     process.send_signal(signal.SIGINT)
     process.send_signal(signal.SIGINT)
     assert process.wait(timeout=20) == 0, log.read_text()
     output = log.read_text()
     assert "killing every process now" not in output
     assert "stopped" in output
-    assert live_processes(set(children.values()), str(tmp_path / "data")) == []
+    assert live_processes(set(children.values()), str(scratch / "data")) == []
 
 
 def test_busy_port_is_one_line_and_exit_2(tmp_path):

@@ -66,6 +66,9 @@ def _service(raw: dict[str, Any], name: str) -> dict[str, Any]:
             "a worker has no client_max_body_size",
         ),
         (lambda r: r.pop("valkey"), "a [valkey] table is required"),
+        (lambda r: r.pop("postgres"), "a [postgres] table is required"),
+        (lambda r: r["postgres"].update(port=6399), "port 6399 is used more than once"),
+        (lambda r: r["postgres"].update(fsync="off"), "[postgres]: unknown key(s) fsync"),
         (
             lambda r: r["valkey"].update(appendfsync="no"),
             "[valkey]: appendfsync must be one of always, everysec",
@@ -126,6 +129,7 @@ def test_stack_file_errors_name_the_file(tmp_path):
 def test_port_offset_shifts_internal_ports_only():
     plan = plan_ports(STACK, 1000, {"platform": 8080, "agent": 8090})
     assert plan.valkey == 7399
+    assert plan.postgres == 6499
     assert plan.services["identity"] == 9101
     assert plan.entrypoints == {"platform": 8080, "agent": 8090}
 
@@ -184,7 +188,7 @@ def test_service_environment(tmp_path):
     }
 
     identity = service_environment(options, STACK.service("identity"), secrets, launcher_env)
-    assert identity["DATABASE_URL"] == f"sqlite+aiosqlite:///{tmp_path}/data/identity.db"
+    assert identity["DATABASE_URL"] == "postgresql+asyncpg://postgres@127.0.0.1:5599/identity"
     assert identity["REDIS_URL"] == "redis://127.0.0.1:6499/0"
     assert identity["JWKS_URL"] == "http://127.0.0.1:8201/.well-known/jwks.json"
     assert identity["DEFAULT_ADMIN_PASSWORD"] == "pw"
@@ -192,13 +196,41 @@ def test_service_environment(tmp_path):
     assert "SERVICE_CLIENT_ID" not in identity
 
     worker = service_environment(options, STACK.service("webhooks-worker"), secrets, launcher_env)
-    assert worker["DATABASE_URL"].endswith("/data/webhooks.db")
+    assert worker["DATABASE_URL"] == "postgresql+asyncpg://postgres@127.0.0.1:5599/webhooks"
     assert worker["SERVICE_CLIENT_ID"] == "webhooks"
     assert worker["SERVICE_CLIENT_SECRET"] == secrets.clients["webhooks"]
     assert "DEFAULT_ADMIN_PASSWORD" not in worker
     assert worker["PATH"] == "/bin"
 
     assert worker["REDIS_NAMESPACE"] == "platform"
+
+
+def test_a_server_url_puts_every_services_database_on_that_server(tmp_path):
+    server = "postgresql://app:s3cret@db.example:5433/postgres"
+    options = parse_options(["--data-dir", str(tmp_path)], {"STACK_DATABASE_URL": server})
+    assert options == parse_options(["--data-dir", str(tmp_path), "--database-url", server], {})
+    secrets, _ = load_or_create(tmp_path, STACK)
+    for name, database in [("tracking", "tracking"), ("agent-accounts", "agent_accounts")]:
+        env = service_environment(options, STACK.service(name), secrets, {})
+        url = env["DATABASE_URL" if name == "tracking" else "SERVICE_DATABASE_URL"]
+        assert url == f"postgresql+asyncpg://app:s3cret@db.example:5433/{database}"
+
+
+def test_a_services_own_database_url_wins_and_reaches_its_workers_too(tmp_path):
+    options = parse_options(["--data-dir", str(tmp_path), "--database-url", "postgresql://s/p"], {})
+    secrets, _ = load_or_create(tmp_path, STACK)
+    own = {"WEBHOOKS_DATABASE_URL": "postgresql://hooks@h:5432/hooks_db"}
+    for name in ("webhooks", "webhooks-worker"):
+        env = service_environment(options, STACK.service(name), secrets, own)
+        assert env["DATABASE_URL"] == "postgresql+asyncpg://hooks@h:5432/hooks_db"
+    tracking = service_environment(options, STACK.service("tracking"), secrets, own)
+    assert tracking["DATABASE_URL"] == "postgresql+asyncpg://s/tracking"
+
+
+@pytest.mark.parametrize("url", ["sqlite:///x.db", "mysql://h/db"])
+def test_a_database_url_that_is_not_postgresql_is_refused(tmp_path, url):
+    with pytest.raises(UsageError, match="--database-url must name a PostgreSQL server"):
+        parse_options(["--data-dir", str(tmp_path), "--database-url", url], {})
 
 
 def test_services_learn_where_the_other_web_services_listen(tmp_path):
@@ -217,7 +249,7 @@ def test_env_prefix_applies_to_every_setting_but_not_to_system_variables(tmp_pat
     assert agent["PATH"] == "/b"
     assert agent["PYTHONUNBUFFERED"] == "1"
     assert agent["SERVICE_REDIS_NAMESPACE"] == "agent"
-    assert agent["SERVICE_DATABASE_URL"].endswith("/data/agent-accounts.db")
+    assert agent["SERVICE_DATABASE_URL"].endswith("/agent_accounts")
     assert agent["SERVICE_SERVER_ID"] == secrets.server_id
     assert agent["SERVICE_SERVICE_CLIENT_ID"] == "agent-accounts"
     assert not {"REDIS_URL", "DATABASE_URL", "SERVER_ID"} & set(agent)

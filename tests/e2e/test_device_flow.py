@@ -34,8 +34,15 @@ DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LaunchedStack]:
-    with stack_for_tests(tmp_path_factory, "device-flow", admin_password=ADMIN_PASSWORD) as up:
+def stack(
+    tmp_path_factory: pytest.TempPathFactory, databases_of_stack: dict[str, str]
+) -> Iterator[LaunchedStack]:
+    with stack_for_tests(
+        tmp_path_factory,
+        "device-flow",
+        admin_password=ADMIN_PASSWORD,
+        databases=databases_of_stack,
+    ) as up:
         yield up
 
 

@@ -1,6 +1,10 @@
-"""The first ``make run`` on a fresh data dir, with no password chosen: both servers can be
+"""The first ``make run`` on a fresh data dir, with no password and no database chosen:
+the launcher starts the embedded PostgreSQL (its data in the data dir), both servers can be
 logged in to with what the launcher's banner and the services' output say, and every
-webhook has its endpoint_url at the gateway."""
+webhook has its endpoint_url at the gateway.
+
+The one end-to-end test on the embedded server: the others run their stacks on the tests'
+server (tests/e2e/conftest.py)."""
 
 from __future__ import annotations
 
@@ -48,6 +52,15 @@ def test_the_banner_says_where_both_first_passwords_are(stack: LaunchedStack):
             f'{title} login: user "default", password printed once in {service}\'s log above'
         ) in output
     assert f"agent-run login {stack.url('agent', '')} --username default" in output
+
+
+def test_the_embedded_postgresql_holds_the_data_in_the_data_dir(stack: LaunchedStack):
+    output = stack.output()
+    assert f"created a PostgreSQL cluster in {stack.data_dir / 'postgres'}" in output
+    for database in ("identity", "tracking", "webhooks", "agent_accounts"):
+        assert f"created the database {database} for " in output
+    assert "  database: the embedded PostgreSQL at postgresql://postgres@127.0.0.1:" in output
+    assert (stack.data_dir / "postgres" / "PG_VERSION").read_text().strip() == "18"
 
 
 def test_both_servers_take_the_printed_passwords(stack: LaunchedStack, passwords):

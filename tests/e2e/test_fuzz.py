@@ -43,12 +43,15 @@ SERVICES = [
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LaunchedStack]:
+def stack(
+    tmp_path_factory: pytest.TempPathFactory, databases_of_stack: dict[str, str]
+) -> Iterator[LaunchedStack]:
     with stack_for_tests(
         tmp_path_factory,
         "fuzzed",
         admin_password=PASSWORD,
         extra_env={"SERVER_DEFAULT_ACCOUNT_PASSWORD": PASSWORD},
+        databases=databases_of_stack,
     ) as up:
         yield up
 

@@ -45,13 +45,16 @@ STOP_TIMEOUT = 20.0
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LaunchedStack]:
+def stack(
+    tmp_path_factory: pytest.TempPathFactory, databases_of_stack: dict[str, str]
+) -> Iterator[LaunchedStack]:
     with stack_for_tests(
         tmp_path_factory,
         "stack",
         admin_password=ADMIN_PASSWORD,
         start_timeout=START_TIMEOUT,
         stop_timeout=STOP_TIMEOUT,
+        databases=databases_of_stack,
     ) as up:
         yield up
 

@@ -8,11 +8,12 @@ import os
 import random
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
 import tomllib
-from collections.abc import Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,8 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support.databases import Databases
+from tests.support.postgres_server import scratch_directory
 from tests.support.redis_server import free_port
 from tests.support.zenml_env import stop_process
 
@@ -130,11 +133,17 @@ def launch_stack(
     start_timeout: float = 90.0,
     stop_timeout: float = 20.0,
     extra_env: Mapping[str, str] | None = None,
+    databases: Mapping[str, str] | None = None,
 ) -> Iterator[LaunchedStack]:
     """Run ``python -m deploy.local`` on shifted ports with ``data_dir``; stop it on exit.
 
     ``admin_password`` is the platform's first admin's (``None``: identity generates one);
     the first passwords of the caller's own environment are never passed on.
+
+    ``databases`` gives each web service (by name) its own database URL, on a server the
+    caller runs (:func:`stack_databases`); without it the launcher starts the embedded
+    PostgreSQL with its data in ``data_dir`` (the ``<SERVICE>_DATABASE_URL`` variables of
+    the caller's own environment are never passed on either).
 
     Waits until the platform entrypoint answers ``/health`` (the launcher starts the gateway
     last, so the whole stack is up then). Raises :class:`StackStartError` with the log's tail
@@ -144,10 +153,18 @@ def launch_stack(
     """
     log = log or data_dir.parent / f"{data_dir.name}-launcher.log"
     offset, ports = pick_stack_ports()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("STACK_") and k not in PASSWORDS}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("STACK_") and not k.endswith("_DATABASE_URL") and k not in PASSWORDS
+    }
     if admin_password is not None:
         env["DEFAULT_ADMIN_PASSWORD"] = admin_password
     env.update(extra_env or {})
+    if databases is None:
+        _let_postgres_through(data_dir.parent)
+    for name, url in (databases or {}).items():
+        env[f"{name.upper().replace('-', '_')}_DATABASE_URL"] = url
     argv = [sys.executable, "-m", "deploy.local", "--data-dir", str(data_dir),
             "--port-offset", str(offset)]  # fmt: skip
     argv += [arg for name, port in ports.items() for arg in (f"--{name}-port", str(port))]
@@ -181,17 +198,46 @@ def launch_stack(
                 os.killpg(pid, signal.SIGKILL)
 
 
+def _let_postgres_through(directory: Path) -> None:
+    """As root, the embedded PostgreSQL runs as a user of its own, who must get through
+    ``directory`` to the data dir (a temporary directory is root's alone)."""
+    if os.geteuid() == 0:
+        directory.chmod(directory.stat().st_mode | stat.S_IXOTH)
+
+
 @contextlib.contextmanager
 def stack_for_tests(
     tmp_path_factory: pytest.TempPathFactory, name: str, **options: Any
 ) -> Iterator[LaunchedStack]:
     """:func:`launch_stack` (``options``) on a new temporary data dir called ``name``, for a
-    module's ``stack`` fixture: a stack that does not start fails the test with its log."""
-    try:
-        with launch_stack(tmp_path_factory.mktemp(name), **options) as running:
-            yield running
-    except StackStartError as exc:
-        pytest.fail(f"the stack did not start: {exc}", pytrace=False)
+    module's ``stack`` fixture: a stack that does not start fails the test with its log.
+    Without ``databases``, the data dir (the embedded PostgreSQL's too) is in a
+    :func:`~tests.support.postgres_server.scratch_directory`, which that server's user
+    can reach."""
+    with contextlib.ExitStack() as held:
+        if options.get("databases") is None:
+            data_dir = held.enter_context(scratch_directory()) / name
+        else:
+            data_dir = tmp_path_factory.mktemp(name)
+        try:
+            running = held.enter_context(launch_stack(data_dir, **options))
+        except StackStartError as exc:
+            pytest.fail(f"the stack did not start: {exc}", pytrace=False)
+        yield running
+
+
+@contextlib.asynccontextmanager
+async def stack_databases(databases: Databases) -> AsyncIterator[dict[str, str]]:
+    """A new, empty database on the tests' server for each web service of the stack (its
+    service migrates it at start), for :func:`launch_stack`'s ``databases``; dropped on
+    exit."""
+    stack = tomllib.loads(STACK_FILE.read_text())
+    async with contextlib.AsyncExitStack() as held:
+        yield {
+            service["name"]: await held.enter_async_context(databases.postgres(None))
+            for service in stack["service"]
+            if service["kind"] == "web"
+        }
 
 
 def _wait_for_platform(stack: LaunchedStack, timeout: float) -> None:
