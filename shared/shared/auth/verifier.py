@@ -15,7 +15,7 @@ import logging
 import re
 import time
 from collections import OrderedDict
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 from typing import Any, NoReturn
@@ -149,12 +149,25 @@ def _numeric_date(claims: dict[str, Any], name: str) -> datetime | None:
         _reject(f"token claim '{name}' is out of range")
 
 
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _timestamp(claims: dict[str, Any], name: str) -> int | None:
+    """A time claim as a number, compared the way PyJWT compares it (whole seconds)."""
+    value = claims.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        _reject(f"token claim '{name}' is not a timestamp")
+    try:
+        return int(value)
+    except (OverflowError, ValueError):
+        _reject(f"token claim '{name}' is out of range")
+
+
 def _pyjwt_reason(exc: jwt.PyJWTError) -> str:
     match exc:
-        case jwt.ExpiredSignatureError():
-            return "token has expired"
-        case jwt.ImmatureSignatureError():
-            return "token is not valid yet"
         case jwt.MissingRequiredClaimError():
             return f"token lacks the required '{exc.claim}' claim"
         case jwt.InvalidAudienceError():
@@ -178,6 +191,10 @@ class TokenVerifier:
     a timedelta) absorbs clock skew on ``exp``, ``nbf`` and ``iat``. Tokens of
     ``kinds_without_exp`` may omit ``exp``; every other kind must carry it. Revocation is
     not checked here: see :class:`~shared.auth.RevocationList`.
+
+    ``clock`` is now (aware) for the time claims: the service's clock, so that a test
+    moving it moves token expiry too. PyJWT checks the signature and every other claim;
+    ``exp``, ``nbf`` and ``iat`` are checked here against ``clock`` with PyJWT's rules.
     """
 
     def __init__(
@@ -190,6 +207,7 @@ class TokenVerifier:
         leeway: float | timedelta = 30.0,
         kinds_without_exp: Collection[str] = ("workload",),
         cache_ttl: float | timedelta = 10.0,
+        clock: Callable[[], datetime] = _utcnow,
     ) -> None:
         unsupported = [alg for alg in algorithms if alg not in KEY_TYPES]
         if unsupported or not algorithms:
@@ -205,6 +223,7 @@ class TokenVerifier:
         self.cache_ttl = (
             cache_ttl.total_seconds() if isinstance(cache_ttl, timedelta) else cache_ttl
         )
+        self.clock = clock
         # raw token -> (claims verified by signature, monotonic time of the check)
         self._verified_cache: OrderedDict[str, tuple[dict[str, Any], str, float]] = OrderedDict()
 
@@ -223,9 +242,7 @@ class TokenVerifier:
         cached = self._cached(token)
         if cached is not None:
             claims, kid = cached
-            exp = claims.get("exp")
-            if isinstance(exp, int | float) and exp < time.time() - self.leeway:
-                _reject("token has expired")
+            self._check_times(claims)
             return self._verified(token, claims, kid=kid, kinds=kinds)
         header, claims = self._parse(token)
         alg = header["alg"]
@@ -247,8 +264,12 @@ class TokenVerifier:
                 algorithms=[alg],
                 audience=self.audience,
                 issuer=self.issuer,
-                leeway=self.leeway,
-                options={"require": required},
+                options={
+                    "require": required,
+                    "verify_exp": False,
+                    "verify_nbf": False,
+                    "verify_iat": False,
+                },
             )
         except jwt.PyJWTError as exc:
             _reject(_pyjwt_reason(exc))
@@ -257,9 +278,21 @@ class TokenVerifier:
             # ``exp``); they are still just a bad token.
             logger.debug("token claims failed to validate: %s", type(exc).__name__)
             _reject("token claims are malformed")
+        self._check_times(verified)
         result = self._verified(token, verified, kid=kid, kinds=kinds)
         self._remember(token, verified, kid)
         return result
+
+    def _check_times(self, claims: dict[str, Any]) -> None:
+        """``iat`` and ``nbf`` not in the future, ``exp`` not past, give or take the
+        leeway, on :attr:`clock`."""
+        now = self.clock().timestamp()
+        issued_at, not_before = _timestamp(claims, "iat"), _timestamp(claims, "nbf")
+        if any(t is not None and t > now + self.leeway for t in (issued_at, not_before)):
+            _reject("token is not valid yet")
+        expires = _timestamp(claims, "exp")
+        if expires is not None and expires <= now - self.leeway:
+            _reject("token has expired")
 
     def _cached(self, token: str) -> tuple[dict[str, Any], str] | None:
         entry = self._verified_cache.get(token)

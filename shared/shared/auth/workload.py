@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
@@ -168,12 +168,21 @@ class _Entry:
 class WorkloadScopes:
     """The on-use check of workload tokens, with each object's state cached ``ttl``
     seconds (missing objects too), at most ``max_entries`` of them. Requests that find no
-    fresh entry for the same object at the same time share one lookup."""
+    fresh entry for the same object at the same time share one lookup. ``clock``
+    (monotonic seconds) is injectable for tests."""
 
-    def __init__(self, source: ScopeSource, *, ttl: float, max_entries: int = 10000) -> None:
+    def __init__(
+        self,
+        source: ScopeSource,
+        *,
+        ttl: float,
+        max_entries: int = 10000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.source = source
         self.ttl = ttl
         self.max_entries = max_entries
+        self._clock = clock
         self._cache: OrderedDict[WorkloadScope, _Entry] = OrderedDict()
         self._inflight: dict[WorkloadScope, asyncio.Task[ScopeState | None]] = {}
 
@@ -182,7 +191,7 @@ class WorkloadScopes:
         it must not be issued for an object deactivated a moment ago)."""
         if not fresh:
             entry = self._cache.get(scope)
-            if entry is not None and entry.expires_at > time.monotonic():
+            if entry is not None and entry.expires_at > self._clock():
                 self._cache.move_to_end(scope)
                 return entry.state
         task = self._inflight.get(scope)
@@ -199,7 +208,7 @@ class WorkloadScopes:
         if task.cancelled() or task.exception() is not None:
             return
         if self.ttl > 0:
-            self._cache[scope] = _Entry(time.monotonic() + self.ttl, task.result())
+            self._cache[scope] = _Entry(self._clock() + self.ttl, task.result())
             self._cache.move_to_end(scope)
             while len(self._cache) > self.max_entries:
                 self._cache.popitem(last=False)

@@ -77,6 +77,25 @@ async def revocations(redis_client: Redis, redis_namespace: str) -> AsyncIterato
     await revocations.aclose()
 
 
+class Clock:
+    """Monotonic seconds for the caches and rate limits under test; tests move it
+    instead of waiting."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
 class TrackingObjects:
     """Stands in for tracking, the other service that holds workload tokens' objects: a
     :class:`~shared.auth.ScopeSource` over a dict, counting the lookups."""

@@ -37,23 +37,12 @@ from shared.auth import (
 )
 from shared.responses import ErrorStyle
 from shared.settings import ServiceSettings
+from tests.shared.auth.conftest import Clock
 from tests.support.asgi import client_for
-from tests.support.databases import sqlite_url
 
 URL = "http://identity.test/.well-known/jwks.json"
 TTL = 600.0
 MIN_REFRESH = 5.0
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 class FakeIdentity:
@@ -64,7 +53,10 @@ class FakeIdentity:
         self.extra_keys: list[Any] = []
         self.calls = 0
         self.failure: str | None = None
-        self.delay = 0.0
+        # With ``held``, a request waits for it (lookups meanwhile overlap the fetch);
+        # ``fetching`` tells that a request has arrived.
+        self.held: asyncio.Event | None = None
+        self.fetching = asyncio.Event()
 
     def add_key(self, kid: str) -> TokenSigner:
         signer = TokenSigner(generate_signing_key(), kid=kid, issuer="iss")
@@ -79,8 +71,9 @@ class FakeIdentity:
 
     async def handle(self, request: httpx.Request) -> httpx.Response:
         self.calls += 1
-        if self.delay:
-            await asyncio.sleep(self.delay)
+        self.fetching.set()
+        if self.held is not None:
+            await self.held.wait()
         if self.failure == "connect":
             raise httpx.ConnectError("connection refused", request=request)
         if self.failure == "timeout":
@@ -98,11 +91,6 @@ def identity() -> FakeIdentity:
     identity = FakeIdentity()
     identity.add_key("a")
     return identity
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
 
 
 @pytest.fixture
@@ -161,9 +149,12 @@ async def test_unknown_kid_refetch_is_rate_limited(
 async def test_concurrent_misses_share_one_fetch(
     client: JWKSClient, identity: FakeIdentity
 ) -> None:
-    identity.delay = 0.05
+    identity.held = asyncio.Event()
 
-    keys = await asyncio.gather(*(client.get("a") for _ in range(25)))
+    lookups = [asyncio.create_task(client.get("a")) for _ in range(25)]
+    await identity.fetching.wait()
+    identity.held.set()
+    keys = await asyncio.gather(*lookups)
 
     assert all(key is not None for key in keys)
     assert identity.calls == 1
@@ -317,11 +308,12 @@ async def test_concurrent_lookups_during_an_outage_share_one_fetch(
     client: JWKSClient, identity: FakeIdentity
 ) -> None:
     identity.failure = "connect"
-    identity.delay = 0.05
+    identity.held = asyncio.Event()
 
-    answers = await asyncio.gather(
-        *(client.get(f"kid-{n}") for n in range(25)), return_exceptions=True
-    )
+    lookups = [asyncio.create_task(client.get(f"kid-{n}")) for n in range(25)]
+    await identity.fetching.wait()
+    identity.held.set()
+    answers = await asyncio.gather(*lookups, return_exceptions=True)
 
     assert all(isinstance(answer, KeysUnavailable) for answer in answers)
     assert identity.calls == 1
@@ -447,12 +439,12 @@ async def whoami(request: Request) -> Response:
     ids=["platform", "message"],
 )
 async def test_a_service_that_cannot_fetch_the_keys_answers_503_until_it_can(
-    tmp_path: Any, redis_url: str, identity: FakeIdentity, style: ErrorStyle, detail: Any
+    database_url: str, redis_url: str, identity: FakeIdentity, style: ErrorStyle, detail: Any
 ) -> None:
     """What a tracking restarted while identity is away answers (it answered 401 "token
     was signed by an unknown key", which callers take as a lasting refusal)."""
     settings = ServiceSettings(
-        database_url=sqlite_url(tmp_path),
+        database_url=database_url,
         redis_url=redis_url,
         jwks_url=URL,
         jwt_issuer="iss",

@@ -345,6 +345,20 @@ async def test_iat_in_the_future_is_rejected(verifier: TokenVerifier, issue: Any
     assert await rejected(verifier, token) == "token is not valid yet"
 
 
+async def test_times_are_checked_on_the_verifiers_clock(
+    key_source: StaticKeySource, issue: Any
+) -> None:
+    later = datetime.now(UTC) + timedelta(hours=2)
+    verifier = TokenVerifier(
+        key_source, issuer="https://identity.test", audience="platform-api", clock=lambda: later
+    )
+
+    assert await rejected(verifier, issue()) == "token has expired"
+    # Not valid yet by the real time, issued at the verifier's now.
+    verified = await verifier.verify(issue(now=later), kinds=ACCESS)
+    assert verified.issued_at == later
+
+
 async def test_missing_exp_is_rejected_for_kinds_that_require_it(
     verifier: TokenVerifier, issue: Any
 ) -> None:

@@ -19,19 +19,22 @@ from shared.auth import (
     scopes_named,
 )
 from shared.errors import NO_SUCH_ENDPOINT, ServiceUnavailable
-from tests.shared.auth.conftest import TrackingObjects
+from tests.shared.auth.conftest import Clock, TrackingObjects
 
 TRACKING = "http://tracking.test"
 
 
-async def test_answers_are_cached_for_the_ttl(tracking_objects: TrackingObjects) -> None:
-    scopes = WorkloadScopes(tracking_objects, ttl=0.2)
+async def test_answers_are_cached_for_the_ttl(
+    tracking_objects: TrackingObjects, clock: Clock
+) -> None:
+    scopes = WorkloadScopes(tracking_objects, ttl=60, clock=clock)
     scope = tracking_objects.add()
     first = await scopes.state(scope)
     tracking_objects.put(scope, active=False, usable=False)
 
+    clock.advance(59)
     cached = await scopes.state(scope)
-    await asyncio.sleep(0.25)
+    clock.advance(1)
     expired = await scopes.state(scope)
 
     assert first is not None
@@ -91,10 +94,12 @@ class SlowTracking(TrackingObjects):
 
     def __init__(self) -> None:
         super().__init__()
+        self.asked = asyncio.Event()
         self.release = asyncio.Event()
 
     async def state(self, scope: WorkloadScope) -> ScopeState | None:
         self.lookups += 1
+        self.asked.set()
         await self.release.wait()
         return self.states.get(scope)
 
@@ -104,7 +109,7 @@ async def test_concurrent_lookups_of_one_object_share_one_call() -> None:
     scopes = WorkloadScopes(tracking, ttl=60)
     scope = tracking.add()
     waiting = [asyncio.create_task(scopes.state(scope)) for _ in range(10)]
-    await asyncio.sleep(0.01)
+    await tracking.asked.wait()
     tracking.release.set()
 
     answers = await asyncio.gather(*waiting)
