@@ -10,7 +10,6 @@ from starlette.responses import JSONResponse, Response
 
 from identity.server.schemas import AuthScheme, ServerModel
 from identity.settings import Settings
-from shared.db import is_sqlite
 from shared.responses import render
 from shared.routing import ApiRoute, api_route
 from shared.settings import PLATFORM_VERSION
@@ -28,7 +27,6 @@ async def info(request: Request) -> Response:
             name=settings.server_name,
             version=PLATFORM_VERSION,
             auth_scheme=AuthScheme.OAUTH2_PASSWORD_BEARER,
-            database_type="sqlite" if is_sqlite(settings.database_url) else "other",
             server_url=settings.server_url,
             dashboard_url=settings.dashboard_url,
         )
