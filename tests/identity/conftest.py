@@ -1,9 +1,10 @@
-"""An identity app per test, on a real database and Redis, with a known admin."""
+"""An identity app per test, on a real database and Redis, with a known admin and a clock
+the test moves."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -26,6 +27,25 @@ ADMIN = "default"
 ADMIN_PASSWORD = "correct horse battery staple"
 TRACKING_SECRET = "tracking-client-secret-0123456789abcdef"
 WEBHOOKS_SECRET = "webhooks-client-secret-0123456789abcdef"
+
+
+class Clock:
+    """Identity's now; tests move it forward instead of waiting.
+
+    Each reading is a microsecond after the last, as on a real clock: what happens after
+    something else (a session opened after a password change, a user created after
+    another) is also later.
+    """
+
+    def __init__(self) -> None:
+        self.now = datetime.now(UTC)
+
+    def __call__(self) -> datetime:
+        self.now += timedelta(microseconds=1)
+        return self.now
+
+    def advance(self, **delta: float) -> None:
+        self.now += timedelta(**delta)
 
 
 def make_settings(database_url: str, redis_url: str, namespace: str, **overrides: Any) -> Settings:
@@ -55,8 +75,13 @@ def identity_settings(database_url: str, redis_url: str, redis_namespace: str) -
 
 
 @pytest.fixture
-async def identity_app(identity_settings: Settings) -> AsyncIterator[LifespanApp]:
-    async with running(create_app(identity_settings)) as app:
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+async def identity_app(identity_settings: Settings, clock: Clock) -> AsyncIterator[LifespanApp]:
+    async with running(create_app(identity_settings, clock=clock)) as app:
         yield app
 
 
@@ -113,13 +138,14 @@ async def other_service(
     identity_app: LifespanApp, database_url: str, redis_url: str, redis_namespace: str
 ) -> AsyncIterator[httpx.AsyncClient]:
     """A second service that knows identity only through its JWKS over HTTP and shares
-    its Redis (the revocation list)."""
+    its Redis (the revocation list). It refetches the JWKS on every unknown kid: its
+    refetch limit runs on real time, which identity's clock does not move."""
     settings = ServiceSettings(
         database_url=database_url,
         redis_url=redis_url,
         redis_namespace=redis_namespace,
         jwks_url="http://identity/.well-known/jwks.json",
-        jwks_min_refresh_interval=timedelta(seconds=0.2),
+        jwks_min_refresh_interval=timedelta(0),
         service_name="other",
     )
     app = create_service_app(

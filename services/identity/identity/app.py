@@ -16,15 +16,16 @@ from identity import api_token, auth, device, server, user
 from identity.api_token import endpoints as api_token_endpoints
 from identity.auth import endpoints as auth_endpoints
 from identity.auth.service import OwnServiceAuth, TokenService
+from identity.clock import Clock
 from identity.device import endpoints as device_endpoints
 from identity.server import endpoints as server_endpoints
 from identity.settings import Settings
 from identity.signing_key.service import KeyRing, SigningKeyService
 from identity.user import endpoints as user_endpoints
 from identity.user.service import UserService
-from shared.app import State, create_service_app
+from shared.app import LifespanHook, State, create_service_app
 from shared.auth import TokenVerifier, TrackingScopeSource, WorkloadScopes
-from shared.db import session_scope
+from shared.db import session_scope, utcnow
 from shared.passwords import announce_generated_password
 from shared.settings import PLATFORM_VERSION
 
@@ -35,44 +36,59 @@ MIGRATIONS = Path(__file__).parent / "migrations"
 __all__ = ["api_token", "auth", "create_app", "device", "server", "user"]
 
 
-@asynccontextmanager
-async def _lifespan(app: Starlette, state: State) -> AsyncIterator[State]:
-    settings: Settings = state["settings"]
-    async with session_scope(state["sessionmaker"]) as session:
-        reencrypted = await SigningKeyService(session, settings).reencrypt()
-        password = settings.default_admin_password
-        generated = await UserService(session).ensure_default_admin(
-            settings.default_admin_name, password.get_secret_value() if password else None
+def _lifespan(clock: Clock) -> LifespanHook:
+    @asynccontextmanager
+    async def lifespan(_app: Starlette, state: State) -> AsyncIterator[State]:
+        settings: Settings = state["settings"]
+        async with session_scope(state["sessionmaker"]) as session:
+            reencrypted = await SigningKeyService(session, settings, clock).reencrypt()
+            password = settings.default_admin_password
+            generated = await UserService(session, clock=clock).ensure_default_admin(
+                settings.default_admin_name, password.get_secret_value() if password else None
+            )
+        if reencrypted:
+            logger.info(
+                "signing keys re-encrypted under the first key", extra={"count": reencrypted}
+            )
+        if generated is not None:
+            announce_generated_password("admin", settings.default_admin_name, generated)
+        keyring = KeyRing(state["sessionmaker"], settings, clock)
+        await keyring.load()
+        verifier = TokenVerifier(
+            keyring,
+            issuer=settings.jwt_issuer,
+            audience=settings.jwt_audience,
+            leeway=settings.jwt_leeway.total_seconds(),
+            clock=clock,
         )
-    if reencrypted:
-        logger.info("signing keys re-encrypted under the first key", extra={"count": reencrypted})
-    if generated is not None:
-        announce_generated_password("admin", settings.default_admin_name, generated)
-    keyring = KeyRing(state["sessionmaker"], settings)
-    await keyring.load()
-    verifier = TokenVerifier(
-        keyring,
-        issuer=settings.jwt_issuer,
-        audience=settings.jwt_audience,
-        leeway=settings.jwt_leeway.total_seconds(),
-    )
-    own_auth = OwnServiceAuth(TokenService(settings, keyring))
-    workload_scopes = WorkloadScopes(
-        TrackingScopeSource(state["http"], settings.tracking_url, own_auth),
-        ttl=settings.workload_scope_cache_ttl.total_seconds(),
-    )
-    refresher = asyncio.create_task(keyring.run(), name="signing-key-refresh")
-    try:
-        yield {"keyring": keyring, "verifier": verifier, "workload_scopes": workload_scopes}
-    finally:
-        refresher.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await refresher
+        own_auth = OwnServiceAuth(TokenService(settings, keyring, clock))
+        workload_scopes = WorkloadScopes(
+            TrackingScopeSource(state["http"], settings.tracking_url, own_auth),
+            ttl=settings.workload_scope_cache_ttl.total_seconds(),
+        )
+        refresher = asyncio.create_task(keyring.run(), name="signing-key-refresh")
+        try:
+            yield {
+                "keyring": keyring,
+                "verifier": verifier,
+                "workload_scopes": workload_scopes,
+                "clock": clock,
+            }
+        finally:
+            refresher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await refresher
+
+    return lifespan
 
 
 def create_app(
-    settings: Settings | None = None, *, http_transport: httpx.AsyncBaseTransport | None = None
+    settings: Settings | None = None,
+    *,
+    http_transport: httpx.AsyncBaseTransport | None = None,
+    clock: Clock = utcnow,
 ) -> Starlette:
+    """``clock`` is the service's notion of now (tests move it instead of sleeping)."""
     settings = settings or Settings()
     return create_service_app(
         settings,
@@ -87,6 +103,6 @@ def create_app(
             *user_endpoints.routes(),
         ],
         migrations=MIGRATIONS,
-        lifespan=_lifespan,
+        lifespan=_lifespan(clock),
         http_transport=http_transport,
     )

@@ -13,22 +13,19 @@ import pytest
 
 from identity.app import create_app
 from shared.auth import TokenKind
-from tests.identity.conftest import ADMIN, ADMIN_PASSWORD, Login, bearer, make_settings
+from tests.identity.conftest import ADMIN, ADMIN_PASSWORD, Clock, Login, bearer, make_settings
 from tests.identity.device.support import (
     DEVICE_GRANT,
-    POLL_INTERVAL,
     authorize,
     create_user,
     device_id,
     device_login,
-    identity_settings,
     poll,
     verify,
 )
 from tests.support.asgi import client_for
 
 OAUTH_KEYS = {"error", "error_description", "error_uri"}
-__all__ = ["identity_settings"]  # the fixture: polling every second
 
 
 def oauth_error(response: httpx.Response) -> str:
@@ -47,25 +44,28 @@ async def test_poll_before_verification_is_authorization_pending(identity: httpx
 
 
 async def test_polling_faster_than_the_interval_is_slow_down_and_widens_it(
-    identity: httpx.AsyncClient,
+    identity: httpx.AsyncClient, clock: Clock
 ):
     authorization = await authorize(identity)
+    assert authorization["interval"] == 5
     client_id, code = authorization["client_id"], authorization["device_code"]
     assert oauth_error(await poll(identity, client_id, code)) == "authorization_pending"
     assert oauth_error(await poll(identity, client_id, code)) == "slow_down"
-    # The server keeps the widened interval (1 + 5 s): waiting the old one is too fast.
-    await asyncio.sleep(POLL_INTERVAL + 0.1)
+    # The server keeps the widened interval (5 + 5 s): waiting the old one is too fast.
+    clock.advance(seconds=5)
     response = await poll(identity, client_id, code)
     assert oauth_error(response) == "slow_down"
-    assert "11 seconds" in response.json()["error_description"]
+    assert "15 seconds" in response.json()["error_description"]
 
 
-async def test_polling_at_the_interval_never_gets_slow_down(identity: httpx.AsyncClient):
+async def test_polling_at_the_interval_never_gets_slow_down(
+    identity: httpx.AsyncClient, clock: Clock
+):
     authorization = await authorize(identity)
     for _ in range(3):
         response = await poll(identity, authorization["client_id"], authorization["device_code"])
         assert oauth_error(response) == "authorization_pending"
-        await asyncio.sleep(POLL_INTERVAL + 0.05)
+        clock.advance(seconds=authorization["interval"])
 
 
 async def test_verified_device_gets_a_device_token(identity: httpx.AsyncClient, login: Login):
@@ -128,12 +128,14 @@ async def test_device_token_authenticates_its_user(identity: httpx.AsyncClient, 
     assert me.json()["name"] == ADMIN
 
 
-async def test_device_code_is_redeemed_only_once(identity: httpx.AsyncClient, login: Login):
+async def test_device_code_is_redeemed_only_once(
+    identity: httpx.AsyncClient, login: Login, clock: Clock
+):
     authorization = await authorize(identity)
     await verify(identity, await login(), authorization)
     client_id, code = authorization["client_id"], authorization["device_code"]
     assert (await poll(identity, client_id, code)).status_code == 200
-    await asyncio.sleep(POLL_INTERVAL + 0.1)
+    clock.advance(seconds=authorization["interval"])
     assert oauth_error(await poll(identity, client_id, code)) == "invalid_grant"
 
 
@@ -195,15 +197,14 @@ async def test_locked_device_is_access_denied(identity: httpx.AsyncClient, login
 
 
 async def test_poll_after_the_code_expired_is_expired_token(
-    database_url: str, redis_url: str, redis_namespace: str
+    identity: httpx.AsyncClient, clock: Clock
 ):
-    settings = make_settings(
-        database_url, redis_url, redis_namespace, device_auth_timeout=timedelta(seconds=1)
-    )
-    async with client_for(create_app(settings)) as client:
-        authorization = await authorize(client)
-        await asyncio.sleep(1.1)
-        response = await poll(client, authorization["client_id"], authorization["device_code"])
+    authorization = await authorize(identity)
+    clock.advance(seconds=authorization["expires_in"] - 1)
+    response = await poll(identity, authorization["client_id"], authorization["device_code"])
+    assert oauth_error(response) == "authorization_pending"
+    clock.advance(seconds=1)
+    response = await poll(identity, authorization["client_id"], authorization["device_code"])
     assert oauth_error(response) == "expired_token"
 
 

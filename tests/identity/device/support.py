@@ -3,29 +3,14 @@
 from __future__ import annotations
 
 import uuid
-from datetime import timedelta
 from typing import Any
 
 import httpx
-import pytest
 
-from identity.settings import Settings
-from tests.identity.conftest import bearer, make_settings
+from tests.identity.conftest import bearer
 
 DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
 USER_AGENT = "Host/laptop ZenML/0.96.3 Python/3.11.9 OS/Linux-6.1"
-POLL_INTERVAL = 1
-
-
-@pytest.fixture
-def identity_settings(database_url: str, redis_url: str, redis_namespace: str) -> Settings:
-    """Identity polling every second instead of every five (import it to use it)."""
-    return make_settings(
-        database_url,
-        redis_url,
-        redis_namespace,
-        device_auth_polling_interval=timedelta(seconds=POLL_INTERVAL),
-    )
 
 
 async def authorize(

@@ -11,14 +11,12 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
-from sqlalchemy import text, update
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
-from sqlmodel import col
 
 from identity.app import create_app
-from identity.models import OAuthDevice
 from identity.settings import Settings
-from tests.identity.conftest import ADMIN, ADMIN_PASSWORD, Login, bearer, make_settings
+from tests.identity.conftest import ADMIN, Clock, Login, bearer, make_settings
 from tests.identity.device.support import (
     authorize,
     create_user,
@@ -27,7 +25,7 @@ from tests.identity.device.support import (
     poll,
     verify,
 )
-from tests.support.asgi import LifespanApp, client_for
+from tests.support.asgi import client_for
 
 ENVELOPE = ["body", "metadata", "resources", "id", "permission_denied"]
 
@@ -42,7 +40,7 @@ async def test_authorization_answers_codes_of_the_reference_lengths(
     assert re.fullmatch(r"[0-9a-f]{64}", body["device_code"])
     assert re.fullmatch(r"[0-9a-f]{32}", body["user_code"])
     assert body["expires_in"] == 300
-    assert body["interval"] == 1
+    assert body["interval"] == 5
     assert body["verification_uri"] == "/devices/verify"
     complete = httpx.URL(body["verification_uri_complete"])
     assert complete.path == "/devices/verify"
@@ -213,28 +211,14 @@ async def test_verifying_a_verified_device_again_is_400(identity: httpx.AsyncCli
 
 
 async def test_verifying_an_expired_authorization_is_400(
-    database_url: str, redis_url: str, redis_namespace: str
+    identity: httpx.AsyncClient, login: Login, clock: Clock
 ):
-    settings = make_settings(
-        database_url, redis_url, redis_namespace, device_auth_timeout=timedelta(seconds=1)
-    )
-    async with client_for(create_app(settings)) as client:
-        token = await _login(client)
-        authorization = await authorize(client)
-        await asyncio.sleep(1.1)
-        response = await verify(client, token, authorization)
+    token = await login()
+    authorization = await authorize(identity)
+    clock.advance(seconds=authorization["expires_in"])
+    response = await verify(identity, token, authorization)
     assert response.status_code == 400
     assert response.json()["detail"][1] == "Invalid request: device verification expired."
-
-
-async def _login(client: httpx.AsyncClient) -> str:
-    response = await client.post(
-        "/api/v1/login", data={"username": ADMIN, "password": ADMIN_PASSWORD}
-    )
-    assert response.status_code == 200, response.text
-    client.cookies.clear()
-    token: str = response.json()["access_token"]
-    return token
 
 
 async def test_verifying_a_device_bound_to_another_user_is_400(
@@ -489,21 +473,18 @@ async def test_concurrent_wrong_user_codes_are_all_counted(
 
 
 async def test_authorizing_clears_devices_that_expired_long_ago(
-    database_url: str, redis_url: str, redis_namespace: str
+    identity: httpx.AsyncClient, login: Login, clock: Clock
 ):
-    settings = make_settings(
-        database_url, redis_url, redis_namespace, device_auth_timeout=timedelta(seconds=1)
+    token = await login()
+    stale = await authorize(identity)
+    # Past its expiry plus the grace of one timeout.
+    clock.advance(seconds=2 * stale["expires_in"] + 1)
+    await authorize(identity)
+    response = await identity.get(
+        f"/api/v1/devices/{device_id(stale)}",
+        params={"user_code": stale["user_code"]},
+        headers=bearer(token),
     )
-    async with client_for(create_app(settings)) as client:
-        token = await _login(client)
-        stale = await authorize(client)
-        await asyncio.sleep(2.2)  # past its expiry plus the grace of one timeout
-        await authorize(client)
-        response = await client.get(
-            f"/api/v1/devices/{device_id(stale)}",
-            params={"user_code": stale["user_code"]},
-            headers=bearer(token),
-        )
     assert response.status_code == 404
     assert response.json()["detail"][1].startswith("Unable to get authorized device")
 
@@ -540,22 +521,15 @@ async def test_codes_and_tokens_never_reach_the_logs(
 
 
 async def test_using_a_device_token_moves_its_last_login(
-    identity: httpx.AsyncClient, identity_app: LifespanApp, login: Login
+    identity: httpx.AsyncClient, login: Login, clock: Clock
 ):
     token = await login()
     authorization, redeemed = await device_login(identity, token)
-    long_ago = datetime.now(UTC) - timedelta(minutes=5)
-    async with identity_app.state["sessionmaker"]() as session:
-        await session.exec(
-            update(OAuthDevice)
-            .where(col(OAuthDevice.id) == uuid.UUID(device_id(authorization)))
-            .values(last_login=long_ago)
-        )
-        await session.commit()
+    clock.advance(minutes=5)
 
     me = await identity.get("/api/v1/current-user", headers=bearer(redeemed.json()["access_token"]))
     assert me.status_code == 200
 
     shown = await identity.get(f"/api/v1/devices/{device_id(authorization)}", headers=bearer(token))
     last_login = datetime.fromisoformat(shown.json()["metadata"]["last_login"]).replace(tzinfo=UTC)
-    assert datetime.now(UTC) - last_login < timedelta(seconds=30)
+    assert abs(last_login - clock.now) < timedelta(seconds=1)

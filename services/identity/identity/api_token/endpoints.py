@@ -7,7 +7,6 @@ from starlette.responses import Response
 
 from identity.api_token.schemas import APITokenQuery
 from identity.api_token.service import APITokenService
-from identity.auth.endpoints import USER_TOKEN_KINDS, acting_user
 from identity.auth.service import TokenService
 from identity.user.service import UserService
 from shared.auth import require_principal
@@ -18,12 +17,11 @@ from shared.routing import ApiRoute, api_route, parse_query
 
 async def api_token(request: Request) -> Response:
     query = parse_query(request, APITokenQuery)
-    principal = require_principal(request, kinds=USER_TOKEN_KINDS)
+    caller = require_principal(request)
     async with transaction(request) as session:
-        user = await acting_user(request, UserService(session), kinds=USER_TOKEN_KINDS)
-        tokens = TokenService(request.state.settings, request.state.keyring)
-        service = APITokenService(tokens, request.state.workload_scopes)
-        token = await service.issue(user, principal.token, query)
+        tokens = TokenService(request.state.settings, request.state.keyring, request.state.clock)
+        service = APITokenService(tokens, request.state.workload_scopes, UserService(session))
+        token = await service.issue(caller, query)
     return render(token, headers=NO_STORE)
 
 

@@ -31,7 +31,9 @@ from datetime import timedelta
 from identity.api_token.schemas import APITokenQuery, APITokenType
 from identity.auth.service import TokenService
 from identity.models import User
+from identity.user.service import USER_TOKEN_KINDS, UserService
 from shared.auth import (
+    Principal,
     ScopeKind,
     ScopeState,
     TokenKind,
@@ -76,11 +78,15 @@ class ScopeUnavailable(BadRequest):
 
 
 class APITokenService:
-    def __init__(self, tokens: TokenService, scopes: WorkloadScopes) -> None:
+    def __init__(self, tokens: TokenService, scopes: WorkloadScopes, users: UserService) -> None:
         self.tokens = tokens
         self.scopes = scopes
+        self.users = users
 
-    async def issue(self, user: User, caller: VerifiedToken, query: APITokenQuery) -> str:
+    async def issue(self, principal: Principal, query: APITokenQuery) -> str:
+        """A token for the active user behind any of a user's tokens (``principal``)."""
+        user = await self.users.acting(principal, kinds=USER_TOKEN_KINDS)
+        caller = principal.token
         if query.token_type is APITokenType.WORKLOAD:
             return await self._workload(user, caller, query)
         if caller.kind == TokenKind.WORKLOAD:

@@ -8,38 +8,15 @@ from starlette.responses import Response
 from identity.auth.schemas import LoginForm, OAuthTokenResponse
 from identity.auth.service import TokenService
 from identity.device.service import DeviceService, Refused, record_device_use
-from identity.models import User
 from identity.settings import Settings
 from identity.user.schemas import UserQuery, UserResponse, UserUpdate, user_response
 from identity.user.service import UserService
-from shared.auth import Principal, TokenKind, require_principal
+from shared.auth import Principal, require_principal
 from shared.db import transaction
-from shared.errors import OAuthError, RequestValidationFailed, Unauthorized
+from shared.errors import OAuthError, RequestValidationFailed
 from shared.responses import NO_STORE, render, render_null
 from shared.routing import ApiRoute, api_route, parse_form, parse_json, parse_query
 from shared.throttle import LoginThrottle
-
-MANAGING_KINDS = (TokenKind.ACCESS, TokenKind.DEVICE, TokenKind.GENERIC)
-"""A user's tokens that may manage accounts, devices and the user itself. A workload
-token (a pipeline's credential, bound to one run, schedule or deployment) may not: it is
-refused with 401 ``AuthorizationException`` (security reference §1.3, class separation)."""
-USER_TOKEN_KINDS = (*MANAGING_KINDS, TokenKind.WORKLOAD)
-"""A user's tokens: what may read the current user and ask for API tokens."""
-
-
-async def acting_user(
-    request: Request, users: UserService, *, kinds: tuple[str, ...] = MANAGING_KINDS
-) -> User:
-    """The active user behind the request's token (401 when there is none, or when the
-    token is not of ``kinds``)."""
-    principal = require_principal(request, kinds=kinds)
-    user = await users.repository.get(principal.user_id) if principal.user_id else None
-    if user is None or not user.active:
-        raise Unauthorized(
-            f"Authentication error: user {principal.token.subject} is not active",
-            headers={"WWW-Authenticate": 'Bearer error="invalid_token"'},
-        )
-    return user
 
 
 async def login(request: Request) -> Response:
@@ -50,10 +27,11 @@ async def login(request: Request) -> Response:
     settings: Settings = request.state.settings
     client = request.client.host if request.client else None
     throttle = LoginThrottle(request.state.redis, request.state.keys, settings)
+    clock = request.state.clock
     async with transaction(request) as session:
-        devices = DeviceService(session, settings, request.state.revocations)
-        issued = await TokenService(settings, request.state.keyring).login(
-            form, UserService(session), devices, throttle, client
+        devices = DeviceService(session, settings, request.state.revocations, clock)
+        issued = await TokenService(settings, request.state.keyring, clock).login(
+            form, UserService(session, clock=clock), devices, throttle, client
         )
     # Raised after the commit, so the device's failed attempt or new interval is kept.
     if isinstance(issued, Refused):
@@ -84,22 +62,23 @@ async def logout(request: Request) -> Response:
 
 async def get_current_user(request: Request) -> Response:
     query = parse_query(request, UserQuery)
+    caller = require_principal(request)
     async with transaction(request) as session:
-        user = await acting_user(request, UserService(session), kinds=USER_TOKEN_KINDS)
-    device_id = require_principal(request).token.device_id
+        user = await UserService(session, clock=request.state.clock).current(caller)
+    device_id = caller.token.device_id
     if device_id is not None:
         # The zenml client asks who it is at the start of every session: the moment a
         # device is "used", as its last_login shows. A write of its own, after the read.
-        await record_device_use(request.state.sessionmaker, device_id)
+        await record_device_use(request.state.sessionmaker, device_id, request.state.clock())
     return render(user_response(user, hydrate=query.hydrate))
 
 
 async def update_current_user(request: Request) -> Response:
     update = await parse_json(request, UserUpdate)
+    caller = require_principal(request)
     async with transaction(request) as session:
-        users = UserService(session, request.state.revocations)
-        user = await acting_user(request, users)
-        user = await users.update(user, update, by_admin=user.is_admin, actor=str(user.id))
+        users = UserService(session, request.state.revocations, request.state.clock)
+        user = await users.update_current(caller, update)
     return render(user_response(user, hydrate=True))
 
 

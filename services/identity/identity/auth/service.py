@@ -10,13 +10,13 @@ from datetime import timedelta
 from typing import Any
 
 from identity.auth.schemas import GrantType, LoginForm, OAuthTokenResponse
+from identity.clock import Clock
 from identity.device.service import DeviceCodeRefused, DeviceService, Refused
 from identity.models import User
 from identity.settings import Settings
 from identity.signing_key.service import KeyRing
 from identity.user.service import UserService
 from shared.auth import TokenKind, WorkloadScope
-from shared.db import utcnow
 from shared.errors import HTTPDetailError, OAuthError, Unauthorized
 from shared.http import CachedTokenAuth
 from shared.throttle import LoginThrottle
@@ -55,9 +55,10 @@ def infer_grant(form: LoginForm) -> str:
 
 
 class TokenService:
-    def __init__(self, settings: Settings, keyring: KeyRing) -> None:
+    def __init__(self, settings: Settings, keyring: KeyRing, clock: Clock) -> None:
         self.settings = settings
         self.keyring = keyring
+        self.clock = clock
 
     async def issue_for_user(
         self,
@@ -82,6 +83,7 @@ class TokenService:
             audience=self.settings.jwt_audience,
             lifetime=lifetime,
             extra=extra,
+            now=self.clock(),
         )
         return token
 
@@ -94,6 +96,7 @@ class TokenService:
             audience=self.settings.jwt_audience,
             lifetime=self.settings.service_token_lifetime,
             extra={"name": client_id},
+            now=self.clock(),
         )
         return token
 
@@ -180,7 +183,7 @@ class TokenService:
         if user is None or not user.active or device.expires is None:
             raise OAuthError("access_denied", "The device's user may no longer log in.")
         await throttle.succeeded(subject, client)
-        lifetime = device.expires - utcnow()
+        lifetime = device.expires - self.clock()
         token = await self.issue_for_user(user, TokenKind.DEVICE, lifetime, device_id=device.id)
         logger.info(
             "device login succeeded", extra={"user_id": str(user.id), "device_id": str(device.id)}

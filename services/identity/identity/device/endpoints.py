@@ -8,7 +8,6 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from starlette.requests import Request
 from starlette.responses import Response
 
-from identity.auth.endpoints import acting_user
 from identity.device.repository import DEVICES
 from identity.device.schemas import (
     DeviceAuthorizationForm,
@@ -20,7 +19,9 @@ from identity.device.schemas import (
     device_response,
 )
 from identity.device.service import DeviceDetails, DeviceService, Refused
+from identity.models import User
 from identity.user.service import UserService
+from shared.auth import require_principal
 from shared.db import transaction
 from shared.listing import page_of, parse_list
 from shared.pagination import Page
@@ -29,7 +30,14 @@ from shared.routing import ApiRoute, api_route, parse_form, parse_json, parse_qu
 
 
 def _service(request: Request, session: AsyncSession) -> DeviceService:
-    return DeviceService(session, request.state.settings, request.state.revocations)
+    return DeviceService(
+        session, request.state.settings, request.state.revocations, request.state.clock
+    )
+
+
+async def _owner(request: Request, session: AsyncSession) -> User:
+    """The user whose devices the request manages (see :meth:`UserService.acting`)."""
+    return await UserService(session).acting(require_principal(request))
 
 
 async def authorize(request: Request) -> Response:
@@ -55,7 +63,7 @@ async def authorize(request: Request) -> Response:
 async def list_devices(request: Request) -> Response:
     listing = parse_list(request, DEVICES)
     async with transaction(request) as session:
-        user = await acting_user(request, UserService(session))
+        user = await _owner(request, session)
         devices = _service(request, session)
         total, items = await devices.list(user, listing)
         users = await devices.users_of(items)
@@ -77,7 +85,7 @@ async def get(request: Request) -> Response:
     device_id = path_param(request, "device_id", uuid.UUID)
     query = parse_query(request, DeviceQuery)
     async with transaction(request) as session:
-        user = await acting_user(request, UserService(session))
+        user = await _owner(request, session)
         devices = _service(request, session)
         device = await devices.get(user, device_id, query.user_code)
         owner = await devices.user_of(device)
@@ -88,7 +96,7 @@ async def update(request: Request) -> Response:
     device_id = path_param(request, "device_id", uuid.UUID)
     body = await parse_json(request, OAuthDeviceUpdate)
     async with transaction(request) as session:
-        user = await acting_user(request, UserService(session))
+        user = await _owner(request, session)
         devices = _service(request, session)
         device = await devices.owned(user, device_id)
         unlocked = await devices.update(device, body)
@@ -102,7 +110,7 @@ async def verify(request: Request) -> Response:
     device_id = path_param(request, "device_id", uuid.UUID)
     body = await parse_json(request, OAuthDeviceVerificationRequest)
     async with transaction(request) as session:
-        user = await acting_user(request, UserService(session))
+        user = await _owner(request, session)
         outcome = await _service(request, session).verify(user, device_id, body)
     # A refusal is raised only now, so the failed attempt it counted is committed.
     if isinstance(outcome, Refused):
@@ -113,7 +121,7 @@ async def verify(request: Request) -> Response:
 async def delete(request: Request) -> Response:
     device_id = path_param(request, "device_id", uuid.UUID)
     async with transaction(request) as session:
-        user = await acting_user(request, UserService(session))
+        user = await _owner(request, session)
         devices = _service(request, session)
         await devices.delete(await devices.owned(user, device_id))
     return render_null()

@@ -31,12 +31,13 @@ from urllib.parse import urlencode
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from identity.clock import Clock
 from identity.device.repository import DeviceRepository
 from identity.device.schemas import OAuthDeviceUpdate, OAuthDeviceVerificationRequest
 from identity.models import DeviceStatus, OAuthDevice, User
 from identity.settings import Settings
 from shared.auth import RevocationList
-from shared.db import SessionMaker, session_scope, utcnow
+from shared.db import SessionMaker, session_scope
 from shared.errors import BadRequest, NotFound, OAuthError, PlatformError
 from shared.listing import Listing
 from shared.secret_hash import digest, matches
@@ -144,11 +145,16 @@ def _seconds(value: dt.timedelta) -> int:
 
 class DeviceService:
     def __init__(
-        self, session: AsyncSession, settings: Settings, revocations: RevocationList
+        self,
+        session: AsyncSession,
+        settings: Settings,
+        revocations: RevocationList,
+        clock: Clock,
     ) -> None:
         self.repository = DeviceRepository(session)
         self.settings = settings
         self.revocations = revocations
+        self.clock = clock
 
     # The flow: authorize (device), verify (user), redeem (device).
 
@@ -158,11 +164,13 @@ class DeviceService:
         A known client keeps its device id; its old codes stop working and the tokens it
         was issued before are revoked.
         """
-        now = utcnow()
+        now = self.clock()
         await self.repository.delete_expired(now - self.settings.device_auth_timeout)
         device = await self.repository.by_client_id(client_id, for_update=True)
         if device is None:
-            device = OAuthDevice(client_id=client_id, device_code_hash="", user_code_hash="")
+            device = OAuthDevice(
+                client_id=client_id, device_code_hash="", user_code_hash="", created=now
+            )
         else:
             await self.revocations.revoke_device_before(device.id, before=now)
             await self.revocations.restore_device(device.id)
@@ -207,7 +215,7 @@ class DeviceService:
             raise DeviceNotFound(device_id)
         if device.status != DeviceStatus.PENDING:
             raise InvalidVerification("device not pending verification.")
-        if device.expires is not None and device.expires <= utcnow():
+        if device.expires is not None and device.expires <= self.clock():
             raise InvalidVerification("device verification expired.")
         if device.user_id is not None and device.user_id != user.id:
             raise InvalidVerification("this device is associated with another user.")
@@ -241,7 +249,7 @@ class DeviceService:
             raise OAuthError("access_denied", "The device is locked.")
         if device.status == DeviceStatus.ACTIVE:
             raise OAuthError("invalid_grant", "The device code has already been used.")
-        now = utcnow()
+        now = self.clock()
         if device.expires is not None and device.expires <= now:
             raise OAuthError("expired_token", "The device code has expired.")
         polled_at, device.polled_at = device.polled_at, now
@@ -331,20 +339,22 @@ class DeviceService:
         return locked
 
     async def _save(self, device: OAuthDevice) -> OAuthDevice:
-        device.updated = utcnow()
+        device.updated = self.clock()
         self.repository.add(device)
         await self.repository.session.flush()
         return device
 
 
-async def record_device_use(sessionmaker: SessionMaker, device_id: uuid.UUID) -> None:
-    """Move the device's ``last_login`` to now (at most once a minute).
+async def record_device_use(
+    sessionmaker: SessionMaker, device_id: uuid.UUID, now: dt.datetime
+) -> None:
+    """Move the device's ``last_login`` to ``now`` (at most once a minute).
 
     Best effort, in its own short transaction: a busy database must not fail the
     request that used the device, so a failure is logged and otherwise ignored.
     """
     try:
         async with session_scope(sessionmaker) as session:
-            await DeviceRepository(session).touch(device_id, utcnow(), LAST_LOGIN_PRECISION)
+            await DeviceRepository(session).touch(device_id, now, LAST_LOGIN_PRECISION)
     except SQLAlchemyError:
         logger.warning("could not record the use of a device", extra={"device_id": str(device_id)})

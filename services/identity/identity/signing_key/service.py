@@ -20,6 +20,7 @@ import jwt
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from identity.clock import Clock
 from identity.models import SigningKey
 from identity.settings import Settings
 from identity.signing_key.repository import SigningKeyRepository
@@ -48,10 +49,11 @@ def _undecryptable(key: SigningKey) -> RuntimeError:
 
 
 class SigningKeyService:
-    def __init__(self, session: AsyncSession, settings: Settings) -> None:
+    def __init__(self, session: AsyncSession, settings: Settings, clock: Clock = utcnow) -> None:
         self.settings = settings
         self.repository = SigningKeyRepository(session)
         self.fernet = fernet_for(settings)
+        self.clock = clock
 
     async def rotate(self, *, immediate: bool = False) -> SigningKey:
         """Create a new signing key; the current one is superseded when it activates.
@@ -59,7 +61,7 @@ class SigningKeyService:
         ``immediate`` skips the publication delay: only for the very first key, which no
         verifier can be waiting for.
         """
-        now = utcnow()
+        now = self.clock()
         activates_at = now if immediate else now + self.settings.signing_key_activation_delay
         current = await self.repository.newest()
         if current is not None and current.superseded_at is None:
@@ -82,7 +84,7 @@ class SigningKeyService:
     async def ensure_current(self) -> SigningKey:
         """The key that signs now; the first key is made at once, and a rotation is
         started (published, activating later) when the newest key is too old."""
-        now = utcnow()
+        now = self.clock()
         newest = await self.repository.newest()
         if newest is None:
             return await self.rotate(immediate=True)
@@ -119,17 +121,19 @@ class KeyRing:
 
     It is also the identity service's own :class:`~shared.auth.KeySource`, so identity
     verifies tokens without calling itself over HTTP. The keys are re-read by a background
-    task every ``signing_key_refresh_interval`` (see :meth:`run`), never inside a request:
-    on SQLite a request's write transaction holds the database lock, and a second one
-    opened under it would wait for itself. An unknown ``kid`` is looked up at once, from
-    the authentication middleware, which runs before any transaction.
+    task every ``signing_key_refresh_interval`` (see :meth:`run`), never inside a request,
+    which would open a second transaction under the request's own. An unknown ``kid`` is
+    looked up at once, from the authentication middleware, which runs before any
+    transaction. Which keys sign and verify is decided on ``clock``; how often they are
+    re-read, on real time.
     """
 
     UNKNOWN_KID_INTERVAL = 1.0
 
-    def __init__(self, sessionmaker: SessionMaker, settings: Settings) -> None:
+    def __init__(self, sessionmaker: SessionMaker, settings: Settings, clock: Clock) -> None:
         self._sessionmaker = sessionmaker
         self._settings = settings
+        self._clock = clock
         self._source = StaticKeySource({"keys": []})
         self._signer: TokenSigner | None = None
         self._jwks: dict[str, Any] = {"keys": []}
@@ -139,9 +143,9 @@ class KeyRing:
     async def load(self) -> None:
         """Re-read the keys from the database (rotating first if the newest is too old)."""
         async with self._lock, session_scope(self._sessionmaker) as session:
-            service = SigningKeyService(session, self._settings)
+            service = SigningKeyService(session, self._settings, self._clock)
             current = await service.ensure_current()
-            keys = await service.repository.verifying(utcnow())
+            keys = await service.repository.verifying(self._clock())
             self._signer = service.signer(current)
             self._jwks = {"keys": [json.loads(k.public_jwk) for k in keys]}
             self._source.set_jwks(self._jwks)

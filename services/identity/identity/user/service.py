@@ -1,19 +1,39 @@
-"""Business rules for users: creation, updates, (de)activation, credentials."""
+"""Business rules for users: creation, updates, (de)activation, credentials, and who may
+do which of them.
+
+A user's token of :data:`MANAGING_KINDS` may manage accounts, devices and the user
+itself; a workload token (a pipeline's credential, bound to one run, schedule or
+deployment) may only read the current user and ask for API tokens, and is refused
+elsewhere with 401 ``AuthorizationException`` (security reference §1.3, class
+separation). An admin manages every account; any other user reads and updates its own.
+A service token (client credentials) may list users, to show a creator in
+``resources.user``, and nothing else: 403, not 401, which would make the service fetch a
+new token and retry.
+"""
 
 from __future__ import annotations
 
 import logging
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from identity.clock import Clock
 from identity.models import User
 from identity.user.repository import UserRepository
 from identity.user.schemas import UserRequest, UserUpdate
-from shared.auth import RevocationList
+from shared.auth import Principal, RevocationList, TokenKind
 from shared.db import utcnow
-from shared.errors import BadRequest, Conflict, Forbidden, NotFound
+from shared.errors import (
+    AuthorizationFailed,
+    BadRequest,
+    Conflict,
+    Forbidden,
+    NotFound,
+    Unauthorized,
+)
 from shared.listing import Listing
 from shared.passwords import (
     MIN_PASSWORD_LENGTH,
@@ -24,6 +44,11 @@ from shared.passwords import (
 from shared.secret_hash import digest, matches
 
 logger = logging.getLogger(__name__)
+
+MANAGING_KINDS = (TokenKind.ACCESS, TokenKind.DEVICE, TokenKind.GENERIC)
+"""A user's tokens that may manage accounts, devices and the user itself."""
+USER_TOKEN_KINDS = (*MANAGING_KINDS, TokenKind.WORKLOAD)
+"""A user's tokens: what may read the current user and ask for API tokens."""
 
 
 class UserNotFound(NotFound):
@@ -69,9 +94,86 @@ class Created:
 
 
 class UserService:
-    def __init__(self, session: AsyncSession, revocations: RevocationList | None = None) -> None:
+    def __init__(
+        self,
+        session: AsyncSession,
+        revocations: RevocationList | None = None,
+        clock: Clock = utcnow,
+    ) -> None:
         self.repository = UserRepository(session)
         self.revocations = revocations
+        self.clock = clock
+
+    # Who is acting, and what they may do (``caller``: the request's verified token).
+
+    async def acting(self, caller: Principal, *, kinds: Sequence[str] = MANAGING_KINDS) -> User:
+        """The active user behind ``caller`` (401 when there is none, or when the token is
+        not of ``kinds``)."""
+        if caller.kind not in kinds:
+            raise AuthorizationFailed(f"A {caller.kind} token may not be used for this operation.")
+        user = await self.repository.get(caller.user_id) if caller.user_id else None
+        if user is None or not user.active:
+            raise Unauthorized(
+                f"Authentication error: user {caller.token.subject} is not active",
+                headers={"WWW-Authenticate": 'Bearer error="invalid_token"'},
+            )
+        return user
+
+    async def current(self, caller: Principal) -> User:
+        """The caller's own account, for any of a user's tokens."""
+        return await self.acting(caller, kinds=USER_TOKEN_KINDS)
+
+    async def update_current(self, caller: Principal, update: UserUpdate) -> User:
+        user = await self.acting(caller)
+        return await self.update(user, update, by_admin=user.is_admin, actor=str(user.id))
+
+    async def create_for(self, caller: Principal, request: UserRequest) -> Created:
+        await self._admin(caller)
+        return await self.create(request)
+
+    async def list_for(self, caller: Principal, listing: Listing) -> tuple[int, list[User]]:
+        if caller.kind != TokenKind.SERVICE:
+            await self._admin(caller)
+        return await self.list(listing)
+
+    async def get_for(self, caller: Principal, name_or_id: str) -> User:
+        actor = await self._actor(caller)
+        user = await self.get(name_or_id)
+        if user.id != actor.id and not actor.is_admin:
+            raise Forbidden("Only admins can read other accounts.")
+        return user
+
+    async def update_for(self, caller: Principal, name_or_id: str, update: UserUpdate) -> User:
+        actor = await self._actor(caller)
+        user = await self.get(name_or_id)
+        if user.id != actor.id and not actor.is_admin:
+            raise Forbidden("Only admins can update other accounts.")
+        return await self.update(user, update, by_admin=actor.is_admin, actor=str(actor.id))
+
+    async def deactivate_for(self, caller: Principal, name_or_id: str) -> tuple[User, str]:
+        """The deactivated account and its fresh activation token."""
+        actor = await self._admin(caller)
+        user = await self.get(name_or_id)
+        if user.id == actor.id:
+            raise Forbidden("An account cannot deactivate itself.")
+        return user, await self.deactivate(user)
+
+    async def delete_for(self, caller: Principal, name_or_id: str) -> None:
+        actor = await self._admin(caller)
+        await self.delete(await self.get(name_or_id), actor=str(actor.id))
+
+    async def _actor(self, caller: Principal) -> User:
+        if caller.kind == TokenKind.SERVICE:
+            raise Forbidden("A service token may only list users.")
+        return await self.acting(caller)
+
+    async def _admin(self, caller: Principal) -> User:
+        actor = await self._actor(caller)
+        if not actor.is_admin:
+            raise Forbidden("Only admins can manage other accounts.")
+        return actor
+
+    # The rules themselves.
 
     async def get(self, name_or_id: str) -> User:
         user = await self.repository.by_name_or_id(name_or_id)
@@ -85,7 +187,10 @@ class UserService:
     async def create(self, request: UserRequest) -> Created:
         if await self.repository.by_name(request.name) is not None:
             raise UserAlreadyExists(request.name)
+        now = self.clock()
         user = User(
+            created=now,
+            updated=now,
             name=request.name,
             full_name=request.full_name,
             is_admin=request.is_admin,
@@ -114,9 +219,10 @@ class UserService:
         generated = None
         if password is None:
             generated = password = generate_password()
-        user = User(name=name, is_admin=True, active=True)
+        now = self.clock()
+        user = User(name=name, is_admin=True, active=True, created=now, updated=now)
         user.password_hash = await hash_password(password)
-        user.password_changed_at = utcnow()
+        user.password_changed_at = now
         self.repository.add(user)
         await self.repository.session.flush()
         return generated
@@ -227,7 +333,7 @@ class UserService:
         return user
 
     async def _save(self, user: User) -> User:
-        user.updated = utcnow()
+        user.updated = self.clock()
         self.repository.add(user)
         await self.repository.session.flush()
         return user
@@ -243,9 +349,9 @@ class UserService:
         if len(password) < MIN_PASSWORD_LENGTH:
             raise WeakPassword()
         user.password_hash = await hash_password(password)
-        user.password_changed_at = utcnow()
+        user.password_changed_at = self.clock()
 
     async def _revoke_all(self, user: User) -> None:
         # Inside the transaction: if Redis cannot take it, the change rolls back (503).
         if self.revocations is not None:
-            await self.revocations.revoke_subject(str(user.id), before=utcnow())
+            await self.revocations.revoke_subject(str(user.id), before=self.clock())
