@@ -10,11 +10,13 @@ import httpx
 import jwt
 import pytest
 
+from identity.settings import Settings
 from shared.auth import TokenKind, TokenSigner, generate_signing_key
 from tests.identity.conftest import (
     ADMIN,
     ADMIN_PASSWORD,
     TRACKING_SECRET,
+    Clock,
     Login,
     bearer,
 )
@@ -257,6 +259,22 @@ async def test_expired_token_is_401(identity: httpx.AsyncClient, identity_app: L
     response = await identity.get("/api/v1/current-user", headers=bearer(token))
     assert response.status_code == 401
     assert response.json()["detail"][0] == "CredentialsNotValid"
+
+
+async def test_a_session_token_works_for_its_lifetime_and_the_leeway_only(
+    identity: httpx.AsyncClient, login: Login, clock: Clock, identity_settings: Settings
+):
+    token = await login()
+    lasts = identity_settings.access_token_lifetime + identity_settings.jwt_leeway
+    clock.advance(seconds=lasts.total_seconds() - 1)
+    assert (await identity.get("/api/v1/current-user", headers=bearer(token))).status_code == 200
+    clock.advance(seconds=1)
+    response = await identity.get("/api/v1/current-user", headers=bearer(token))
+    assert response.status_code == 401
+    assert response.json()["detail"] == [
+        "CredentialsNotValid",
+        "Authentication error: token has expired",
+    ]
 
 
 async def test_logout_revokes_the_token_and_clears_the_cookie(
