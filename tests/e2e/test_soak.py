@@ -17,6 +17,7 @@ from bench.soak.report import VALKEY_GRACE, Report
 from bench.soak.stack import valkey_options
 from bench.soak.traffic import Answer
 from deploy.config import load_stack
+from tests.support.databases import Databases
 from tests.support.processes import REPO_ROOT
 
 # Seconds, small enough for CI: every part of the schedule happens once in ~8 s of sending.
@@ -35,9 +36,9 @@ TINY = [
 
 @pytest.mark.e2e
 @pytest.mark.timeout(150)
-def test_a_tiny_soak_runs_every_delivery_once_through_every_kind_of_kill():
+def test_a_tiny_soak_runs_every_delivery_once_through_every_kind_of_kill(databases: Databases):
     done = subprocess.run(
-        [sys.executable, "-m", "bench.soak", *TINY],
+        [sys.executable, "-m", "bench.soak", *TINY, "--database-url", databases.admin_url],
         cwd=REPO_ROOT,
         env=os.environ.copy(),
         capture_output=True,
