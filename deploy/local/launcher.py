@@ -315,11 +315,15 @@ async def _create_databases(
     supervisor: Supervisor, options: Options, plan: Plan, environ: Mapping[str, str]
 ) -> set[str]:
     """Each web service's database, created when missing; the names of those created."""
+    # A server named by --database-url is administered through the database it names.
+    server = options.database_url or postgres.server_url(options.ports.postgres)
     fresh = set()
     for service in plan.web:
         url = database_url(options, service.name, environ)
+        own = environ.get(own_database_variable(service.name))
+        maintenance = postgres.MAINTENANCE_DATABASE if own else postgres.database_of(server)
         try:
-            created = await postgres.ensure_database(url)
+            created = await postgres.ensure_database(url, maintenance)
         except (OSError, asyncpg.PostgresError) as exc:
             raise postgres.PostgresError(
                 f"cannot reach {service.name}'s database at {postgres.hide_password(url)}: {exc}"

@@ -218,8 +218,8 @@ def _parser(
     parser.add_argument(
         "--port-offset",
         default=environ.get("STACK_PORT_OFFSET", "0"),
-        help="added to every internal port (services, Valkey) so a second stack can run "
-        "beside the first [STACK_PORT_OFFSET] (default: %(default)s)",
+        help="added to every internal port (services, Valkey, the embedded PostgreSQL) so a "
+        "second stack can run beside the first [STACK_PORT_OFFSET] (default: %(default)s)",
     )
     parser.add_argument(
         "--ready-timeout",

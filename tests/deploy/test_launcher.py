@@ -23,8 +23,9 @@ import httpx
 import pytest
 import redis
 
+from deploy.local import postgres
 from shared.errors import NO_SUCH_ENDPOINT
-from tests.support.postgres_server import scratch_directory
+from tests.support.postgres_server import embedded_server, scratch_directory
 from tests.support.processes import (
     LaunchedStack,
     below_ephemeral_ports,
@@ -377,14 +378,16 @@ def test_a_service_that_crashes_at_start_fails_the_launch_with_its_log(scratch):
     assert live_processes(set(), str(scratch / "data")) == []
 
 
-def start_launcher(tmp_path: Path) -> tuple[subprocess.Popen[bytes], Path, dict[str, int]]:
-    """Start a fake stack and wait until it is up; returns the process, its log and the
-    children's process groups."""
+def start_launcher(
+    tmp_path: Path, *extra: str
+) -> tuple[subprocess.Popen[bytes], Path, dict[str, int]]:
+    """Start a fake stack (with ``extra`` flags) and wait until it is up; returns the
+    process, its log and the children's process groups."""
     write_fake_stack(tmp_path / "stack.toml")
     log = tmp_path / "launcher.log"
     with log.open("wb") as output:
         process = subprocess.Popen(
-            launcher_argv(tmp_path / "stack.toml", tmp_path / "data"),
+            launcher_argv(tmp_path / "stack.toml", tmp_path / "data", *extra),
             cwd=REPO_ROOT,
             env=launcher_env(),
             stdout=output,
@@ -427,6 +430,26 @@ def test_one_ctrl_c_delivered_twice_still_stops_gracefully(scratch):
     assert "killing every process now" not in output
     assert "stopped" in output
     assert live_processes(set(children.values()), str(scratch / "data")) == []
+
+
+def test_a_server_given_holds_the_databases_and_no_postgresql_is_started(scratch):
+    (scratch / "server").mkdir()
+    with embedded_server(scratch / "server") as server:
+        given = postgres.with_database(server, "admin")
+        asyncio.run(postgres.ensure_database(given))
+        process, log, children = start_launcher(scratch, "--database-url", given)
+        try:
+            assert "postgres" not in children
+            env = process_environment(children["agent-accounts"])
+            assert env["DATABASE_URL"] == postgres.with_database(
+                server, "agent_accounts", driver=postgres.DRIVER
+            )
+            tracking = postgres.with_database(server, "tracking")
+            assert asyncio.run(database_answers(tracking)) == "tracking"
+            assert f"database: PostgreSQL at {given}" in log.read_text()
+        finally:
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=20) == 0, log.read_text()
 
 
 def test_busy_port_is_one_line_and_exit_2(tmp_path):
