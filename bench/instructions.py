@@ -11,8 +11,8 @@ a driver in this process (outside valgrind) sends ``--warmup`` deliveries, switc
 on (``callgrind_control``), sends ``--deliveries`` more over ``--connections`` keep-alive
 connections (the bench's signed ``custom`` delivery, each with a body and signature of its
 own, with the headers our nginx gateway adds), checks every answer is 202, and dumps the
-counts. Ours runs beside a launched local stack (its SQLite database holds the webhook) with
-that stack's webhooks environment, but with a Valkey of its own, also under callgrind and
+counts. Ours runs beside a launched local stack (its embedded PostgreSQL holds the webhook)
+with that stack's webhooks environment, but with a Valkey of its own, also under callgrind and
 counted in the same deliveries, started as the stack starts its own (append-only file,
 fsync each second). Counted: user-space instructions of each process, all its threads; the
 kernel's side of their system calls is not (``bench/webhooks.py`` measures the whole box's

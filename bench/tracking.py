@@ -2,13 +2,16 @@
 
     uv run python bench/tracking.py                  # both servers, defaults
     uv run python bench/tracking.py --only reference --requests 100 --time-cap 10
+    uv run python bench/tracking.py --database-url postgresql://postgres@127.0.0.1:5432/postgres
 
 Starts the reference (``zenml[server]==0.96.3`` from the cached environment of
-``tests/support/zenml_env.py``: uvicorn on 127.0.0.1, SQLite) and our local stack
-(``python -m deploy.local`` with a temporary data dir on shifted ports, SQLite, nginx gateway),
-logs in to both as ``default``, loads the same artifacts into both (``--rows``, concurrent
-POSTs), warms up, then measures through each front door: sequentially (one keep-alive
-connection) and with ``--concurrency`` clients (one connection each), for
+``tests/support/zenml_env.py``: uvicorn on 127.0.0.1, its own SQLite database) and our local
+stack (``python -m deploy.local`` with a temporary data dir on shifted ports, nginx gateway,
+PostgreSQL: the launcher's embedded server, or with ``--database-url`` a new database per
+service on that server, see ``bench/postgres.py``), logs in to both as ``default``, loads
+the same artifacts into both (``--rows``, concurrent POSTs), warms up, then measures through
+each front door: sequentially (one keep-alive connection) and with ``--concurrency`` clients
+(one connection each), for
 
     create   POST /api/v1/artifacts                   (a unique name each)
     list     GET  /api/v1/artifacts?size=50
@@ -55,7 +58,7 @@ if __package__ in (None, ""):  # run as a script: import from the repo root, not
 
 import httpx  # noqa: E402
 
-from bench import wrk  # noqa: E402
+from bench import postgres, wrk  # noqa: E402
 from tests.support.processes import (  # noqa: E402
     LaunchedStack,
     StackStartError,
@@ -84,7 +87,7 @@ WORKLOAD_TITLES = {
     "versions": "versions 3 filters",
 }
 VERSION_TYPES = ("DataArtifact", "ModelArtifact")
-LOAD_WRITERS = 2
+LOAD_WRITERS = 2  # the reference's SQLite takes writers in turn: more only queue and time out
 LOAD_TIMEOUT = 600.0  # seconds for one batch of versions (the reference takes ~20 ms each)
 MATERIALIZER = {
     "module": "zenml.materializers.built_in_materializer",
@@ -192,8 +195,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="load generator: wrk (C, ~0.05 ms of CPU per request; the default when it is "
         "installed) or this process (httpx, ~1 ms per request) (default: %(default)s)",
     )
+    postgres.add_option(parser)
     parser.add_argument(
-        "--keep", action="store_true", help="leave the servers' data dirs (and logs) after the run"
+        "--keep",
+        action="store_true",
+        help="leave the servers' data dirs (and logs) and our databases after the run",
     )
     parser.add_argument(
         "--data-dir", type=Path, help="where to put the data dirs (default: a new temporary dir)"
@@ -586,7 +592,6 @@ async def load_versions(target: Target, args: argparse.Namespace) -> None:
     """``--versions`` versions in batches of ``--batch``, concurrently; the first batch
     alone creates every artifact, so concurrent batches only add versions."""
     batches = -(-args.versions // args.batch)
-    # Writers take turns on SQLite: more than two only queue (and time out) behind the lock.
     clients = _clients(target, min(args.concurrency, LOAD_WRITERS), timeout=LOAD_TIMEOUT)
 
     def make(batch: int) -> Request:
@@ -701,9 +706,7 @@ def _uvicorn_stack(python: Path) -> str:
     found = installed_versions(python, "uvicorn", "uvloop", "httptools")
     loop = f"uvloop {found['uvloop']}" if found["uvloop"] else "asyncio"
     http = f"httptools {found['httptools']}" if found["httptools"] else "h11"
-    return (
-        f"uvicorn {found['uvicorn']} (loop=auto -> {loop}, http=auto -> {http}), 1 worker, SQLite"
-    )
+    return f"uvicorn {found['uvicorn']} (loop=auto -> {loop}, http=auto -> {http}), 1 worker"
 
 
 def _free_port() -> int:
@@ -726,7 +729,7 @@ def start_reference(data_dir: Path, password: str) -> Iterator[Target]:
             venv.python, data_dir, port=_free_port(), password=password, start_timeout=180
         ) as server:
             stack = (
-                f"ZenML {ZENML_VERSION}, {_uvicorn_stack(venv.python)}, "
+                f"ZenML {ZENML_VERSION}, {_uvicorn_stack(venv.python)}, SQLite, "
                 "uvicorn access log on (as `zenml login --local` runs it)"
             )
             yield login("reference", server.url, password, stack)
@@ -735,11 +738,17 @@ def start_reference(data_dir: Path, password: str) -> Iterator[Target]:
 
 
 @contextlib.contextmanager
-def start_ours(data_dir: Path, password: str) -> Iterator[Target]:
+def start_ours(data_dir: Path, password: str, args: argparse.Namespace) -> Iterator[Target]:
     say(f"ours: starting the local stack ({data_dir}) ...")
     try:
-        with launch_stack(data_dir, admin_password=password, start_timeout=120) as stack:
-            yield login("ours", stack.url("platform", ""), password, _our_stack(stack))
+        with (
+            postgres.stack_databases(args.database_url, keep=args.keep) as databases,
+            launch_stack(
+                data_dir, admin_password=password, start_timeout=120, databases=databases
+            ) as stack,
+        ):
+            described = _our_stack(stack, postgres.describe(args.database_url, stack.output()))
+            yield login("ours", stack.url("platform", ""), password, described)
     except StackStartError as exc:
         raise BenchError(f"our stack: {_first_line(str(exc))} (log: {data_dir.parent})") from None
 
@@ -751,10 +760,10 @@ def our_uvicorn_stack() -> str:
     )
 
 
-def _our_stack(stack: LaunchedStack) -> str:
+def _our_stack(stack: LaunchedStack, database: str) -> str:
     return (
         f"nginx gateway :{stack.ports['platform']} (keep-alive upstream) -> tracking service, "
-        f"{our_uvicorn_stack()}"
+        f"{our_uvicorn_stack()}, {database}"
     )
 
 
@@ -836,8 +845,12 @@ def run(args: argparse.Namespace) -> int:
         targets: list[Target] = []
         skipped: dict[str, str] = {}
         for name in wanted:
-            starter = start_reference if name == "reference" else start_ours
-            target = stack.enter_context(starter(base / name, password))
+            starter = (
+                start_reference(base / name, password)
+                if name == "reference"
+                else start_ours(base / name, password, args)
+            )
+            target = stack.enter_context(starter)
             try:
                 _run_async(prepare(target, args))
             except BenchError as exc:

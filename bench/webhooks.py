@@ -3,6 +3,7 @@
 
     uv run python bench/webhooks.py                      # all three, defaults
     uv run python bench/webhooks.py --duration 5 --runs 1 --only ours
+    uv run python bench/webhooks.py --database-url postgresql://postgres@127.0.0.1:5432/postgres
 
 Every target receives signed ``custom`` deliveries (``X-ZenML-Event`` and
 ``X-ZenML-Signature-256``, HMAC-SHA256 over the exact body) from ``wrk`` with
@@ -15,18 +16,21 @@ shows the medians.
 
 - ours: the local stack (``python -m deploy.local``, temporary data dir, shifted ports):
   nginx gateway → webhooks service, with Valkey (append-only, noeviction) and the arq
-  worker consuming the queue as it would in use;
+  worker consuming the queue as it would in use; PostgreSQL: the launcher's embedded
+  server, or with ``--database-url`` a new database per service on that server (see
+  ``bench/postgres.py``);
 - ceiling: a Starlette app whose one route answers 202 without reading anything, under the
   same uvicorn (loop and http ``auto``, no access log), reached directly;
 - reference: ``zenml[server]==0.98.0`` from PyPI in its own cached environment
-  (``tests/support/zenml_env.py``), uvicorn on 127.0.0.1, SQLite.
+  (``tests/support/zenml_env.py``), uvicorn on 127.0.0.1, its own SQLite database.
 
 All three share the 2 cores with wrk; wrk's own CPU time is printed beside the table. Since
 throughput on a shared machine is noisy, the bench also reads the CPU time (user + system,
 from ``/proc``) that each of our processes (and the ceiling's) used during the measured runs,
 with that of the children they reaped (Valkey's append-only-file rewrites), and prints it
-per accepted request: the service, the gateway, Valkey, the worker and the launcher that
-relays their logs.
+per accepted request: the service, the gateway, Valkey, the worker, the embedded PostgreSQL
+(a server named with ``--database-url`` is not counted) and the launcher that relays their
+logs.
 
 ``--appendfsync always,everysec`` measures ours' lanes under each of Valkey's fsync policies
 in turn (set with ``CONFIG SET`` before each run, the lanes of one policy beside those of the
@@ -69,6 +73,7 @@ from starlette.requests import Request  # noqa: E402
 from starlette.responses import Response  # noqa: E402
 from starlette.routing import Route  # noqa: E402
 
+from bench import postgres  # noqa: E402
 from bench.tracking import (  # noqa: E402
     BenchError,
     Target,
@@ -517,7 +522,7 @@ def ceiling(base: Path) -> Iterator[Ceiling]:
     config = prefix / "nginx.conf"
     config.write_text(render(stack, dataclasses.replace(target, upstreams=upstreams)))
     gateway = f"http://127.0.0.1:{ports['platform']}"
-    server = _uvicorn_stack(Path(sys.executable)).replace(", SQLite", "")
+    server = _uvicorn_stack(Path(sys.executable))
     with (
         _process(argv, base / "ceiling.log", "the bare app", direct + path) as app_group,
         _process(
@@ -545,7 +550,7 @@ class Ours:
     def groups(self) -> dict[str, int]:
         """The process groups whose CPU time the bench reports."""
         children = self.stack.children
-        return {
+        groups = {
             "service": children["webhooks"],
             "gateway": children["gateway"],
             "valkey": children["valkey"],
@@ -553,6 +558,9 @@ class Ours:
             # It relays every child's log lines (the access log's among them).
             "launcher": self.stack.process.pid,
         }
+        if "postgres" in children:  # the embedded server
+            groups["postgres"] = children["postgres"]
+        return groups
 
     @contextlib.contextmanager
     def valkey(self) -> Iterator[redis.Redis]:
@@ -592,14 +600,20 @@ class Ours:
 
 
 @contextlib.contextmanager
-def ours(base: Path, password: str) -> Iterator[Ours]:
+def ours(base: Path, password: str, args: argparse.Namespace) -> Iterator[Ours]:
     say(f"ours: starting the local stack ({base / 'ours'}) ...")
     try:
-        with launch_stack(base / "ours", admin_password=password, start_timeout=120) as stack:
+        with (
+            postgres.stack_databases(args.database_url, keep=args.keep) as databases,
+            launch_stack(
+                base / "ours", admin_password=password, start_timeout=120, databases=databases
+            ) as stack,
+        ):
             url = stack.url("platform", "")
             server = (
                 f"nginx gateway :{stack.ports['platform']} -> webhooks service, "
-                f"{our_uvicorn_stack()}; Valkey noeviction, AOF"
+                f"{our_uvicorn_stack()}, {postgres.describe(args.database_url, stack.output())}; "
+                "Valkey noeviction, AOF"
             )
             target = login("ours", url, password, server)
             yield Ours(target, create_webhook(target), stack)
@@ -622,7 +636,9 @@ def reference(base: Path, password: str) -> Iterator[tuple[Target, str]]:
             start_timeout=420,
             access_log=False,
         ) as server:
-            stack = f"ZenML {REFERENCE_VERSION}, {_uvicorn_stack(venv.python)}, access log off"
+            stack = (
+                f"ZenML {REFERENCE_VERSION}, {_uvicorn_stack(venv.python)}, SQLite, access log off"
+            )
             target = login("reference", server.url, password, stack)
             yield target, create_webhook(target)
     except ZenmlEnvError as exc:
@@ -779,8 +795,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--drain-timeout", type=float, default=600.0, help="seconds to wait for the queue"
     )
+    postgres.add_option(parser)
     parser.add_argument(
-        "--keep", action="store_true", help="leave the servers' data dirs (and logs) after the run"
+        "--keep",
+        action="store_true",
+        help="leave the servers' data dirs (and logs) and our databases after the run",
     )
     args = parser.parse_args(argv)
     if min(args.duration, args.runs, args.connections, args.threads) <= 0:
@@ -812,7 +831,7 @@ def format_table(results: Sequence[Measured]) -> str:
     return "\n".join(lines)
 
 
-CPU_COLUMNS = ("service", "gateway", "valkey", "worker", "launcher")
+CPU_COLUMNS = ("service", "gateway", "valkey", "worker", "postgres", "launcher")
 
 
 def format_cpu_table(results: Sequence[Measured]) -> str:
@@ -879,7 +898,7 @@ def run(args: argparse.Namespace) -> int:
             running: Ours | None = None
             mine: list[Lane] = []
             if "ours" in wanted:
-                running = servers.enter_context(ours(base, password))
+                running = servers.enter_context(ours(base, password, args))
                 mine = ours_lanes(running, args)
                 lanes += mine
                 before = accepted_count(running.target, running.path)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from bench import tracking
+from bench import postgres, tracking
 
 
 def test_defaults_are_bounded():
@@ -30,6 +30,17 @@ def test_options_parse():
     assert args.keep is True
     assert args.workloads == ["create", "get"]  # always in the table's order
     assert args.time_cap == 2.5
+
+
+def test_our_databases_are_on_the_launchers_embedded_server_unless_a_server_is_named():
+    assert tracking.parse_args([]).database_url is None
+    url = "postgresql://postgres@127.0.0.1:5432/postgres"
+    assert tracking.parse_args(["--database-url", url]).database_url == url
+
+
+def test_each_service_database_is_on_the_named_server():
+    url = postgres.with_database("postgresql://user:secret@db:5433/postgres", "bench_7_tracking")
+    assert url == "postgresql://user:secret@db:5433/bench_7_tracking"
 
 
 def test_versions_workload_is_chosen_explicitly_with_its_sizes():
@@ -79,6 +90,7 @@ def test_loaded_versions_are_unique_per_artifact():
         ["--only", "both"],
         ["--workloads", "create,delete"],
         ["--time-cap", "nan"],
+        ["--database-url", "sqlite:///bench.db"],
         ["--nope"],
     ],
 )
