@@ -1,20 +1,17 @@
-"""Fixtures every test may use: a real Redis, real databases (SQLite, and PostgreSQL when
-``TEST_DATABASE_URL`` is set) and unique Redis namespaces."""
+"""Fixtures every test may use: a real Redis, real PostgreSQL databases (the server of
+``TEST_DATABASE_URL`` when set, else an embedded one) and unique Redis namespaces."""
 
 from __future__ import annotations
 
 import asyncio
-import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 
 import pytest
 
 from tests.support.databases import Databases
+from tests.support.postgres_server import postgres_for_tests
 from tests.support.redis_server import redis_for_tests
-
-DATABASES = ["sqlite", "postgresql"]
 
 
 @pytest.fixture(scope="session")
@@ -29,13 +26,13 @@ def redis_namespace() -> str:
 
 
 @pytest.fixture(scope="session")
-def databases(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Databases]:
+def databases() -> Iterator[Databases]:
     """This test process's databases (see :mod:`tests.support.databases`)."""
-    pool = Databases(tmp_path_factory.mktemp("databases"), os.environ.get("TEST_DATABASE_URL"))
-    if pool.admin_url is not None:
+    with postgres_for_tests() as admin_url:
+        pool = Databases(admin_url)
         asyncio.run(pool.drop_abandoned())
-    yield pool
-    asyncio.run(pool.aclose())
+        yield pool
+        asyncio.run(pool.aclose())
 
 
 @pytest.fixture
@@ -45,19 +42,8 @@ def database_service() -> str | None:
     return None
 
 
-@pytest.fixture(params=DATABASES)
-async def database_url(
-    request: pytest.FixtureRequest,
-    tmp_path: Path,
-    databases: Databases,
-    database_service: str | None,
-) -> AsyncIterator[str]:
-    """Each database test runs on SQLite and, when TEST_DATABASE_URL is set, PostgreSQL:
-    a database of its own, at ``database_service``'s head."""
-    if request.param == "sqlite":
-        yield await databases.sqlite(tmp_path, database_service)
-        return
-    if databases.admin_url is None:
-        pytest.skip("TEST_DATABASE_URL is not set")
+@pytest.fixture
+async def database_url(databases: Databases, database_service: str | None) -> AsyncIterator[str]:
+    """A PostgreSQL database of the test's own, at ``database_service``'s head."""
     async with databases.postgres(database_service) as url:
         yield url

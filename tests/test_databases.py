@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sqlite3
 import sys
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import asyncpg
 import pytest
@@ -31,41 +29,14 @@ def _dsn(url: str) -> str:
     return postgres_url(url, driver=ASYNCPG)
 
 
-async def test_sqlite_copies_are_at_head_and_apart(tmp_path: Path) -> None:
-    databases = Databases(tmp_path / "templates")
-    (tmp_path / "templates").mkdir()
-    first, second = tmp_path / "a", tmp_path / "b"
-    first.mkdir()
-    second.mkdir()
-    url = await databases.sqlite(first, SERVICE)
-    await databases.sqlite(second, SERVICE)
-    assert url == f"sqlite+aiosqlite:///{first / 'service.db'}"
-
-    with sqlite3.connect(first / "service.db") as db:
-        (version,) = db.execute("SELECT version_num FROM alembic_version").fetchone()
-        db.execute("DELETE FROM webhooks")
-        db.execute("DROP TABLE webhooks")
-    with sqlite3.connect(second / "service.db") as db:
-        assert db.execute("SELECT version_num FROM alembic_version").fetchone() == (version,)
-        assert db.execute("SELECT count(*) FROM webhooks").fetchone() == (0,)
-
-
-async def test_sqlite_without_a_service_is_no_database_yet(tmp_path: Path) -> None:
-    url = await Databases(tmp_path).sqlite(tmp_path, None, "empty")
-    assert url.endswith("/empty.db")
-    assert not (tmp_path / "empty.db").exists()
-
-
 @pytest.fixture
-async def pool(tmp_path: Path) -> AsyncIterator[Databases]:
-    admin_url = os.environ.get("TEST_DATABASE_URL")
-    if not admin_url:
-        pytest.skip("TEST_DATABASE_URL is not set")
-    databases = Databases(tmp_path, admin_url)
+async def pool(databases: Databases) -> AsyncIterator[Databases]:
+    """A pool of its own on the session's server (the session's pool stays untouched)."""
+    own = Databases(databases.admin_url)
     try:
-        yield databases
+        yield own
     finally:
-        await databases.aclose()
+        await own.aclose()
 
 
 async def test_postgres_lends_one_database_again_emptied(pool: Databases) -> None:
@@ -99,7 +70,6 @@ async def _answers(connection: asyncpg.Connection) -> bool:
 
 
 async def test_postgres_drops_a_database_whose_schema_a_test_changed(pool: Databases) -> None:
-    assert pool.admin_url is not None
     async with pool.postgres(SERVICE) as url:
         connection = await asyncpg.connect(_dsn(url))
         await connection.execute("CREATE INDEX extra ON webhooks (name)")
@@ -116,7 +86,6 @@ async def test_postgres_drops_a_database_whose_schema_a_test_changed(pool: Datab
 
 
 async def test_postgres_without_a_service_is_empty_and_dropped(pool: Databases) -> None:
-    assert pool.admin_url is not None
     async with pool.postgres(None) as url:
         connection = await asyncpg.connect(_dsn(url))
         try:
@@ -127,7 +96,6 @@ async def test_postgres_without_a_service_is_empty_and_dropped(pool: Databases) 
 
 
 async def test_aclose_drops_every_pooled_database(pool: Databases) -> None:
-    assert pool.admin_url is not None
     async with pool.postgres(SERVICE) as first, pool.postgres(SERVICE) as second:
         assert first != second  # both lent at once: two databases
     names = {make_url(first).database, make_url(second).database}
@@ -137,7 +105,6 @@ async def test_aclose_drops_every_pooled_database(pool: Databases) -> None:
 
 
 async def test_drop_abandoned_drops_what_dead_processes_left(pool: Databases) -> None:
-    assert pool.admin_url is not None
     # A process that has ended (and been waited for): its pid names no process now.
     child = await asyncio.create_subprocess_exec(sys.executable, "-c", "pass")
     await child.wait()

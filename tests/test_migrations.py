@@ -1,5 +1,5 @@
-"""Each service's migrations create exactly the tables its models declare, on SQLite and
-PostgreSQL, and running them again changes nothing.
+"""Each service's migrations create exactly the tables its models declare, and running them
+again changes nothing.
 
 ``SQLModel.metadata`` is global: once every service's models are imported it holds all
 their tables, so each service is compared against a copy holding only its own.

@@ -1,4 +1,5 @@
-"""The real agent-accounts service as a process (SQLite, the test Redis), and the real
+"""The real agent-accounts service as a process (a PostgreSQL database from the pool, the
+test Redis), and the real
 ``agent-run`` / ``agent-run-read`` console scripts run against it, each with a config
 directory of its own."""
 
@@ -9,7 +10,7 @@ import os
 import secrets
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support.databases import Databases
 from tests.support.processes import RunningService, StackStartError, run_service
 
 ADMIN_PASSWORD = f"Cli-{secrets.token_urlsafe(12)}"
@@ -25,9 +27,9 @@ AGENT_RUN = str(BIN / "agent-run")
 AGENT_RUN_READ = str(BIN / "agent-run-read")
 
 
-def service_env(data_dir: Path, redis_url: str, **extra: str) -> dict[str, str]:
+def service_env(database_url: str, redis_url: str, **extra: str) -> dict[str, str]:
     env = {
-        "SERVICE_DATABASE_URL": f"sqlite:///{data_dir / 'agent-accounts.db'}",
+        "SERVICE_DATABASE_URL": database_url,
         "SERVICE_REDIS_URL": redis_url,
         "SERVICE_REDIS_NAMESPACE": f"cli-{secrets.token_hex(6)}",
         "SERVICE_JWT_SIGNING_KEYS": secrets.token_urlsafe(32),
@@ -40,16 +42,25 @@ def service_env(data_dir: Path, redis_url: str, **extra: str) -> dict[str, str]:
     return env
 
 
+@pytest.fixture
+def database_service() -> str:
+    """``database_url`` is at agent-accounts' head."""
+    return "agent_accounts"
+
+
 @pytest.fixture(scope="module")
-def service(tmp_path_factory: pytest.TempPathFactory, redis_url: str) -> Iterator[RunningService]:
+async def service(
+    tmp_path_factory: pytest.TempPathFactory, redis_url: str, databases: Databases
+) -> AsyncIterator[RunningService]:
     data_dir = tmp_path_factory.mktemp("agent-service")
-    try:
-        with run_service(
-            "agent_accounts", service_env(data_dir, redis_url), data_dir / "service.log"
-        ) as running:
-            yield running
-    except StackStartError as exc:
-        pytest.fail(str(exc), pytrace=False)
+    async with databases.postgres("agent_accounts") as database_url:
+        try:
+            with run_service(
+                "agent_accounts", service_env(database_url, redis_url), data_dir / "service.log"
+            ) as running:
+                yield running
+        except StackStartError as exc:
+            pytest.fail(str(exc), pytrace=False)
 
 
 def admin_headers(url: str) -> dict[str, str]:

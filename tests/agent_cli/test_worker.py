@@ -271,8 +271,10 @@ def test_a_worker_without_an_api_key_exits_3(service: RunningService, tmp_path: 
     assert done.error()["message"].startswith("a worker needs an API key")
 
 
-def test_worker_token_is_renewed_before_it_expires(tmp_path: Path, redis_url: str, start_worker):
-    env = service_env(tmp_path, redis_url, SERVICE_WORKER_TOKEN_LIFETIME="PT3S")
+def test_worker_token_is_renewed_before_it_expires(
+    tmp_path: Path, database_url: str, redis_url: str, start_worker
+):
+    env = service_env(database_url, redis_url, SERVICE_WORKER_TOKEN_LIFETIME="PT3S")
     with run_service("agent_accounts", env, tmp_path / "service.log") as running:
         worker = start_worker(keyed_env(running.url, tmp_path))
         registered = worker.wait_for("registered")
@@ -288,10 +290,10 @@ def test_worker_token_is_renewed_before_it_expires(tmp_path: Path, redis_url: st
 
 
 def test_worker_token_refused_with_a_401_is_renewed_with_the_key(
-    tmp_path: Path, redis_url: str, start_worker
+    tmp_path: Path, database_url: str, redis_url: str, start_worker
 ):
     # A one-hour token: nothing but the 401 can make the worker renew it here.
-    base = service_env(tmp_path, redis_url)
+    base = service_env(database_url, redis_url)
     log = tmp_path / "service.log"
     with run_service("agent_accounts", base, log) as first:
         worker = start_worker(keyed_env(first.url, tmp_path))

@@ -10,7 +10,6 @@ import re
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import httpx
 import pytest
@@ -29,7 +28,7 @@ from shared.responses import render
 from shared.routing import api_route, parse_json, parse_query, path_param
 from shared.settings import ServiceSettings
 from tests.support.asgi import client_for
-from tests.support.databases import sqlite_url
+from tests.support.databases import Databases
 from tests.support.redis_server import free_port
 
 MAX_BODY = 2048
@@ -144,10 +143,15 @@ def make_app(settings: ServiceSettings):
 
 
 @pytest.fixture(scope="module")
-async def client(
-    tmp_path_factory: pytest.TempPathFactory, redis_url: str
-) -> AsyncIterator[httpx.AsyncClient]:
-    settings = make_settings(sqlite_url(tmp_path_factory.mktemp("app")), redis_url)
+async def app_database(databases: Databases) -> AsyncIterator[str]:
+    """One empty database for this module's apps (none of them keeps rows)."""
+    async with databases.postgres(None) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+async def client(app_database: str, redis_url: str) -> AsyncIterator[httpx.AsyncClient]:
+    settings = make_settings(app_database, redis_url)
     async with client_for(make_app(settings)) as client:
         yield client
 
@@ -397,9 +401,9 @@ async def test_ready_answers_ok_with_real_database_and_redis(client):
     assert response.text == "ok"
 
 
-async def test_ready_returns_503_when_redis_is_unreachable(tmp_path: Path):
+async def test_ready_returns_503_when_redis_is_unreachable(app_database: str):
     closed = f"redis://127.0.0.1:{free_port()}/0"
-    async with client_for(make_app(make_settings(sqlite_url(tmp_path), closed))) as client:
+    async with client_for(make_app(make_settings(app_database, closed))) as client:
         response = await client.get("/ready")
     assert response.status_code == 503
     assert response.json() == {"detail": ["ServiceUnavailable", "Not ready: redis unreachable."]}
@@ -450,9 +454,9 @@ async def create_counted(request: Request) -> Response:
 
 
 @pytest.fixture
-async def own_auth_client(tmp_path: Path, redis_url: str) -> AsyncIterator[httpx.AsyncClient]:
+async def own_auth_client(app_database: str, redis_url: str) -> AsyncIterator[httpx.AsyncClient]:
     app = create_service_app(
-        make_settings(sqlite_url(tmp_path), redis_url),
+        make_settings(app_database, redis_url),
         title="agent-like",
         version="0",
         routes=[
@@ -514,10 +518,10 @@ class FailingBackend(AuthenticationBackend):
     ],
 )
 async def test_an_error_raised_by_authentication_renders_in_the_services_style(
-    tmp_path: Path, redis_url: str, style, detail
+    app_database: str, redis_url: str, style, detail
 ):
     app = create_service_app(
-        make_settings(sqlite_url(tmp_path), redis_url),
+        make_settings(app_database, redis_url),
         title="failing-auth",
         version="0",
         routes=ROUTES,
@@ -550,9 +554,9 @@ class _Front:
 
 
 async def test_a_front_door_answers_its_own_requests_ahead_of_every_middleware(
-    tmp_path: Path, redis_url: str
+    app_database: str, redis_url: str
 ):
-    settings = make_settings(sqlite_url(tmp_path), redis_url)
+    settings = make_settings(app_database, redis_url)
     app = create_service_app(
         settings, title="sample", version="1", routes=ROUTES, migrations=None, front=_Front
     )
@@ -566,9 +570,9 @@ async def test_a_front_door_answers_its_own_requests_ahead_of_every_middleware(
 
 
 async def test_without_a_front_door_every_request_goes_through_the_stack(
-    tmp_path: Path, redis_url: str
+    app_database: str, redis_url: str
 ):
-    settings = make_settings(sqlite_url(tmp_path), redis_url)
+    settings = make_settings(app_database, redis_url)
     app = create_service_app(
         settings, title="sample", version="1", routes=ROUTES, migrations=None, front=_Front
     )

@@ -10,7 +10,6 @@ from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -36,7 +35,7 @@ from shared.redis import create_redis
 from shared.routing import api_route
 from shared.settings import ServiceSettings
 from tests.support.asgi import client_for
-from tests.support.databases import sqlite_url
+from tests.support.databases import Databases
 from tests.support.redis_server import free_port
 
 KEY = "Idempotency-Key"
@@ -105,10 +104,17 @@ def signer() -> TokenSigner:
     return TokenSigner(generate_signing_key(), kid="k1", issuer="platform-identity")
 
 
+@pytest.fixture(scope="module")
+async def app_database(databases: Databases) -> AsyncIterator[str]:
+    """One empty database for this module's apps (none of them keeps rows)."""
+    async with databases.postgres(None) as url:
+        yield url
+
+
 @pytest.fixture
-def settings(tmp_path: Path, redis_url: str, redis_namespace: str) -> ServiceSettings:
+def settings(app_database: str, redis_url: str, redis_namespace: str) -> ServiceSettings:
     return ServiceSettings(
-        database_url=sqlite_url(tmp_path),
+        database_url=app_database,
         redis_url=redis_url,
         redis_namespace=redis_namespace,
         jwks_url="http://127.0.0.1:9/.well-known/jwks.json",

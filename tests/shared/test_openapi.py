@@ -25,7 +25,7 @@ from shared.pagination import Page, PageParams
 from shared.routing import ApiRoute, api_route
 from shared.settings import ServiceSettings
 from tests.support.asgi import client_for
-from tests.support.databases import sqlite_url
+from tests.support.databases import Databases
 
 METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 
@@ -130,18 +130,19 @@ ROUTES = [
 
 
 @pytest.fixture(scope="module")
-async def document(tmp_path_factory: pytest.TempPathFactory, redis_url: str) -> dict[str, Any]:
-    settings = ServiceSettings(
-        database_url=sqlite_url(tmp_path_factory.mktemp("openapi")),
-        redis_url=redis_url,
-        redis_namespace=f"test-{uuid.uuid4().hex[:12]}",
-        jwks_url="http://127.0.0.1:9/.well-known/jwks.json",
-    )
-    app = create_service_app(
-        settings, title="widgets", version="4.5.6", routes=ROUTES, migrations=None
-    )
-    async with client_for(app) as client:
-        response = await client.get("/openapi.json")
+async def document(databases: Databases, redis_url: str) -> dict[str, Any]:
+    async with databases.postgres(None) as database_url:
+        settings = ServiceSettings(
+            database_url=database_url,
+            redis_url=redis_url,
+            redis_namespace=f"test-{uuid.uuid4().hex[:12]}",
+            jwks_url="http://127.0.0.1:9/.well-known/jwks.json",
+        )
+        app = create_service_app(
+            settings, title="widgets", version="4.5.6", routes=ROUTES, migrations=None
+        )
+        async with client_for(app) as client:
+            response = await client.get("/openapi.json")
     assert response.status_code == 200
     result: dict[str, Any] = response.json()
     return result

@@ -5,16 +5,20 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from collections.abc import AsyncIterator
 from types import SimpleNamespace
 
 import pytest
 from pydantic import BaseModel, Field
 from pydantic_core import to_json
-from sqlalchemy import Column, DateTime, Integer, MetaData, Row, String, Table, Uuid, create_engine
+from sqlalchemy import Column, DateTime, Integer, MetaData, Row, String, Table, Uuid
 from sqlalchemy import select as sa_select
+from sqlalchemy.ext.asyncio import AsyncEngine
 
+from shared.db import create_engine
 from shared.shapes import Shape, plain_rows
 from shared.types import WireDatetime
+from tests.support.databases import Databases
 
 
 class Body(BaseModel):
@@ -65,26 +69,45 @@ def test_a_required_field_the_row_lacks_is_an_error_not_a_silent_null():
         Shape(Envelope).of(SimpleNamespace(id=uuid.uuid4()))
 
 
+@pytest.fixture(scope="module")
+async def engine(databases: Databases) -> AsyncIterator[AsyncEngine]:
+    """An empty database for the tables the rows are read from."""
+    async with databases.postgres(None) as url:
+        engine = create_engine(url)
+        yield engine
+        await engine.dispose()
+
+
+async def _things(
+    engine: AsyncEngine, *columns: Column[object], created: dt.datetime = AWARE
+) -> list[Row[object]]:
+    """One row of a one-row table with ``columns`` (the first a UUID key), read back."""
+    table = Table(f"things_{uuid.uuid4().hex[:8]}", MetaData(), *columns)
+    values = {"id": uuid.uuid4(), "name": "n", "created": created, "count": 7, "first name": "a"}
+    async with engine.begin() as conn:
+        await conn.run_sync(table.metadata.create_all)
+        await conn.execute(table.insert(), {c.name: values[c.name] for c in table.columns})
+        rows = list((await conn.execute(sa_select(*table.columns))).all())
+        await conn.run_sync(table.metadata.drop_all)
+    return rows
+
+
 @pytest.mark.parametrize("stored", [AWARE, AWARE.replace(tzinfo=None)])
-def test_core_rows_are_read_by_position_with_naive_utc_datetimes(stored: dt.datetime):
-    table = Table(
-        "things",
-        MetaData(),
+async def test_core_rows_are_read_by_position_with_naive_utc_datetimes(
+    engine: AsyncEngine, stored: dt.datetime
+):
+    rows = await _things(
+        engine,
         Column("id", Uuid, primary_key=True),
         Column("name", String),
         Column("created", DateTime(timezone=True)),
         Column("count", Integer),
+        created=stored,
     )
-    engine = create_engine("sqlite://")
-    table.metadata.create_all(engine)
-    thing_id = uuid.uuid4()
-    with engine.begin() as conn:
-        conn.execute(table.insert(), {"id": thing_id, "name": "n", "created": stored, "count": 7})
-        rows = conn.execute(sa_select(*table.columns)).all()
     body, envelope = Shape(Body), Shape(Envelope)
     for _ in range(2):  # the second time from the cached plan
         built = envelope.of(rows[0], body=body.of(rows[0], label="x"))
-        assert built["id"] == thing_id
+        assert built["id"] == rows[0].id
         body_dict = built["body"]
         assert body_dict["count"] == 7
         assert body_dict["label"] == "x"
@@ -92,19 +115,9 @@ def test_core_rows_are_read_by_position_with_naive_utc_datetimes(stored: dt.date
         _same_as_model(Envelope, built)
 
 
-def _things(*columns: Column[object]) -> list[Row[object]]:
-    """One row of a one-row table with ``columns`` (the first a UUID key), read back."""
-    table = Table("things", MetaData(), *columns)
-    engine = create_engine("sqlite://")
-    table.metadata.create_all(engine)
-    values = {"id": uuid.uuid4(), "name": "n", "created": AWARE, "count": 7, "first name": "a"}
-    with engine.begin() as conn:
-        conn.execute(table.insert(), {c.name: values[c.name] for c in table.columns})
-        return list(conn.execute(sa_select(*table.columns)).all())
-
-
-def test_plain_rows_read_like_the_core_rows_they_come_from():
-    rows = _things(
+async def test_plain_rows_read_like_the_core_rows_they_come_from(engine: AsyncEngine):
+    rows = await _things(
+        engine,
         Column("id", Uuid, primary_key=True),
         Column("name", String),
         Column("created", DateTime(timezone=True)),
@@ -125,8 +138,8 @@ def test_plain_rows_read_like_the_core_rows_they_come_from():
     assert plain_rows([]) == []
 
 
-def test_rows_whose_columns_are_not_identifiers_stay_core_rows():
-    rows = _things(Column("id", Uuid, primary_key=True), Column("first name", String))
+async def test_rows_whose_columns_are_not_identifiers_stay_core_rows(engine: AsyncEngine):
+    rows = await _things(engine, Column("id", Uuid, primary_key=True), Column("first name", String))
     assert plain_rows(rows) is rows
 
 

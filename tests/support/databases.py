@@ -1,18 +1,15 @@
-"""Real databases for tests: SQLite files and PostgreSQL databases, each test its own.
+"""Real PostgreSQL databases for tests, each test its own.
 
 A test of a service gets its database already at the head of that service's migrations
 (its app's start-up then finds nothing to do), since migrating anew for every test cost
-more than most tests themselves: on PostgreSQL a test's database took about half a
-second to create, migrate and drop. :class:`Databases` migrates once per test process
-instead:
-
-- SQLite: a file migrated once, copied for each test (:meth:`Databases.sqlite`);
-- PostgreSQL: databases migrated once, lent to one test at a time and emptied after it
-  (:meth:`Databases.postgres`): every table's rows deleted, sequences restarted, the
-  connections the test left behind closed. One whose schema the test changed (the schema
-  is compared with what migrating made) is dropped instead of lent again, so no test sees
-  what an earlier one did. Databases with no service are created empty and dropped, as
-  the tests of migrations themselves need.
+more than most tests themselves: a test's database took about half a second to create,
+migrate and drop. :class:`Databases` migrates once per test process instead: databases
+migrated once, lent to one test at a time and emptied after it (:meth:`Databases.postgres`):
+every table's rows deleted, sequences restarted, the connections the test left behind
+closed. One whose schema the test changed (the schema is compared with what migrating
+made) is dropped instead of lent again, so no test sees what an earlier one did.
+Databases with no service are created empty and dropped, as the tests of migrations
+themselves need.
 
 The pool is dropped when the test session ends; what a killed session left behind is
 dropped by the next one (:meth:`Databases.drop_abandoned`).
@@ -23,7 +20,6 @@ from __future__ import annotations
 import importlib
 import os
 import re
-import shutil
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -68,10 +64,6 @@ async def migrate(url: str, service: str) -> None:
         await upgrade(engine, migrations_of(service), lock_name=f"{service}-migrations")
     finally:
         await engine.dispose()
-
-
-def sqlite_url(directory: Path, name: str = "service") -> str:
-    return f"sqlite+aiosqlite:///{directory / f'{name}.db'}"
 
 
 # What makes up a schema: relations, columns, constraints, indexes, types, functions,
@@ -154,40 +146,22 @@ class _Lent:
 
 
 class Databases:
-    """The databases of one test process (see the module docstring). ``workdir`` keeps
-    the migrated SQLite files; ``admin_url`` is a PostgreSQL server's maintenance
-    database (``TEST_DATABASE_URL``), when there is one. :meth:`aclose` drops the
-    PostgreSQL databases it keeps."""
+    """The databases of one test process (see the module docstring), on the PostgreSQL
+    server whose maintenance database ``admin_url`` names. :meth:`aclose` drops the
+    databases it keeps."""
 
-    def __init__(self, workdir: Path, admin_url: str | None = None) -> None:
-        self.workdir = workdir
+    def __init__(self, admin_url: str) -> None:
         self.admin_url = admin_url
-        self._sqlite: dict[str, Path] = {}
         self._free: dict[str, list[_Lent]] = {}
         self._kept: set[str] = set()  # every pooled database, lent or free
         # Names nobody else picks: the process, then a count.
         self._prefix = f"test_{os.getpid()}_{uuid.uuid4().hex[:6]}"
         self._count = 0
 
-    async def sqlite(self, directory: Path, service: str | None, name: str = "service") -> str:
-        """A SQLite database in ``directory``: a copy of one at ``service``'s head, or
-        (``service`` ``None``) none yet."""
-        url = sqlite_url(directory, name)
-        if service is not None:
-            template = self._sqlite.get(service)
-            if template is None:
-                template = self.workdir / f"{service}.db"
-                await migrate(sqlite_url(self.workdir, service), service)
-                self._sqlite[service] = template
-            shutil.copyfile(template, directory / f"{name}.db")
-        return url
-
     @asynccontextmanager
     async def postgres(self, service: str | None) -> AsyncIterator[str]:
         """A PostgreSQL database for one test: at ``service``'s head (lent from the pool,
         emptied afterwards), or new and empty (``service`` ``None``, dropped afterwards)."""
-        if self.admin_url is None:
-            raise RuntimeError("no PostgreSQL server (TEST_DATABASE_URL is not set)")
         if service is None:
             name = await self._create()
             try:
@@ -238,7 +212,6 @@ class Databases:
 
     async def _connect(self, database: str | None = None) -> asyncpg.Connection:
         """A connection to ``database``, or (``None``) to the server's maintenance one."""
-        assert self.admin_url is not None
         return await asyncpg.connect(postgres_url(self.admin_url, database, driver=ASYNCPG))
 
     async def _create(self) -> str:
@@ -259,7 +232,6 @@ class Databases:
             await admin.close()
 
     async def _migrated(self, service: str) -> _Lent:
-        assert self.admin_url is not None
         name = await self._create()
         self._kept.add(name)
         await migrate(postgres_url(self.admin_url, name), service)

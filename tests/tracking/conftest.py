@@ -1,10 +1,10 @@
 """A tracking app per test on a real database and Redis, with an in-process identity app
 that issues its tokens, serves its JWKS and answers its user look-ups.
 
-Identity keeps its own SQLite file (it is an outside service here); tracking runs on the
-``database_url`` fixture, so every tracking test runs on SQLite and, when configured,
-PostgreSQL. The two reach each other through one :class:`HostRouter`; neither caches
-workload scopes (``workload_scope_cache_ttl`` 0), so a run finished is seen at once.
+Identity has a PostgreSQL database of its own from the pool (it is an outside service
+here); tracking runs on the ``database_url`` fixture. The two reach each other through
+one :class:`HostRouter`; neither caches workload scopes (``workload_scope_cache_ttl`` 0),
+so a run finished is seen at once.
 """
 
 from __future__ import annotations
@@ -66,7 +66,6 @@ def router() -> HostRouter:
 
 @pytest.fixture
 async def identity_app(
-    tmp_path: Path,
     redis_url: str,
     redis_namespace: str,
     router: HostRouter,
@@ -74,17 +73,18 @@ async def identity_app(
 ) -> AsyncIterator[LifespanApp]:
     # The webhooks service's client too: its service token requests snapshot runs.
     clients = {"tracking": SecretStr(TRACKING_SECRET), "webhooks": SecretStr(WEBHOOKS_SECRET)}
-    settings = make_settings(
-        await databases.sqlite(tmp_path, "identity", "identity"),
-        redis_url,
-        redis_namespace,
-        tracking_url=TRACKING_URL,
-        workload_scope_cache_ttl=timedelta(0),
-        service_clients=clients,
-    )
-    async with running(create_identity_app(settings, http_transport=router)) as app:
-        router.register("identity/", app)
-        yield app
+    async with databases.postgres("identity") as database_url:
+        settings = make_settings(
+            database_url,
+            redis_url,
+            redis_namespace,
+            tracking_url=TRACKING_URL,
+            workload_scope_cache_ttl=timedelta(0),
+            service_clients=clients,
+        )
+        async with running(create_identity_app(settings, http_transport=router)) as app:
+            router.register("identity/", app)
+            yield app
 
 
 @pytest.fixture

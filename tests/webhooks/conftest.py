@@ -2,8 +2,8 @@
 (tokens, JWKS, users) and a real tracking app (projects, snapshot runs); tests of failing
 snapshot-run requests use a stand-in for that one route (``snapshot_runs``).
 
-The webhooks app runs on the ``database_url`` fixture (SQLite, and PostgreSQL when
-configured); identity and tracking keep their own SQLite files.
+The webhooks app runs on the ``database_url`` fixture; identity and tracking on
+PostgreSQL databases of their own from the same pool.
 """
 
 from __future__ import annotations
@@ -66,13 +66,13 @@ def webhooks_settings_for(
 
 @pytest.fixture
 async def identity_app(
-    tmp_path: Path, redis_url: str, redis_namespace: str, databases: Databases
+    redis_url: str, redis_namespace: str, databases: Databases
 ) -> AsyncIterator[LifespanApp]:
     clients = {"tracking": SecretStr(TRACKING_SECRET), "webhooks": SecretStr(WEBHOOKS_SECRET)}
-    database_url = await databases.sqlite(tmp_path, "identity", "identity")
-    settings = make_settings(database_url, redis_url, redis_namespace, service_clients=clients)
-    async with running(create_identity_app(settings)) as app:
-        yield app
+    async with databases.postgres("identity") as database_url:
+        settings = make_settings(database_url, redis_url, redis_namespace, service_clients=clients)
+        async with running(create_identity_app(settings)) as app:
+            yield app
 
 
 @pytest.fixture
@@ -83,13 +83,13 @@ async def tracking_app(
     identity_app: LifespanApp,
     databases: Databases,
 ) -> AsyncIterator[LifespanApp]:
-    database_url = await databases.sqlite(tmp_path, "tracking", "tracking")
-    settings = tracking_settings_for(
-        database_url, redis_url, redis_namespace, tmp_path / "artifacts"
-    )
-    app = create_tracking_app(settings, http_transport=httpx.ASGITransport(app=identity_app))
-    async with running(app) as started:
-        yield started
+    async with databases.postgres("tracking") as database_url:
+        settings = tracking_settings_for(
+            database_url, redis_url, redis_namespace, tmp_path / "artifacts"
+        )
+        app = create_tracking_app(settings, http_transport=httpx.ASGITransport(app=identity_app))
+        async with running(app) as started:
+            yield started
 
 
 @pytest.fixture

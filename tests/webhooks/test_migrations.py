@@ -1,5 +1,5 @@
 """Revisions that move data: raw bodies kept per delivery id become bodies kept per
-event (0003), on SQLite and PostgreSQL, and back."""
+event (0003), and back."""
 
 from __future__ import annotations
 

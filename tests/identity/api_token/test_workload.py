@@ -2,7 +2,7 @@
 object a token is bound to, who may re-scope, what is refused, and the token on identity.
 
 Identity and tracking run in process and reach each other over HTTP (the tracking
-fixtures, imported below); tracking runs on SQLite and, when configured, PostgreSQL.
+fixtures, imported below).
 """
 
 from __future__ import annotations

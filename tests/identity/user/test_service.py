@@ -104,13 +104,12 @@ async def test_two_admins_taking_each_other_away_at_once_leave_one(
     first_task = asyncio.create_task(first())
     await first_done.wait()
     second_task = asyncio.create_task(second())
-    # The second waits for the first's transaction (a row lock, or SQLite's write lock)...
+    # The second waits for the first's transaction (a row lock)...
     done, _ = await asyncio.wait({second_task}, timeout=0.5)
     assert not done
     release_first.set()
     await first_task
-    # ...and then sees that the default admin is the last one (on SQLite, where the
-    # second only begins once the first has ended, a deleted bob is not found at all).
+    # ...and then sees that the default admin is the last one (or that bob, deleted, is gone).
     with pytest.raises((LastAdmin, UserNotFound)):
         await second_task
     assert await active_admins(identity_app) == 1
