@@ -18,7 +18,7 @@ from webhooks.settings import Settings
 async def reencrypt(sessionmaker: SessionMaker, box: SecretBox) -> int:
     """The number of secrets rewritten. The plaintext never changes, so the intake's
     cached webhooks stay valid and no version is bumped."""
-    async with session_scope(sessionmaker, write=False) as session:
+    async with session_scope(sessionmaker) as session:
         ids = list((await session.exec(select(Webhook.id).order_by(col(Webhook.id)))).all())
     rewritten = 0
     for webhook_id in ids:

@@ -90,7 +90,7 @@ async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
 
 async def names(engine: AsyncEngine, *pairs: tuple[str, str]) -> list[str]:
     listing = parse_list(request(*pairs), PETS)
-    async with session_scope(create_sessionmaker(engine), write=False) as session:
+    async with session_scope(create_sessionmaker(engine)) as session:
         _total, rows = await fetch_page(session, PETS, listing, select(pets))
     return [row.name for row in rows]
 
@@ -208,7 +208,7 @@ async def test_page_and_size_slice_the_sorted_rows(engine):
 
 async def test_total_counts_every_match_not_the_page(engine):
     listing = parse_list(request(("size", "2"), ("owner", "bob")), PETS)
-    async with session_scope(create_sessionmaker(engine), write=False) as session:
+    async with session_scope(create_sessionmaker(engine)) as session:
         total, rows = await fetch_page(session, PETS, listing, select(pets))
     assert (total, len(rows)) == (3, 2)
 
@@ -240,7 +240,7 @@ REMOTE_PETS = ListSpec(
 
 async def remote_names(engine: AsyncEngine, *pairs: tuple[str, str]) -> list[str]:
     listing = await read_list(request(*pairs, ("sort_by", "name")), REMOTE_PETS)
-    async with session_scope(create_sessionmaker(engine), write=False) as session:
+    async with session_scope(create_sessionmaker(engine)) as session:
         _total, rows = await fetch_page(session, REMOTE_PETS, listing, select(pets))
     return [row.name for row in rows]
 
@@ -277,7 +277,7 @@ async def test_prebuilt_pages_answer_as_built_ones(engine, pairs, owner):
     """A scope given as parameters (statements built once, reused across requests and
     owners) pages exactly as the same scope built with its values."""
     listing = parse_list(request(*pairs), PETS)
-    async with session_scope(create_sessionmaker(engine), write=False) as session:
+    async with session_scope(create_sessionmaker(engine)) as session:
         for _ in range(2):  # the second time from the statements built the first
             prebuilt = await fetch_page(
                 session,
@@ -297,7 +297,7 @@ async def test_prebuilt_pages_answer_as_built_ones(engine, pairs, owner):
 
 async def test_prebuilt_page_past_the_end_is_400(engine):
     listing = parse_list(request(("size", "2"), ("page", "3")), PETS)
-    async with session_scope(create_sessionmaker(engine), write=False) as session:
+    async with session_scope(create_sessionmaker(engine)) as session:
         with pytest.raises(PlatformError) as caught:
             await fetch_page(
                 session, PETS, listing, PETS_COLUMNS, scope=BY_OWNER, params={"scope_owner": ANN}

@@ -33,7 +33,7 @@ DEADLINE = 60.0
 
 
 async def rows(app: LifespanApp) -> list[TriggerExecution]:
-    async with session_scope(app.state["sessionmaker"], write=False) as session:
+    async with session_scope(app.state["sessionmaker"]) as session:
         return list((await session.exec(select(TriggerExecution))).all())
 
 
@@ -184,7 +184,7 @@ async def _at_least(count: Any, n: int) -> bool:
 
 
 async def _received_at(app: LifespanApp, execution: TriggerExecution) -> dt.datetime:
-    async with session_scope(app.state["sessionmaker"], write=False) as session:
+    async with session_scope(app.state["sessionmaker"]) as session:
         event = await session.get(WebhookEvent, execution.event_id)
     assert event is not None
     return _aware(event.received_at)

@@ -110,7 +110,7 @@ async def fake_tracking() -> AsyncIterator[tuple[SlowRuns, str]]:
 
 
 async def processed(app: LifespanApp) -> int:
-    async with session_scope(app.state["sessionmaker"], write=False) as session:
+    async with session_scope(app.state["sessionmaker"]) as session:
         query = select(func.count()).where(col(WebhookEvent.status) == "processed")
         return int((await session.exec(query)).one())
 
@@ -176,7 +176,7 @@ async def test_worker_killed_mid_batch_loses_and_doubles_nothing(
             first.kill()
             first.wait()
 
-    async with session_scope(webhooks_app.state["sessionmaker"], write=False) as session:
+    async with session_scope(webhooks_app.state["sessionmaker"]) as session:
         rows = (await session.exec(select(TriggerExecution))).all()
         statuses = (await session.exec(select(WebhookEvent.status))).all()
     assert len(rows) == EVENTS

@@ -573,7 +573,7 @@ async def test_redis_unreachable_answers_503_so_the_sender_retries(
 async def test_secret_is_stored_encrypted(client, create_webhook, webhooks_app):
     hook = await create_webhook("codehost", secret="plain-text-secret-value")
     assert hook["secret"] is None
-    async with session_scope(webhooks_app.state["sessionmaker"], write=False) as session:
+    async with session_scope(webhooks_app.state["sessionmaker"]) as session:
         row = await session.get(Webhook, uuid.UUID(hook["id"]))
     assert row is not None
     assert "plain-text-secret-value" not in row.secret_ciphertext

@@ -202,7 +202,7 @@ class _Resolver:
         self.state = state
 
     async def default_account(self) -> BaseUser:
-        async with session_scope(self.sessionmaker, write=False) as session:
+        async with session_scope(self.sessionmaker) as session:
             account = await session.get(Account, self.state.default_account_id)
         if account is None:
             return InvalidCredentials("Default account is not initialized.")
@@ -214,7 +214,7 @@ class _Resolver:
         if decoded is None:
             return refused
         key_id, secret = decoded
-        async with session_scope(self.sessionmaker, write=False) as session:
+        async with session_scope(self.sessionmaker) as session:
             key = await session.get(ApiKey, key_id)
             account = await session.get(Account, key.owner_id) if key is not None else None
         if key is None or account is None or not key.active or not account.active:
@@ -267,7 +267,7 @@ class _Resolver:
             account_id = _uuid(claims.get("account_id"))
         if account_id is None:
             return InvalidCredentials("Invalid session token: the subject claim is missing.")
-        async with session_scope(self.sessionmaker, write=False) as session:
+        async with session_scope(self.sessionmaker) as session:
             account = await session.get(Account, account_id)
             if account is None or not _valid_for(account, token):
                 return InvalidCredentials("Invalid bearer credential.")
@@ -292,7 +292,7 @@ class _Resolver:
         (at most one write per minute)."""
         device_id = _uuid(token.claims.get("device_id"))
         now = self.clock()
-        async with session_scope(self.sessionmaker, write=False) as session:
+        async with session_scope(self.sessionmaker) as session:
             device = await session.get(Device, device_id) if device_id is not None else None
         if device is None or not device.backs_sessions_of(account.id, now):
             return False

@@ -99,7 +99,7 @@ class Consumer:
                 await self._record(session, message, [t for t, _ in matched.values()])
             # Else an earlier try recorded it: its executions still get their runs, even
             # if their trigger no longer matches (changed or deactivated while they waited).
-        async with session_scope(self.sessionmaker, write=False) as session:
+        async with session_scope(self.sessionmaker) as session:
             pending = [
                 (e, await _trigger_of(session, e))
                 for e in await EventRepository(session).executions(message.event_id)
@@ -121,7 +121,7 @@ class Consumer:
         """An admin's retry of one failed execution: requested again, its transient
         failures retried until the horizon counted from the retry. The event's status
         afterwards."""
-        async with session_scope(self.sessionmaker, write=False) as session:
+        async with session_scope(self.sessionmaker) as session:
             execution = await session.get(TriggerExecution, message.execution_id)
             if execution is None:
                 return PROCESSED  # deleted with its event since
@@ -228,7 +228,7 @@ class Consumer:
         cached = self._triggers.get(webhook_id)
         if cached is not None and cached[0] > now:
             return cached[1]
-        async with session_scope(self.sessionmaker, write=False) as session:
+        async with session_scope(self.sessionmaker) as session:
             triggers = await TriggerRepository(session).live_for(webhook_id)
         if self.trigger_ttl > 0:
             if len(self._triggers) > MAX_CACHED_WEBHOOKS:

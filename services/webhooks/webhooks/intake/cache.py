@@ -64,7 +64,7 @@ class WebhookCache:
         self._missing.pop(webhook_id, None)
 
     async def _load(self, webhook_id: uuid.UUID) -> CachedWebhook | None:
-        async with session_scope(self._sessionmaker, write=False) as session:
+        async with session_scope(self._sessionmaker) as session:
             row = await session.get(Webhook, webhook_id)
         if row is None:
             self._remember_miss(webhook_id)
