@@ -30,7 +30,7 @@ from sqlmodel import select
 from sqlmodel.ext.asyncio.session import AsyncSession
 from starlette.requests import Request
 
-from shared.db import core_execute, prepared
+from shared.db import core_execute
 from shared.errors import RequestValidationFailed
 from shared.listing.expressions import Condition, FilterError, Kind, parse
 from shared.listing.spec import COMMON_PARAMS, Field, ListSpec, SortKey, as_uuid_condition
@@ -134,18 +134,18 @@ async def read_list(request: Request, spec: ListSpec) -> Listing:
 
 
 def _resolved(field: Field, cond: Condition, found: tuple[uuid.UUID, ...]) -> Field:
-    def build(_cond: Condition, dialect: str) -> ColumnElement[bool]:
-        by_id = condition_sql(field.column, Kind.UUID, as_uuid_condition(cond), dialect)
+    def build(_cond: Condition) -> ColumnElement[bool]:
+        by_id = condition_sql(field.column, Kind.UUID, as_uuid_condition(cond))
         return or_(by_id, field.column.in_(found)) if found else by_id
 
     return Field(name=field.name, kind=field.kind, column=field.column, build=build)
 
 
 def where_clause(
-    listing: Listing, dialect: str, scope: Sequence[ColumnElement[bool]] = ()
+    listing: Listing, scope: Sequence[ColumnElement[bool]] = ()
 ) -> ColumnElement[bool] | None:
     """The scope ANDed with the filters joined by the logical operator."""
-    return _joined(listing, scope, [field.sql(cond, dialect) for field, cond in listing.conditions])
+    return _joined(listing, scope, [field.sql(cond) for field, cond in listing.conditions])
 
 
 def _joined(
@@ -207,7 +207,6 @@ def _prebuilt(
     listing: Listing,
     statement: Select[Any],
     scope: Sequence[ColumnElement[bool]],
-    dialect: str,
 ) -> tuple[_Statements, dict[str, Any]] | None:
     """The statements of a list of ``statement`` in ``scope``, built once per (spec,
     statement, scope, sort, operator and each filter's field and form: see
@@ -228,7 +227,6 @@ def _prebuilt(
         *map(id, sources),
         listing.descending,
         listing.logical_operator,
-        dialect,
         *forms,
     )
     found = _PREBUILT.get(key)
@@ -242,10 +240,8 @@ def _prebuilt(
         ):
             params, named = bound_values(f"filter_{index}", given)
             names.append(list(named))
-            filters.append(field.form_sql(form, dialect, params))
+            filters.append(field.form_sql(form, params))
         built = _statements(spec, listing, statement, _joined(listing, scope, filters))
-        prepared(built.count)
-        prepared(built.page)
         found = _PREBUILT[key] = _Built(sources, built, names)
     bound = {
         name: value
@@ -273,12 +269,11 @@ async def fetch_page(
     ``core``: ``statement`` selects columns, not ORM entities; its rows are read as Core
     rows on the session's connection (cheaper; see :func:`shared.db.core_execute`)."""
     values = dict(params or {})
-    dialect = session.get_bind().dialect.name
-    if params is not None and (prebuilt := _prebuilt(spec, listing, statement, scope, dialect)):
+    if params is not None and (prebuilt := _prebuilt(spec, listing, statement, scope)):
         statements = prebuilt[0]
         values.update(prebuilt[1])
     else:
-        statements = _statements(spec, listing, statement, where_clause(listing, dialect, scope))
+        statements = _statements(spec, listing, statement, where_clause(listing, scope))
     total = int((await core_execute(session, statements.count, values)).scalar_one())
     values["page_offset"] = check_page(listing.page, listing.size, total)
     values["page_size"] = listing.size

@@ -23,8 +23,8 @@ from starlette.requests import HTTPConnection
 from shared.listing.expressions import EQUALITY_OPS, LIST_OPS, ORDER_OPS, Condition, Kind, Op
 from shared.listing.sql import Form, condition_expr, condition_form, condition_sql
 
-# Builds the WHERE clause of one condition for a field: (condition, dialect name) -> SQL.
-Builder = Callable[[Condition, str], ColumnElement[bool]]
+# Builds the WHERE clause of one condition for a field.
+Builder = Callable[[Condition], ColumnElement[bool]]
 # Finds, elsewhere (another service), the ids of the related rows a condition matches.
 Lookup = Callable[[HTTPConnection, Condition], Awaitable[Collection[uuid.UUID]]]
 
@@ -39,7 +39,7 @@ class Shaped:
     statements built once per form."""
 
     form: Callable[[Condition], tuple[Form, tuple[Any, ...]]]
-    expr: Callable[[Form, str, Sequence[Any]], ColumnElement[bool]]
+    expr: Callable[[Form, Sequence[Any]], ColumnElement[bool]]
 
 
 @dataclass(frozen=True)
@@ -62,10 +62,10 @@ class Field:
     description: str = ""
     shaped: Shaped | None = None  # for a field with ``build``: its conditions' forms
 
-    def sql(self, cond: Condition, dialect: str) -> ColumnElement[bool]:
+    def sql(self, cond: Condition) -> ColumnElement[bool]:
         if self.build is not None:
-            return self.build(cond, dialect)
-        return condition_sql(self.column, self.kind, cond, dialect)
+            return self.build(cond)
+        return condition_sql(self.column, self.kind, cond)
 
     def form(self, cond: Condition) -> tuple[Form, tuple[Any, ...]] | None:
         """``cond``'s form and values (see :class:`Shaped`); ``None`` when this field's
@@ -76,12 +76,12 @@ class Field:
             return self.shaped.form(cond)
         return None
 
-    def form_sql(self, form: Form, dialect: str, values: Sequence[Any]) -> ColumnElement[bool]:
+    def form_sql(self, form: Form, values: Sequence[Any]) -> ColumnElement[bool]:
         """The SQL of a condition of ``form`` (one :meth:`form` gave) over ``values``."""
         if self.build is None:
-            return condition_expr(self.column, self.kind, form, dialect, values)
+            return condition_expr(self.column, self.kind, form, values)
         assert self.shaped is not None
-        return self.shaped.expr(form, dialect, values)
+        return self.shaped.expr(form, values)
 
 
 def column_field(name: str, column: Any, kind: Kind, **extra: Any) -> Field:
@@ -131,7 +131,7 @@ def name_or_id(
             return (_UNIQUE_NAME,), name_values
         return (id_form, len(id_values), name_form), id_values + name_values
 
-    def expr(form: Form, dialect: str, values: Sequence[Any]) -> ColumnElement[bool]:
+    def expr(form: Form, values: Sequence[Any]) -> ColumnElement[bool]:
         if form[0] == _UNIQUE_NAME:
             assert unique_within is not None
             within, parameter = unique_within
@@ -140,17 +140,17 @@ def name_or_id(
             )
             return foreign_key == named.scalar_subquery()  # type: ignore[no-any-return]
         id_form, split, name_form = form
-        by_id = condition_expr(target_id, Kind.UUID, id_form, dialect, values[:split])
+        by_id = condition_expr(target_id, Kind.UUID, id_form, values[:split])
         by_name = [
-            condition_expr(column, Kind.STRING, name_form, dialect, values[split:])
+            condition_expr(column, Kind.STRING, name_form, values[split:])
             for column in target_names
         ]
         related = select(target_id).where(or_(by_id, *by_name))
         return foreign_key.in_(related)  # type: ignore[no-any-return]
 
-    def build(cond: Condition, dialect: str) -> ColumnElement[bool]:
+    def build(cond: Condition) -> ColumnElement[bool]:
         shape, values = form(cond)
-        return expr(shape, dialect, values)
+        return expr(shape, values)
 
     return Field(
         name=name,

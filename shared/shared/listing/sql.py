@@ -1,4 +1,4 @@
-"""Conditions as SQL, the same on SQLite and PostgreSQL.
+"""Conditions as PostgreSQL SQL.
 
 Text matching (``contains``, ``startswith``, ``endswith``, ``notcontains``) is
 case-insensitive and treats ``%``, ``_`` and ``\\`` in the user's value literally (the
@@ -25,17 +25,15 @@ def escape_like(value: str) -> str:
     return value.replace(ESCAPE, ESCAPE * 2).replace("%", ESCAPE + "%").replace("_", ESCAPE + "_")
 
 
-def _numeric(column: Any, dialect: str) -> ColumnElement[float]:
-    if dialect == "postgresql":
-        text = cast(column, String)
-        number = text.regexp_match(r"^\s*[-+]?[0-9]+(\.[0-9]+)?\s*$")
-        # NULL stays NULL (no CASE branch matches), like SQLite's CAST.
-        return case((number, cast(text, Float)), (text.is_not(None), 0.0))
-    return cast(column, Float)  # SQLite: non-numeric text casts to 0
+def _numeric(column: Any) -> ColumnElement[float]:
+    """``column``'s text as a number, non-numeric text as 0 and NULL as NULL."""
+    text = cast(column, String)
+    number = text.regexp_match(r"^\s*[-+]?[0-9]+(\.[0-9]+)?\s*$")
+    return case((number, cast(text, Float)), (text.is_not(None), 0.0))
 
 
 def _hex(column: Any) -> ColumnElement[str]:
-    # SQLite keeps UUIDs as 32 hex digits; PostgreSQL's text form has hyphens.
+    # PostgreSQL's text form of a UUID has hyphens; the operators match the 32 hex digits.
     return func.lower(func.replace(cast(column, String), "-", ""))
 
 
@@ -77,7 +75,7 @@ def condition_form(kind: Kind, cond: Condition) -> tuple[Form, tuple[Any, ...]]:
 
 
 def condition_expr(
-    column: Any, kind: Kind, form: Form, dialect: str, values: Sequence[Any]
+    column: Any, kind: Kind, form: Form, values: Sequence[Any]
 ) -> ColumnElement[bool]:
     """The WHERE clause of a condition of ``form`` on ``column``, binding ``values``
     (the values themselves, or bound parameters that stand for them)."""
@@ -105,16 +103,16 @@ def condition_expr(
     if op is Op.IN:
         return and_(column >= values[0], column <= values[1])
     if kind is Kind.STRING:
-        column = _numeric(column, dialect)
+        column = _numeric(column)
     elif kind is Kind.UUID:
         column = _hex(column)
     return _COMPARISONS[op](column, values[0])  # type: ignore[no-any-return]
 
 
-def condition_sql(column: Any, kind: Kind, cond: Condition, dialect: str) -> ColumnElement[bool]:
+def condition_sql(column: Any, kind: Kind, cond: Condition) -> ColumnElement[bool]:
     """The WHERE clause for ``cond`` on ``column`` (a column of the given ``kind``)."""
     form, values = condition_form(kind, cond)
-    return condition_expr(column, kind, form, dialect, values)
+    return condition_expr(column, kind, form, values)
 
 
 def bound_values(prefix: str, values: Sequence[Any]) -> tuple[list[Any], dict[str, Any]]:

@@ -8,7 +8,7 @@ Pages are keyset pages: the cursor holds the sort, the last row's sort value and
 so rows written meanwhile never shift a page, and a cursor replayed with another sort is
 refused. Filter fields and sort keys are declared per resource as data; conditions become
 SQL through the shared list engine's :func:`~shared.listing.sql.condition_sql` (literal
-``%``/``_`` in text matches, the same on SQLite and PostgreSQL).
+``%``/``_`` in text matches).
 """
 
 from __future__ import annotations
@@ -115,14 +115,14 @@ def _condition(node: Mapping[str, Any], spec: CursorSpec) -> ColumnElement[bool]
     if op in _TEXT:
         if kind not in (Kind.STRING,):
             raise _invalid("filter", f"'{op}' only works on text fields.")
-        return condition_sql(column, kind, Condition(_OPS[op], _typed(value, kind, name)), "")
+        return condition_sql(column, kind, Condition(_OPS[op], _typed(value, kind, name)))
     if op == "in":
         if not isinstance(value, list) or len(value) > 1000:
             raise _invalid("filter", "'in' takes a list of at most 1000 values.")
         items = tuple(_typed(v, kind, name) for v in value)
         return column.in_(items) if items else false()
     if op in ("eq", "ne"):
-        return condition_sql(column, kind, Condition(_OPS[op], _typed(value, kind, name)), "")
+        return condition_sql(column, kind, Condition(_OPS[op], _typed(value, kind, name)))
     if op in _ORDER:
         if kind is Kind.BOOL:
             raise _invalid("filter", f"'{op}' does not apply to boolean fields.")

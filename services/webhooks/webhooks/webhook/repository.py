@@ -78,10 +78,9 @@ class WebhookRepository:
         prefix = reference.replace("-", "").lower()
         if not prefix or any(c not in "0123456789abcdef" for c in prefix):
             return []
-        dialect = self.session.get_bind().dialect.name
         condition = as_uuid_condition(Condition(Op.STARTSWITH, prefix))
         by_prefix = select(Webhook).where(
-            condition_sql(col(Webhook.id), Kind.UUID, condition, dialect), *scope
+            condition_sql(col(Webhook.id), Kind.UUID, condition), *scope
         )
         return list((await self.session.exec(by_prefix.limit(MAX_MATCHES))).all())
 
