@@ -177,19 +177,27 @@ def leftover(pgdata: Path) -> int | None:
 
 
 def _runs_postgres_on(pid: int, pgdata: Path) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # another user's process (the server's, when we are not root)
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except FileNotFoundError:
-        return not Path("/proc/self").exists()  # no /proc: trust the pid
-    except OSError:
-        return False
-    return bool(cmdline) and cmdline[0].endswith(b"postgres") and str(pgdata).encode() in cmdline
+    """Whether process ``pid`` is a server started (by :func:`command`) on ``pgdata``."""
+    line = _command_line(pid)
+    return line is not None and f" -D {pgdata} " in f"{line} " and "postgres" in line.split()[0]
+
+
+def _command_line(pid: int) -> str | None:
+    """The command line of process ``pid`` (its arguments joined by spaces), or ``None``
+    when there is no such process (or only its zombie)."""
+    if Path("/proc/self").exists():
+        try:
+            raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            return None
+        return raw.rstrip(b"\0").replace(b"\0", b" ").decode(errors="replace") or None
+    listed = subprocess.run(
+        ["ps", "-o", "command=", "-p", str(pid)],  # no /proc: macOS
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return listed.stdout.strip() or None
 
 
 def stop_leftover(pgdata: Path, timeout: float = 10.0) -> int | None:
