@@ -31,6 +31,8 @@ from typing import Any
 import asyncpg
 from sqlalchemy.engine import make_url
 
+from deploy.local.supervisor import die_with
+
 SERVER_USER = "embedded_postgres"
 ADMIN_USER = "postgres"
 MAINTENANCE_DATABASE = "postgres"
@@ -272,11 +274,12 @@ def running(
     settings: Mapping[str, str],
     *,
     log: Path,
-    preexec_fn: Any = None,
+    death_signal: signal.Signals = signal.SIGTERM,
     timeout: float = 30.0,
 ) -> Iterator[subprocess.Popen[bytes]]:
     """A server on an initialized ``pgdata`` (output to ``log``), once it accepts
-    connections; stopped on exit (fast shutdown: sessions ended, a checkpoint written)."""
+    connections; stopped on exit (fast shutdown: sessions ended, a checkpoint written).
+    Should the caller die first, the server gets ``death_signal``."""
     account = server_account()
     options = account.process_options() if account is not None else {}
     with log.open("ab") as output:
@@ -286,7 +289,7 @@ def running(
             stdout=output,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # a Ctrl-C meant for the caller does not reach it
-            preexec_fn=preexec_fn,
+            preexec_fn=die_with(os.getpid(), death_signal),
             **options,
         )
     try:

@@ -23,7 +23,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from deploy.local import postgres
-from deploy.local.supervisor import die_with
 from tests.support.redis_server import free_port
 
 PREFIX = "postgres-tests-"
@@ -83,7 +82,7 @@ def embedded_server(directory: Path) -> Iterator[str]:
                         port,
                         SETTINGS,
                         log=directory / "server.log",
-                        preexec_fn=die_with(os.getpid(), signal.SIGQUIT),
+                        death_signal=signal.SIGQUIT,
                     )
                 )
             except postgres.PostgresError as exc:
