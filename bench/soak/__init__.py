@@ -6,11 +6,12 @@ through the real stack while its parts are killed, then a report of what became 
 
 Starts the stack as processes, each on its own so that any of them can be killed: its
 own Valkey (append-only, ``everysec``, ``noeviction``, restartable on its files),
-identity, tracking and the webhooks service (PostgreSQL when ``TEST_DATABASE_URL`` or
-``DATABASE_URL`` names a server: one new database each, dropped after; else SQLite files
-as ``make run`` uses), ``--workers`` webhook workers and the nginx gateway, configured as
-the launcher configures them (``deploy/local``). It creates a ``custom`` webhook and a
-trigger that runs a pipeline snapshot in tracking for every event, then sends
+identity, tracking and the webhooks service (a new PostgreSQL database each, dropped after,
+on the server ``--database-url``, ``TEST_DATABASE_URL`` or ``DATABASE_URL`` names, else on
+an embedded server started for the soak as the tests start theirs), ``--workers`` webhook
+workers and the nginx gateway, configured as the launcher configures them
+(``deploy/local``). It creates a ``custom`` webhook and a trigger that runs a pipeline
+snapshot in tracking for every event, then sends
 ``--deliveries`` signed deliveries to the gateway at a steady rate over ``--duration``
 (each its own delivery id and body) while this schedule runs:
 

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import httpx
+from sqlalchemy.engine import make_url
 
 from bench.soak.chaos import Outages, run_chaos, schedule, watch
 from bench.soak.options import parse_args
@@ -27,6 +28,7 @@ from bench.soak.stack import WEB, SoakStack, soak_stack, wait_for_drain
 from bench.soak.traffic import Hook, execution_statuses, runs_by_delivery, send_all, set_up
 from bench.tracking import BenchError, Target, _terminate, login, say
 from tests.support.databases import Databases
+from tests.support.postgres_server import postgres_for_tests
 from tests.support.processes import REPO_ROOT, StackStartError
 
 # How long the final reading is tried again (see read_results).
@@ -42,8 +44,15 @@ def describe(args: argparse.Namespace) -> str:
         f"{args.restart_after:g} s), Valkey SIGKILLed and restarted after {args.valkey_down:g} "
         f"s, {' then '.join(args.away)} stopped ({args.stop_signal.name}) and away "
         f"{args.outage:g} s each; "
-        f"{'PostgreSQL' if args.database_url else 'SQLite'}; seed {args.seed}"
+        f"PostgreSQL {'at ' + where(args.database_url) if args.database_url else 'embedded'}; "
+        f"seed {args.seed}"
     )
+
+
+def where(url: str) -> str:
+    """A server's host and port (its URL may hold a password)."""
+    parsed = make_url(url)
+    return f"{parsed.host or 'localhost'}:{parsed.port or 5432}"
 
 
 async def soak(stack: SoakStack, target: Target, password: str, args: argparse.Namespace) -> Report:
@@ -100,15 +109,15 @@ async def postgres_databases(pool: Databases, into: contextlib.AsyncExitStack) -
 
 
 async def run(args: argparse.Namespace, base: Path) -> Report:
-    """Start the stack in ``base``, soak it, stop it; the report."""
+    """Start the stack in ``base`` (on the server ``--database-url`` names, else on an
+    embedded one), soak it, stop it; the report."""
     password = f"Soak-{secrets.token_urlsafe(12)}"
     try:
         async with contextlib.AsyncExitStack() as held:
-            databases: dict[str, str] = {}
-            if args.database_url:
-                pool = Databases(base, args.database_url)
-                await pool.drop_abandoned()
-                databases = await postgres_databases(pool, held)
+            server = args.database_url or held.enter_context(postgres_for_tests())
+            pool = Databases(server)
+            await pool.drop_abandoned()
+            databases = await postgres_databases(pool, held)
             with soak_stack(base, args, databases, password) as stack:
                 target = await asyncio.to_thread(
                     login, "ours", stack.gateway_url, password, "the soak's stack"
@@ -160,10 +169,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     for line in report.lines():
         print(line)
     return 1 if report.failures else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
 
 
 if __name__ == "__main__":

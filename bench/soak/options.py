@@ -127,9 +127,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     add(
         "--database-url",
         default=os.environ.get("TEST_DATABASE_URL") or os.environ.get("DATABASE_URL"),
-        help="a PostgreSQL server (default: TEST_DATABASE_URL or DATABASE_URL; else SQLite)",
+        help="a PostgreSQL server, a new database there for each service, dropped after "
+        "(default: TEST_DATABASE_URL or DATABASE_URL; else an embedded server started for the "
+        "soak, its data in a temporary directory)",
     )
-    add("--keep", action="store_true", help="keep the data dir (SQLite files, Valkey's, logs)")
+    add("--keep", action="store_true", help="keep the data dir (Valkey's files, logs)")
     args = parser.parse_args(argv)
     gap = max(10.0, args.outage / 5)
     if args.duration is None:

@@ -140,7 +140,7 @@ def environments(
     password: str,
 ) -> dict[str, dict[str, str]]:
     """Each process's environment as the launcher makes it, on this Valkey, these
-    databases (service -> URL; none: the launcher's SQLite files) and admin password."""
+    databases (web service -> URL; workers use their owner's) and admin password."""
     environ = {**os.environ, "DEFAULT_ADMIN_PASSWORD": password}
     found: dict[str, dict[str, str]] = {}
     for name in (*WEB, WORKER):
@@ -149,8 +149,7 @@ def environments(
         prefix = service.env_prefix or owner.env_prefix
         env = service_environment(options, service, stack_secrets, environ)
         env[f"{prefix}REDIS_URL"] = valkey_url
-        if owner.name in databases:
-            env[f"{prefix}DATABASE_URL"] = databases[owner.name]
+        env[f"{prefix}DATABASE_URL"] = databases[owner.name]
         found[name] = env
     return found
 
