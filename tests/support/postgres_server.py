@@ -44,11 +44,11 @@ SETTINGS = {
 def postgres_for_tests() -> Iterator[str]:
     """An admin URL (``postgresql://postgres@127.0.0.1:PORT/postgres``) of a server the
     tests may create and drop databases on."""
+    remove_abandoned()
     url = os.environ.get("TEST_DATABASE_URL")
     if url:
         yield url
         return
-    remove_abandoned()
     with scratch_directory() as directory, embedded_server(directory) as served:
         yield served
 
