@@ -45,7 +45,7 @@ from shared.auth import (
     TrackingScopeSource,
     WorkloadScopes,
 )
-from shared.db import create_engine, create_sessionmaker, start_background_checkpoints
+from shared.db import create_engine, create_sessionmaker
 from shared.errors import NO_SUCH_ENDPOINT, NotFound, PlatformError
 from shared.health import health_routes
 from shared.http import create_http_client, service_auth
@@ -133,7 +133,6 @@ async def _base_state(
     engine = create_engine(
         settings.database_url, pool_size=settings.database_pool_size, echo=settings.database_echo
     )
-    checkpoints = start_background_checkpoints(engine)
     redis = create_redis(settings.redis_url)
     http = create_http_client(settings, transport=http_transport)
     keys = Keys(settings.redis_namespace)
@@ -169,8 +168,6 @@ async def _base_state(
         await close_pipe_of(redis)  # idempotency's connection
         await redis.aclose()
         await engine.dispose()
-        if checkpoints is not None:
-            checkpoints.stop()
 
 
 class ServiceApp(Starlette):

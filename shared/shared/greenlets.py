@@ -7,7 +7,14 @@ own, mapped on its first call and unmapped when it ends (two system calls), and 
 request's transaction used three. :func:`run_sync` does the same job as ``greenlet_spawn``
 (the function may ``await_`` any number of times; an exception raised by an awaitable is
 thrown into it) on a greenlet kept from an earlier call: :func:`shared.db.session_scope`
-begins and ends its transaction with it, two calls instead of three new greenlets.
+ends its transaction with one such call. Measured on PostgreSQL: a transaction of one
+SELECT costs ~50 µs less CPU that way (of ~400 µs), a small GET through the whole service
+stack in process 20-45 µs less (of 420-500 µs).
+
+SQLAlchemy's ``await_`` hands its awaitable to the parent greenlet only from a greenlet
+marked ``__sqlalchemy_greenlet_provider__`` (``sqlalchemy.util.concurrency``, private):
+:class:`_Worker` carries the mark. ``tests/shared/test_greenlets.py`` fails if SQLAlchemy
+stops honouring it.
 
 Greenlets belong to the thread that made them, so each thread keeps its own few.
 """

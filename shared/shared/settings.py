@@ -34,7 +34,7 @@ class ServiceSettings(BaseSettings):
     service_name: str = "service"
     environment: Literal["development", "test", "production"] = "development"
 
-    database_url: str = "sqlite+aiosqlite:///./.local/data/service.db"
+    database_url: str = "postgresql+asyncpg://postgres@127.0.0.1:5432/service"
     database_pool_size: int = Field(default=10, ge=1, le=200)
     database_echo: bool = False
     run_migrations: bool = True
@@ -80,12 +80,17 @@ class ServiceSettings(BaseSettings):
     @field_validator("database_url")
     @classmethod
     def _async_driver(cls, value: str) -> str:
-        """Accept plain ``sqlite://`` and ``postgresql://`` URLs and pick the async driver."""
-        if value.startswith("sqlite://"):
-            return "sqlite+aiosqlite://" + value.removeprefix("sqlite://")
-        if value.startswith(("postgresql://", "postgres://")):
-            return "postgresql+asyncpg://" + value.split("://", 1)[1]
-        return value
+        """A PostgreSQL URL, with asyncpg as its driver (plain ``postgresql://`` and
+        ``postgres://`` get it); any other database is refused."""
+        scheme, separator, rest = value.partition("://")
+        if not separator:
+            raise ValueError(f"not a database URL: {value!r}")
+        if scheme in ("postgresql", "postgres", "postgresql+asyncpg"):
+            return f"postgresql+asyncpg://{rest}"
+        raise ValueError(
+            f"{scheme}:// is not supported: the platform runs on PostgreSQL only"
+            " (postgresql://user@host:port/database)"
+        )
 
     @property
     def session_cookie_name(self) -> str:

@@ -6,8 +6,7 @@ import datetime as dt
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, TypeAdapter, WithJsonSchema
-from sqlalchemy import ColumnElement, DateTime, Dialect, String, TypeDecorator, type_coerce
-from sqlalchemy.types import TypeEngine
+from sqlalchemy import ColumnElement, DateTime, Dialect, TypeDecorator, type_coerce
 
 
 def naive_utc(value: dt.datetime) -> dt.datetime:
@@ -31,40 +30,16 @@ fraction dropped when it is zero). Aware values are converted to UTC first; naiv
 are taken as UTC."""
 
 
-def sqlite_wire_text(stored: str | None) -> str | None:
-    """A timestamp as SQLite holds it (SQLAlchemy's text, naive UTC:
-    ``2026-11-22 10:25:49.617843``) in the wire form of :data:`WireDatetime`
-    (``2026-11-22T10:25:49.617843``; no fraction when it is zero), without building a
-    datetime to format it again."""
-    if stored is None:
-        return None
-    if len(stored) == 26 and stored[10] == " " and stored[19] == ".":
-        if stored.endswith(".000000"):
-            return f"{stored[:10]}T{stored[11:19]}"
-        return f"{stored[:10]}T{stored[11:]}"
-    # Another spelling (no fraction, an offset): read as a datetime, as the column would.
-    return naive_utc(dt.datetime.fromisoformat(stored)).isoformat()
-
-
 class WireTimestamp(TypeDecorator[Any]):
-    """A UTC timestamp column read for a response only: its value comes back ready for
-    :data:`WireDatetime`'s place in a response body. On SQLite, the wire text itself,
-    straight from the stored text (:func:`sqlite_wire_text`: parsing it into a datetime to
-    format it back cost more than the rest of reading the row); elsewhere the naive UTC
-    datetime, which serializes to the same text. Nothing is ever written through it."""
+    """A UTC timestamp column read for a response only: its value comes back as the naive
+    UTC datetime :data:`WireDatetime`'s place in a response body takes. Nothing is ever
+    written through it."""
 
     impl = DateTime(timezone=True)
     cache_ok = True
 
-    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
-        if dialect.name == "sqlite":
-            return dialect.type_descriptor(String())
-        return dialect.type_descriptor(DateTime(timezone=True))
-
     def process_result_value(self, value: Any, dialect: Dialect) -> Any:
-        if value is None or isinstance(value, str):
-            return sqlite_wire_text(value)
-        return naive_utc(value)
+        return None if value is None else naive_utc(value)
 
 
 def wire_timestamp(column: ColumnElement[Any], name: str) -> ColumnElement[Any]:

@@ -14,7 +14,6 @@ from shared.settings import DEFAULT_SERVER_ID, ServiceSettings
 @pytest.mark.parametrize(
     ("given", "expected"),
     [
-        ("sqlite:///./data/x.db", "sqlite+aiosqlite:///./data/x.db"),
         ("postgresql://u:p@db:5432/platform", "postgresql+asyncpg://u:p@db:5432/platform"),
         ("postgres://u@db/platform", "postgresql+asyncpg://u@db/platform"),
         ("postgresql+asyncpg://u@db/platform", "postgresql+asyncpg://u@db/platform"),
@@ -22,6 +21,19 @@ from shared.settings import DEFAULT_SERVER_ID, ServiceSettings
 )
 def test_database_url_gets_the_async_driver(given, expected):
     assert ServiceSettings(database_url=given).database_url == expected
+
+
+def test_the_default_database_is_postgresql(monkeypatch):
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    assert ServiceSettings().database_url == "postgresql+asyncpg://postgres@127.0.0.1:5432/service"
+
+
+@pytest.mark.parametrize(
+    "given", ["sqlite:///./data/x.db", "sqlite+aiosqlite:///x.db", "mysql://u@db/platform"]
+)
+def test_a_database_other_than_postgresql_is_refused(given):
+    with pytest.raises(ValidationError, match="PostgreSQL only"):
+        ServiceSettings(database_url=given)
 
 
 def test_settings_are_read_from_upper_case_environment_names(monkeypatch):

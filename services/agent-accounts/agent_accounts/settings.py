@@ -22,7 +22,7 @@ class Settings(ServiceSettings, LoginThrottleSettings):
     model_config = SettingsConfigDict(extra="ignore", case_sensitive=False, env_prefix="SERVICE_")
 
     service_name: str = "agent-accounts"
-    database_url: str = "sqlite+aiosqlite:///./.local/data/agent-accounts.db"
+    database_url: str = "postgresql+asyncpg://postgres@127.0.0.1:5432/agent-accounts"
     redis_namespace: str = "agent"
 
     # "none": local development only; every request runs as the default account.

@@ -16,7 +16,7 @@ class Settings(ServiceSettings, LoginThrottleSettings):
     model_config = SettingsConfigDict(extra="ignore", case_sensitive=False)
 
     service_name: str = "identity"
-    database_url: str = "sqlite+aiosqlite:///./.local/data/identity.db"
+    database_url: str = "postgresql+asyncpg://postgres@127.0.0.1:5432/identity"
 
     # The first admin, `default`, is created at first start with this password, or with a
     # random one printed once when it is unset.

@@ -15,7 +15,7 @@ class Settings(ServiceSettings):
     model_config = SettingsConfigDict(extra="ignore", case_sensitive=False)
 
     service_name: str = "tracking"
-    database_url: str = "sqlite+aiosqlite:///./.local/data/tracking.db"
+    database_url: str = "postgresql+asyncpg://postgres@127.0.0.1:5432/tracking"
     # Root of the default stack's local artifact store (created at first start).
     artifact_store_root: Path = Path(".local/artifacts")
     # Artifact data downloads: the largest artifact served (the reference's 2 GiB default)

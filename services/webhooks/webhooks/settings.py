@@ -15,7 +15,7 @@ class Settings(ServiceSettings):
     model_config = SettingsConfigDict(extra="ignore", case_sensitive=False)
 
     service_name: str = "webhooks"
-    database_url: str = "sqlite+aiosqlite:///./.local/data/webhooks.db"
+    database_url: str = "postgresql+asyncpg://postgres@127.0.0.1:5432/webhooks"
 
     # Fernet keys (comma-separated) encrypting the webhooks' signing secrets at rest. The
     # first encrypts; all decrypt, so a new key goes in front and the old one is dropped

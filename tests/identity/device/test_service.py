@@ -19,7 +19,7 @@ from tests.identity.conftest import make_settings
 
 def test_user_code_guessing_budget_is_within_rfc_8628_bounds():
     # RFC 8628 §5.1: the guesses allowed over a code's lifetime, N / A^L <= 2^-32.
-    settings: Settings = make_settings("sqlite+aiosqlite:///x.db", "redis://x", "x")
+    settings: Settings = make_settings("postgresql://x/x", "redis://x", "x")
     allowed = settings.max_failed_device_auth_attempts
     bits = USER_CODE_LENGTH * math.log2(len(USER_CODE_ALPHABET))
     assert bits == 128
@@ -28,9 +28,7 @@ def test_user_code_guessing_budget_is_within_rfc_8628_bounds():
 
 def test_failed_attempts_setting_cannot_exceed_the_rfc_example_budget():
     with pytest.raises(ValueError, match="max_failed_device_auth_attempts"):
-        make_settings(
-            "sqlite+aiosqlite:///x.db", "redis://x", "x", max_failed_device_auth_attempts=6
-        )
+        make_settings("postgresql://x/x", "redis://x", "x", max_failed_device_auth_attempts=6)
 
 
 def test_user_code_is_normalized_from_what_people_type():
