@@ -14,6 +14,9 @@ together::
 
 A pipe of its own can also carry Redis's client-side caching, for a cache of values read
 under some key prefixes (see :class:`RedisPipe`'s ``tracking``).
+
+A shortcut past redis-py's public API (its error-reply parser, its pool's connection
+settings), measured and listed in ``docs/performance.md``; :data:`DIRECT` switches it off.
 """
 
 from __future__ import annotations
@@ -33,7 +36,12 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-__all__ = ["BatchedScript", "RedisPipe", "Script", "close_pipe_of", "pipe_of"]
+__all__ = ["DIRECT", "BatchedScript", "RedisPipe", "Script", "close_pipe_of", "pipe_of"]
+
+DIRECT = True
+"""Whether pipes made from now on use connections of their own. ``False`` (a service's or
+the worker's ``--no-redis-pipe``) sends every command through redis-py, with the same
+replies, and leaves client-side caching off."""
 
 
 class Script:
@@ -152,10 +160,11 @@ class RedisPipe:
 
     It connects like ``redis`` (host and port or Unix socket, username, password,
     database, client name, timeouts from its pool); connections it does not speak (TLS,
-    credential providers, other connection classes) send each command through ``redis``
-    itself, with the same raw replies. A lost connection fails the commands waiting on it
-    (``ConnectionError``, a ``RedisError``) and the next command connects again; a reply
-    later than the pool's ``socket_timeout`` drops the connection (``TimeoutError``).
+    credential providers, other connection classes), or any when :data:`DIRECT` is off,
+    send each command through ``redis`` itself, with the same raw replies. A lost
+    connection fails the commands waiting on it (``ConnectionError``, a ``RedisError``)
+    and the next command connects again; a reply later than the pool's
+    ``socket_timeout`` drops the connection (``TimeoutError``).
     """
 
     def __init__(
@@ -172,7 +181,8 @@ class RedisPipe:
         pool = redis.connection_pool
         self._options: dict[str, Any] = dict(pool.connection_kwargs)
         self.direct = (
-            pool.connection_class in (Connection, UnixDomainSocketConnection)
+            DIRECT
+            and pool.connection_class in (Connection, UnixDomainSocketConnection)
             and self._options.get("credential_provider") is None
         )
         """Whether commands go over the pipe's own connection (else through redis-py)."""

@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 import uvicorn
 
+from shared import redis_pipe
 from shared.http_protocol import HttpProtocol
 from shared.logging import configure_logging
 from shared.settings import ServiceSettings
@@ -24,11 +25,22 @@ def main(
     default_port: int,
     argv: list[str] | None = None,
 ) -> None:
-    """Parse ``--host/--port/--workers`` and run ``app_factory`` under uvicorn."""
+    """Parse the command line and run ``app_factory`` under uvicorn. ``--http httptools``
+    and ``--no-redis-pipe`` switch off the shortcuts of :mod:`shared.http_protocol` and
+    :mod:`shared.redis_pipe` (see ``docs/performance.md``)."""
     parser = argparse.ArgumentParser(prog=app_factory.split(".", 1)[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=default_port)
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument(
+        "--http",
+        choices=("platform", "httptools"),
+        default="platform",
+        help="platform: shared.http_protocol.HttpProtocol; httptools: uvicorn's own",
+    )
+    parser.add_argument(
+        "--no-redis-pipe", action="store_true", help="every Redis command through redis-py"
+    )
     args = parser.parse_args(argv)
     try:
         settings = settings_factory()
@@ -36,6 +48,8 @@ def main(
         print(f"invalid settings: {exc}", file=sys.stderr)  # noqa: T201
         raise SystemExit(2) from None
     configure_logging(settings.log_level, json_output=settings.log_json)
+    if args.no_redis_pipe:
+        redis_pipe.DIRECT = False
     # Everything imported so far (the frameworks, the models, the app's modules) lives as
     # long as the process: moved out of the collector's way, a collection walks only what
     # requests allocate (gen-2 collections over the whole heap were a visible cost).
@@ -53,7 +67,7 @@ def main(
         host=args.host,
         port=args.port,
         workers=args.workers,
-        http=HttpProtocol,  # httptools, a response's head and body in one write
+        http=HttpProtocol if args.http == "platform" else "httptools",
         log_config=None,
         access_log=False,
         proxy_headers=True,

@@ -21,6 +21,7 @@ from redis.exceptions import (
     TimeoutError,
 )
 
+from shared import redis_pipe
 from shared.redis import create_redis
 from shared.redis_pipe import (
     BatchedScript,
@@ -505,10 +506,15 @@ class _OtherConnection(Connection):
     """A connection class the pipe does not know (as TLS or a custom transport)."""
 
 
+@pytest.mark.parametrize("switched_off", [False, True])
 async def test_connections_it_does_not_speak_go_through_redis_py_with_the_same_replies(
-    redis_url, redis_namespace
+    redis_url, redis_namespace, monkeypatch, switched_off
 ):
-    pool = ConnectionPool.from_url(redis_url, connection_class=_OtherConnection)
+    if switched_off:  # any connection, with the shortcut off (--no-redis-pipe)
+        monkeypatch.setattr(redis_pipe, "DIRECT", False)
+        pool = ConnectionPool.from_url(redis_url)
+    else:
+        pool = ConnectionPool.from_url(redis_url, connection_class=_OtherConnection)
     client = Redis(connection_pool=pool)
     pipe = RedisPipe(client)
     key = f"{redis_namespace}:fallback"

@@ -10,7 +10,7 @@ import pytest
 import uvicorn
 from cryptography.fernet import Fernet
 
-from shared import serve
+from shared import redis_pipe, serve
 from shared.http_protocol import HttpProtocol
 from webhooks.settings import Settings
 
@@ -43,6 +43,20 @@ def test_a_service_runs_under_the_platforms_protocol_with_a_calmer_collector(
     assert (ran["proxy_headers"], ran["access_log"]) == (True, False)
     assert gc.get_threshold()[0] == serve.GC_YOUNG
     assert gc.get_freeze_count() > 0  # what was imported before serving is left alone
+
+
+def test_the_shortcuts_switch_off_from_the_command_line(
+    ran: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(redis_pipe, "DIRECT", True)
+    serve.main(
+        app_factory="webhooks.app:create_app",
+        settings_factory=lambda: Settings(webhook_secret_keys=Fernet.generate_key().decode()),
+        default_port=8103,
+        argv=["--http", "httptools", "--no-redis-pipe"],
+    )
+    assert ran["http"] == "httptools"
+    assert redis_pipe.DIRECT is False
 
 
 def test_bad_settings_are_one_line_and_exit_2(

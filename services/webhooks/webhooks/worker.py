@@ -8,6 +8,7 @@ its horizon in time (``worker_retry_horizon``, :mod:`webhooks.event.retry`).
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import logging
 import sys
@@ -17,6 +18,7 @@ import httpx
 from arq.connections import RedisSettings
 from arq.worker import func
 
+from shared import redis_pipe
 from shared.db import create_engine, create_sessionmaker, utcnow
 from shared.http import create_http_client, service_auth
 from shared.logging import configure_logging
@@ -49,11 +51,12 @@ def create_worker(
     runner: SnapshotRunner | None = None,
     burst: bool = False,
     clock: Clock = utcnow,
+    batch_claims: bool = True,
 ) -> BatchWorker:
     """An arq worker consuming ``settings.queue_name``, claiming jobs in batches (see
-    :mod:`webhooks.event.batch_worker`). Tests pass ``burst`` (stop when the queue is
-    empty), a transport or runner reaching their fakes, and a ``clock`` that the retry
-    horizon is judged by."""
+    :mod:`webhooks.event.batch_worker`; ``batch_claims=False``: as arq does). Tests pass
+    ``burst`` (stop when the queue is empty), a transport or runner reaching their fakes,
+    and a ``clock`` that the retry horizon is judged by."""
     timeout = settings.worker_job_timeout.total_seconds()
 
     async def startup(ctx: dict[str, Any]) -> None:
@@ -100,6 +103,7 @@ def create_worker(
         health_check_interval=60,
         # A finished event's job key stays this long, absorbing its sender's replays.
         replay_window_ms=int(settings.delivery_dedupe_window.total_seconds() * 1000),
+        batch_claims=batch_claims,
     )
     # arq's lease is the longest job timeout + a fixed 10 s; ours is configurable, so a
     # killed worker's jobs come back within seconds where that matters.
@@ -107,7 +111,17 @@ def create_worker(
     return worker
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    """``python -m webhooks.worker [--arq-claims] [--no-redis-pipe]``: both switch
+    off the worker's shortcuts (see ``docs/performance.md``)."""
+    parser = argparse.ArgumentParser(prog="webhooks.worker")
+    parser.add_argument("--arq-claims", action="store_true", help="claim jobs as arq does")
+    parser.add_argument(
+        "--no-redis-pipe", action="store_true", help="every Redis command through redis-py"
+    )
+    args = parser.parse_args(argv)
+    if args.no_redis_pipe:
+        redis_pipe.DIRECT = False
     settings = Settings()
     configure_logging(settings.log_level, json_output=settings.log_json)
     # arq logs two lines per job with its arguments (the event's payload); failures are
@@ -115,7 +129,7 @@ def main() -> None:
     logging.getLogger("arq.worker").setLevel(logging.WARNING)
     logger.info("webhooks worker consuming %s", settings.queue_name)
     asyncio.set_event_loop(asyncio.new_event_loop())  # arq's Worker adopts the current loop
-    create_worker(settings).run()
+    create_worker(settings, batch_claims=not args.arq_claims).run()
 
 
 if __name__ == "__main__":

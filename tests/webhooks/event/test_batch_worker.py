@@ -146,12 +146,14 @@ async def test_a_job_scheduled_in_the_future_is_not_claimed_until_due(
     assert runs.at(later) >= enqueued_at + 0.9
 
 
+@pytest.mark.parametrize("batch_claims", [True, False])  # False: arq's claims (off switch)
 async def test_two_workers_draining_one_queue_run_every_job_exactly_once(
-    arq_redis: ArqRedis, queue: str, make_worker: Callable[..., BatchWorker]
+    arq_redis: ArqRedis, queue: str, make_worker: Callable[..., BatchWorker], batch_claims: bool
 ) -> None:
     ids = await enqueue(arq_redis, queue, 300)
     runs = Runs(hold=0.005)
-    first, second = make_worker(runs), make_worker(runs)
+    first = make_worker(runs, batch_claims=batch_claims)
+    second = make_worker(runs, batch_claims=batch_claims)
     await run(first, second)
     assert sorted(runs.ids()) == sorted(ids)  # each once
     assert runs.overlapping == []

@@ -27,6 +27,11 @@ Redis:
 Everything else is arq's: the keys and values, running a job, retries and
 ``Retry(defer=…)``, expiry (``_expires``), results, heartbeat and health check, signals,
 aborts. A job enqueued by the intake's script or by ``ArqRedis.enqueue_job`` runs alike.
+
+A shortcut through arq's and redis-py's private parts (a worker's poll loop and slot
+bookkeeping, a pipeline's command stack), measured and listed in ``docs/performance.md``:
+``batch_claims=False`` (the worker's ``--arq-claims``) claims jobs as arq does, and
+``--no-redis-pipe`` sends the transactions through redis-py.
 """
 
 from __future__ import annotations
@@ -200,11 +205,15 @@ class BatchWorker(Worker):
     ``replay_window_ms``: job ids name deliveries (:func:`webhooks.event.queue.event_id_for`),
     so the intake, which enqueues only ids whose key is absent, absorbs a sender's replay
     while the event waits, runs, and for the window after it finished, with one key a
-    delivery. With ``replay_window_ms`` 0 the key is deleted, as arq does."""
+    delivery. With ``replay_window_ms`` 0 the key is deleted, as arq does. With
+    ``batch_claims`` off, jobs are claimed by arq's own poll."""
 
-    def __init__(self, *args: Any, replay_window_ms: int = 0, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, replay_window_ms: int = 0, batch_claims: bool = True, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.replay_window_ms = replay_window_ms
+        self.batch_claims = batch_claims
         self._slots_freed = asyncio.Event()
 
     def _retire(self, tr: Pipeline, job_id: str, *others: str) -> None:
@@ -290,7 +299,10 @@ class BatchWorker(Worker):
         failover, a connect slower than its timeout) does not stop the worker: it waits
         until Redis answers again, its jobs still queued there, and polls on."""
         try:
-            await self._poll_until_idle()
+            if self.batch_claims:
+                await self._poll_until_idle()
+            else:
+                await super()._poll_iteration()
         except _UNREACHABLE as exc:
             logger.warning("Redis out of reach; waiting for it", extra={"error": str(exc)})
             await self._wait_for_redis()
