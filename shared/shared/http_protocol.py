@@ -1,28 +1,20 @@
-"""uvicorn's httptools protocol, with a response's head and body sent in one write.
+"""uvicorn's httptools protocol, answering an app's *direct routes* without the ASGI cycle.
 
-uvicorn writes the status line and headers when the app sends ``http.response.start``,
-and the body when it sends ``http.response.body``: two ``send`` system calls for every
-answer. Behind the gateway each one also wakes nginx, which reads the head, then waits to
-be woken again for the body. On a virtual machine that second wake-up cost about as much
-as a sequential create spent in SQLite (~50 µs of a ~600 µs request).
+An app whose lifespan puts a :data:`DirectRoute` in the state under :data:`DIRECT_ROUTE`
+is asked, for each request, whether it answers the request directly; if so, the request's
+handler gets the scope and ``receive`` as usual, and returns its whole answer (a
+:class:`DirectAnswer`) instead of sending ASGI messages, which the protocol writes in one
+piece. Everything uvicorn does around a request (pipelining, keep-alive, flow control,
+``100 Continue``, disconnects, shutdown, the ``date`` header) stays uvicorn's: a direct
+request has uvicorn's own request/response cycle, only its answer skips the ASGI messages,
+the app's middleware and uvicorn's proxy-headers rewrite (which the handler applies with
+:func:`resolve_proxy` when it needs the client's address). The webhook intake answers this
+way (:mod:`webhooks.intake.asgi`): per delivery, the ASGI cycle cost about as much CPU as
+the intake's own work.
 
-:class:`HttpProtocol` gives each connection a transport that keeps what is written and
-sends it as one write when the response is complete, when the connection closes, or at
-the end of the loop's current turn, whichever comes first. A plain response (head and
-body sent together, as every ``Response`` does) becomes one write; a streamed one still
-goes out chunk by chunk, each within the turn of the loop that wrote it.
-
-It also answers *direct routes* without the ASGI cycle. An app whose lifespan puts a
-:data:`DirectRoute` in the state under :data:`DIRECT_ROUTE` is asked, for each request,
-whether it answers the request directly; if so, the request's handler gets the scope and
-``receive`` as usual, and returns its whole answer (a :class:`DirectAnswer`) instead of
-sending ASGI messages, which the protocol writes as one piece. Everything uvicorn does
-around a request (pipelining, keep-alive, flow control, ``100 Continue``, disconnects,
-shutdown, the ``date`` header) stays uvicorn's: a direct request has uvicorn's own
-request/response cycle, only its answer skips the ASGI messages, the app's middleware and
-uvicorn's proxy-headers rewrite (which the handler applies with :func:`resolve_proxy` when
-it needs the client's address). The webhook intake answers this way: per delivery, the ASGI
-cycle and its layers cost about as much CPU as the intake's own work.
+A shortcut through uvicorn's private parts (``HttpToolsProtocol._start_asgi_task`` and its
+request/response cycle's attributes), measured and listed in ``docs/performance.md``;
+``--http httptools`` on a service's command line (:mod:`shared.serve`) switches it off.
 """
 
 from __future__ import annotations
@@ -30,10 +22,9 @@ from __future__ import annotations
 import asyncio
 import contextvars
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple
 
 from starlette.types import Message, Receive, Scope, Send
-from uvicorn._types import ASGI3Application
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 from uvicorn.protocols.http.httptools_impl import (
     STATUS_LINE,
@@ -45,7 +36,6 @@ from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
 __all__ = [
     "DIRECT_ROUTE",
     "PROXY_HEADERS",
-    "CoalescingTransport",
     "DirectAnswer",
     "DirectHandler",
     "DirectRoute",
@@ -119,83 +109,15 @@ def _proxy_rewrite(trusted_hosts: list[str] | str) -> Callable[[Scope], None]:
     return rewrite
 
 
-class CoalescingTransport:
-    """A stream transport whose writes wait (see the module docstring) until :meth:`flush`,
-    :meth:`close` or the end of the loop's turn; everything else is the wrapped
-    transport's."""
-
-    __slots__ = ("_loop", "_pending", "_scheduled", "transport")
-
-    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
-        self.transport = transport
-        self._loop = loop
-        self._pending: list[bytes] = []
-        self._scheduled = False
-
-    def write(self, data: bytes | bytearray | memoryview) -> None:
-        if not data:
-            return
-        self._pending.append(bytes(data))
-        if not self._scheduled:
-            # A chunk of a streamed answer (or a 100 Continue) is not held past this turn.
-            self._scheduled = True
-            self._loop.call_soon(self._flush_scheduled)
-
-    def _flush_scheduled(self) -> None:
-        self._scheduled = False
-        self.flush()
-
-    def flush(self) -> None:
-        """Send what is pending, as one write."""
-        pending = self._pending
-        if not pending:
-            return
-        data = pending[0] if len(pending) == 1 else b"".join(pending)
-        pending.clear()
-        if not self.transport.is_closing():
-            self.transport.write(data)
-
-    def write_now(self, data: bytes) -> None:
-        """``data`` at once, in one write with whatever is pending (a whole answer:
-        nothing to wait for, and no end-of-turn flush to schedule)."""
-        if self._pending:
-            self._pending.append(data)
-            self.flush()
-        elif not self.transport.is_closing():
-            self.transport.write(data)
-
-    def writelines(self, chunks: list[bytes]) -> None:
-        for chunk in chunks:
-            self.write(chunk)
-
-    def close(self) -> None:
-        self.flush()
-        self.transport.close()
-
-    def abort(self) -> None:
-        self._pending.clear()
-        self.transport.abort()
-
-    def is_closing(self) -> bool:
-        return self.transport.is_closing()
-
-    def __getattr__(self, name: str) -> Any:
-        # get_extra_info, set_protocol, pause_reading, ... (not on the hot path)
-        return getattr(self.transport, name)
-
-
 _rewrites: dict[str, Callable[[Scope], None]] = {}  # by the trusted hosts' setting
 
 
 class HttpProtocol(HttpToolsProtocol):
-    """``uvicorn.run(http=HttpProtocol)``: httptools, with coalesced writes and direct
-    routes (see the module docstring)."""
+    """``uvicorn.run(http=HttpProtocol)``: httptools, with direct routes (see the module
+    docstring)."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        # Flow control (pause/resume reading, the write-buffer callbacks) stays on the real
-        # transport; requests and answers see the coalescing one.
-        self.transport = cast(asyncio.Transport, CoalescingTransport(self.transport, self.loop))
         config = self.config
         self._rewrite: Callable[[Scope], None] | None = None
         if config.proxy_headers:
@@ -206,7 +128,7 @@ class HttpProtocol(HttpToolsProtocol):
                 rewrite = _rewrites[key] = _proxy_rewrite(trusted)
             self._rewrite = rewrite
 
-    def _start_asgi_task(self, cycle: RequestResponseCycle, app: ASGI3Application) -> None:
+    def _start_asgi_task(self, cycle: RequestResponseCycle, app: Any) -> None:
         route: DirectRoute | None = self.app_state.get(DIRECT_ROUTE)
         # Not for uvicorn's own 503 app (over its concurrency limit).
         handler = route(cycle.scope) if route is not None and app is self.app else None  # type: ignore[arg-type]
@@ -269,20 +191,9 @@ class HttpProtocol(HttpToolsProtocol):
         if not cycle.keep_alive:
             content.append(b"connection: close\r\n")
         content += (b"\r\n", b"" if cycle.scope["method"] == "HEAD" else answer.body)
-        data = b"".join(content)
-        transport: Any = cycle.transport  # the coalescing one, as connection_made set it
-        if type(transport) is CoalescingTransport:
-            transport.write_now(data)
-        else:
-            transport.write(data)
+        cycle.transport.write(b"".join(content))
         cycle.response_complete = True
         cycle.message_event.set()
         if not cycle.keep_alive:
             cycle.transport.close()
         cycle.on_response()
-
-    def on_response_complete(self) -> None:
-        transport = self.transport
-        if isinstance(transport, CoalescingTransport):
-            transport.flush()  # the answer's head and body, in one write
-        super().on_response_complete()

@@ -1,7 +1,5 @@
-"""The platform's HTTP protocol: a response's head and body leave in one write, streamed
-answers still stream, and closing or aborting a connection treats pending bytes right
-(unit tests on a recording transport, then uvicorn serving real sockets); direct routes
-are answered whole, with uvicorn's pipelining, keep-alive, disconnects and shutdown."""
+"""The platform's HTTP protocol under uvicorn, on real sockets: direct routes are answered
+whole, in one write, with uvicorn's pipelining, keep-alive, disconnects and shutdown."""
 
 from __future__ import annotations
 
@@ -18,114 +16,19 @@ from starlette.types import Receive, Scope, Send
 from shared.http_protocol import (
     DIRECT_ROUTE,
     PROXY_HEADERS,
-    CoalescingTransport,
     DirectAnswer,
     HttpProtocol,
     resolve_proxy,
 )
-
-
-class Recording:
-    """A transport that records what reaches it."""
-
-    def __init__(self) -> None:
-        self.writes: list[bytes] = []
-        self.closing = False
-        self.events: list[str] = []
-
-    def write(self, data: bytes) -> None:
-        self.writes.append(data)
-
-    def is_closing(self) -> bool:
-        return self.closing
-
-    def close(self) -> None:
-        self.closing = True
-        self.events.append("close")
-
-    def abort(self) -> None:
-        self.closing = True
-        self.events.append("abort")
-
-    def get_extra_info(self, name: str) -> str:
-        return f"info:{name}"
-
-
-def coalescing() -> tuple[CoalescingTransport, Recording]:
-    recording = Recording()
-    return CoalescingTransport(recording, asyncio.get_running_loop()), recording  # type: ignore[arg-type]
-
-
-async def test_writes_until_a_flush_leave_as_one() -> None:
-    transport, recording = coalescing()
-    transport.write(b"HTTP/1.1 200 OK\r\n\r\n")
-    transport.write(memoryview(b"body"))
-    transport.write(b"")
-    assert recording.writes == []
-    transport.flush()
-    assert recording.writes == [b"HTTP/1.1 200 OK\r\n\r\nbody"]
-    await asyncio.sleep(0)  # the turn's own flush finds nothing left
-    assert recording.writes == [b"HTTP/1.1 200 OK\r\n\r\nbody"]
-
-
-async def test_unflushed_writes_leave_at_the_end_of_the_loops_turn() -> None:
-    transport, recording = coalescing()
-    transport.write(b"chunk-1")
-    await asyncio.sleep(0)
-    transport.write(b"chunk-2")
-    await asyncio.sleep(0)
-    assert recording.writes == [b"chunk-1", b"chunk-2"]
-
-
-async def test_close_sends_what_is_pending_first_and_abort_drops_it() -> None:
-    transport, recording = coalescing()
-    transport.write(b"last words")
-    transport.close()
-    assert (recording.writes, recording.events) == ([b"last words"], ["close"])
-
-    transport, recording = coalescing()
-    transport.write(b"never sent")
-    transport.abort()
-    await asyncio.sleep(0)
-    assert (recording.writes, recording.events) == ([], ["abort"])
-
-
-async def test_write_now_sends_what_is_pending_with_it_in_one_write() -> None:
-    transport, recording = coalescing()
-    transport.write(b"earlier;")
-    transport.write_now(b"whole answer")
-    assert recording.writes == [b"earlier;whole answer"]
-    transport.write_now(b"next")
-    await asyncio.sleep(0)  # the flush scheduled by the first write finds nothing
-    assert recording.writes == [b"earlier;whole answer", b"next"]
-    recording.closing = True
-    transport.write_now(b"too late")
-    assert recording.writes == [b"earlier;whole answer", b"next"]
-
-
-async def test_nothing_is_written_to_a_closing_transport() -> None:
-    transport, recording = coalescing()
-    transport.write(b"too late")
-    recording.closing = True
-    await asyncio.sleep(0)
-    assert recording.writes == []
-    assert transport.is_closing()
-    assert transport.get_extra_info("peername") == "info:peername"  # the rest passes through
-
 
 # ---------------------------------------------------------------------------------------------
 # uvicorn with the protocol, on a real socket
 
 
 async def app(scope: Scope, receive: Receive, send: Send) -> None:
+    """The ASGI app behind the direct routes."""
     assert scope["type"] == "http"
     path = scope["path"]
-    if path == "/stream":
-        await send({"type": "http.response.start", "status": 200, "headers": []})
-        await send({"type": "http.response.body", "body": b"first;", "more_body": True})
-        await scope["state"]["release"].wait()
-        await send({"type": "http.response.body", "body": b"second", "more_body": False})
-        return
     body = b"" if scope["method"] == "HEAD" else f"hello {path}".encode()
     headers = [(b"content-length", str(len(f"hello {path}")).encode())]
     await send({"type": "http.response.start", "status": 200, "headers": headers})
@@ -155,34 +58,6 @@ class CountedProtocol(HttpProtocol):
         super().connection_made(Counting(transport, WRITES))  # type: ignore[arg-type]
 
 
-@pytest.fixture
-async def server() -> AsyncIterator[tuple[int, asyncio.Event]]:
-    release = asyncio.Event()
-
-    async def with_state(scope: Scope, receive: Receive, send: Send) -> None:
-        scope["state"] = {"release": release}
-        await app(scope, receive, send)
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    config = uvicorn.Config(
-        with_state, host="127.0.0.1", port=port, http=CountedProtocol, lifespan="off",
-        log_config=None, access_log=False,
-    )  # fmt: skip
-    uvicorn_server = uvicorn.Server(config)
-    task = asyncio.create_task(uvicorn_server.serve())
-    for _ in range(500):  # uvicorn says it started by a flag only
-        if uvicorn_server.started:
-            break
-        await asyncio.sleep(0.01)
-    WRITES.clear()
-    yield port, release
-    uvicorn_server.should_exit = True
-    release.set()
-    await asyncio.wait_for(task, 10)
-
-
 @contextlib.asynccontextmanager
 async def connection(port: int) -> AsyncIterator[tuple[asyncio.StreamReader, asyncio.StreamWriter]]:
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
@@ -202,55 +77,6 @@ async def _response(reader: asyncio.StreamReader) -> tuple[bytes, bytes]:
         if line.lower().startswith(b"content-length")
     )
     return head, await asyncio.wait_for(reader.readexactly(length), 5)
-
-
-async def test_a_plain_response_is_one_write_and_keep_alive_goes_on(
-    server: tuple[int, asyncio.Event],
-) -> None:
-    port, _ = server
-    async with connection(port) as (reader, writer):
-        for path in ("/one", "/two"):
-            writer.write(f"GET {path} HTTP/1.1\r\nHost: t\r\n\r\n".encode())
-            head, body = await _response(reader)
-            assert head.startswith(b"HTTP/1.1 200 OK")
-            assert body == f"hello {path}".encode()
-    # Each answer, head and body, reached the socket in one write.
-    assert [write.rsplit(b"\r\n\r\n", 1)[1] for write in WRITES] == [b"hello /one", b"hello /two"]
-
-
-async def test_pipelined_requests_are_answered_in_order(server: tuple[int, asyncio.Event]) -> None:
-    port, _ = server
-    async with connection(port) as (reader, writer):
-        writer.write(b"".join(f"GET /p{i} HTTP/1.1\r\nHost: t\r\n\r\n".encode() for i in range(3)))
-        bodies = [(await _response(reader))[1] for _ in range(3)]
-    assert bodies == [b"hello /p0", b"hello /p1", b"hello /p2"]
-
-
-async def test_head_and_connection_close_answers_arrive_whole(
-    server: tuple[int, asyncio.Event],
-) -> None:
-    port, _ = server
-    async with connection(port) as (reader, writer):
-        writer.write(b"HEAD /h HTTP/1.1\r\nHost: t\r\n\r\n")
-        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
-        writer.write(b"GET /last HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
-        rest = await asyncio.wait_for(reader.read(), 5)  # until the server closes
-    assert b"content-length: 8" in head.lower()
-    assert rest.endswith(b"\r\n\r\nhello /last")
-
-
-async def test_a_streamed_answer_still_streams(server: tuple[int, asyncio.Event]) -> None:
-    port, release = server
-    async with connection(port) as (reader, writer):
-        writer.write(b"GET /stream HTTP/1.1\r\nHost: t\r\n\r\n")
-        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
-        assert b"transfer-encoding: chunked" in head.lower()
-        # The first chunk arrives while the app still waits to send the second.
-        first = await asyncio.wait_for(reader.readuntil(b"first;\r\n"), 5)
-        assert first.endswith(b"first;\r\n")
-        release.set()
-        rest = await asyncio.wait_for(reader.readuntil(b"0\r\n\r\n"), 5)
-    assert b"second" in rest
 
 
 # ---------------------------------------------------------------------------------------------
