@@ -1,24 +1,24 @@
-"""The intake's own front door: ``POST /api/v1/webhooks/{webhook_type}/{webhook_id}/events``
-answered before the service's generic middleware stack and router.
+"""The intake's second entry path, the direct one: deliveries answered ahead of the
+service's middleware stack and router, with the routed endpoint's answers.
 
 A delivery needs none of what that stack does for the management API (token
 verification, the idempotency records, route matching over every route), and under load
 that stack cost more CPU than the intake itself. :class:`IntakeFastPath`, the webhooks
 app's front door (:attr:`shared.app.ServiceApp.front`: ahead of every middleware,
-Starlette's own error middleware included), answers an intake request with
-:func:`intake_answer` inside the shared middleware's :meth:`ServiceMiddleware.answer
+Starlette's own error middleware included), answers ``POST
+/api/v1/webhooks/{webhook_type}/{webhook_id}/events`` with :func:`intake_answer` inside
+the shared middleware's :meth:`ServiceMiddleware.answer
 <shared.middleware.ServiceMiddleware.answer>` (request id, body size limit, error
-rendering, security headers, access log: what the full stack does), calling the same
-:class:`~webhooks.intake.service.IntakeService` and rendering the same answers as the
-routed endpoint. The few requests the router answers on its own (another method: 405; a
-webhook id that is not a canonical UUID: 422 or the router's decision) go down the full
-stack, so every answer is the routed one.
+rendering, security headers, access log: what the full stack does). Its answer comes from
+:func:`webhooks.intake.endpoints.deliver`, as the routed endpoint's does. The few
+requests the router answers on its own (another method: 405; a webhook id that is not a
+canonical UUID: 422 or the router's decision) go down the full stack to that endpoint.
 
 Served by :class:`shared.http_protocol.HttpProtocol` (as ``python -m webhooks`` does),
 deliveries skip the ASGI cycle as well: at startup the front door registers
 :meth:`IntakeFastPath.route` as the app's direct route, and the protocol writes the
-answer :func:`intake_answer` returns. Under any other server they come through
-:meth:`IntakeFastPath.__call__`, with the same answers.
+answer :func:`intake_answer` returns. Under any other server (or ``--http httptools``)
+they come through :meth:`IntakeFastPath.__call__`, with the same answers.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ import uuid
 from collections import Counter
 from collections.abc import Awaitable
 
+from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from shared.http_protocol import DIRECT_ROUTE, DirectAnswer, DirectHandler, send_answer
@@ -38,7 +39,7 @@ from shared.idempotency import read_body
 from shared.logging import PRE_REDACTED
 from shared.middleware import ServiceMiddleware, access_logger
 from shared.responses import ErrorStyle
-from webhooks.intake.service import IGNORED, IntakeService
+from webhooks.intake.endpoints import deliver
 
 PREFIX = "/api/v1/webhooks/"
 SUFFIX = "/events"
@@ -78,17 +79,22 @@ _TEXT = b"text/plain; charset=utf-8"
 async def intake_answer(
     scope: Scope, receive: Receive, headers: dict[str, str]
 ) -> DirectAnswer | None:
-    """The intake's answer to one request (see :func:`webhooks.intake.endpoints.receive`):
-    exactly what the routed endpoint's ``respond`` sends."""
-    intake: IntakeService = scope["state"]["intake"]
+    """The answer of :func:`~webhooks.intake.endpoints.deliver` to one request, as the
+    routed endpoint's ``respond`` sends it (``None``: the client went away)."""
+
+    async def body() -> bytes:
+        read = await read_body(receive)  # ServiceMiddleware limits what it reads
+        if read is None:
+            raise ClientDisconnect
+        return read
+
     params = scope["path_params"]
-    provider = intake.provider(params["webhook_type"])
-    answer = IGNORED
-    if intake.pre_validate(provider, headers):
-        body = await read_body(receive)  # ServiceMiddleware limits what it reads
-        if body is None:
-            return None
-        answer = await intake.receive(provider, params["webhook_id"], headers, body)
+    try:
+        answer = await deliver(
+            scope["state"]["intake"], params["webhook_type"], params["webhook_id"], headers, body
+        )
+    except ClientDisconnect:
+        return None
     if answer.text is None:
         return DirectAnswer(answer.status_code, _EMPTY)
     text = answer.text.encode()

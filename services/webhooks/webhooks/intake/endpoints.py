@@ -1,15 +1,37 @@
 """``POST /api/v1/webhooks/{webhook_type}/{webhook_id}/events``: no login, the signature
-is the credential."""
+is the credential.
+
+The intake's entry path: the route, through the service's whole middleware stack. Its
+answer comes from :func:`deliver`, which the direct path (:mod:`webhooks.intake.asgi`)
+calls too.
+"""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable, Callable
 
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
 from shared.routing import ApiRoute, api_route, path_param
+from webhooks.intake.providers.base import RequestHeaders
 from webhooks.intake.service import IGNORED, Answer, IntakeService
+
+
+async def deliver(
+    intake: IntakeService,
+    webhook_type: str,
+    webhook_id: uuid.UUID,
+    headers: RequestHeaders,
+    body: Callable[[], Awaitable[bytes]],
+) -> Answer:
+    """The answer to one delivery: the provider's verdict on the headers alone, then
+    (unless it ignores the delivery) the body, read with ``body``, through the intake."""
+    provider = intake.provider(webhook_type)
+    if not intake.pre_validate(provider, headers):
+        return IGNORED
+    return await intake.receive(provider, webhook_id, headers, await body())
 
 
 def respond(answer: Answer) -> Response:
@@ -19,15 +41,15 @@ def respond(answer: Answer) -> Response:
 
 
 async def receive(request: Request) -> Response:
-    """Reached only by the requests :class:`webhooks.intake.asgi.IntakeFastPath` leaves to
-    the router; the fast path answers the others alike (``intake_endpoint``)."""
-    intake: IntakeService = request.state.intake
     webhook_id = path_param(request, "webhook_id", uuid.UUID)
-    provider = intake.provider(request.path_params["webhook_type"])
-    if not intake.pre_validate(provider, request.headers):
-        return respond(IGNORED)
-    body = await request.body()
-    return respond(await intake.receive(provider, webhook_id, request.headers, body))
+    answer = await deliver(
+        request.state.intake,
+        request.path_params["webhook_type"],
+        webhook_id,
+        request.headers,
+        request.body,
+    )
+    return respond(answer)
 
 
 def routes() -> list[ApiRoute]:
