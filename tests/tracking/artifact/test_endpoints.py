@@ -209,7 +209,7 @@ async def test_delete_removes_the_tag_links(
         .select_from(TagResource)
         .where(col(TagResource.resource_id) == uuid.UUID(artifact["id"]))
     )
-    async with session_scope(tracking_app.state["sessionmaker"], write=False) as session:
+    async with session_scope(tracking_app.state["sessionmaker"]) as session:
         assert (await session.exec(query)).one() == 0
 
 

@@ -76,5 +76,5 @@ class LocalScopeSource:
         self._leeway = leeway
 
     async def state(self, scope: WorkloadScope) -> ScopeState | None:
-        async with session_scope(self._sessionmaker, write=False) as session:
+        async with session_scope(self._sessionmaker) as session:
             return await WorkloadScopeService(session, self._leeway).state(scope)
