@@ -164,7 +164,6 @@ async def _base_state(
         }
     finally:
         await http.aclose()
-        await revocations.aclose()
         await close_pipe_of(redis)  # idempotency's connection
         await redis.aclose()
         await engine.dispose()

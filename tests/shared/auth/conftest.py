@@ -3,7 +3,7 @@ the real Redis (``redis_client`` comes from ``tests/shared/conftest.py``)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 from uuid import uuid4
@@ -71,10 +71,8 @@ def issue(signer: TokenSigner) -> IssueToken:
 
 
 @pytest.fixture
-async def revocations(redis_client: Redis, redis_namespace: str) -> AsyncIterator[RevocationList]:
-    revocations = RevocationList(redis_client, Keys(redis_namespace))
-    yield revocations
-    await revocations.aclose()
+def revocations(redis_client: Redis, redis_namespace: str) -> RevocationList:
+    return RevocationList(redis_client, Keys(redis_namespace))
 
 
 class Clock:
