@@ -326,7 +326,7 @@ class IdempotencyMiddleware:
         keys: Keys | None = state.get("keys")
         if redis is None or keys is None:
             raise RuntimeError("IdempotencyMiddleware needs state.redis and state.keys")
-        # The client's pipe, like the revocation check: every keyed write claims and stores.
+        # The client's pipe: every keyed write claims and stores.
         pipe = pipe_of(redis)
         name = record_key(keys, user.identity, scope["method"], scope["path"], key)
         claim = Record(_fingerprint(scope, body), owner=secrets.token_hex(8))
