@@ -192,3 +192,24 @@ class OAuthError(PlatformError):
 
     def body(self) -> Any:
         return {"error": self.error, "error_description": self.message, "error_uri": None}
+
+
+NUL_IN_TEXT = "Text may not contain the NUL character (\\u0000)."
+
+_NUL_STATES = frozenset({"22021", "22P05"})
+"""PostgreSQL's refusals of a NUL: in text (``character_not_in_repertoire``: invalid byte
+sequence 0x00) and as ``\\u0000`` in JSON (``untranslatable_character``)."""
+
+
+def refused_value(exc: BaseException) -> Unprocessable | None:
+    """The 422 for a value PostgreSQL refused as data (SQLSTATE class 22, "data
+    exception": a NUL in text, a number out of range, text too long for its column...),
+    reached through whatever checks the request's parsing made; ``None`` for any other
+    error. PostgreSQL's own message names the problem, never another row's data."""
+    state = getattr(getattr(exc, "orig", None), "sqlstate", None)
+    if not isinstance(state, str) or not state.startswith("22"):
+        return None
+    if state in _NUL_STATES:
+        return Unprocessable(NUL_IN_TEXT)
+    message = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
+    return Unprocessable(f"Invalid value: {message}")

@@ -17,7 +17,7 @@ from urllib.parse import parse_qsl, urlencode
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from shared.errors import PayloadTooLarge, PlatformError
+from shared.errors import PayloadTooLarge, PlatformError, refused_value
 from shared.http_protocol import DirectAnswer, resolve_proxy, send_answer
 from shared.logging import MASK, PRE_REDACTED, is_secret_key, request_id_var
 from shared.responses import JSON, ErrorStyle, error_body, error_response, error_style_var
@@ -224,15 +224,16 @@ class ServiceMiddleware:
                     await too_large(scope, receive, wrapped_send)
                 else:
                     await self.app(scope, app_receive, wrapped_send)
-            except PlatformError as exc:
+            except Exception as exc:
+                refused = _clients_error(exc, path)
                 if started:
                     raise
-                await error_response(exc, current_request_id())(scope, receive, wrapped_send)
-            except Exception:
-                error_logger.exception("unhandled error", extra={"path": path})
-                if started:
-                    raise
-                await send_answer(_internal_error(), wrapped_send)
+                if refused is None:
+                    await send_answer(_internal_error(), wrapped_send)
+                else:
+                    await error_response(refused, current_request_id())(
+                        scope, receive, wrapped_send
+                    )
             finally:
                 if logged:
                     self.log(scope, status, begun)
@@ -314,11 +315,8 @@ class ServiceMiddleware:
             if _has_body(scope, "transfer-encoding" in headers, length, declared):
                 receive = self._limited(receive)
             answer = await handler(scope, receive, headers)
-        except PlatformError as exc:
-            answer = self._error_answer(exc, request_id)
-        except Exception:
-            error_logger.exception("unhandled error", extra={"path": path})
-            answer = self._error_answer(None, request_id)
+        except Exception as exc:
+            answer = self._error_answer(_clients_error(exc, path), request_id)
         finally:
             if logged:
                 self.log(scope, 500 if answer is None else answer.status, begun)
@@ -405,6 +403,18 @@ def _has_body(
         or (length is not None and declared != 0)
         or scope.get("http_version") not in _HTTP_1
     )
+
+
+def _clients_error(exc: Exception, path: str) -> PlatformError | None:
+    """What ``exc`` tells the client: itself when it is one of ours, the 422 of a value
+    PostgreSQL refused as data (:func:`~shared.errors.refused_value`), else nothing (a
+    generic 500; the error is logged with its traceback)."""
+    if isinstance(exc, PlatformError):
+        return exc
+    refused = refused_value(exc)
+    if refused is None:
+        error_logger.exception("unhandled error", extra={"path": path}, exc_info=exc)
+    return refused
 
 
 def _internal_error() -> DirectAnswer:

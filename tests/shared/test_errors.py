@@ -128,3 +128,37 @@ def test_request_validation_failed_single_builds_one_error():
         "detail": [{"loc": ["query", "page"], "msg": "Must be positive.", "type": "value_error"}]
     }
     assert exc.message == "query.page: Must be positive."
+
+
+class _Refusal(Exception):
+    """What SQLAlchemy wraps: the driver's error, with PostgreSQL's SQLSTATE."""
+
+    def __init__(self, sqlstate: str | None, message: str) -> None:
+        super().__init__(message)
+        self.sqlstate = sqlstate
+
+
+class _Wrapped(Exception):
+    def __init__(self, orig: Exception) -> None:
+        super().__init__(str(orig))
+        self.orig = orig
+
+
+@pytest.mark.parametrize("sqlstate", ["22021", "22P05"])
+def test_a_refused_nul_is_a_422_that_says_so(sqlstate: str) -> None:
+    refused = errors.refused_value(_Wrapped(_Refusal(sqlstate, "invalid byte sequence")))
+    assert refused is not None
+    assert (refused.status_code, refused.message) == (422, errors.NUL_IN_TEXT)
+
+
+def test_another_data_exception_is_a_422_with_postgresqls_first_line() -> None:
+    orig = _Refusal("22001", "value too long for type character varying(255)\nDETAIL: x")
+    refused = errors.refused_value(_Wrapped(orig))
+    assert refused is not None
+    assert refused.message == "Invalid value: value too long for type character varying(255)"
+
+
+@pytest.mark.parametrize("sqlstate", ["23505", "40001", None])
+def test_other_database_errors_are_not_the_clients(sqlstate: str | None) -> None:
+    assert errors.refused_value(_Wrapped(_Refusal(sqlstate, "no"))) is None
+    assert errors.refused_value(RuntimeError("no orig")) is None

@@ -303,3 +303,26 @@ async def test_sort_by_latest_version_is_creation_order_until_versions_exist(
     tracking: httpx.AsyncClient, auth: Headers, sort_by: str, expected: list[str]
 ) -> None:
     assert await ARTIFACT.names(tracking, auth, ("sort_by", sort_by)) == expected
+
+
+# --- values PostgreSQL refuses ------------------------------------------------------------
+
+
+async def test_a_nul_in_a_name_is_422_and_nothing_is_stored(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    body = ARTIFACT.body(default_project, "a\x00b")
+    response = await tracking.post(ARTIFACT.path, json=body, headers=auth)
+    assert response.status_code == 422
+    assert response.json()["detail"] == [
+        "ValueError",
+        "Text may not contain the NUL character (\\u0000).",
+    ]
+    listed = await tracking.get(ARTIFACT.path, headers=auth)
+    assert listed.json()["total"] == 0
+
+
+async def test_a_nul_in_a_list_filter_is_422(tracking: httpx.AsyncClient, auth: Headers) -> None:
+    response = await tracking.get(f"{ARTIFACT.path}?name=contains:a%00b", headers=auth)
+    assert response.status_code == 422
+    assert response.json()["detail"][0] == "ValueError"
