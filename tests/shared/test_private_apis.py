@@ -235,3 +235,11 @@ def test_sqlalchemy_rows_name_their_result() -> None:
     assert row._fields == ("a", "b")
     # shared.shapes keeps a row builder per result: Row._parent is that result's metadata.
     assert row._parent is not None, "shared.shapes.Builders.for_row reads Row._parent"
+
+
+def test_sqlalchemy_honours_the_greenlet_provider_marker() -> None:
+    # shared.greenlets runs a transaction's synchronous work on reused greenlets marked
+    # __sqlalchemy_greenlet_provider__; SQLAlchemy's await_() accepts only greenlets it
+    # spawned or so marked. tests/shared/test_greenlets.py runs real transactions on them.
+    source = inspect.getsource(importlib.import_module("sqlalchemy.util.concurrency"))
+    assert "__sqlalchemy_greenlet_provider__" in source, "shared.greenlets.run_sync"

@@ -83,9 +83,6 @@ class RevocationList:
         self._keys = keys
         self._raise_cutoff = redis.register_script(_RAISE_CUTOFF)
 
-    async def aclose(self) -> None:
-        """Nothing to close: the list uses the client's connections."""
-
     def _jti_key(self, jti: str) -> str:
         return self._keys("revoked", "jti", jti)
 
