@@ -164,6 +164,7 @@ async def _base_state(
         }
     finally:
         await http.aclose()
+        await revocations.aclose()
         await close_pipe_of(redis)  # idempotency's connection
         await redis.aclose()
         await engine.dispose()

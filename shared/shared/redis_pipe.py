@@ -2,15 +2,18 @@
 
 redis-py's asyncio client pays, for every command, a connection checkout from its pool, a
 health check, a task per timed write and a reply parsed by coroutines in Python. For the
-webhook intake's script (a delivery's one command) and the worker's claims and
-transactions, that is most of what a delivery or a job spends on Redis; the idempotency
-claim of a write goes the same way. A :class:`RedisPipe` sends them over one connection
-of its own instead: hiredis packs the commands and parses the replies (in C), and the
-commands of concurrent callers go out together::
+few commands that every request sends (the revocation check, the idempotency claim, the
+webhook intake's script) that is most of what a request spends on Redis. A
+:class:`RedisPipe` sends them over one connection of its own instead: hiredis packs the
+commands and parses the replies (in C), and the commands of concurrent callers go out
+together::
 
     pipe = pipe_of(redis)
     values = await pipe("MGET", *keys)
     result = await pipe.run(SCRIPT, keys, args)  # a Script: EVALSHA, loaded when unknown
+
+A pipe of its own can also carry Redis's client-side caching, for a cache of values read
+under some key prefixes (see :class:`RedisPipe`'s ``tracking``).
 
 A shortcut past redis-py's public API (its error-reply parser, its pool's connection
 settings), measured and listed in ``docs/performance.md``; :data:`DIRECT` switches it off.
@@ -38,7 +41,7 @@ __all__ = ["DIRECT", "BatchedScript", "RedisPipe", "Script", "close_pipe_of", "p
 DIRECT = True
 """Whether pipes made from now on use connections of their own. ``False`` (a service's or
 the worker's ``--no-redis-pipe``) sends every command through redis-py, with the same
-replies."""
+replies, and leaves client-side caching off."""
 
 
 class Script:
@@ -57,14 +60,25 @@ def _pack(command: tuple[Any, ...]) -> bytes:
     return packed
 
 
+_LOST: list[Any] = [b"invalidate", None]
+"""What a tracking connection's loss means to its cache: as if every key had changed."""
+
+
 class _Replies(asyncio.Protocol):
     """One Redis connection: replies are parsed as they arrive (hiredis) and handed, in
     order, to the futures of the commands written before them; ``on_idle`` is called when
     no reply is awaited any more."""
 
-    def __init__(self, on_idle: Callable[[], None], reader: hiredis.Reader) -> None:
+    def __init__(
+        self,
+        on_idle: Callable[[], None],
+        reader: hiredis.Reader,
+        on_push: Callable[[list[Any]], None] | None = None,
+    ) -> None:
         self.on_idle = on_idle
         self.reader = reader
+        self.on_push = on_push
+        self.tracking = False  # Redis tells this connection of changes (see RedisPipe)
         self.waiting: deque[tuple[asyncio.Future[Any], float]] = deque()  # (caller, sent at)
         self.transport: asyncio.Transport | None = None
         self.lost: RedisError | None = None
@@ -81,6 +95,9 @@ class _Replies(asyncio.Protocol):
         self.reader.feed(data)
         try:
             while (reply := self.reader.gets()) is not False:
+                if type(reply) is hiredis.PushNotification and self.on_push is not None:
+                    self.on_push(reply)  # RESP3 out-of-band data: no command's reply
+                    continue
                 future = self.waiting.popleft()[0]
                 if not future.done():  # a caller that was cancelled still had its slot
                     future.set_result(reply)
@@ -105,6 +122,8 @@ class _Replies(asyncio.Protocol):
         """Every caller still waiting learns ``error``; the connection is dropped."""
         if self.lost is None:
             self.lost = error
+            if self.tracking and self.on_push is not None:
+                self.on_push(_LOST)  # changes from now on go untold: forget everything
         while self.waiting:
             future = self.waiting.popleft()[0]
             if not future.done():
@@ -128,6 +147,17 @@ class RedisPipe:
     exception redis-py raises for it (a :class:`~redis.exceptions.ResponseError` such as
     :class:`~redis.exceptions.NoScriptError`) in its caller only.
 
+    With ``tracking`` prefixes (a pipe of its own, not :func:`pipe_of`'s), the connection
+    speaks RESP3 and turns on Redis's client-side caching in broadcast mode for them
+    (``CLIENT TRACKING ON BCAST PREFIX …``): whenever any client changes a key under
+    one of them (or it expires, or is evicted), Redis sends the key's name here, and
+    ``on_invalidate`` is called with the names (``None``: every key, after ``FLUSHALL``
+    or when the connection is lost). Redis sends these before it answers the command that
+    made the change, so a cache dropping what it is told can keep values read through the
+    pipe while :attr:`tracking` is true, and never serve one older than a change its
+    writer has seen acknowledged. Servers without client-side caching (before Redis 6)
+    leave :attr:`tracking` false.
+
     It connects like ``redis`` (host and port or Unix socket, username, password,
     database, client name, timeouts from its pool); connections it does not speak (TLS,
     credential providers, other connection classes), or any when :data:`DIRECT` is off,
@@ -137,7 +167,17 @@ class RedisPipe:
     ``socket_timeout`` drops the connection (``TimeoutError``).
     """
 
-    def __init__(self, redis: Redis) -> None:
+    def __init__(
+        self,
+        redis: Redis,
+        *,
+        tracking: Sequence[str] = (),
+        on_invalidate: Callable[[list[str] | None], None] | None = None,
+    ) -> None:
+        if tracking and on_invalidate is None:
+            raise ValueError("tracking needs on_invalidate")
+        self._tracking = tuple(tracking)
+        self._on_invalidate = on_invalidate
         pool = redis.connection_pool
         self._options: dict[str, Any] = dict(pool.connection_kwargs)
         self.direct = (
@@ -158,6 +198,22 @@ class RedisPipe:
         self._callers: list[asyncio.Future[Any]] = []
         self._scheduled = False
         self._watching = False
+
+    @property
+    def tracking(self) -> bool:
+        """Whether the current connection is connected and tracking its prefixes."""
+        protocol = self._protocol
+        return protocol is not None and protocol.lost is None and protocol.tracking
+
+    def _pushed(self, push: list[Any]) -> None:
+        if len(push) != 2 or push[0] not in (b"invalidate", "invalidate"):
+            return  # not a key invalidation (no other pushes are asked for)
+        assert self._on_invalidate is not None
+        names = push[1]
+        if names is None:
+            self._on_invalidate(None)
+        else:
+            self._on_invalidate([n.decode() if isinstance(n, bytes) else n for n in names])
 
     async def __call__(self, *command: Any) -> Any:
         """Send ``command`` (``"MGET", key, …``) and return its reply."""
@@ -287,7 +343,8 @@ class RedisPipe:
             )
         else:
             reader = hiredis.Reader()
-        return _Replies(on_idle=self._schedule, reader=reader)
+        on_push = self._pushed if self._tracking else None
+        return _Replies(on_idle=self._schedule, reader=reader, on_push=on_push)
 
     async def _open(self) -> _Replies:
         options = self._options
@@ -315,6 +372,15 @@ class RedisPipe:
             reply = await self._first(protocol, command)
             if isinstance(reply, hiredis.ReplyError):
                 raise RedisConnectionError(f"Redis refused the connection: {reply}")
+        if not self._tracking:
+            return
+        # Pushes need RESP3; a server without it or without tracking still serves the
+        # commands (tracking stays off).
+        if isinstance(await self._first(protocol, ("HELLO", 3)), hiredis.ReplyError):
+            return
+        prefixes = [arg for prefix in self._tracking for arg in ("PREFIX", prefix)]
+        reply = await self._first(protocol, ("CLIENT", "TRACKING", "ON", "BCAST", *prefixes))
+        protocol.tracking = not isinstance(reply, hiredis.ReplyError)
 
     @staticmethod
     async def _first(protocol: _Replies, command: tuple[Any, ...]) -> Any:

@@ -30,6 +30,7 @@ MODULE_ATTRIBUTES = [
     ("hiredis", "Reader", "RedisPipe parses replies"),
     ("hiredis", "pack_command", "RedisPipe packs commands"),
     ("hiredis", "ReplyError", "RedisPipe tells error replies from values"),
+    ("hiredis", "PushNotification", "the revocation check's client-side caching (RESP3)"),
     ("uvicorn.protocols.http.httptools_impl", "STATUS_LINE", "HttpProtocol's direct answers"),
     ("uvicorn.protocols.utils", "get_client_addr", "HttpProtocol's direct answers' log"),
     ("uvicorn.protocols.utils", "get_path_with_query_string", "the same"),

@@ -546,3 +546,38 @@ async def test_every_user_of_a_client_shares_its_pipe_until_it_is_closed(redis_c
     assert protocol.closed.done()
     assert pipe_of(redis_client) is not pipe
     await close_pipe_of(redis_client)
+
+
+async def test_a_tracking_pipe_is_told_of_changes_under_its_prefixes(
+    redis_client: Redis, redis_namespace: str
+) -> None:
+    told: list[list[str] | None] = []
+    prefix = f"{redis_namespace}:watched:"
+    pipe = RedisPipe(redis_client, tracking=[prefix], on_invalidate=told.append)
+    try:
+        assert await pipe("GET", f"{prefix}a") is None  # connects, tracking on
+        assert pipe.tracking
+        await redis_client.set(f"{redis_namespace}:elsewhere", b"1")
+        await redis_client.set(f"{prefix}a", b"1")
+        await redis_client.delete(f"{prefix}a")
+        # Replies still come in order, the changes told apart from them.
+        assert await pipe("MGET", f"{prefix}a", f"{prefix}b") == [None, None]
+        own_id = await pipe("CLIENT", "ID")
+        await redis_client.client_kill_filter(_id=own_id)
+        while pipe.tracking:  # noqa: ASYNC110  (the loss reaches the pipe's protocol)
+            await asyncio.sleep(0.01)
+    finally:
+        await pipe.aclose()
+    assert told == [[f"{prefix}a"], [f"{prefix}a"], None]  # None: the connection was lost
+
+
+async def test_pipes_without_tracking_speak_resp2_and_hear_of_no_changes(
+    pipe: RedisPipe, redis_client: Redis, redis_namespace: str
+) -> None:
+    assert await pipe("HGETALL", f"{redis_namespace}:none") == []  # RESP2's shape, not {}
+    assert not pipe.tracking
+
+
+def test_tracking_needs_someone_to_tell(redis_client: Redis) -> None:
+    with pytest.raises(ValueError, match="on_invalidate"):
+        RedisPipe(redis_client, tracking=["x:"])

@@ -68,6 +68,7 @@ async def _reset_password(settings: Settings, name: str, password: str | None) -
             # It may log in at once, however many wrong passwords it was sent.
             await LoginThrottle(redis, keys, settings).clear(password_subject(user.name))
     finally:
+        await revocations.aclose()
         await redis.aclose()
     if generated is not None:
         return f"'{name}' is active, with the new password: {generated}"

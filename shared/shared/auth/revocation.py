@@ -16,14 +16,24 @@ revoke a token (all under ``<namespace>:revoked:``):
   (the device authorized again: what it held before must die, what it gets next must
   work). No TTL.
 
-The check runs on every authenticated request: one ``MGET`` of the token's entries. When
-Redis cannot be reached it fails closed with :class:`~shared.errors.ServiceUnavailable`
+The check runs on every authenticated request. It reads the entries with one ``MGET`` on a
+:class:`~shared.redis_pipe.RedisPipe` of its own (redis-py's per-command machinery would
+cost more than the rest of the check) and keeps what it read: the pipe's connection has
+Redis's client-side caching on for ``<namespace>:revoked:`` (broadcast mode), so Redis
+tells it of every change to any entry, from any client, before it acknowledges the change
+to the client that made it. A kept entry is dropped when it changes, when the connection
+is lost (until a new connection tracks again, every check asks Redis), and after
+:data:`CACHE_MAX_AGE` in any case. So a revocation acknowledged to one service holds for
+the next check on every service, as it did when every check asked Redis, and the checks
+of a token already seen (nearly all of them) cost no round trip to Redis. When Redis
+cannot be reached the check fails closed with :class:`~shared.errors.ServiceUnavailable`
 (503): an unknown revocation state is never taken for "not revoked".
 """
 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
@@ -35,6 +45,12 @@ from redis.exceptions import RedisError
 from shared.auth.tokens import VerifiedToken
 from shared.errors import ServiceUnavailable
 from shared.redis import Keys
+from shared.redis_pipe import RedisPipe
+
+CACHE_MAX_AGE = 30.0
+"""Seconds an entry read from Redis is used for at most, even with no change told."""
+CACHE_MAX_ENTRIES = 100_000
+"""Entries kept at most (all are dropped when full: a token's next check reads again)."""
 
 T = TypeVar("T")
 
@@ -78,10 +94,30 @@ def _text(value: Any) -> str | None:
 class RevocationList:
     """Revocations shared by all services through Redis."""
 
-    def __init__(self, redis: Redis, keys: Keys) -> None:
+    def __init__(self, redis: Redis, keys: Keys, *, max_age: float = CACHE_MAX_AGE) -> None:
         self._redis = redis
         self._keys = keys
         self._raise_cutoff = redis.register_script(_RAISE_CUTOFF)
+        self._pipe = RedisPipe(
+            redis, tracking=[keys("revoked", "")], on_invalidate=self._invalidate
+        )
+        self.max_age = max_age
+        self.reads = 0  # MGETs sent to Redis
+        # key -> (value, read at); trusted only while the pipe tracks (see the module).
+        self._kept: dict[str, tuple[Any, float]] = {}
+        self._changes = 0  # changes told so far: a read that saw none since it began is kept
+
+    async def aclose(self) -> None:
+        """Close the check's connection to Redis."""
+        await self._pipe.aclose()
+
+    def _invalidate(self, keys: list[str] | None) -> None:
+        self._changes += 1
+        if keys is None:
+            self._kept.clear()
+        else:
+            for key in keys:
+                self._kept.pop(key, None)
 
     def _jti_key(self, jti: str) -> str:
         return self._keys("revoked", "jti", jti)
@@ -151,7 +187,7 @@ class RevocationList:
         await self._call(lambda: self._redis.delete(key))
 
     async def is_revoked(self, token: VerifiedToken) -> bool:
-        """Whether any entry revokes ``token``; one ``MGET``.
+        """Whether any entry revokes ``token``; one ``MGET`` round trip.
 
         Raises :class:`~shared.errors.ServiceUnavailable` when Redis cannot answer.
         """
@@ -159,7 +195,9 @@ class RevocationList:
         device_id = token.claims.get("device_id")
         if isinstance(device_id, str) and device_id:
             keys += [self._device_key(device_id), self._device_cutoff_key(device_id)]
-        values = await self._call(lambda: self._redis.mget(keys))
+        values = self._read_kept(keys)
+        if values is None:
+            values = await self._read(keys)
         jti_entry, *cutoffs = (_text(v) for v in values)
         if jti_entry is not None:
             return True
@@ -169,6 +207,38 @@ class RevocationList:
                 return True
             cutoffs = [subject_cutoff, device_cutoff]
         return any(_issued_by(token, cutoff) for cutoff in cutoffs)
+
+    def _read_kept(self, keys: list[str]) -> list[Any] | None:
+        """The values of ``keys`` as kept, if all are and may be trusted."""
+        if not self._pipe.tracking:
+            return None
+        kept = self._kept
+        oldest = time.monotonic() - self.max_age
+        values = []
+        for key in keys:
+            entry = kept.get(key)
+            if entry is None or entry[1] < oldest:
+                return None
+            values.append(entry[0])
+        return values
+
+    async def _read(self, keys: list[str]) -> list[Any]:
+        changes = self._changes
+        self.reads += 1
+        try:
+            values: list[Any] = await self._pipe("MGET", *keys)
+        except (RedisError, OSError) as exc:
+            raise _unavailable() from exc
+        # Kept only if no change was told since the read began: one told between the reply
+        # and now may be about these keys, and dropping them came before keeping them.
+        if changes == self._changes and self._pipe.tracking:
+            kept = self._kept
+            if len(kept) + len(keys) > CACHE_MAX_ENTRIES:
+                kept.clear()
+            now = time.monotonic()
+            for key, value in zip(keys, values, strict=True):
+                kept[key] = (value, now)
+        return values
 
 
 def _unavailable() -> ServiceUnavailable:

@@ -3,7 +3,7 @@ the real Redis (``redis_client`` comes from ``tests/shared/conftest.py``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 from typing import Any
 from uuid import uuid4
@@ -71,8 +71,10 @@ def issue(signer: TokenSigner) -> IssueToken:
 
 
 @pytest.fixture
-def revocations(redis_client: Redis, redis_namespace: str) -> RevocationList:
-    return RevocationList(redis_client, Keys(redis_namespace))
+async def revocations(redis_client: Redis, redis_namespace: str) -> AsyncIterator[RevocationList]:
+    revocations = RevocationList(redis_client, Keys(redis_namespace))
+    yield revocations
+    await revocations.aclose()
 
 
 class Clock:

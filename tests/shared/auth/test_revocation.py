@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import uuid4
 
+import hiredis
 import pytest
 from redis.asyncio import Redis
 
@@ -203,6 +205,34 @@ async def test_device_id_spelling_does_not_matter(revocations: RevocationList) -
     assert await revocations.is_revoked(on_device) is True
 
 
+async def test_revocation_check_is_one_mget_in_one_write(
+    revocations: RevocationList, redis_client: Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await revocations.is_revoked(token())  # connects the pipe
+    protocol = revocations._pipe._protocol
+    assert protocol is not None
+    transport = protocol.transport
+    assert transport is not None
+    writes: list[bytes] = []
+    write = transport.write
+
+    def recording(data: bytes) -> None:
+        writes.append(bytes(data))
+        write(data)
+
+    monkeypatch.setattr(transport, "write", recording)
+
+    await revocations.is_revoked(token(device_id=str(uuid4())))
+
+    [written] = writes
+    commands = hiredis.Reader()  # commands are written in the shape of a reply
+    commands.feed(written)
+    command = commands.gets()
+    assert command[0] == b"MGET"
+    assert len(command) == 5  # token, subject, device, device cutoff
+    assert commands.gets() is False
+
+
 async def test_revocation_check_fails_closed_when_redis_is_down(unused_port: int) -> None:
     redis = create_redis(f"redis://127.0.0.1:{unused_port}/0", timeout=0.5)
     revocations = RevocationList(redis, Keys("down"))
@@ -227,11 +257,29 @@ async def test_revoking_fails_loudly_when_redis_is_down(unused_port: int) -> Non
         await redis.aclose()
 
 
+# What the check keeps: Redis tells its connection of every change (client-side caching).
+
+
+async def test_checks_of_a_token_seen_before_ask_redis_nothing(
+    revocations: RevocationList,
+) -> None:
+    seen = token(device_id=str(uuid4()))
+
+    for _ in range(5):
+        assert await revocations.is_revoked(seen) is False
+
+    assert revocations.reads == 1
+    assert await revocations.is_revoked(token()) is False  # another token: read
+    assert revocations.reads == 2
+
+
 @pytest.fixture
 async def elsewhere(redis_url: str, redis_namespace: str) -> AsyncIterator[RevocationList]:
     """The revocation list of another service: its own Redis client and connections."""
     client = create_redis(redis_url)
-    yield RevocationList(client, Keys(redis_namespace))
+    revocations = RevocationList(client, Keys(redis_namespace))
+    yield revocations
+    await revocations.aclose()
     await client.aclose()
 
 
@@ -242,7 +290,7 @@ async def test_a_revocation_made_elsewhere_holds_at_the_next_check(
     by_jti, by_subject, by_device = token(), token(subject="bob"), token(device_id=device_id)
     by_cutoff = token(device_id=str(uuid4()), issued_at=datetime.now(UTC) - timedelta(seconds=5))
     for checked in (by_jti, by_subject, by_device, by_cutoff):
-        assert await revocations.is_revoked(checked) is False
+        assert await revocations.is_revoked(checked) is False  # read and kept
 
     await elsewhere.revoke_token(by_jti.jti, by_jti.expires_at)
     assert await revocations.is_revoked(by_jti) is True
@@ -266,3 +314,34 @@ async def test_an_entry_written_by_any_client_is_seen_at_the_next_check(
     await redis_client.set(f"{redis_namespace}:revoked:jti:{checked.jti}", b"1")
 
     assert await revocations.is_revoked(checked) is True
+
+
+async def test_losing_the_connection_forgets_what_was_kept(
+    revocations: RevocationList, redis_client: Redis, elsewhere: RevocationList
+) -> None:
+    checked = token()
+    assert await revocations.is_revoked(checked) is False
+    own_id = await revocations._pipe("CLIENT", "ID")
+
+    # Changes made while the connection is down are told to nobody.
+    await redis_client.client_kill_filter(_id=own_id)
+    await elsewhere.revoke_token(checked.jti, checked.expires_at)
+
+    assert await revocations.is_revoked(checked) is True
+    assert revocations.reads == 2
+
+
+async def test_kept_entries_are_read_again_when_old(
+    redis_client: Redis, redis_namespace: str
+) -> None:
+    revocations = RevocationList(redis_client, Keys(redis_namespace), max_age=0.05)
+    checked = token()
+    try:
+        await revocations.is_revoked(checked)
+        await revocations.is_revoked(checked)
+        # The list's age runs on real time (it has no clock to move): far past it.
+        await asyncio.sleep(0.5)
+        await revocations.is_revoked(checked)
+    finally:
+        await revocations.aclose()
+    assert revocations.reads == 2
