@@ -30,6 +30,7 @@ from sqlalchemy.engine import make_url
 
 from shared.db import create_engine
 from shared.migrations import upgrade
+from tests.support.postgres_server import alive
 
 SERVICES = ("identity", "tracking", "webhooks", "agent_accounts")
 """The services with migrations (their packages)."""
@@ -112,17 +113,6 @@ _NAME = re.compile(r"test_(\d+)_[0-9a-f]{6}_\d+")
 """A database :class:`Databases` names: ``test_<pid>_<random>_<count>``."""
 
 
-def _alive(pid: int) -> bool:
-    """Whether process ``pid`` runs on this machine."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's
-    return True
-
-
 class _Lent:
     """A migrated PostgreSQL database of the pool: its name, its schema's version (see
     ``_SCHEMA``) and the statements that empty it."""
@@ -182,7 +172,7 @@ class Databases:
             dropped = []
             for name in names:
                 match = _NAME.fullmatch(name)
-                if match is None or _alive(int(match[1])):
+                if match is None or alive(int(match[1])):
                     continue
                 try:
                     await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -100,7 +100,7 @@ def remove_abandoned(root: Path | None = None) -> list[Path]:
     removed = []
     for directory in Path(root or tempfile.gettempdir()).glob(f"{PREFIX}*-*"):
         pid = directory.name.removeprefix(PREFIX).split("-", 1)[0]
-        if not pid.isdigit() or _alive(int(pid)):
+        if not pid.isdigit() or alive(int(pid)):
             continue
         for lock in directory.glob("**/postmaster.pid"):
             postgres.stop_leftover(lock.parent)
@@ -109,7 +109,8 @@ def remove_abandoned(root: Path | None = None) -> list[Path]:
     return removed
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` runs on this machine."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

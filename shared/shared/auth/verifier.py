@@ -137,12 +137,20 @@ def _json_object(data: bytes, what: str) -> dict[str, Any]:
     return value
 
 
-def _numeric_date(claims: dict[str, Any], name: str) -> datetime | None:
+def _claim_number(claims: dict[str, Any], name: str) -> int | float | None:
+    """A time claim's number (``None`` when absent); anything else is refused."""
     value = claims.get(name)
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
         _reject(f"token claim '{name}' is not a timestamp")
+    return value
+
+
+def _numeric_date(claims: dict[str, Any], name: str) -> datetime | None:
+    value = _claim_number(claims, name)
+    if value is None:
+        return None
     try:
         return datetime.fromtimestamp(value, UTC)
     except (OverflowError, OSError, ValueError):
@@ -155,11 +163,9 @@ def _utcnow() -> datetime:
 
 def _timestamp(claims: dict[str, Any], name: str) -> int | None:
     """A time claim as a number, compared the way PyJWT compares it (whole seconds)."""
-    value = claims.get(name)
+    value = _claim_number(claims, name)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        _reject(f"token claim '{name}' is not a timestamp")
     try:
         return int(value)
     except (OverflowError, ValueError):
