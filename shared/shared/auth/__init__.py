@@ -21,6 +21,7 @@ from shared.auth.backend import (
     ScopeAuthenticationBackend,
     bearer_token,
     require_admin,
+    require_kind,
     require_principal,
 )
 from shared.auth.jwks import JWKSClient, KeySource, KeysUnavailable, StaticKeySource, parse_jwks
@@ -77,6 +78,7 @@ __all__ = [
     "private_key_to_pem",
     "public_jwk",
     "require_admin",
+    "require_kind",
     "require_principal",
     "scope_of",
     "scopes_named",

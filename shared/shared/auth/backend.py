@@ -246,9 +246,15 @@ def require_principal(conn: HTTPConnection, *, kinds: Collection[str] | None = N
         )
     if not isinstance(user, Principal):
         raise HTTPDetailError(401, "Not authenticated", headers={"WWW-Authenticate": "Bearer"})
-    if kinds is not None and user.kind not in kinds:
-        raise AuthorizationFailed(f"A {user.kind} token may not be used for this operation.")
+    if kinds is not None:
+        require_kind(user, kinds)
     return user
+
+
+def require_kind(principal: Principal, kinds: Collection[str]) -> None:
+    """``principal``'s token is of one of ``kinds``, else ``AuthorizationException``."""
+    if principal.kind not in kinds:
+        raise AuthorizationFailed(f"A {principal.kind} token may not be used for this operation.")
 
 
 def require_admin(

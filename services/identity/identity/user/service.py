@@ -24,10 +24,9 @@ from identity.clock import Clock
 from identity.models import User
 from identity.user.repository import UserRepository
 from identity.user.schemas import UserRequest, UserUpdate
-from shared.auth import Principal, RevocationList, TokenKind
+from shared.auth import Principal, RevocationList, TokenKind, require_kind
 from shared.db import utcnow
 from shared.errors import (
-    AuthorizationFailed,
     BadRequest,
     Conflict,
     Forbidden,
@@ -109,8 +108,7 @@ class UserService:
     async def acting(self, caller: Principal, *, kinds: Sequence[str] = MANAGING_KINDS) -> User:
         """The active user behind ``caller`` (401 when there is none, or when the token is
         not of ``kinds``)."""
-        if caller.kind not in kinds:
-            raise AuthorizationFailed(f"A {caller.kind} token may not be used for this operation.")
+        require_kind(caller, kinds)
         user = await self.repository.get(caller.user_id) if caller.user_id else None
         if user is None or not user.active:
             raise Unauthorized(
