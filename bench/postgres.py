@@ -18,6 +18,7 @@ from sqlalchemy.engine import make_url
 
 from deploy.config import load_stack
 from deploy.local.environment import database_name
+from deploy.local.postgres import with_database
 
 
 def add_option(parser: argparse.ArgumentParser) -> None:
@@ -38,12 +39,6 @@ def server_url(text: str) -> str:
             f"must name a PostgreSQL server (postgresql://...): {text!r}"
         )
     return text
-
-
-def with_database(url: str, database: str) -> str:
-    """The server ``url`` names, on ``database``."""
-    parsed = make_url(url).set(drivername="postgresql", database=database)
-    return parsed.render_as_string(hide_password=False)
 
 
 @contextlib.contextmanager

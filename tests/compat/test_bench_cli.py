@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from bench import postgres, tracking
+from bench import tracking
+from deploy.local.postgres import with_database
 
 
 def test_defaults_are_bounded():
@@ -39,7 +40,7 @@ def test_our_databases_are_on_the_launchers_embedded_server_unless_a_server_is_n
 
 
 def test_each_service_database_is_on_the_named_server():
-    url = postgres.with_database("postgresql://user:secret@db:5433/postgres", "bench_7_tracking")
+    url = with_database("postgresql://user:secret@db:5433/postgres", "bench_7_tracking")
     assert url == "postgresql://user:secret@db:5433/bench_7_tracking"
 
 
