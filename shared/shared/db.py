@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager, suppress
 from typing import Any, TypeVar
 
@@ -33,6 +33,11 @@ def utcnow() -> dt.datetime:
     """Aware UTC, as SQLModel's datetime columns store it (see :mod:`shared.types` for the
     naive wire form)."""
     return dt.datetime.now(dt.UTC)
+
+
+Clock = Callable[[], dt.datetime]
+"""A service's notion of now, as :func:`utcnow` gives it: what ``create_app`` takes, so
+that tests move time instead of sleeping."""
 
 
 def new_id() -> uuid.UUID:

@@ -21,7 +21,7 @@ from cryptography.fernet import Fernet
 from pydantic import SecretStr
 
 from identity.app import create_app as create_identity_app
-from shared.db import utcnow
+from shared.db import Clock, utcnow
 from tests.identity.conftest import TRACKING_SECRET, WEBHOOKS_SECRET, make_settings
 from tests.support.asgi import HostRouter, LifespanApp, running
 from tests.support.databases import Databases
@@ -30,7 +30,6 @@ from tests.tracking.conftest import tracking_settings_for
 from tests.webhooks.support import SnapshotRuns
 from tracking.app import create_app as create_tracking_app
 from webhooks.app import create_app
-from webhooks.event.tasks import Clock
 from webhooks.settings import Settings
 from webhooks.worker import create_worker
 

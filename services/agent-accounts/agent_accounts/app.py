@@ -13,7 +13,7 @@ from starlette.applications import Starlette
 from agent_accounts.account import endpoints as account_endpoints
 from agent_accounts.account.service import AccountService
 from agent_accounts.api_key import endpoints as api_key_endpoints
-from agent_accounts.core.auth import ALL_KINDS, AgentAuthBackend, Clock, TokenIssuer
+from agent_accounts.core.auth import ALL_KINDS, AgentAuthBackend, TokenIssuer
 from agent_accounts.core.keys import load_keys
 from agent_accounts.device import endpoints as device_endpoints
 from agent_accounts.login import endpoints as login_endpoints
@@ -24,7 +24,7 @@ from agent_accounts.task import endpoints as task_endpoints
 from agent_accounts.worker import endpoints as worker_endpoints
 from shared.app import LifespanHook, State, create_service_app
 from shared.auth import TokenVerifier
-from shared.db import session_scope, utcnow
+from shared.db import Clock, session_scope, utcnow
 from shared.passwords import announce_generated_password
 
 MIGRATIONS = Path(__file__).parent / "migrations"

@@ -16,7 +16,6 @@ from identity import api_token, auth, device, server, user
 from identity.api_token import endpoints as api_token_endpoints
 from identity.auth import endpoints as auth_endpoints
 from identity.auth.service import OwnServiceAuth, TokenService
-from identity.clock import Clock
 from identity.device import endpoints as device_endpoints
 from identity.server import endpoints as server_endpoints
 from identity.settings import Settings
@@ -25,7 +24,7 @@ from identity.user import endpoints as user_endpoints
 from identity.user.service import UserService
 from shared.app import LifespanHook, State, create_service_app
 from shared.auth import TokenVerifier, TrackingScopeSource, WorkloadScopes
-from shared.db import session_scope, utcnow
+from shared.db import Clock, session_scope, utcnow
 from shared.passwords import announce_generated_password
 from shared.settings import PLATFORM_VERSION
 

@@ -19,14 +19,14 @@ from arq.connections import RedisSettings
 from arq.worker import func
 
 from shared import redis_pipe
-from shared.db import create_engine, create_sessionmaker, utcnow
+from shared.db import Clock, create_engine, create_sessionmaker, utcnow
 from shared.http import create_http_client, service_auth
 from shared.logging import configure_logging
 from webhooks.event.batch_worker import BatchWorker
 from webhooks.event.dispatch import SnapshotRunner, TrackingSnapshotRunner
 from webhooks.event.queue import PROCESS_EVENT, RETRY_EXECUTION, deserializer, serializer
 from webhooks.event.retry import RetryPolicy
-from webhooks.event.tasks import Clock, Consumer, process_event, retry_execution
+from webhooks.event.tasks import Consumer, process_event, retry_execution
 from webhooks.intake.providers import providers
 from webhooks.settings import Settings
 

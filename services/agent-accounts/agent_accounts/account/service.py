@@ -19,11 +19,12 @@ from agent_accounts.account.schemas import (
     UserCreateRequest,
     UserUpdateRequest,
 )
-from agent_accounts.core.auth import AccountCaller, Clock, aware, ensure_admin
+from agent_accounts.core.auth import AccountCaller, aware, ensure_admin
 from agent_accounts.core.credentials import new_secret
 from agent_accounts.core.listing import ListQuery
 from agent_accounts.models import Account
 from agent_accounts.settings import Settings
+from shared.db import Clock
 from shared.errors import Forbidden, NotFound
 from shared.passwords import generate_password, hash_password, verify_password
 from shared.secret_hash import digest, matches

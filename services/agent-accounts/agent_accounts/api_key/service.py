@@ -10,11 +10,12 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from agent_accounts.account.service import AccountService
 from agent_accounts.api_key.repository import ApiKeyAlreadyExists, ApiKeyRepository
 from agent_accounts.api_key.schemas import ApiKeyRotateRequest
-from agent_accounts.core.auth import AccountCaller, Clock, ensure_admin
+from agent_accounts.core.auth import AccountCaller, ensure_admin
 from agent_accounts.core.credentials import encode_api_key, new_secret
 from agent_accounts.core.listing import ListQuery
 from agent_accounts.models import ApiKey
 from agent_accounts.settings import Settings
+from shared.db import Clock
 from shared.errors import Forbidden, NotFound
 from shared.secret_hash import digest
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -37,13 +37,11 @@ from shared.auth import (
     VerifiedToken,
     bearer_token,
 )
-from shared.db import SessionMaker, session_scope
+from shared.db import Clock, SessionMaker, session_scope
 from shared.errors import Forbidden, Unauthorized
 from shared.secret_hash import matches
 
 logger = logging.getLogger(__name__)
-
-Clock = Callable[[], dt.datetime]
 
 
 class TokenKind(StrEnum):

@@ -23,7 +23,7 @@ import uuid
 
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from agent_accounts.core.auth import AccountCaller, Clock, aware
+from agent_accounts.core.auth import AccountCaller, aware
 from agent_accounts.core.credentials import new_secret
 from agent_accounts.core.errors import TokenError
 from agent_accounts.core.listing import ListQuery
@@ -31,6 +31,7 @@ from agent_accounts.device.repository import DeviceRepository
 from agent_accounts.device.schemas import DeviceAuthorizationForm, DeviceStatus
 from agent_accounts.models import Device
 from agent_accounts.settings import Settings
+from shared.db import Clock
 from shared.errors import HTTPDetailError, NotFound, PlatformError
 from shared.secret_hash import digest, matches
 

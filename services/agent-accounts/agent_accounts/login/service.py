@@ -18,12 +18,13 @@ import math
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from agent_accounts.account.repository import AccountRepository
-from agent_accounts.core.auth import AccountCaller, Clock, Issued, TokenIssuer
+from agent_accounts.core.auth import AccountCaller, Issued, TokenIssuer
 from agent_accounts.core.credentials import decode_api_key
 from agent_accounts.core.errors import TokenError
 from agent_accounts.device.service import DeviceService
 from agent_accounts.login.schemas import LoginForm, TokenResponse
 from agent_accounts.settings import Settings
+from shared.db import Clock
 from shared.errors import Unauthorized
 from shared.passwords import verify_password
 from shared.throttle import LoginThrottle

@@ -20,7 +20,6 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from agent_accounts.core.auth import (
     AccountCaller,
     Caller,
-    Clock,
     Issued,
     TaskCaller,
     TokenIssuer,
@@ -35,6 +34,7 @@ from agent_accounts.task.schemas import (
     TaskUpdateRequest,
 )
 from agent_accounts.worker.schemas import TaskKind
+from shared.db import Clock
 from shared.errors import Conflict, Forbidden, NotFound, PayloadTooLarge, Unprocessable
 
 # A reported result is kept in the task row; larger ones belong in a blob.

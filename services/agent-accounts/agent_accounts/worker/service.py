@@ -9,11 +9,12 @@ import uuid
 
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from agent_accounts.core.auth import AccountCaller, Clock, Issued, TokenIssuer, WorkerCaller, aware
+from agent_accounts.core.auth import AccountCaller, Issued, TokenIssuer, WorkerCaller, aware
 from agent_accounts.core.listing import ListQuery
 from agent_accounts.models import Worker
 from agent_accounts.worker.repository import WorkerRepository
 from agent_accounts.worker.schemas import WorkerCreateRequest
+from shared.db import Clock
 from shared.errors import Forbidden, HTTPDetailError, NotFound
 
 # Workers that have not been seen for this long are not live.

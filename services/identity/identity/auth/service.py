@@ -10,13 +10,13 @@ from datetime import timedelta
 from typing import Any
 
 from identity.auth.schemas import GrantType, LoginForm, OAuthTokenResponse
-from identity.clock import Clock
 from identity.device.service import DeviceCodeRefused, DeviceService, Refused
 from identity.models import User
 from identity.settings import Settings
 from identity.signing_key.service import KeyRing
 from identity.user.service import UserService
 from shared.auth import TokenKind, WorkloadScope
+from shared.db import Clock
 from shared.errors import HTTPDetailError, OAuthError, Unauthorized
 from shared.http import CachedTokenAuth
 from shared.throttle import LoginThrottle

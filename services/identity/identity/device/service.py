@@ -31,13 +31,12 @@ from urllib.parse import urlencode
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from identity.clock import Clock
 from identity.device.repository import DeviceRepository
 from identity.device.schemas import OAuthDeviceUpdate, OAuthDeviceVerificationRequest
 from identity.models import DeviceStatus, OAuthDevice, User
 from identity.settings import Settings
 from shared.auth import RevocationList
-from shared.db import SessionMaker, session_scope
+from shared.db import Clock, SessionMaker, session_scope
 from shared.errors import BadRequest, NotFound, OAuthError, PlatformError
 from shared.listing import Listing
 from shared.secret_hash import digest, matches

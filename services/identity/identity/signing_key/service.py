@@ -20,7 +20,6 @@ import jwt
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from identity.clock import Clock
 from identity.models import SigningKey
 from identity.settings import Settings
 from identity.signing_key.repository import SigningKeyRepository
@@ -33,7 +32,7 @@ from shared.auth import (
     private_key_to_pem,
     public_jwk,
 )
-from shared.db import SessionMaker, session_scope, utcnow
+from shared.db import Clock, SessionMaker, session_scope, utcnow
 
 logger = logging.getLogger(__name__)
 

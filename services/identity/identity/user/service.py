@@ -20,12 +20,11 @@ from dataclasses import dataclass
 
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from identity.clock import Clock
 from identity.models import User
 from identity.user.repository import UserRepository
 from identity.user.schemas import UserRequest, UserUpdate
 from shared.auth import Principal, RevocationList, TokenKind, require_kind
-from shared.db import utcnow
+from shared.db import Clock, utcnow
 from shared.errors import (
     BadRequest,
     Conflict,

@@ -30,7 +30,7 @@ from typing import Any
 from arq.worker import Retry
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from shared.db import SessionMaker, session_scope, utcnow
+from shared.db import Clock, SessionMaker, session_scope, utcnow
 from webhooks.event.dispatch import SnapshotRunner, TransientDispatchError, UpstreamEvent
 from webhooks.event.queue import EventMessage, RetryMessage
 from webhooks.event.repository import EventRepository
@@ -49,8 +49,6 @@ PENDING, DISPATCHED = "pending", "dispatched"
 # How long a retry job waits for the transaction that queued it to commit (it is queued
 # inside it, so that Redis out of reach fails the request rather than losing the retry).
 COMMIT_GRACE = dt.timedelta(minutes=1)
-
-Clock = Callable[[], dt.datetime]
 
 
 def execution_id(event_id: uuid.UUID, trigger_id: uuid.UUID) -> uuid.UUID:
