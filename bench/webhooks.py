@@ -516,7 +516,7 @@ def ceiling(base: Path) -> Iterator[Ceiling]:
     stack = load_stack()
     ports = {e.name: free_port() for e in stack.entrypoints}
     target = local_target(stack, ports=ports, user=worker_user())
-    upstreams = {**target.upstreams, "webhooks": f"127.0.0.1:{app_port}"}
+    upstreams = {**target.upstreams, "webhooks": (f"127.0.0.1:{app_port}",)}
     prefix = base / "gateway"
     prefix.mkdir(parents=True, exist_ok=True)
     config = prefix / "nginx.conf"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, TypeVar, cast
 
@@ -33,6 +33,10 @@ _ENV_PREFIX = re.compile(r"^[A-Z][A-Z0-9_]*_$")
 _ROUTE = re.compile(r"^/([A-Za-z0-9._~-]+(/[A-Za-z0-9._~-]+)*)?$")
 _BODY_SIZE = re.compile(r"^[0-9]+[km]?$")
 _SECRET_KINDS = ("fernet", "token")
+# Replica k (0-based) of a web service listens at its port + k * REPLICA_PORT_STRIDE on the
+# local stack (8102, 8202, 8302 for tracking); containers each have their own address.
+REPLICA_PORT_STRIDE = 100
+MAX_REPLICAS = 9
 _ERROR_STYLES = ("platform", "agent")
 
 T = TypeVar("T")
@@ -87,6 +91,15 @@ class Service:
     env_prefix: str = ""
     # (web) the gateway's body limit on this service's routes, when not the gateway's own
     client_max_body_size: str | None = None
+    replicas: int = 1
+    """How many processes run it (the launcher's ``--replicas`` overrides it)."""
+
+    def replica_ports(self, offset: int = 0) -> tuple[int, ...]:
+        """(web) The local stack's port of each replica, ``offset`` added."""
+        if self.port is None:
+            return ()
+        base = self.port + offset
+        return tuple(base + k * REPLICA_PORT_STRIDE for k in range(self.replicas))
 
 
 @dataclass(frozen=True)
@@ -123,6 +136,21 @@ class Stack:
             if entrypoint.name == name:
                 return entrypoint
         raise KeyError(name)
+
+    def with_replicas(self, counts: Mapping[str, int]) -> Stack:
+        """This stack with some services' replica counts replaced (validated as the file's)."""
+        for name, count in counts.items():
+            try:
+                self.service(name)
+            except KeyError:
+                raise StackConfigError(f"--replicas: no service named {name!r}") from None
+            _check_replicas(count, f"--replicas {name}")
+        services = tuple(
+            replace(s, replicas=counts[s.name]) if s.name in counts else s for s in self.services
+        )
+        stack = replace(self, services=services)
+        _check_references(stack)
+        return stack
 
 
 def load_stack(path: Path = DEFAULT_STACK_FILE) -> Stack:
@@ -222,6 +250,7 @@ _SERVICE_KEYS = {
     "secrets",
     "env_prefix",
     "client_max_body_size",
+    "replicas",
 }
 
 
@@ -286,7 +315,10 @@ def _extras(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
     prefix = _get(raw, "env_prefix", str, where, "")
     if prefix and not _ENV_PREFIX.match(prefix):
         raise StackConfigError(f"{where}: env_prefix {prefix!r} must be like 'SERVICE_'")
+    replicas = _get(raw, "replicas", int, where, 1)
+    _check_replicas(replicas, where)
     return {
+        "replicas": replicas,
         "env_prefix": prefix,
         "env": _env_table(raw.get("env", {}), f"{where} env"),
         "passthrough": passthrough,
@@ -299,7 +331,7 @@ def _check_references(stack: Stack) -> None:
     _unique([e.name for e in stack.entrypoints], "entrypoint name")
     _unique([s.name for s in stack.services], "service name")
     ports = [e.port for e in stack.entrypoints] + [stack.valkey_port, stack.postgres_port]
-    _unique(ports + [s.port for s in stack.web_services if s.port], "port")
+    _unique(ports + [p for s in stack.web_services for p in s.replica_ports()], "port")
     if not stack.entrypoints:
         raise StackConfigError("at least one [[entrypoint]] is needed")
     issuers = [s.name for s in stack.services if s.issuer]
@@ -327,6 +359,11 @@ def _check_references(stack: Stack) -> None:
                 )
     for entrypoint in stack.entrypoints:
         _check_entrypoint(stack, entrypoint)
+
+
+def _check_replicas(count: int, where: str) -> None:
+    if isinstance(count, bool) or not 1 <= count <= MAX_REPLICAS:
+        raise StackConfigError(f"{where}: replicas must be a whole number from 1 to {MAX_REPLICAS}")
 
 
 def _check_entrypoint(stack: Stack, entrypoint: Entrypoint) -> None:

@@ -30,7 +30,7 @@ from deploy.config import Entrypoint, Service, Stack
 from shared.errors import NO_SUCH_ENDPOINT
 from shared.logging import MASK, SECRET_KEY_PATTERN
 
-# Every service container listens on this port in compose (see services/*/Dockerfile).
+# Every service container listens on this port in compose and Kubernetes (services/*/Dockerfile).
 COMPOSE_SERVICE_PORT = 8000
 # Docker's embedded DNS server, for re-resolving service names when containers move.
 COMPOSE_RESOLVER = "127.0.0.11"
@@ -66,8 +66,8 @@ _PROXY_DIRECTIVES = (
 class Target:
     """Where a rendered configuration runs."""
 
-    upstreams: Mapping[str, str]
-    """Web service name → ``host:port`` of its process."""
+    upstreams: Mapping[str, tuple[str, ...]]
+    """Web service name → ``host:port`` of each of its processes (replicas)."""
     ports: Mapping[str, int]
     """Entrypoint name → the port the gateway listens on."""
     listen_address: str | None
@@ -81,6 +81,9 @@ class Target:
     """DNS server to re-resolve upstream names with; ``None`` resolves once at start."""
     source: str
     """Says, in the header comment, which target this is."""
+    temp_dir: str | None = None
+    """Where nginx buffers bodies (a writable directory, for a read-only root file system);
+    ``None`` keeps nginx's compiled-in paths (under its ``-p`` prefix)."""
 
 
 def local_target(
@@ -91,9 +94,13 @@ def local_target(
     listen_address: str | None = None,
     user: str | None = None,
 ) -> Target:
-    """The local stack: services on ``127.0.0.1`` at their stack port plus ``port_offset``."""
+    """The local stack: each replica of a service on ``127.0.0.1`` at its replica port plus
+    ``port_offset`` (:meth:`~deploy.config.Service.replica_ports`)."""
     return Target(
-        upstreams={s.name: f"127.0.0.1:{_port(s) + port_offset}" for s in stack.web_services},
+        upstreams={
+            s.name: tuple(f"127.0.0.1:{port}" for port in s.replica_ports(port_offset))
+            for s in stack.web_services
+        },
         ports={e.name: e.port for e in stack.entrypoints} | dict(ports or {}),
         listen_address=stack.listen if listen_address is None else listen_address,
         # Relative to the runtime directory passed as nginx's prefix (-p).
@@ -108,7 +115,7 @@ def local_target(
 def compose_target(stack: Stack) -> Target:
     """docker-compose: each service reachable by its compose service name."""
     return Target(
-        upstreams={s.name: f"{s.name}:{COMPOSE_SERVICE_PORT}" for s in stack.web_services},
+        upstreams={s.name: (f"{s.name}:{COMPOSE_SERVICE_PORT}",) for s in stack.web_services},
         ports={e.name: e.port for e in stack.entrypoints},
         listen_address=None,
         access_log="/dev/stdout",
@@ -116,6 +123,23 @@ def compose_target(stack: Stack) -> Target:
         user=None,
         resolver=COMPOSE_RESOLVER,
         source="docker-compose; regenerate with `python -m deploy.gateway`",
+    )
+
+
+def kubernetes_target(stack: Stack) -> Target:
+    """Kubernetes: each service's ClusterIP Service (same namespace, named after it), which
+    spreads connections over its ready pods and keeps one address, so names resolve once.
+    The gateway runs unprivileged with a read-only root: pid and buffers under ``/tmp``."""
+    return Target(
+        upstreams={s.name: (f"{s.name}:{COMPOSE_SERVICE_PORT}",) for s in stack.web_services},
+        ports={e.name: e.port for e in stack.entrypoints},
+        listen_address=None,
+        access_log="/dev/stdout",
+        pid="/tmp/nginx.pid",  # noqa: S108 (the pod's own emptyDir at /tmp)
+        user=None,
+        resolver=None,
+        source="Kubernetes; regenerate with `python -m deploy.gateway`",
+        temp_dir="/tmp/nginx",  # noqa: S108
     )
 
 
@@ -177,6 +201,11 @@ def _http_settings(stack: Stack, target: Target) -> list[str]:
     ]
     if target.resolver:
         lines += ["", f"resolver {target.resolver} valid=10s ipv6=off;"]
+    if target.temp_dir:
+        lines += [""] + [
+            f"{kind}_temp_path {target.temp_dir}/{kind};"
+            for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+        ]
     return lines
 
 
@@ -236,12 +265,9 @@ def _upstream(service: Service, target: Target) -> list[str]:
     if target.resolver:
         # `resolve` (nginx >= 1.27.3) follows containers that restart with a new address
         # and picks up every replica of a scaled service; it needs a shared zone.
-        lines += [
-            f"    zone {_upstream_name(service)} 64k;",
-            f"    server {target.upstreams[service.name]} resolve;",
-        ]
-    else:
-        lines.append(f"    server {target.upstreams[service.name]};")
+        lines.append(f"    zone {_upstream_name(service)} 64k;")
+    resolve = " resolve" if target.resolver else ""
+    lines += [f"    server {server}{resolve};" for server in target.upstreams[service.name]]
     return [
         *lines,
         "    keepalive 32;",
@@ -392,12 +418,6 @@ def _human_size(size: str) -> str:
 
 def _upstream_name(service: Service) -> str:
     return f"{service.name.replace('-', '_')}_svc"
-
-
-def _port(service: Service) -> int:
-    if service.port is None:  # config validation guarantees a port for web services
-        raise ValueError(f"web service {service.name} has no port")
-    return service.port
 
 
 def _indent(lines: list[str]) -> list[str]:
