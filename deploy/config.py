@@ -94,6 +94,13 @@ class Service:
     replicas: int = 1
     """How many processes run it (the launcher's ``--replicas`` overrides it)."""
 
+    def replica_names(self) -> tuple[str, ...]:
+        """The name of each replica's process: the service's own when it runs once,
+        ``tracking#1``, ``tracking#2`` … when it runs more than once."""
+        if self.replicas == 1:
+            return (self.name,)
+        return tuple(f"{self.name}#{k}" for k in range(1, self.replicas + 1))
+
     def replica_ports(self, offset: int = 0) -> tuple[int, ...]:
         """(web) The local stack's port of each replica, ``offset`` added."""
         if self.port is None:

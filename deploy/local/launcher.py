@@ -2,9 +2,12 @@
 
 Order: the embedded PostgreSQL (until it accepts connections; unless the services'
 databases are elsewhere) and each service's database (created when missing) → Valkey
-(until it answers PING) → the issuer (until ``/ready``) → the other web services in
-parallel (each until ``/ready``) → workers → the gateway (after ``nginx -t``). Every step
-is driven by ``deploy/stack.toml``; nothing here names a service.
+(until it answers PING) → the issuer's replicas (until ``/ready``) → the other web
+services' replicas in parallel (each until ``/ready``) → workers' replicas → the gateway
+(after ``nginx -t``). Every step is driven by ``deploy/stack.toml``; nothing here names a
+service. Replicas of a service start at once, with the same environment: they share its
+database, Valkey and secrets, and migrate it once between them (each service migrates
+under a PostgreSQL advisory lock).
 """
 
 from __future__ import annotations
@@ -64,6 +67,10 @@ class Plan:
     workers: list[Service] = field(default_factory=list)
     skipped: list[tuple[Service, str]] = field(default_factory=list)
 
+    def process_names(self) -> list[str]:
+        """Every process the services and workers run as (a name per replica)."""
+        return [name for s in [*self.web, *self.workers] for name in s.replica_names()]
+
 
 def module_problem(module: str) -> str | None:
     """Why ``python -m module`` cannot run yet, or ``None`` if it can."""
@@ -101,7 +108,11 @@ def check_ports(options: Options, plan: Plan, environ: Mapping[str, str]) -> Non
     wanted = [("valkey", "127.0.0.1", options.ports.valkey)]
     if embedded_postgres(options, environ):
         wanted.append(("postgres", "127.0.0.1", options.ports.postgres))
-    wanted += [(f"service {s.name}", "127.0.0.1", options.ports.services[s.name]) for s in plan.web]
+    wanted += [
+        (f"service {name}", "127.0.0.1", options.ports.processes[name])
+        for s in plan.web
+        for name in s.replica_names()
+    ]
     wanted += [
         (f"gateway {name}", options.listen, port)
         for name, port in options.ports.entrypoints.items()
@@ -129,7 +140,7 @@ async def run(options: Options, environ: Mapping[str, str], out: TextIO) -> int:
         with datadir.exclusive(options.data_dir):
             try:
                 plan = plan_processes(options)
-                supervisor.reserve([s.name for s in [*plan.web, *plan.workers]])
+                supervisor.reserve(plan.process_names())
                 check_ports(options, plan, environ)
                 secrets, notes = load_or_create(options.data_dir, options.stack)
                 for note in notes:
@@ -257,23 +268,27 @@ async def _start(
     await _start_valkey(supervisor, options)
     issuer, *others = plan.web
     async with httpx.AsyncClient(timeout=2.0, trust_env=False) as client:
-        await _start_web(supervisor, options, issuer, secrets, environ, client)
-        try:
-            async with asyncio.TaskGroup() as group:
-                for service in others:
-                    group.create_task(
-                        _start_web(supervisor, options, service, secrets, environ, client)
-                    )
-        except ExceptionGroup as failures:
-            raise failures.exceptions[0] from None
+        for services in ([issuer], others):
+            try:
+                async with asyncio.TaskGroup() as group:
+                    for service in services:
+                        env = service_environment(options, service, secrets, environ)
+                        for name in service.replica_names():
+                            group.create_task(
+                                _start_web(supervisor, options, service, name, env, client)
+                            )
+            except ExceptionGroup as failures:
+                raise failures.exceptions[0] from None
     for worker in plan.workers:
-        await supervisor.spawn(
-            worker.name,
-            [sys.executable, "-m", worker.module],
-            env=service_environment(options, worker, secrets, environ),
-            cwd=REPO_ROOT,
-            stage=STAGE_SERVICES,
-        )
+        env = service_environment(options, worker, secrets, environ)
+        for name in worker.replica_names():
+            await supervisor.spawn(
+                name,
+                [sys.executable, "-m", worker.module],
+                env=env,
+                cwd=REPO_ROOT,
+                stage=STAGE_SERVICES,
+            )
     await _start_gateway(supervisor, options)
     return fresh
 
@@ -394,15 +409,16 @@ async def _start_web(
     supervisor: Supervisor,
     options: Options,
     service: Service,
-    secrets: StackSecrets,
-    environ: Mapping[str, str],
+    name: str,
+    env: Mapping[str, str],
     client: httpx.AsyncClient,
 ) -> None:
-    port = options.ports.services[service.name]
+    """Start one replica (the process ``name``) of a web service, until ``/ready``."""
+    port = options.ports.processes[name]
     child = await supervisor.spawn(
-        service.name,
+        name,
         [sys.executable, "-m", service.module, "--host", "127.0.0.1", "--port", str(port)],
-        env=service_environment(options, service, secrets, environ),
+        env=env,
         cwd=REPO_ROOT,
         stage=STAGE_SERVICES,
     )
@@ -410,7 +426,7 @@ async def _start_web(
     await wait_until(
         child, partial(http_ready, client, url), within=options.ready_timeout, what="ready"
     )
-    supervisor.say("stack", f"{service.name} is ready on port {port}")
+    supervisor.say("stack", f"{name} is ready on port {port}")
 
 
 async def _start_gateway(supervisor: Supervisor, options: Options) -> None:
@@ -443,10 +459,22 @@ def _banner(options: Options, plan: Plan, environ: Mapping[str, str], fresh: set
         lines += _login_lines(options, entrypoint, environ, fresh)
     lines.append(f"  data: {options.data_dir}")
     lines.append(f"  database: {_database_line(options, environ)}")
+    replicated = [_replicas_text(options, s) for s in [*plan.web, *plan.workers] if s.replicas > 1]
+    if replicated:
+        lines.append(f"  replicas: {'; '.join(replicated)}")
     if plan.skipped:
         lines.append(f"  not running yet: {', '.join(s.name for s, _ in plan.skipped)}")
     lines.append("Ctrl-C stops everything.")
     return lines
+
+
+def _replicas_text(options: Options, service: Service) -> str:
+    """``tracking#1-#3 on ports 8102, 8202, 8302`` (a worker's without ports)."""
+    text = f"{service.name}#1-#{service.replicas}"
+    names = service.replica_names()
+    if service.kind == "web":
+        text += f" on ports {', '.join(str(options.ports.processes[n]) for n in names)}"
+    return text
 
 
 def _database_line(options: Options, environ: Mapping[str, str]) -> str:

@@ -3,6 +3,8 @@
 Every flag has an environment twin (``STACK_...``), so ``make run`` can be configured
 without editing the Makefile. One ``--<entrypoint>-port`` flag exists per entrypoint of
 the stack file, which is why the stack file is read before the full parser is built.
+``--replicas NAME=N`` runs more than one process of a service (replica k of a web service
+on its port + 100 (k - 1)).
 ``exec`` takes the same flags, so that a command run with a service's environment finds
 the data dir and ports the stack runs with.
 """
@@ -14,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from deploy.config import DEFAULT_STACK_FILE, Service, Stack, load_stack
+from deploy.config import DEFAULT_STACK_FILE, Service, Stack, StackConfigError, load_stack
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DATA_DIR = REPO_ROOT / ".local"
@@ -31,14 +33,17 @@ class PortPlan:
     valkey: int
     postgres: int
     services: Mapping[str, int]
+    """Web service name → its (first replica's) port: where the other services call it."""
     entrypoints: Mapping[str, int]
+    processes: Mapping[str, int]
+    """Web service process (``tracking``, or ``tracking#2`` of several replicas) → port."""
 
     def labelled(self) -> list[tuple[str, int]]:
         """(what, port) pairs, for checks and messages."""
         return [
             ("valkey", self.valkey),
             ("postgres", self.postgres),
-            *((f"service {name}", port) for name, port in self.services.items()),
+            *((f"service {name}", port) for name, port in self.processes.items()),
             *((f"gateway entrypoint {name}", port) for name, port in self.entrypoints.items()),
         ]
 
@@ -77,9 +82,10 @@ def parse_options(
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--stack", type=Path, default=environ.get("STACK_FILE", DEFAULT_STACK_FILE))
     known, _ = pre.parse_known_args(argv)
-    stack = load_stack(Path(known.stack))
+    stack_file = Path(known.stack)
+    stack = load_stack(stack_file)
 
-    parser = _parser(stack, Path(known.stack), environ, for_exec=for_exec)
+    parser = _parser(stack, stack_file, environ, for_exec=for_exec)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse already printed its message
@@ -92,6 +98,11 @@ def parse_options(
         for e in stack.entrypoints
     }
     timeout = _int(args.ready_timeout, "--ready-timeout", low=1, high=3600)
+    given = args.replicas or [environ.get("STACK_REPLICAS", "")]
+    try:
+        stack = stack.with_replicas(parse_replicas(given))
+    except StackConfigError as exc:
+        raise UsageError(str(exc)) from None
     return Options(
         stack=stack,
         data_dir=Path(args.data_dir).expanduser().resolve(),
@@ -140,13 +151,39 @@ def _names(options: Options) -> str:
     return "one of: " + ", ".join(s.name for s in options.stack.services)
 
 
+def parse_replicas(values: Sequence[str]) -> dict[str, int]:
+    """``--replicas`` values (each ``NAME=N`` or several, comma-separated) as counts by
+    service name, the last given winning; names and counts are checked by
+    :meth:`~deploy.config.Stack.with_replicas`."""
+    counts: dict[str, int] = {}
+    for value in values:
+        for item in value.split(","):
+            if not item.strip() and not value.strip():
+                continue  # an empty STACK_REPLICAS
+            name, equals, count = (part.strip() for part in item.partition("="))
+            if not name or not equals:
+                raise UsageError(f"--replicas takes NAME=N[,NAME=N ...], not {value!r}")
+            try:
+                counts[name] = int(count)
+            except ValueError:
+                raise UsageError(
+                    f"--replicas {name}: the count must be a whole number, not {count!r}"
+                ) from None
+    return counts
+
+
 def plan_ports(stack: Stack, offset: int, entrypoints: Mapping[str, int]) -> PortPlan:
-    """Internal ports shifted by ``offset``; entrypoint ports as given."""
+    """Internal ports shifted by ``offset`` (every replica's); entrypoint ports as given."""
     plan = PortPlan(
         valkey=stack.valkey_port + offset,
         postgres=stack.postgres_port + offset,
-        services={s.name: (s.port or 0) + offset for s in stack.web_services},
+        services={s.name: s.replica_ports(offset)[0] for s in stack.web_services},
         entrypoints=dict(entrypoints),
+        processes={
+            name: port
+            for s in stack.web_services
+            for name, port in zip(s.replica_names(), s.replica_ports(offset), strict=True)
+        },
     )
     seen: dict[int, str] = {}
     for what, port in plan.labelled():
@@ -220,6 +257,14 @@ def _parser(
         default=environ.get("STACK_PORT_OFFSET", "0"),
         help="added to every internal port (services, Valkey, the embedded PostgreSQL) so a "
         "second stack can run beside the first [STACK_PORT_OFFSET] (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--replicas",
+        action="append",
+        metavar="NAME=N[,NAME=N ...]",
+        help="run N processes of a service instead of stack.toml's count (1 to 9; "
+        "repeatable), e.g. tracking=3,webhooks-worker=2; replica k of a web service listens "
+        "on its port + 100 (k - 1) [STACK_REPLICAS]",
     )
     parser.add_argument(
         "--ready-timeout",
