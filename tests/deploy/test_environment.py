@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from deploy.local.environment import service_environment
-from deploy.local.launcher import Plan, _banner
+from deploy.local.launcher import Plan, _banner, plan_processes
 from deploy.local.options import Options, parse_options
 from deploy.local.secrets import StackSecrets
 
@@ -113,3 +113,18 @@ def test_the_banner_says_when_every_service_has_its_own_database(tmp_path):
         "<SERVICE>_DATABASE_URL names"
     ) in text
     assert "embedded" not in text
+
+
+def test_the_banner_lists_the_replicas_of_services_run_more_than_once(tmp_path):
+    given = options(tmp_path, "--replicas", "tracking=2,webhooks-worker=3")
+    text = "\n".join(_banner(given, plan_processes(given), {}, set()))
+    assert "  replicas: tracking#1-#2 on ports 8102, 8202; webhooks-worker#1-#3\n" in text
+    once = options(tmp_path)
+    assert "replicas:" not in "\n".join(_banner(once, plan_processes(once), {}, set()))
+
+
+def test_other_services_call_a_replicated_service_at_its_first_replica(tmp_path):
+    given = options(tmp_path, "--replicas", "identity=2,tracking=3")
+    env = environment_of(given, "webhooks", {})
+    assert env["TRACKING_URL"] == "http://127.0.0.1:8102"
+    assert env["JWKS_URL"] == "http://127.0.0.1:8101/.well-known/jwks.json"

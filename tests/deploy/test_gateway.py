@@ -97,6 +97,27 @@ def test_local_config_passes_nginx_t(tmp_path):
     assert result.returncode == 0, result.stderr
 
 
+def upstream_servers(config_text: str) -> dict[str, list[str]]:
+    """Upstream name → its ``server`` addresses, in order."""
+    return {
+        match.group(1): re.findall(r"^\s+server (\S+?)(?: resolve)?;", match.group(2), re.M)
+        for match in re.finditer(r"upstream (\w+) \{(.*?)\}", config_text, re.S)
+    }
+
+
+def test_the_local_upstreams_list_every_replica_at_its_port(tmp_path):
+    stack = STACK.with_replicas({"tracking": 3, "agent-accounts": 2, "webhooks-worker": 2})
+    config = render(stack, local_target(stack, port_offset=1000, user=worker_user()))
+    assert upstream_servers(config) == {
+        "identity_svc": ["127.0.0.1:9101"],
+        "tracking_svc": ["127.0.0.1:9102", "127.0.0.1:9202", "127.0.0.1:9302"],
+        "webhooks_svc": ["127.0.0.1:9103"],
+        "agent_accounts_svc": ["127.0.0.1:9104", "127.0.0.1:9204"],
+    }
+    result = nginx_test(config, tmp_path / "local")
+    assert result.returncode == 0, result.stderr
+
+
 def test_committed_compose_config_passes_nginx_t(tmp_path):
     # Tested as committed: its upstreams use `resolve`, so nginx looks the compose service
     # names up at run time (through Docker's DNS) and -t needs no name to resolve here.

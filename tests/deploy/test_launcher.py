@@ -15,8 +15,10 @@ import socket
 import subprocess
 import sys
 import time
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import httpx
@@ -27,6 +29,7 @@ from deploy.local import postgres
 from shared.errors import NO_SUCH_ENDPOINT
 from tests.support.postgres_server import embedded_server, scratch_directory
 from tests.support.processes import (
+    REPLICA_PORT_STRIDE,
     LaunchedStack,
     below_ephemeral_ports,
     live_processes,
@@ -116,12 +119,13 @@ routes = ["/"]
 
 
 def write_fake_stack(path: Path, *, crash_tracking: bool = False) -> dict[str, int]:
-    """A fake stack file on seven consecutive free ports; returns the ports."""
+    """A fake stack file on seven consecutive free ports (and tracking's second replica's,
+    100 above its own, free too); returns the ports."""
     for _ in range(200):
-        base = below_ephemeral_ports(7)
+        base = below_ephemeral_ports(7 + REPLICA_PORT_STRIDE)
         names = ["base", "identity", "tracking", "agent_accounts", "platform", "agent", "postgres"]
         ports = {name: base + i for i, name in enumerate(names)}
-        if all(port_free(p) for p in ports.values()):
+        if all(port_free(p) for p in [*ports.values(), ports["tracking"] + REPLICA_PORT_STRIDE]):
             extra = ', FAKE_CRASH = "1"' if crash_tracking else ""
             path.write_text(FAKE_STACK.format(**ports, tracking_extra=extra))
             return ports
@@ -469,6 +473,8 @@ def test_busy_port_is_one_line_and_exit_2(tmp_path):
         (["--platform-port", "http"], "--platform-port must be an integer"),
         (["--port-offset", "70000"], "--port-offset must be between"),
         (["--stack", "/nonexistent/stack.toml"], "file not found"),
+        (["--replicas", "nope=2"], "--replicas: no service named 'nope'"),
+        (["--replicas", "tracking=0"], "replicas must be a whole number from 1 to 9"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
@@ -478,3 +484,49 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
     assert result.stderr.startswith("error: ")
     assert message in result.stderr
     assert result.stderr.count("\n") == 1
+
+
+def test_a_busy_replica_port_is_one_line_and_exit_2(tmp_path):
+    ports = write_fake_stack(tmp_path / "stack.toml")
+    second = ports["tracking"] + REPLICA_PORT_STRIDE
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", second))
+        holder.listen()
+        result = run_launcher(tmp_path, "--replicas", "tracking=2", timeout=30)
+    assert result.returncode == 2
+    assert f"port(s) already in use: {second} (service tracking#2)" in result.stdout
+
+
+def test_every_replica_serves_on_its_port_and_the_death_of_one_stops_the_stack(scratch):
+    process, log, children = start_launcher(scratch, "--replicas", "tracking=2,tracking-worker=2")
+    try:
+        ports = tomllib.loads((scratch / "stack.toml").read_text())
+        tracking = _service_port(ports, "tracking")
+        first, second = tracking, tracking + REPLICA_PORT_STRIDE
+        names = {"identity", "tracking#1", "tracking#2", "tracking-worker#1", "tracking-worker#2"}
+        assert names <= set(children)
+        output = log.read_text()
+        assert f"tracking#2 is ready on port {second}" in output
+        assert f"replicas: tracking#1-#2 on ports {first}, {second}; tracking-worker#1-#2" in output
+        assert "tracking-worker#2 | fake worker up (client tracking)" in output
+        with httpx.Client(timeout=5.0, trust_env=False) as client:
+            direct = client.get(f"http://127.0.0.1:{second}/api/v1/runs").json()
+            assert (direct["service"], direct["port"]) == ("tracking", second)
+            gateway = f"http://127.0.0.1:{ports['entrypoint'][0]['port']}/api/v1/runs"
+            served = {client.get(gateway).json()["port"] for _ in range(4)}
+        assert served == {first, second}  # the gateway takes turns
+
+        os.kill(children["tracking#2"], signal.SIGKILL)
+        assert process.wait(timeout=20) == 1, log.read_text()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    output = log.read_text()
+    assert "error: tracking#2 exited unexpectedly with signal SIGKILL; stopping the stack" in output
+    assert live_processes(set(children.values()), str(scratch / "data")) == []
+
+
+def _service_port(stack: dict[str, Any], name: str) -> int:
+    port: int = next(s["port"] for s in stack["service"] if s["name"] == name)
+    return port

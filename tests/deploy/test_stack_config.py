@@ -99,6 +99,18 @@ def _service(raw: dict[str, Any], name: str) -> dict[str, Any]:
             "ADMIN_PW is not in identity's passthrough",
         ),
         (lambda r: r["entrypoint"][0]["login"].pop("command"), "login: command is required"),
+        (lambda r: _service(r, "tracking").update(replicas=0), "a whole number from 1 to 9"),
+        (lambda r: _service(r, "tracking").update(replicas=10), "a whole number from 1 to 9"),
+        (lambda r: _service(r, "tracking").update(replicas=True), "replicas must be of type int"),
+        (lambda r: _service(r, "tracking").update(replicas="2"), "replicas must be of type int"),
+        (
+            # tracking's second replica (8102 + 100) on webhooks' own port
+            lambda r: (
+                _service(r, "tracking").update(replicas=2),
+                _service(r, "webhooks").update(port=8202),
+            ),
+            "port 8202 is used more than once",
+        ),
     ],
 )
 def test_invalid_stack_is_one_clear_error(change, message):
@@ -137,6 +149,90 @@ def test_port_offset_shifts_internal_ports_only():
 def test_colliding_ports_are_refused():
     with pytest.raises(UsageError, match="both listen on port 8101"):
         plan_ports(STACK, 0, {"platform": 8101, "agent": 8090})
+
+
+def test_every_service_runs_once_unless_told_otherwise():
+    assert {s.name: s.replicas for s in STACK.services} == dict.fromkeys(
+        ["identity", "tracking", "webhooks", "webhooks-worker", "agent-accounts"], 1
+    )
+    assert STACK.service("tracking").replica_names() == ("tracking",)
+
+
+def test_each_replica_of_a_web_service_listens_100_ports_above_the_one_before():
+    stack = STACK.with_replicas({"tracking": 3, "webhooks-worker": 2})
+    tracking = stack.service("tracking")
+    assert tracking.replica_names() == ("tracking#1", "tracking#2", "tracking#3")
+    assert tracking.replica_ports() == (8102, 8202, 8302)
+    assert stack.service("webhooks-worker").replica_names() == (
+        "webhooks-worker#1",
+        "webhooks-worker#2",
+    )
+    assert stack.service("webhooks-worker").replica_ports() == ()
+    plan = plan_ports(stack, 1000, {"platform": 8080, "agent": 8090})
+    assert plan.services["tracking"] == 9102  # where the other services call it
+    assert [plan.processes[f"tracking#{k}"] for k in (1, 2, 3)] == [9102, 9202, 9302]
+    assert plan.processes["identity"] == 9101
+
+
+def test_a_replica_port_colliding_with_a_gateway_port_is_refused():
+    with pytest.raises(UsageError, match="service tracking#2 would both listen on port 8202"):
+        plan_ports(STACK.with_replicas({"tracking": 2}), 0, {"platform": 8202, "agent": 8090})
+
+
+@pytest.mark.parametrize(
+    ("argv", "environ", "expected"),
+    [
+        (["--replicas", "tracking=3"], {}, {"tracking": 3}),
+        (["--replicas", "tracking=3,webhooks-worker=2"], {}, {"tracking": 3, "webhooks-worker": 2}),
+        (
+            [
+                "--replicas",
+                "tracking=3",
+                "--replicas",
+                " identity = 2 ",
+                "--replicas",
+                "tracking=2",
+            ],
+            {},
+            {"tracking": 2, "identity": 2},
+        ),
+        (
+            [],
+            {"STACK_REPLICAS": "webhooks=2,webhooks-worker=4"},
+            {"webhooks": 2, "webhooks-worker": 4},
+        ),
+        (["--replicas", "tracking=2"], {"STACK_REPLICAS": "webhooks=2"}, {"tracking": 2}),
+        ([], {"STACK_REPLICAS": ""}, {}),
+    ],
+)
+def test_replicas_come_from_the_flags_or_else_stack_replicas(tmp_path, argv, environ, expected):
+    options = parse_options(["--data-dir", str(tmp_path), *argv], environ)
+    counts = {s.name: s.replicas for s in options.stack.services if s.replicas != 1}
+    assert counts == expected
+    ports = options.ports.processes
+    for name, count in expected.items():
+        service = options.stack.service(name)
+        if service.kind == "web":
+            assert [ports[f"{name}#{k + 1}"] for k in range(count)] == list(service.replica_ports())
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("nope=2", "--replicas: no service named 'nope'"),
+        ("tracking=0", "--replicas tracking: replicas must be a whole number from 1 to 9"),
+        ("tracking=10", "--replicas tracking: replicas must be a whole number from 1 to 9"),
+        ("tracking=two", "--replicas tracking: the count must be a whole number, not 'two'"),
+        ("tracking", "--replicas takes NAME=N[,NAME=N ...], not 'tracking'"),
+        ("tracking=2,", "--replicas takes NAME=N[,NAME=N ...], not 'tracking=2,'"),
+        ("=2", "--replicas takes NAME=N"),
+    ],
+)
+def test_bad_replicas_are_one_clear_error(tmp_path, value, message):
+    for argv, environ in ((["--replicas", value], {}), ([], {"STACK_REPLICAS": value})):
+        with pytest.raises(UsageError) as caught:
+            parse_options(["--data-dir", str(tmp_path), *argv], environ)
+        assert message in str(caught.value)
 
 
 def test_flags_fall_back_to_stack_variables(tmp_path):

@@ -14,7 +14,7 @@ import sys
 import time
 import tomllib
 from collections.abc import AsyncIterator, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -47,9 +47,16 @@ class LaunchedStack:
     log: Path
     ports: dict[str, int]
     children: dict[str, int]
+    replica_ports: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    """Web service name → the port of each of its processes (replicas), first first."""
 
     def url(self, entrypoint: str, path: str) -> str:
         return f"http://127.0.0.1:{self.ports[entrypoint]}{path}"
+
+    def replica_url(self, service: str, replica: int, path: str) -> str:
+        """``path`` on one process of a web service, not through the gateway (``replica``
+        counts from 1, as the launcher names them: ``tracking#1``)."""
+        return f"http://127.0.0.1:{self.replica_ports[service][replica - 1]}{path}"
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
@@ -105,15 +112,39 @@ def below_ephemeral_ports(span: int) -> int:
     return random.randrange(10000, 32768 - span)
 
 
-def pick_stack_ports(stack_file: Path = STACK_FILE) -> tuple[int, dict[str, int]]:
-    """A port offset with every internal port free, and one free gateway port per entrypoint.
+# Replica k (from 1) of a web service listens at its port + REPLICA_PORT_STRIDE * (k - 1).
+REPLICA_PORT_STRIDE = 100
+
+
+def web_ports(
+    stack_file: Path = STACK_FILE, replicas: Mapping[str, int] | None = None
+) -> dict[str, tuple[int, ...]]:
+    """Each web service's replica ports before ``--port-offset``, with ``replicas``
+    replacing the stack file's counts (as ``--replicas`` does)."""
+    stack = tomllib.loads(stack_file.read_text())
+    counts = replicas or {}
+    return {
+        s["name"]: tuple(
+            s["port"] + REPLICA_PORT_STRIDE * k
+            for k in range(counts.get(s["name"], s.get("replicas", 1)))
+        )
+        for s in stack["service"]
+        if s["kind"] == "web"
+    }
+
+
+def pick_stack_ports(
+    stack_file: Path = STACK_FILE, replicas: Mapping[str, int] | None = None
+) -> tuple[int, dict[str, int]]:
+    """A port offset with every internal port free (every replica's, ``replicas`` as given
+    to ``--replicas``), and one free gateway port per entrypoint.
 
     Read directly from ``stack.toml`` (not through ``deploy.config``): callers drive the
     launcher as a user would.
     """
     stack = tomllib.loads(stack_file.read_text())
-    web = [s for s in stack["service"] if s["kind"] == "web"]
-    internal = [stack["valkey"]["port"], *(s["port"] for s in web)]
+    web = web_ports(stack_file, replicas)
+    internal = [stack["valkey"]["port"], *(p for ports in web.values() for p in ports)]
     span = max([*internal, *(e["port"] + 3 for e in stack["entrypoint"])]) + 1
     for _ in range(200):
         offset = below_ephemeral_ports(span)
@@ -134,6 +165,7 @@ def launch_stack(
     stop_timeout: float = 20.0,
     extra_env: Mapping[str, str] | None = None,
     databases: Mapping[str, str] | None = None,
+    replicas: Mapping[str, int] | None = None,
 ) -> Iterator[LaunchedStack]:
     """Run ``python -m deploy.local`` on shifted ports with ``data_dir``; stop it on exit.
 
@@ -145,6 +177,9 @@ def launch_stack(
     PostgreSQL with its data in ``data_dir`` (the ``<SERVICE>_DATABASE_URL`` variables of
     the caller's own environment are never passed on either).
 
+    ``replicas``: ``--replicas`` counts by service name (``{"tracking": 2}``); the
+    stack's :attr:`LaunchedStack.replica_ports` say where each replica listens.
+
     Waits until the platform entrypoint answers ``/health`` (the launcher starts the gateway
     last, so the whole stack is up then). Raises :class:`StackStartError` with the log's tail
     otherwise. On exit: SIGTERM, SIGKILL after ``stop_timeout``, then SIGKILL to every child
@@ -152,7 +187,7 @@ def launch_stack(
     the caller's terminal reaches it only through this cleanup, in order.
     """
     log = log or data_dir.parent / f"{data_dir.name}-launcher.log"
-    offset, ports = pick_stack_ports()
+    offset, ports = pick_stack_ports(replicas=replicas)
     env = {
         k: v
         for k, v in os.environ.items()
@@ -168,6 +203,7 @@ def launch_stack(
     argv = [sys.executable, "-m", "deploy.local", "--data-dir", str(data_dir),
             "--port-offset", str(offset)]  # fmt: skip
     argv += [arg for name, port in ports.items() for arg in (f"--{name}-port", str(port))]
+    argv += [arg for name, n in (replicas or {}).items() for arg in ("--replicas", f"{name}={n}")]
     with log.open("wb") as output:
         process = subprocess.Popen(
             argv,
@@ -178,7 +214,11 @@ def launch_stack(
             stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
-    running = LaunchedStack(process, data_dir, log, ports, children={})
+    replica_ports = {
+        name: tuple(port + offset for port in web)
+        for name, web in web_ports(replicas=replicas).items()
+    }
+    running = LaunchedStack(process, data_dir, log, ports, children={}, replica_ports=replica_ports)
     try:
         _wait_for_platform(running, start_timeout)
         with contextlib.suppress(OSError, ValueError):

@@ -2,8 +2,9 @@
 
 Run as ``python -m fake_service --host H --port P`` with ``FAKE_NAME`` set. It answers
 ``/health``, ``/ready`` and ``/openapi.json`` like a real service, and every other path
-with JSON naming itself, the path it saw and the headers the gateway sent, so tests can
-check the route table and forwarding headers without the real services.
+with JSON naming itself, the port it listens on (which replica), the path it saw and the
+headers the gateway sent, so tests can check the route table and forwarding headers
+without the real services.
 ``FAKE_CRASH=1`` makes it exit with code 3 right away. ``python -m fake_service command
 ARGS ...`` (a service's operator command, as ``deploy.local exec`` runs it) prints its
 arguments, working directory, standard input and environment as JSON, and exits with the
@@ -35,6 +36,7 @@ class Handler(BaseHTTPRequestHandler):
         else:
             seen = {
                 "service": name,
+                "port": self.server.server_address[1],
                 "method": self.command,
                 "path": self.path,
                 "headers": {k.lower(): v for k, v in self.headers.items()},
