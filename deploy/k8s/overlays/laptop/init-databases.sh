@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Runs once, when the in-cluster PostgreSQL's volume is first initialised
+# (docker-entrypoint-initdb.d). One role and one database per service, each role owning
+# only its own database, taken from the services' own URLs (<SERVICE>_DATABASE_URL in the
+# Secret), so each password is named once: postgresql://<role>:<password>@host:port/<role>.
+set -euo pipefail
+
+url_pattern='^postgres(ql)?://([a-z_]+):([^@]+)@[^/]+/([a-z_]+)$'
+for url_var in IDENTITY_DATABASE_URL TRACKING_DATABASE_URL WEBHOOKS_DATABASE_URL \
+    AGENT_ACCOUNTS_DATABASE_URL; do
+    url="${!url_var:?set $url_var}"
+    if [[ ! $url =~ $url_pattern ]] || [[ ${BASH_REMATCH[2]} != "${BASH_REMATCH[4]}" ]]; then
+        echo "$url_var must be postgresql://<name>:<password>@host:port/<name>" >&2
+        exit 1
+    fi
+    db="${BASH_REMATCH[4]}"
+    password="${BASH_REMATCH[3]}"
+    # psql variables (:"name" and :'literal') quote the values, so no SQL is built by hand.
+    psql --quiet -v ON_ERROR_STOP=1 --username "${POSTGRES_USER:-postgres}" --dbname postgres \
+        -v db="$db" -v password="$password" <<'SQL'
+CREATE ROLE :"db" LOGIN PASSWORD :'password';
+CREATE DATABASE :"db" OWNER :"db";
+REVOKE ALL ON DATABASE :"db" FROM PUBLIC;
+SQL
+    echo "created database and role $db"
+done
