@@ -9,13 +9,14 @@ so a run finished is seen at once.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from cryptography.fernet import Fernet
 from pydantic import SecretStr
 
 from identity.app import create_app as create_identity_app
@@ -29,11 +30,13 @@ from tests.identity.conftest import (
 )
 from tests.support.asgi import HostRouter, LifespanApp, running
 from tests.support.databases import Databases
+from tests.support.s3_server import S3Server, s3_server
 from tracking.app import create_app
 from tracking.settings import Settings
 
 IDENTITY_URL = "http://identity"
 TRACKING_URL = "http://tracking"
+COMPONENT_SECRET_KEYS = Fernet.generate_key().decode()
 
 
 def tracking_settings_for(
@@ -49,12 +52,23 @@ def tracking_settings_for(
         "service_client_id": "tracking",
         "service_client_secret": SecretStr(TRACKING_SECRET),
         "artifact_store_root": artifact_root,
+        "component_secret_keys": SecretStr(COMPONENT_SECRET_KEYS),
+        # A store that does not answer fails fast.
+        "artifact_store_connect_timeout": timedelta(seconds=2),
+        "artifact_store_retries": 1,
         "workload_scope_cache_ttl": timedelta(0),
         "environment": "test",
         "log_json": False,
     }
     values.update(overrides)
     return Settings(**values)
+
+
+@pytest.fixture(scope="session")
+def s3() -> Iterator[S3Server]:
+    """An S3-compatible server of this test process (buckets: one per test)."""
+    with s3_server() as server:
+        yield server
 
 
 @pytest.fixture

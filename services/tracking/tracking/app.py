@@ -21,6 +21,7 @@ from tracking.artifact_version.download import DownloadTokens
 from tracking.bootstrap import ensure_defaults
 from tracking.code_repository import endpoints as code_repository_endpoints
 from tracking.component import endpoints as component_endpoints
+from tracking.component.secrets import ComponentSecrets
 from tracking.deployment import endpoints as deployment_endpoints
 from tracking.pipeline import endpoints as pipeline_endpoints
 from tracking.pipeline_run import endpoints as pipeline_run_endpoints
@@ -30,6 +31,8 @@ from tracking.schedule import endpoints as schedule_endpoints
 from tracking.settings import Settings
 from tracking.stack import endpoints as stack_endpoints
 from tracking.step_run import endpoints as step_run_endpoints
+from tracking.store import ArtifactStores
+from tracking.store.s3 import S3Options
 from tracking.workload_scope import endpoints as workload_scope_endpoints
 from tracking.workload_scope.service import LocalScopeSource
 
@@ -69,10 +72,21 @@ async def _lifespan(app: Starlette, state: State) -> AsyncIterator[State]:
         LocalScopeSource(state["sessionmaker"], settings.workload_token_expiration_leeway),
         ttl=0,
     )
+    component_secrets = ComponentSecrets(settings.secret_box())
+    artifact_stores = ArtifactStores(
+        component_secrets,
+        S3Options(
+            connect_timeout=settings.artifact_store_connect_timeout,
+            request_timeout=settings.artifact_store_request_timeout,
+            retries=settings.artifact_store_retries,
+        ),
+    )
     yield {
         "users": create_user_directory(settings, state["http"]),
         "downloads": downloads,
         "workload_scopes": workload_scopes,
+        "component_secrets": component_secrets,
+        "artifact_stores": artifact_stores,
     }
 
 

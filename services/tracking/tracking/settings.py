@@ -5,9 +5,10 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
+from shared.secret_box import SecretBox
 from shared.settings import ServiceSettings
 
 
@@ -35,6 +36,17 @@ class Settings(ServiceSettings):
     # request snapshot runs (`POST /pipeline_snapshots/{id}/runs`): the webhooks service,
     # for its triggers. Users may too; workload tokens may not.
     snapshot_run_clients: list[str] = Field(default_factory=lambda: ["webhooks"])
+    # Fernet keys (comma-separated) encrypting the secret fields of stack components (an s3
+    # artifact store's key, secret and token) at rest. The first encrypts; all decrypt, so
+    # a new key goes in front and the old one is dropped once `python -m tracking.reencrypt`
+    # has rewritten every secret under the new one. Required in production; unset
+    # elsewhere, components with secret fields are refused.
+    component_secret_keys: SecretStr | None = None
+    # Reaching S3-compatible artifact stores: the connect phase, a whole request (a large
+    # object streamed to a slow client takes long), and retries of failed requests.
+    artifact_store_connect_timeout: timedelta = timedelta(seconds=5)
+    artifact_store_request_timeout: timedelta = timedelta(hours=1)
+    artifact_store_retries: int = Field(default=2, ge=0, le=10)
 
     @field_validator("download_token_secret")
     @classmethod
@@ -43,3 +55,24 @@ class Settings(ServiceSettings):
         if value is not None and len(value.get_secret_value().encode()) < 32:
             raise ValueError("download_token_secret must be at least 32 bytes long")
         return value
+
+    @field_validator("component_secret_keys")
+    @classmethod
+    def _valid_keys(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None:
+            SecretBox(value)  # raises ValueError on an empty list or a malformed key
+        return value
+
+    @model_validator(mode="after")
+    def _keys_in_production(self) -> Settings:
+        if self.environment == "production" and self.component_secret_keys is None:
+            raise ValueError(
+                "COMPONENT_SECRET_KEYS is required in production: stack components' secret "
+                "fields are stored encrypted with it"
+            )
+        return self
+
+    def secret_box(self) -> SecretBox | None:
+        """The box of components' secret fields (``None`` without keys)."""
+        keys = self.component_secret_keys
+        return SecretBox(keys) if keys is not None else None

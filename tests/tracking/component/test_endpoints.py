@@ -129,11 +129,13 @@ def test_flavor_ids_are_stable_and_distinct() -> None:
 
 
 def test_flavor_config_schemas_are_json_schemas_of_the_config() -> None:
-    (store,) = [f for f in FLAVORS if f.component_type == "artifact_store"]
-    schema = store.config_schema()
-    assert schema["type"] == "object"
-    assert schema["required"] == ["path"]
-    assert schema["additionalProperties"] is False
+    stores = [f for f in FLAVORS if f.component_type == "artifact_store"]
+    assert [f.name for f in stores] == ["local", "s3"]
+    for store in stores:
+        schema = store.config_schema()
+        assert schema["type"] == "object"
+        assert schema["required"] == ["path"]
+        assert schema["additionalProperties"] is False
 
 
 async def test_get_is_hydrated_by_default_and_list_is_not(
@@ -176,11 +178,11 @@ async def test_local_artifact_store_needs_only_an_absolute_path(
 
 
 async def test_unknown_flavor_is_404(tracking: httpx.AsyncClient, auth: Headers) -> None:
-    response = await post(tracking, auth, flavor="s3")
+    response = await post(tracking, auth, flavor="gcp")
     assert response.status_code == 404
     assert response.json()["detail"] == [
         "KeyError",
-        "No flavor with name 's3' and type 'artifact_store' exists.",
+        "No flavor with name 'gcp' and type 'artifact_store' exists.",
     ]
 
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import os
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
 from shared.errors import DoesNotExist, Forbidden
-from tracking.store.local import LocalArtifactStore, OutsideStore
+from tracking.store.base import OutsideStore
+from tracking.store.local import LocalArtifactStore
 
 
 @pytest.fixture
@@ -51,57 +52,64 @@ def test_a_sibling_with_the_root_as_prefix_is_outside(tmp_path: Path) -> None:
         store.resolve(str(tmp_path / "root-evil"))
 
 
-def test_a_link_inside_the_root_is_followed(store: LocalArtifactStore) -> None:
+async def test_a_link_inside_the_root_is_followed(store: LocalArtifactStore) -> None:
     (store.root / "alias").symlink_to(store.root / "dir")
-    assert store.read_bytes("alias/f.txt", limit=100) == b"hello"
+    assert await store.read_bytes("alias/f.txt", limit=100) == b"hello"
 
 
-def test_read_outside_the_root_reads_as_missing(store: LocalArtifactStore) -> None:
+async def test_read_outside_the_root_reads_as_missing(store: LocalArtifactStore) -> None:
     with pytest.raises(DoesNotExist):
-        store.read_bytes("../outside.txt", limit=100)
+        await store.read_bytes("../outside.txt", limit=100)
 
 
-def test_read_above_the_limit_is_refused(store: LocalArtifactStore) -> None:
+async def test_read_above_the_limit_is_refused(store: LocalArtifactStore) -> None:
     with pytest.raises(Forbidden):
-        store.read_bytes("dir/f.txt", limit=4)
+        await store.read_bytes("dir/f.txt", limit=4)
 
 
-def test_size_sums_a_directory(store: LocalArtifactStore) -> None:
+async def test_size_sums_a_directory(store: LocalArtifactStore) -> None:
     (store.root / "dir" / "g.bin").write_bytes(b"12345678")
-    assert store.size("dir") == 5 + 8
+    assert await store.size("dir") == 5 + 8
 
 
-def test_delete_removes_a_tree_and_refuses_the_root(store: LocalArtifactStore) -> None:
+async def test_delete_removes_a_tree_and_refuses_the_root(store: LocalArtifactStore) -> None:
     with pytest.raises(Forbidden):
-        store.delete(str(store.root))
-    store.delete("dir")
+        await store.delete(str(store.root))
+    await store.delete("dir")
     assert not (store.root / "dir").exists()
-    store.delete("dir")  # already gone: nothing to do
+    await store.delete("dir")  # already gone: nothing to do
 
 
-def test_delete_through_a_link_never_leaves_the_root(
+async def test_delete_through_a_link_never_leaves_the_root(
     store: LocalArtifactStore, tmp_path: Path
 ) -> None:
     (store.root / "escape").symlink_to(tmp_path)
     with pytest.raises(OutsideStore):
-        store.delete("escape")
+        await store.delete("escape")
     assert (tmp_path / "outside.txt").exists()
-    assert os.path.islink(store.root / "escape")
+    assert (store.root / "escape").is_symlink()
 
 
-def test_only_local_artifact_stores_can_be_opened() -> None:
+def test_stores_open_by_flavor_and_other_flavors_are_501() -> None:
     from types import SimpleNamespace
 
-    from tracking.store import StoreUnsupported, store_for
+    from tracking.component.secrets import ComponentSecrets
+    from tracking.store import ArtifactStores, StoreUnsupported
+    from tracking.store.s3 import S3Options
 
+    stores = ArtifactStores(
+        ComponentSecrets(None), S3Options(timedelta(seconds=1), timedelta(seconds=1), 0)
+    )
     local = SimpleNamespace(
         name="s", type="artifact_store", flavor="local", configuration={"path": "/data"}
     )
-    assert store_for(local).root == Path("/data")
+    opened = stores.open(local)
+    assert isinstance(opened, LocalArtifactStore)
+    assert opened.root == Path("/data")
     for other in (
-        SimpleNamespace(name="s3", type="artifact_store", flavor="s3", configuration={}),
+        SimpleNamespace(name="g", type="artifact_store", flavor="gcp", configuration={}),
         SimpleNamespace(name="o", type="orchestrator", flavor="local", configuration={}),
     ):
         with pytest.raises(StoreUnsupported) as raised:
-            store_for(other)
+            stores.open(other)
         assert raised.value.status_code == 501

@@ -28,6 +28,7 @@ from tracking.core.listing import query_extras
 from tracking.core.rendering import render_many, render_one, render_page
 from tracking.core.schemas import HydrateQuery
 from tracking.settings import Settings
+from tracking.store import ArtifactStores
 from tracking.store.archive import tar_gz
 
 LIST_QUERY = ARTIFACT_VERSIONS.query_model(extra=query_extras(VersionListQuery))
@@ -54,6 +55,11 @@ class DataQuery(BaseModel):
 def _settings(request: Request) -> Settings:
     settings: Settings = request.state.settings
     return settings
+
+
+def _stores(request: Request) -> ArtifactStores:
+    stores: ArtifactStores = request.state.artifact_stores
+    return stores
 
 
 def _downloads(request: Request) -> DownloadTokens:
@@ -109,7 +115,7 @@ async def delete(request: Request) -> Response:
     version_id = path_param(request, "artifact_version_id", uuid.UUID)
     query = parse_query(request, DeleteQuery)
     async with transaction(request) as session:
-        await ArtifactVersionService(session).delete(
+        await ArtifactVersionService(session, _stores(request)).delete(
             version_id,
             delete_metadata=query.delete_metadata,
             delete_from_store=query.delete_from_artifact_store,
@@ -133,7 +139,8 @@ async def visualize(request: Request) -> Response:
     query = parse_query(request, VisualizeQuery)
     limit = _settings(request).visualization_size_limit
     async with transaction(request) as session:
-        loaded = await ArtifactVersionService(session).visualize(version_id, query.index, limit)
+        versions = ArtifactVersionService(session, _stores(request))
+        loaded = await versions.visualize(version_id, query.index, limit)
     return render(loaded)
 
 
@@ -142,7 +149,7 @@ async def download_token(request: Request) -> Response:
     version_id = path_param(request, "artifact_version_id", uuid.UUID)
     limit = _settings(request).download_size_limit
     async with transaction(request) as session:
-        await ArtifactVersionService(session).download(version_id, limit)
+        await ArtifactVersionService(session, _stores(request)).download(version_id, limit)
     return render(_downloads(request).issue(version_id))
 
 
@@ -153,9 +160,9 @@ async def data(request: Request) -> Response:
     _downloads(request).check(query.token, version_id)
     limit = _settings(request).download_size_limit
     async with transaction(request) as session:
-        found = await ArtifactVersionService(session).download(version_id, limit)
+        found = await ArtifactVersionService(session, _stores(request)).download(version_id, limit)
     return StreamingResponse(
-        tar_gz(found.store.walk(found.uri)),
+        tar_gz(found.store, found.entries),
         media_type="application/gzip",
         headers={"Content-Disposition": f'attachment; filename="{found.filename}"'},
     )

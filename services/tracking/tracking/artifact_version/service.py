@@ -3,7 +3,6 @@ store, visualizations, metadata, tags, and when they may be deleted."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import uuid
@@ -35,7 +34,7 @@ from tracking.core.schemas import ScopedListQuery
 from tracking.models import Artifact, ArtifactVisualization, RunMetadata, StackComponent
 from tracking.project.repository import ProjectRef
 from tracking.project.scope import resolve_project_ref
-from tracking.store import ARTIFACT_STORE, LocalArtifactStore, store_for
+from tracking.store import ARTIFACT_STORE, ArtifactStore, ArtifactStores, Entry
 from tracking.tag.service import TagService
 
 
@@ -102,16 +101,19 @@ class _Seen:
 
 @dataclass(frozen=True)
 class Download:
-    """What the data endpoint streams: the entries of one version's data."""
+    """What the data endpoint streams: the entries of one version's data, as walked
+    when their size was checked."""
 
-    store: LocalArtifactStore
-    uri: str
+    store: ArtifactStore
+    entries: list[Entry]
     filename: str
 
 
 class ArtifactVersionService:
-    def __init__(self, session: AsyncSession) -> None:
+    def __init__(self, session: AsyncSession, stores: ArtifactStores | None = None) -> None:
+        """``stores`` opens artifact stores, for the methods that read or delete data."""
         self.session = session
+        self.stores = stores
         self.repository = ArtifactVersionRepository(session)
         self.tags = TagService(session)
 
@@ -349,19 +351,19 @@ class ArtifactVersionService:
             raise ArtifactVersionNotFound(version_id)
         if delete_metadata and await self.repository.used(version_id):
             raise VersionInUse()
-        store: LocalArtifactStore | None = None
+        store: ArtifactStore | None = None
         if delete_from_store:
             if version.artifact_store_id is None:
                 raise BadRequest("Artifact version has no artifact store, cannot delete data.")
             store = await self._store(version.artifact_store_id, version_id)
-            store.resolve(version.uri)  # 403 before anything goes when it leaves the root
+            await store.check(version.uri)  # 403 before anything goes when it leaves the root
         if delete_metadata:
             await self.tags.detach_all(TAG_RESOURCE, [version_id])
             await self.repository.delete_versions([version_id])
             await self.session.flush()
         if store is not None:
             try:
-                await asyncio.to_thread(store.delete, version.uri)
+                await store.delete(version.uri)
             except OSError as exc:
                 raise DataNotDeleted(
                     f"Artifact data at '{version.uri}' could not be deleted. "
@@ -384,13 +386,15 @@ class ArtifactVersionService:
 
     # --- data -----------------------------------------------------------------------------
 
-    async def _store(self, store_id: uuid.UUID, version_id: uuid.UUID) -> LocalArtifactStore:
+    async def _store(self, store_id: uuid.UUID, version_id: uuid.UUID) -> ArtifactStore:
         component = await self.session.get(StackComponent, store_id)
         if component is None:
             raise NoArtifactStore(version_id)
-        return store_for(component)
+        if self.stores is None:
+            raise RuntimeError("this ArtifactVersionService was made without stores")
+        return self.stores.open(component)
 
-    async def _version_store(self, version_id: uuid.UUID) -> tuple[Any, LocalArtifactStore]:
+    async def _version_store(self, version_id: uuid.UUID) -> tuple[Any, ArtifactStore]:
         version = await self.repository.read(version_id)
         if version is None:
             raise ArtifactVersionNotFound(version_id)
@@ -409,7 +413,7 @@ class ArtifactVersionService:
                 f"but index {index} was requested."
             )
         chosen = visualizations[index]
-        data = await asyncio.to_thread(store.read_bytes, chosen.uri, limit)
+        data = await store.read_bytes(chosen.uri, limit)
         kind = VisualizationType(chosen.type)
         if kind is VisualizationType.IMAGE:
             value = base64.b64encode(data).decode()
@@ -420,9 +424,10 @@ class ArtifactVersionService:
     async def download(self, version_id: uuid.UUID, limit: int) -> Download:
         """The version's data, checked: in its store, present, at most ``limit`` bytes."""
         version, store = await self._version_store(version_id)
-        if not await asyncio.to_thread(store.exists, version.uri):
+        if not await store.exists(version.uri):
             raise NotFound(f"The artifact URI '{version.uri}' does not exist.")
-        size = await asyncio.to_thread(store.size, version.uri)
+        entries = [entry async for entry in store.walk(version.uri)]
+        size = sum(entry.size for entry in entries)
         if size > limit:
             raise Forbidden(
                 f"The artifact '{version.uri}' is too large to be downloaded "
@@ -430,4 +435,4 @@ class ArtifactVersionService:
             )
         artifacts = await self.repository.artifacts([version.artifact_id])
         name = artifacts[version.artifact_id].name
-        return Download(store, version.uri, f"{name}-{version.version}.tar.gz")
+        return Download(store, entries, f"{name}-{version.version}.tar.gz")

@@ -20,11 +20,18 @@ from tracking.component.schemas import (
     ComponentUpdate,
     component_response,
 )
+from tracking.component.secrets import ComponentSecrets
 from tracking.component.service import ComponentService
 from tracking.core.auth import caller, caller_id
 from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
 from tracking.core.schemas import HydrateQuery, ProjectQuery
+
+
+def _secrets(request: Request) -> ComponentSecrets:
+    secrets: ComponentSecrets = request.state.component_secrets
+    return secrets
+
 
 ComponentListQuery = COMPONENTS.query_model(
     extra={**query_extras(ComponentScopeQuery), **query_extras(ProjectQuery)}
@@ -36,7 +43,9 @@ async def list_components(request: Request) -> Response:
     listing = await read_list(request, COMPONENTS)
     scope = parse_query(request, ComponentScopeQuery)
     async with transaction(request) as session:
-        total, components = await ComponentService(session).list_page(listing, scope)
+        total, components = await ComponentService(session, _secrets(request)).list_page(
+            listing, scope
+        )
     return await render_page(request, listing, total, components, component_response)
 
 
@@ -44,7 +53,7 @@ async def create(request: Request) -> Response:
     user_id = caller_id(request)
     body = await parse_json(request, ComponentRequest)
     async with transaction(request) as session:
-        component = await ComponentService(session).create(body, user_id)
+        component = await ComponentService(session, _secrets(request)).create(body, user_id)
     return await render_one(request, component, component_response, hydrate=True)
 
 
@@ -53,7 +62,7 @@ async def get(request: Request) -> Response:
     component_id = path_param(request, "component_id", uuid.UUID)
     query = parse_query(request, HydrateQuery)
     async with transaction(request) as session:
-        component = await ComponentService(session).get(component_id)
+        component = await ComponentService(session, _secrets(request)).get(component_id)
     return await render_one(request, component, component_response, hydrate=query.hydrate)
 
 
@@ -62,7 +71,7 @@ async def update(request: Request) -> Response:
     component_id = path_param(request, "component_id", uuid.UUID)
     body = await parse_json(request, ComponentUpdate)
     async with transaction(request) as session:
-        components = ComponentService(session)
+        components = ComponentService(session, _secrets(request))
         component = await components.update(await components.get(component_id), body)
     return await render_one(request, component, component_response, hydrate=True)
 
@@ -71,7 +80,7 @@ async def delete(request: Request) -> Response:
     caller(request)
     component_id = path_param(request, "component_id", uuid.UUID)
     async with transaction(request) as session:
-        components = ComponentService(session)
+        components = ComponentService(session, _secrets(request))
         await components.delete(await components.get(component_id))
     return render_null()
 

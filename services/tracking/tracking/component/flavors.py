@@ -11,13 +11,22 @@ reads the artifacts it stores).
 from __future__ import annotations
 
 import datetime as dt
+import json
+import re
 import uuid
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import PurePosixPath
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from shared.errors import BadRequest, NotFound
 
@@ -77,6 +86,125 @@ class LocalArtifactStoreConfig(BaseModel):
         return value
 
 
+SENSITIVE = "sensitive"
+"""The JSON-schema mark of a secret field (the reference's ``SecretField`` sets the same)."""
+
+
+def SecretField(description: str) -> Any:
+    """A configuration field whose value is a secret: stored encrypted, answered masked."""
+    return Field(default=None, description=description, json_schema_extra={SENSITIVE: True})
+
+
+def _json_object(value: Any) -> Any:
+    """The reference's CLI passes these dicts as JSON text; both spellings are accepted."""
+    if isinstance(value, str):
+        try:
+            decoded = json.loads(value)
+        except json.JSONDecodeError:
+            raise ValueError(f"Invalid json string '{value}'") from None
+        if not isinstance(decoded, dict):
+            raise ValueError(f"Json string '{value}' did not decode into a dictionary.")
+        return decoded
+    return value
+
+
+_URL_SCHEME = re.compile(r"^([a-z0-9]+://)")
+# Credentials go in the secret fields, which are encrypted; boto's own spelling of them in
+# ``client_kwargs`` would be stored and answered in clear.
+_CREDENTIALS_IN_CLIENT_KWARGS = ("aws_access_key_id", "aws_secret_access_key", "aws_session_token")
+
+
+class S3ArtifactStoreConfig(BaseModel):
+    """An S3 bucket (or a prefix in one), on AWS or any S3-compatible server."""
+
+    model_config = ConfigDict(extra="forbid", title="S3ArtifactStoreConfig")
+
+    path: str = Field(
+        description="Root of the store: s3://bucket or s3://bucket/prefix.",
+    )
+    key: str | None = SecretField("AWS access key ID (unset: the server's environment).")
+    secret: str | None = SecretField("AWS secret access key.")
+    token: str | None = SecretField("AWS session token, for temporary credentials.")
+    authentication_secret: str | None = Field(
+        default=None,
+        description="Name of a ZenML secret with the credentials (not kept by this server).",
+    )
+    client_kwargs: dict[str, Any] | None = Field(
+        default=None,
+        description="S3 client arguments, e.g. {'endpoint_url': 'http://minio:9000', "
+        "'region_name': 'eu-west-1'}.",
+    )
+    config_kwargs: dict[str, Any] | None = Field(
+        default=None,
+        description="S3 client configuration, e.g. {'region_name': 'us-west-2', "
+        "'s3': {'addressing_style': 'virtual'}}.",
+    )
+    s3_additional_kwargs: dict[str, Any] | None = Field(
+        default=None,
+        description="Arguments of S3 operations, e.g. {'ACL': 'bucket-owner-full-control'}.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _supported_scheme(cls, data: Any) -> Any:
+        # The reference strips quotes a shell left around the path, then checks its scheme.
+        if isinstance(data, dict) and isinstance(data.get("path"), str):
+            path = data["path"].strip("'\"`")
+            if not path.startswith("s3://"):
+                raise ValueError(
+                    f"The path: '{path}' you defined for your artifact store is not supported "
+                    "by the implementation of S3ArtifactStoreConfig, because it does not start "
+                    "with one of its supported schemes: {'s3://'}."
+                )
+            data = {**data, "path": path}
+        return data
+
+    @field_validator("path")
+    @classmethod
+    def _bucket(cls, value: str) -> str:
+        bucket, _, prefix = value.removeprefix("s3://").partition("/")
+        segments = [s for s in prefix.split("/") if s]
+        if not bucket or "\x00" in value or any(s in (".", "..") for s in segments):
+            raise ValueError(f"'{value}' is not an S3 path of the form s3://bucket[/prefix].")
+        return value
+
+    @field_validator("client_kwargs", "config_kwargs", "s3_additional_kwargs", mode="before")
+    @classmethod
+    def _decoded(cls, value: Any) -> Any:
+        return _json_object(value)
+
+    @field_validator("client_kwargs")
+    @classmethod
+    def _client_kwargs(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is None:
+            return value
+        url = value.get("endpoint_url")
+        if url:
+            scheme = _URL_SCHEME.search(url) if isinstance(url, str) else None
+            if scheme is None or scheme.group() not in ("https://", "http://"):
+                raise ValueError(
+                    f"Invalid URL for endpoint url: {url}. Should be in the form "
+                    "https://hostname[:port] or http://hostname[:port]."
+                )
+        given = [k for k in _CREDENTIALS_IN_CLIENT_KWARGS if k in value]
+        if given:
+            raise ValueError(
+                f"{', '.join(given)} may not be given in client_kwargs: give the credentials "
+                "as key, secret and token, which this server stores encrypted."
+            )
+        return value
+
+    @field_validator("authentication_secret")
+    @classmethod
+    def _no_secret_store(cls, value: str | None) -> str | None:
+        if value is not None:
+            raise ValueError(
+                "this server keeps no secrets, so an authentication secret cannot be "
+                "resolved: give key, secret and token instead (they are stored encrypted)."
+            )
+        return value
+
+
 class LocalOrchestratorConfig(BaseModel):
     """Runs pipelines in the client's own process; nothing to configure."""
 
@@ -122,8 +250,23 @@ class Flavor:
     def config_schema(self) -> dict[str, Any]:
         return self.config.model_json_schema()
 
+    @property
+    def secret_fields(self) -> frozenset[str]:
+        """The configuration fields that hold secrets (see :func:`SecretField`)."""
+        return frozenset(
+            name
+            for name, field in self.config.model_fields.items()
+            if isinstance(field.json_schema_extra, dict) and field.json_schema_extra.get(SENSITIVE)
+        )
+
     def validate_config(self, configuration: dict[str, Any]) -> dict[str, Any]:
         """The configuration as stored (400 ``ValueError`` when it does not fit)."""
+        unknown = sorted(set(configuration) - set(self.config.model_fields))
+        if unknown:
+            # The reference's wording.
+            raise BadRequest(
+                f"Invalid configuration keys {unknown} for {self.name} {self.component_type}."
+            )
         try:
             return self.config.model_validate(configuration).model_dump(exclude_unset=True)
         except ValidationError as exc:
@@ -145,6 +288,19 @@ FLAVORS: tuple[Flavor, ...] = (
         logo_url=f"{_LOGOS}/artifact_store/local.svg",
         docs_url="https://docs.zenml.io/stack-components/artifact-stores/local",
         sdk_docs_url=f"{_SDK_DOCS}/core-artifact_stores/#zenml.artifact_stores.local_artifact_store",
+    ),
+    Flavor(
+        component_type=StackComponentType.ARTIFACT_STORE,
+        name="s3",
+        config=S3ArtifactStoreConfig,
+        source="zenml.integrations.s3.flavors.s3_artifact_store_flavor.S3ArtifactStoreFlavor",
+        logo_url=f"{_LOGOS}/artifact_store/aws.png",
+        docs_url="https://docs.zenml.io/stack-components/artifact-stores/s3",
+        sdk_docs_url=(
+            "https://sdkdocs.zenml.io/0.96.3/integration_code_docs/integrations-s3"
+            "#zenml.integrations.s3.flavors.S3ArtifactStoreConfig"
+        ),
+        integration="s3",
     ),
     Flavor(
         component_type=StackComponentType.ORCHESTRATOR,

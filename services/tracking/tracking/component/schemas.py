@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from shared.users import NestedUser
 from tracking.component.flavors import Flavor, StackComponentType, flavor_for
+from tracking.component.secrets import masked_configuration
 from tracking.core.schemas import NamedResponse, UserScopedBody
 from tracking.models import StackComponent
 
@@ -176,7 +177,7 @@ def component_response(
     metadata = None
     if hydrate:
         metadata = ComponentResponseMetadata(
-            configuration=component.configuration,
+            configuration=masked_configuration(component),
             environment=component.environment,
             secrets=[uuid.UUID(s) for s in component.secrets],
             labels=component.labels,

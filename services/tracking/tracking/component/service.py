@@ -20,6 +20,7 @@ from tracking.component.schemas import (
     ComponentUpdate,
     SecretRef,
 )
+from tracking.component.secrets import ComponentSecrets
 from tracking.models import StackComponent
 from tracking.project.service import copy_given
 
@@ -82,8 +83,9 @@ def is_protected(component: StackComponent) -> bool:
 
 
 class ComponentService:
-    def __init__(self, session: AsyncSession) -> None:
+    def __init__(self, session: AsyncSession, secrets: ComponentSecrets) -> None:
         self.repository = ComponentRepository(session)
+        self.secrets = secrets
 
     async def get(self, component_id: uuid.UUID) -> StackComponent:
         component = await self.repository.get(component_id)
@@ -97,15 +99,16 @@ class ComponentService:
         return await self.repository.page(listing, scope)
 
     async def create(self, request: ComponentRequest, user_id: uuid.UUID) -> StackComponent:
-        configuration = flavor_for(request.type, request.flavor).validate_config(
-            request.configuration
-        )
+        flavor = flavor_for(request.type, request.flavor)
+        configuration = flavor.validate_config(request.configuration)
         _check_references(request.secrets, request.connector)
+        clear, encrypted = self.secrets.seal(flavor, configuration, stored={})
         component = StackComponent(
             name=request.name,
             type=request.type,
             flavor=request.flavor,
-            configuration=configuration,
+            configuration=clear,
+            encrypted_secrets=encrypted,
             environment=request.environment or {},
             labels=request.labels,
             connector_resource_id=request.connector_resource_id,
@@ -124,7 +127,10 @@ class ComponentService:
         _check_references(secrets, update.connector)
         if update.configuration is not None:
             flavor = flavor_for(component.type, component.flavor)
-            component.configuration = flavor.validate_config(update.configuration)
+            configuration = flavor.validate_config(update.configuration)
+            component.configuration, component.encrypted_secrets = self.secrets.seal(
+                flavor, configuration, stored=component.encrypted_secrets
+            )
         copy_given(component, update, ("name", "environment", "labels", "connector_resource_id"))
         component.updated = utcnow()
         self.repository.add(component)

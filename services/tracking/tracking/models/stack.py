@@ -25,6 +25,11 @@ class StackComponent(SQLModel, table=True):
         default_factory=dict, sa_column=Column(JSON, nullable=False)
     )
     secrets: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    # The configuration's secret fields (its flavor's ``SecretField``s), each a Fernet token
+    # under COMPONENT_SECRET_KEYS; ``configuration`` holds every other field.
+    encrypted_secrets: dict[str, str] = Field(
+        default_factory=dict, sa_column=Column(JSON, nullable=False, server_default="{}")
+    )
     labels: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     connector_resource_id: str | None = None
     user_id: uuid.UUID | None = Field(default=None, index=True)

@@ -1,20 +1,24 @@
 """A ``.tar.gz`` of an artifact, produced chunk by chunk in constant memory.
 
 ``tarfile`` would copy each member whole into its output before returning; here each
-member's header, data (read in blocks) and padding go through one gzip compressor, so at
-most one block and the compressor's window are held, whatever the artifact's size.
+member's header, data (as its store's chunks) and padding go through one gzip compressor,
+so at most one chunk and the compressor's window are held, whatever the artifact's size.
+Every member is written with exactly the size its entry announced (cut, or padded with
+zeros, if the data changed since the walk), so what was checked against the download limit
+is what is sent.
 """
 
 from __future__ import annotations
 
+import asyncio
 import tarfile
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable
+from contextlib import aclosing
 
-from tracking.store.local import Entry
+from tracking.store.base import CHUNK, ArtifactStore, Entry
 
 BLOCK = tarfile.BLOCKSIZE
-CHUNK = 64 * 1024
 _GZIP = 16 + zlib.MAX_WBITS
 
 
@@ -30,7 +34,24 @@ def _header(entry: Entry) -> bytes:
     return info.tobuf(tarfile.PAX_FORMAT)
 
 
-def _tar(entries: Iterable[Entry]) -> Iterator[bytes]:
+async def _data(store: ArtifactStore, entry: Entry) -> AsyncIterator[bytes]:
+    """The entry's bytes, exactly ``entry.size`` of them, padded to a whole block."""
+    remaining = entry.size
+    async with aclosing(store.chunks(entry)) as chunks:
+        async for chunk in chunks:
+            if remaining <= 0:
+                break
+            piece = chunk[:remaining]
+            remaining -= len(piece)
+            yield piece
+    while remaining > 0:
+        zeros = min(CHUNK, remaining)
+        remaining -= zeros
+        yield b"\0" * zeros
+    yield b"\0" * (-entry.size % BLOCK)
+
+
+async def _tar(store: ArtifactStore, entries: Iterable[Entry]) -> AsyncIterator[bytes]:
     written = 0
     for entry in entries:
         header = _header(entry)
@@ -38,29 +59,23 @@ def _tar(entries: Iterable[Entry]) -> Iterator[bytes]:
         yield header
         if entry.is_dir:
             continue
-        remaining = entry.size
-        with entry.path.open("rb") as data:
-            # Exactly the size the header announced, even if the file changes meanwhile.
-            while remaining > 0:
-                chunk = data.read(min(CHUNK, remaining))
-                if not chunk:
-                    chunk = b"\0" * min(CHUNK, remaining)
-                remaining -= len(chunk)
-                written += len(chunk)
-                yield chunk
-        padding = -entry.size % BLOCK
-        written += padding
-        yield b"\0" * padding
+        async for piece in _data(store, entry):
+            written += len(piece)
+            yield piece
     end = 2 * BLOCK
     end += -(written + end) % tarfile.RECORDSIZE
     yield b"\0" * end
 
 
-def tar_gz(entries: Iterable[Entry]) -> Iterator[bytes]:
-    """The gzip-compressed tar of ``entries``, as chunks."""
+async def tar_gz(store: ArtifactStore, entries: Iterable[Entry]) -> AsyncIterator[bytes]:
+    """The gzip-compressed tar of ``entries`` (walked from ``store``), as chunks.
+    Compressing a chunk takes about a millisecond, so it runs in a worker thread."""
     compressor = zlib.compressobj(6, zlib.DEFLATED, _GZIP)
-    for piece in _tar(entries):
-        compressed = compressor.compress(piece)
+    async for piece in _tar(store, entries):
+        if len(piece) > BLOCK:
+            compressed = await asyncio.to_thread(compressor.compress, piece)
+        else:
+            compressed = compressor.compress(piece)
         if compressed:
             yield compressed
     yield compressor.flush()
