@@ -36,7 +36,7 @@ class Handler(BaseHTTPRequestHandler):
         else:
             seen = {
                 "service": name,
-                "port": self.server.server_address[1],
+                "port": int(self.connection.getsockname()[1]),
                 "method": self.command,
                 "path": self.path,
                 "headers": {k.lower(): v for k, v in self.headers.items()},
