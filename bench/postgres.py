@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import asyncpg
 from sqlalchemy.engine import make_url
@@ -42,15 +42,19 @@ def server_url(text: str) -> str:
 
 
 @contextlib.contextmanager
-def stack_databases(url: str | None, *, keep: bool) -> Iterator[dict[str, str] | None]:
+def stack_databases(
+    url: str | None, *, keep: bool, tag: str = ""
+) -> Iterator[dict[str, str] | None]:
     """``launch_stack``'s ``databases``: ``None`` (``url`` ``None``: the launcher's
     embedded server), or a new database for each web service on ``url``'s server
-    (``bench_<pid>_<service>``), dropped on exit unless ``keep``."""
+    (``bench_<pid>_<tag>_<service>``: ``tag`` tells apart two stacks of one run), dropped
+    on exit unless ``keep``."""
     if url is None:
         yield None
         return
+    prefix = f"bench_{os.getpid()}_{tag}_" if tag else f"bench_{os.getpid()}_"
     names = {
-        service.name: f"bench_{os.getpid()}_{database_name(service.name)}"
+        service.name: f"{prefix}{database_name(service.name)}"
         for service in load_stack().web_services
     }
     asyncio.run(_create(url, list(names.values())))
@@ -72,6 +76,17 @@ def describe(url: str | None, launcher_output: str) -> str:
     if found is None:
         return "PostgreSQL (the launcher's embedded server)"
     return f"PostgreSQL {server_version(found[1])} (the launcher's embedded server)"
+
+
+def service_url(service: str, databases: Mapping[str, str] | None, launcher_output: str) -> str:
+    """The URL of ``service``'s database (asyncpg's form): in ``databases``, or on the
+    embedded server that the launcher says it started."""
+    if databases is not None:
+        return with_database(databases[service], make_url(databases[service]).database or "")
+    found = re.search(r"postgres is ready at (postgresql://\S+)", launcher_output)
+    if found is None:
+        raise ValueError("the launcher did not say where its PostgreSQL is")
+    return with_database(found[1], database_name(service))
 
 
 def server_version(url: str) -> str:

@@ -56,9 +56,10 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if __package__ in (None, ""):  # run as a script: import from the repo root, not from bench/
     sys.path[0] = str(REPO_ROOT)
 
+import asyncpg  # noqa: E402
 import httpx  # noqa: E402
 
-from bench import postgres, wrk  # noqa: E402
+from bench import mariadb, memory, postgres, scaling, wrk  # noqa: E402
 from tests.support.processes import (  # noqa: E402
     LaunchedStack,
     StackStartError,
@@ -74,7 +75,7 @@ from tests.support.zenml_env import (  # noqa: E402
 )
 
 TARGETS = ("reference", "ours")
-WORKLOADS = ("create", "list", "get", "filter", "versions")
+WORKLOADS = ("create", "list", "get", "filter", "versions", "scaling")
 # Loading 100,000 versions into the reference takes a while: ask for it with --workloads.
 DEFAULT_WORKLOADS = ("create", "list", "get", "filter")
 # Reads on exactly --rows rows, creates last.
@@ -86,6 +87,8 @@ WORKLOAD_TITLES = {
     "filter": "list filtered",
     "versions": "versions 3 filters",
 }
+SCALE_SECONDS = 5.0  # per list and size in the scaling workload, after 1 s of warm-up
+DEFAULT_REPLICAS = (1, 2)
 VERSION_TYPES = ("DataArtifact", "ModelArtifact")
 LOAD_WRITERS = 2  # the reference's SQLite takes writers in turn: more only queue and time out
 LOAD_TIMEOUT = 600.0  # seconds for one batch of versions (the reference takes ~20 ms each)
@@ -98,6 +101,7 @@ DATA_TYPE = {"module": "builtins", "attribute": "int", "type": "builtin"}
 FILTER_NAME = "contains:bench-1"
 TAGS = [f"group-{n}" for n in range(5)]
 CLIENT_BOUND_CPU = 0.85  # sender CPU seconds per wall second above which a cell is suspect
+IDLE_SETTLE = 2.0  # seconds at rest before the idle memory is read
 
 
 class BenchError(Exception):
@@ -176,6 +180,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--only", choices=TARGETS, help="measure one server only")
     parser.add_argument(
+        "--replicas",
+        type=_counts,
+        default=list(DEFAULT_REPLICAS),
+        help="our stack once per count, with that many tracking processes behind the "
+        "gateway, all in the same run (default: 1,2)",
+    )
+    parser.add_argument(
         "--workloads",
         type=_workloads,
         default=list(DEFAULT_WORKLOADS),
@@ -196,6 +207,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "installed) or this process (httpx, ~1 ms per request) (default: %(default)s)",
     )
     postgres.add_option(parser)
+    mariadb.add_option(parser)
+    scaling.add_options(parser)
     parser.add_argument(
         "--keep",
         action="store_true",
@@ -235,6 +248,14 @@ def _positive_float(text: str) -> float:
     if not value > 0 or not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"must be a positive number: {text!r}")
     return value
+
+
+def _counts(text: str) -> list[int]:
+    """``1,2``: distinct replica counts, ascending (an argparse type)."""
+    counts = sorted({_positive(part.strip()) for part in text.split(",") if part.strip()})
+    if not counts:
+        raise argparse.ArgumentTypeError(f"no replica count in {text!r}")
+    return counts
 
 
 def _workloads(text: str) -> list[str]:
@@ -292,12 +313,12 @@ class Stats:
 
 @dataclass
 class Row:
-    """One line of the table; a side is ``None`` when not measured, a string when it failed."""
+    """One line of the table: each server's side, ``None`` when not measured, a string when
+    it failed (``sides`` by target name, in the table's order)."""
 
     workload: str
     mode: str
-    reference: Stats | str | None = None
-    ours: Stats | str | None = None
+    sides: dict[str, Stats | str | None] = field(default_factory=dict)
 
 
 def percentile(values: Sequence[float], pct: float) -> float:
@@ -317,30 +338,33 @@ def _cells(side: Stats | str | None) -> list[str]:
     return [f"{side.rps:.1f}", f"{side.p50_ms:.1f}", f"{side.p99_ms:.1f}", f"{side.client_ms:.2f}"]
 
 
-def format_table(rows: Sequence[Row]) -> str:
-    """The results as an aligned text table, with notes (errors, client-bound cells) below."""
-    header = [
-        "workload",
-        "mode",
-        "ref req/s",
-        "ref p50 ms",
-        "ref p99 ms",
-        "ref cli ms",
-        "ours req/s",
-        "ours p50 ms",
-        "ours p99 ms",
-        "ours cli ms",
-        "ours/ref",
-    ]
+def short_name(name: str) -> str:
+    """A target's name in the table's headers."""
+    return "ref" if name == "reference" else name
+
+
+def format_table(rows: Sequence[Row], names: Sequence[str] = ("reference", "ours")) -> str:
+    """The results as an aligned text table, a group of columns per target in ``names``
+    and each of ours' ratio to the reference, with notes (errors, client-bound cells)
+    below."""
+    ours = [name for name in names if name != "reference"]
+    header = ["workload", "mode"]
+    for name in names:
+        short = short_name(name)
+        header += [f"{short} req/s", f"{short} p50 ms", f"{short} p99 ms", f"{short} cli ms"]
+    if "reference" in names:
+        header += [f"{short_name(name)}/ref" for name in ours]
     body: list[list[str]] = []
     notes: list[str] = []
     for row in rows:
-        ratio = "-"
-        ref, ours = row.reference, row.ours
-        if isinstance(ref, Stats) and isinstance(ours, Stats) and ref.rps > 0:
-            ratio = f"{ours.rps / ref.rps:.2f}x"
-        body.append([row.workload, row.mode, *_cells(row.reference), *_cells(row.ours), ratio])
-        for name, side in (("reference", row.reference), ("ours", row.ours)):
+        cells = [row.workload, row.mode]
+        for name in names:
+            cells += _cells(row.sides.get(name))
+        if "reference" in names:
+            cells += [ratio(row.sides.get("reference"), row.sides.get(name)) for name in ours]
+        body.append(cells)
+        for name in names:
+            side = row.sides.get(name)
             where = f"{row.workload}, {row.mode}, {name}"
             if isinstance(side, str):
                 notes.append(f"{where}: {side}")
@@ -368,6 +392,13 @@ def format_table(rows: Sequence[Row]) -> str:
     return "\n".join(out)
 
 
+def ratio(reference: Stats | str | None, ours: Stats | str | None) -> str:
+    """Ours' throughput over the reference's (``-`` unless both were measured)."""
+    if isinstance(reference, Stats) and isinstance(ours, Stats) and reference.rps > 0:
+        return f"{ours.rps / reference.rps:.2f}x"
+    return "-"
+
+
 def median_run(runs: Sequence[Stats | str]) -> Stats | str:
     """The run with the median req/s (a failure if every run failed)."""
     measured = [r for r in runs if isinstance(r, Stats)]
@@ -393,6 +424,9 @@ class Target:
     artifact_ids: list[str] = field(default_factory=list)
     names: Iterator[int] = field(default_factory=itertools.count)
     run_tag: str = field(default_factory=lambda: secrets.token_hex(3))
+    processes: dict[str, int] = field(default_factory=dict)  # name -> the pgid it leads
+    # Versions (start, stop, artifacts) written by SQL; None: through the API only.
+    copy_versions: Callable[[int, int, int], Awaitable[None]] | None = None
 
 
 def describe_http_error(response: httpx.Response) -> str:
@@ -459,16 +493,25 @@ def make_request(
         )
     if workload == "versions":
         assert args is not None
-        per_artifact = args.versions // args.version_artifacts
-        params = {
-            **base,
-            "artifact": f"bench-v-{index % args.version_artifacts}",
-            "type": VERSION_TYPES[1],
-            "version_number": f"gte:{per_artifact // 2}",
-            "sort_by": "desc:created",
-        }
-        return "GET", "/api/v1/artifact_versions", params, None
+        return versions_request(target, index, args.versions, args.version_artifacts)
     raise ValueError(f"unknown workload {workload!r}")  # pragma: no cover
+
+
+def versions_request(target: Target, index: int, versions: int, artifacts: int) -> Request:
+    """The filtered versions list on artifact ``index`` with ``versions`` loaded over
+    ``artifacts`` artifacts: its models from half of its versions on, newest first."""
+    params = {
+        "hydrate": "false",
+        "logical_operator": "and",
+        "page": "1",
+        "size": "50",
+        "project": target.project_id,
+        "artifact": f"bench-v-{index % artifacts}",
+        "type": VERSION_TYPES[1],
+        "version_number": f"gte:{versions // artifacts // 2}",
+        "sort_by": "desc:created",
+    }
+    return "GET", "/api/v1/artifact_versions", params, None
 
 
 def _clients(target: Target, count: int, timeout: float = 60.0) -> list[httpx.AsyncClient]:
@@ -588,29 +631,35 @@ def version_body(target: Target, index: int, artifacts: int) -> dict[str, Any]:
     }
 
 
-async def load_versions(target: Target, args: argparse.Namespace) -> None:
-    """``--versions`` versions in batches of ``--batch``, concurrently; the first batch
-    alone creates every artifact, so concurrent batches only add versions."""
-    batches = -(-args.versions // args.batch)
+async def load_versions(
+    target: Target, args: argparse.Namespace, start: int = 0, stop: int | None = None
+) -> None:
+    """Versions ``start`` to ``stop`` (``--versions``) in batches of ``--batch``,
+    concurrently; from 0, the first batch alone creates every artifact, so concurrent
+    batches only add versions."""
+    stop = args.versions if stop is None else stop
+    first = start // args.batch
+    batches = -(-stop // args.batch) - first
     clients = _clients(target, min(args.concurrency, LOAD_WRITERS), timeout=LOAD_TIMEOUT)
 
     def make(batch: int) -> Request:
-        start = batch * args.batch
-        stop = min(start + args.batch, args.versions)
-        bodies = [version_body(target, i, args.version_artifacts) for i in range(start, stop)]
+        begin = max(start, (first + batch) * args.batch)
+        end = min((first + batch + 1) * args.batch, stop)
+        bodies = [version_body(target, i, args.version_artifacts) for i in range(begin, end)]
         return "POST", "/api/v1/artifact_versions/batch", None, bodies
 
     try:
-        stats = await drive(clients[:1], 1, make, time_cap=3600)
-        if stats.errors == 0 and batches > 1:
-            stats = await drive(clients, batches - 1, lambda b: make(b + 1), time_cap=7200)
+        alone = 1 if start == 0 else 0
+        stats = await drive(clients[:1], alone, make, time_cap=3600)
+        if stats.errors == 0 and batches > alone:
+            stats = await drive(clients, batches - alone, lambda b: make(b + alone), time_cap=7200)
     finally:
         await asyncio.gather(*(client.aclose() for client in clients))
     if stats.errors:
         raise BenchError(f"{target.name}: loading versions failed: {stats.first_error}")
     async with _clients(target, 1)[0] as http:
         response = await http.get("/api/v1/artifact_versions", params={"size": "1"})
-    if response.status_code != 200 or response.json().get("total", 0) < args.versions:
+    if response.status_code != 200 or response.json().get("total", 0) < stop:
         raise BenchError(f"{target.name}: after loading versions: {describe_http_error(response)}")
 
 
@@ -717,38 +766,99 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def start_reference(data_dir: Path, password: str) -> Iterator[Target]:
+def start_reference(data_dir: Path, password: str, args: argparse.Namespace) -> Iterator[Target]:
+    """The reference on ``--reference-database``, logged in."""
     say("reference: preparing zenml[server]==0.96.3 (cached under .local/cache/) ...")
     try:
         venv = server_venv()
     except ZenmlEnvError as exc:
         raise BenchError(f"zenml server environment: {exc}") from None
-    say(f"reference: starting uvicorn ({data_dir}) ...")
+    say(f"reference: starting uvicorn ({data_dir}, {args.reference_database}) ...")
     try:
-        with reference_server(
-            venv.python, data_dir, port=_free_port(), password=password, start_timeout=180
-        ) as server:
+        with (
+            mariadb.reference_store(
+                venv.python, args.reference_database, args.mariadb_url, keep=args.keep
+            ) as store,
+            reference_server(
+                venv.python,
+                data_dir,
+                port=_free_port(),
+                password=password,
+                start_timeout=300,
+                store_url=store.url,
+            ) as server,
+        ):
             stack = (
-                f"ZenML {ZENML_VERSION}, {_uvicorn_stack(venv.python)}, SQLite, "
+                f"ZenML {ZENML_VERSION}, {_uvicorn_stack(venv.python)}, {store.described}, "
                 "uvicorn access log on (as `zenml login --local` runs it)"
             )
-            yield login("reference", server.url, password, stack)
+            target = login("reference", server.url, password, stack)
+            target.processes = {"zenml server": server.process.pid}
+            if store.database:
+                target.copy_versions = _reference_copier(venv.python, store)
+            yield target
+    except mariadb.MariaDBError as exc:
+        raise BenchError(f"reference database: {exc}") from None
     except ZenmlEnvError as exc:
         raise BenchError(f"reference server: {_first_line(str(exc))} (log: {data_dir})") from None
 
 
+def _reference_copier(
+    python: Path, store: mariadb.ReferenceStore
+) -> Callable[[int, int, int], Awaitable[None]]:
+    async def copy(start: int, stop: int, artifacts: int) -> None:
+        try:
+            await asyncio.to_thread(mariadb.copy_versions, python, store, start, stop, artifacts)
+        except mariadb.MariaDBError as exc:
+            raise BenchError(f"reference: copying versions: {exc}") from None
+
+    return copy
+
+
+def _our_copier(url: str) -> Callable[[int, int, int], Awaitable[None]]:
+    async def copy(start: int, stop: int, artifacts: int) -> None:
+        try:
+            await scaling.copy_versions(url, start, stop, artifacts)
+        except (OSError, asyncpg.PostgresError, RuntimeError) as exc:
+            raise BenchError(f"ours: copying versions: {exc}") from None
+
+    return copy
+
+
+def our_name(replicas: int) -> str:
+    """Our stack's name in the tables, by its tracking replicas."""
+    return f"ours x{replicas}"
+
+
 @contextlib.contextmanager
-def start_ours(data_dir: Path, password: str, args: argparse.Namespace) -> Iterator[Target]:
-    say(f"ours: starting the local stack ({data_dir}) ...")
+def start_ours(
+    data_dir: Path, password: str, args: argparse.Namespace, replicas: int
+) -> Iterator[Target]:
+    """Our local stack with ``replicas`` tracking processes, logged in."""
+    name = our_name(replicas)
+    say(f"{name}: starting the local stack ({data_dir}) ...")
     try:
         with (
-            postgres.stack_databases(args.database_url, keep=args.keep) as databases,
+            postgres.stack_databases(
+                args.database_url, keep=args.keep, tag=f"x{replicas}"
+            ) as databases,
             launch_stack(
-                data_dir, admin_password=password, start_timeout=120, databases=databases
+                data_dir,
+                admin_password=password,
+                start_timeout=120,
+                databases=databases,
+                replicas={"tracking": replicas},
             ) as stack,
         ):
-            described = _our_stack(stack, postgres.describe(args.database_url, stack.output()))
-            yield login("ours", stack.url("platform", ""), password, described)
+            described = _our_stack(
+                stack, postgres.describe(args.database_url, stack.output()), replicas
+            )
+            target = login(name, stack.url("platform", ""), password, described)
+            target.processes = dict(stack.children)
+            target.copy_versions = _our_copier(
+                postgres.service_url("tracking", databases, stack.output())
+            )
+            yield target
     except StackStartError as exc:
         raise BenchError(f"our stack: {_first_line(str(exc))} (log: {data_dir.parent})") from None
 
@@ -760,10 +870,11 @@ def our_uvicorn_stack() -> str:
     )
 
 
-def _our_stack(stack: LaunchedStack, database: str) -> str:
+def _our_stack(stack: LaunchedStack, database: str, replicas: int) -> str:
+    processes = "1 process" if replicas == 1 else f"{replicas} processes"
     return (
-        f"nginx gateway :{stack.ports['platform']} (keep-alive upstream) -> tracking service, "
-        f"{our_uvicorn_stack()}, {database}"
+        f"nginx gateway :{stack.ports['platform']} (keep-alive upstream) -> tracking service "
+        f"({processes}), {our_uvicorn_stack()}, {database}"
     )
 
 
@@ -805,13 +916,12 @@ async def run_cells(targets: Sequence[Target], args: argparse.Namespace) -> list
                     )
                     say(f"  {target.name:9} {WORKLOAD_TITLES[workload]:16} {label:12} {shown}")
     rows = []
-    for workload in args.workloads:
+    for workload in [w for w in args.workloads if w in WORKLOAD_TITLES]:
         for label, _, _ in modes(args):
             runs = results.get((workload, label), {})
             row = Row(WORKLOAD_TITLES[workload], label)
-            for name in TARGETS:
-                if name in runs:
-                    setattr(row, name, median_run(runs[name]))
+            for name, measured in runs.items():
+                row.sides[name] = median_run(measured)
             rows.append(row)
     return rows
 
@@ -822,52 +932,98 @@ async def prepare(target: Target, args: argparse.Namespace) -> None:
     await load_rows(target, args.rows, args.concurrency)
     say(f"{target.name}: loaded in {time.perf_counter() - started:.1f}s")
     if "versions" in args.workloads:
-        say(f"{target.name}: loading {args.versions} artifact versions ...")
-        started = time.perf_counter()
-        await load_versions(target, args)
-        say(f"{target.name}: loaded in {time.perf_counter() - started:.1f}s")
+        load = await grow(target, args.versions, 0, args)
+        say(f"{target.name}: loaded in {load.seconds:.1f}s ({load.how})")
     say(f"{target.name}: warming up ...")
     for workload in [w for w in ("list", "get", "filter", "versions") if w in args.workloads]:
         await measure(target, workload, 1, 0, args)  # the warm-up part only
 
 
-def run(args: argparse.Namespace) -> int:
-    """Start the servers, load, measure, print the table; everything stopped on the way out."""
-    wanted = [args.only] if args.only else list(TARGETS)
-    base = args.data_dir or Path(tempfile.mkdtemp(prefix="bench-tracking-"))
-    base.mkdir(parents=True, exist_ok=True)
-    password = f"Bench-{secrets.token_urlsafe(12)}"
-    with contextlib.ExitStack() as stack:
-        if not args.keep and args.data_dir is None:
-            stack.callback(_remove_tree, base)
-        elif args.keep:
-            stack.callback(say, f"data dirs kept under {base}")
-        targets: list[Target] = []
-        skipped: dict[str, str] = {}
-        for name in wanted:
-            starter = (
-                start_reference(base / name, password)
-                if name == "reference"
-                else start_ours(base / name, password, args)
-            )
-            target = stack.enter_context(starter)
-            try:
-                _run_async(prepare(target, args))
-            except BenchError as exc:
-                if len(wanted) == 1:
-                    raise
-                say(f"{exc}; {name} is left out of the table")
-                skipped[name] = str(exc)
-                continue
-            targets.append(target)
-        if not targets:
-            raise BenchError("no server could be measured")
+def target_names(args: argparse.Namespace) -> list[str]:
+    """The servers of the run, in the table's order."""
+    names = [] if args.only == "ours" else ["reference"]
+    if args.only != "reference":
+        names += [our_name(n) for n in args.replicas]
+    return names
+
+
+def start_target(
+    name: str, data_dir: Path, password: str, args: argparse.Namespace
+) -> contextlib.AbstractContextManager[Target]:
+    if name == "reference":
+        return start_reference(data_dir, password, args)
+    return start_ours(data_dir, password, args, int(name.removeprefix("ours x")))
+
+
+def started_targets(
+    names: Sequence[str],
+    base: Path,
+    password: str,
+    args: argparse.Namespace,
+    held: contextlib.ExitStack,
+    ready: Callable[[Target], Awaitable[None]],
+    prefix: str = "",
+) -> tuple[list[Target], dict[str, str]]:
+    """Each server started in ``base/<prefix><name>`` (stopped when ``held`` closes) and
+    made ``ready``; one that fails is left out with its reason, unless it is the only
+    one."""
+    targets: list[Target] = []
+    skipped: dict[str, str] = {}
+    for name in names:
+        data_dir = base / f"{prefix}{name.replace(' ', '-')}"
+        target = held.enter_context(start_target(name, data_dir, password, args))
+        try:
+            _run_async(ready(target))
+        except BenchError as exc:
+            if len(names) == 1:
+                raise
+            say(f"{exc}; {name} is left out of the table")
+            skipped[name] = str(exc)
+            continue
+        targets.append(target)
+    if not targets:
+        raise BenchError("no server could be measured")
+    return targets, skipped
+
+
+def print_servers(targets: Sequence[Target], args: argparse.Namespace) -> None:
+    """What ran, under a table."""
+    for target in targets:
+        print(f"{target.name}: {target.server_stack}")
+    print(
+        f"sender: {wrk.version()} (one thread per connection, at most 2)"
+        if args.sender == "wrk"
+        else f"sender: python {sys.version.split()[0]}, httpx {httpx.__version__}, "
+        f"event loop {_loop_name()}",
+        f"; {os.cpu_count()} cores shared with the servers",
+        sep="",
+    )
+
+
+def print_memory(targets: Sequence[Target]) -> None:
+    """Each server's processes at rest, after loading and warming up."""
+    time.sleep(IDLE_SETTLE)
+    print()
+    print(
+        "idle memory after loading and warming up (a process group per row; the target "
+        f"is judged on PSS, for Python processes: {memory.TARGET_MB:g} MB)"
+    )
+    print(memory.format_table((t.name, memory.measure(t.processes)) for t in targets))
+
+
+def cells_phase(base: Path, password: str, args: argparse.Namespace) -> None:
+    """The throughput table: every server at once, cells interleaved."""
+    with contextlib.ExitStack() as held:
+        names = target_names(args)
+        targets, skipped = started_targets(
+            names, base, password, args, held, lambda target: prepare(target, args)
+        )
+        print_memory(targets)
         load_before = os.getloadavg()[0]
         rows = _run_async(run_cells(targets, args))
         load_after = os.getloadavg()[0]
         for row in rows:
-            for name, reason in skipped.items():
-                setattr(row, name, reason)
+            row.sides.update(skipped)
         print()
         print(
             f"tracking API, {args.rows} artifacts loaded; sequential = 1 keep-alive connection,"
@@ -880,22 +1036,162 @@ def run(args: argparse.Namespace) -> int:
             )
             + "; p50/p99 in ms; cli ms = the sender's CPU per request"
         )
-        print(format_table(rows))
+        print(format_table(rows, names))
         print()
-        for target in targets:
-            print(f"{target.name}: {target.server_stack}")
-        print(
-            f"sender: {wrk.version()} (one thread per connection, at most 2)"
-            if args.sender == "wrk"
-            else f"sender: python {sys.version.split()[0]}, httpx {httpx.__version__}, "
-            f"event loop {_loop_name()}",
-            f"; {os.cpu_count()} cores shared with the servers",
-            sep="",
-        )
+        print_servers(targets, args)
         print(
             f"load average (1 min) before/after measuring: {load_before:.2f}/{load_after:.2f}"
             + (f"; each cell is the median of {args.repeat} runs" if args.repeat > 1 else "")
         )
+
+
+def scaling_requests(target: Target, listing: str, size: int, artifacts: int) -> list[Request]:
+    """The requests of one list of the scaling workload at ``size`` versions."""
+    if listing == "plain":
+        params = {
+            "hydrate": "false",
+            "page": "1",
+            "size": "50",
+            "sort_by": "created",
+            "project": target.project_id,
+        }
+        return [("GET", "/api/v1/artifact_versions", params, None)]
+    return [versions_request(target, i, size, artifacts) for i in range(artifacts)]
+
+
+async def scale_point(
+    target: Target, listing: str, size: int, args: argparse.Namespace
+) -> scaling.Point:
+    """One list at one size: 1 s of warm-up, then :data:`SCALE_SECONDS` on one connection."""
+    requests = scaling_requests(target, listing, size, args.version_artifacts)
+    if args.sender == "wrk":
+        wrk_requests = [
+            wrk.WrkRequest(method, path + (f"?{urlencode(params)}" if params else ""))
+            for method, path, params, _ in requests
+        ]
+        headers = {"Authorization": f"Bearer {target.token}"}
+        try:
+            for seconds in (1.0, SCALE_SECONDS):
+                result = await asyncio.to_thread(
+                    wrk.run,
+                    target.base_url,
+                    wrk_requests,
+                    connections=1,
+                    seconds=seconds,
+                    headers=headers,
+                )
+        except wrk.WrkError as exc:
+            raise BenchError(f"{target.name}: {listing} list at {size}: {exc}") from None
+        failed = result.errors + result.non_2xx
+        return scaling.Point(
+            target.name, size, listing, result.p50_ms, result.p95_ms, result.requests, failed
+        )
+    clients = _clients(target, 1)
+    try:
+        await drive(clients, args.warmup, lambda i: requests[i % len(requests)], time_cap=1.0)
+        stats = await drive(
+            clients, args.requests, lambda i: requests[i % len(requests)], time_cap=SCALE_SECONDS
+        )
+    finally:
+        await asyncio.gather(*(client.aclose() for client in clients))
+    return scaling.Point(
+        target.name,
+        size,
+        listing,
+        percentile(stats.latencies, 50) * 1000,
+        percentile(stats.latencies, 95) * 1000,
+        stats.requests,
+        stats.errors,
+    )
+
+
+async def grow(target: Target, size: int, loaded: int, args: argparse.Namespace) -> scaling.Load:
+    """``target``'s versions from ``loaded`` to ``size``: the first ``--api-versions``
+    (at least one batch) through the API, any beyond by SQL (see ``bench/scaling.py``)."""
+    started = time.perf_counter()
+    api_stop = size if target.copy_versions is None else min(size, max(args.api_versions, 1))
+    how = []
+    if loaded < api_stop:
+        say(f"{target.name}: loading versions {loaded:,} to {api_stop:,} through the API ...")
+        await load_versions(target, args, loaded, api_stop)
+        writers = min(args.concurrency, LOAD_WRITERS)
+        how.append(
+            f"{api_stop - loaded:,} through the API ({args.batch} a batch, {writers} clients)"
+        )
+    copy_from = max(loaded, api_stop)
+    if size > copy_from and target.copy_versions is not None:
+        say(f"{target.name}: copying versions {copy_from:,} to {size:,} by SQL ...")
+        await target.copy_versions(copy_from, size, args.version_artifacts)
+        how.append(f"{size - copy_from:,} by SQL")
+    return scaling.Load(
+        target.name, size, size - loaded, ", ".join(how), time.perf_counter() - started
+    )
+
+
+async def run_scaling(
+    targets: Sequence[Target], args: argparse.Namespace
+) -> tuple[list[scaling.Point], list[scaling.Load]]:
+    """Each size in turn: every server that goes that far grown to it, then measured."""
+    points: list[scaling.Point] = []
+    loads: list[scaling.Load] = []
+    loaded = dict.fromkeys((t.name for t in targets), 0)
+    for size in args.scaling_sizes:
+        for target in targets:
+            if target.name == "reference" and size > args.reference_scaling_max:
+                continue
+            loads.append(await grow(target, size, loaded[target.name], args))
+            loaded[target.name] = size
+            for listing in scaling.LISTS:
+                point = await scale_point(target, listing, size, args)
+                say(
+                    f"  {target.name:9} {listing:8} at {size:>9,}: "
+                    f"p50 {point.p50_ms:.1f} ms, p95 {point.p95_ms:.1f} ms"
+                )
+                points.append(point)
+    return points, loads
+
+
+def scaling_phase(base: Path, password: str, args: argparse.Namespace) -> None:
+    """The scaling table, on fresh servers: the reference and ours with the fewest
+    replicas."""
+    names = [n for n in target_names(args) if n == "reference" or n == our_name(args.replicas[0])]
+    with contextlib.ExitStack() as held:
+        targets, _ = started_targets(
+            names, base, password, args, held, lambda target: _no_preparation(), "scaling-"
+        )
+        if not any(w in WORKLOAD_TITLES for w in args.workloads):
+            print_memory(targets)  # no cells phase printed it
+        points, loads = _run_async(run_scaling(targets, args))
+        print()
+        print(
+            f"list latency by artifact versions loaded (over {args.version_artifacts} "
+            f"artifacts); one keep-alive connection, {SCALE_SECONDS:g}s per list and size; "
+            "plain = the project's first 50, filtered = the versions workload's 3 filters"
+        )
+        print(scaling.format_table(points, loads))
+        print()
+        print_servers(targets, args)
+
+
+async def _no_preparation() -> None:
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    """Start the servers, load, measure, print the tables; everything stopped on the way
+    out."""
+    base = args.data_dir or Path(tempfile.mkdtemp(prefix="bench-tracking-"))
+    base.mkdir(parents=True, exist_ok=True)
+    password = f"Bench-{secrets.token_urlsafe(12)}"
+    with contextlib.ExitStack() as stack:
+        if not args.keep and args.data_dir is None:
+            stack.callback(_remove_tree, base)
+        elif args.keep:
+            stack.callback(say, f"data dirs kept under {base}")
+        if any(w in WORKLOAD_TITLES for w in args.workloads):
+            cells_phase(base, password, args)
+        if "scaling" in args.workloads:
+            scaling_phase(base, password, args)
     return 0
 
 

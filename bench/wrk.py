@@ -43,6 +43,7 @@ class WrkResult:
     p50_ms: float
     p99_ms: float
     client_cpu: float = 0.0  # seconds of wrk's CPU (user + system)
+    p95_ms: float = 0.0
 
     @property
     def rps(self) -> float:
@@ -128,9 +129,9 @@ function done(summary, latency, requests)
   local e = summary.errors
   io.write(string.format(
     '{RESULT_MARK}{{"requests": %d, "duration_us": %d, "errors": %d, "status": %d, '
-      .. '"p50_us": %d, "p99_us": %d}}\\n',
+      .. '"p50_us": %d, "p95_us": %d, "p99_us": %d}}\\n',
     summary.requests, summary.duration, e.connect + e.read + e.write + e.timeout, e.status,
-    latency:percentile(50), latency:percentile(99)))
+    latency:percentile(50), latency:percentile(95), latency:percentile(99)))
 end
 """
 
@@ -146,6 +147,7 @@ def parse(output: str) -> WrkResult:
                 non_2xx=data["status"],
                 p50_ms=data["p50_us"] / 1000,
                 p99_ms=data["p99_us"] / 1000,
+                p95_ms=data.get("p95_us", 0) / 1000,
             )
     raise WrkError(f"wrk printed no result: {output.strip()[-300:]}")
 

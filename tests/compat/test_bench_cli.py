@@ -1,12 +1,13 @@
-"""``bench/tracking.py`` without servers: its options, statistics and table."""
+"""``bench/tracking.py`` without servers: its options, statistics and tables."""
 
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
-from bench import tracking
+from bench import mariadb, memory, scaling, tracking
 from deploy.local.postgres import with_database
 
 
@@ -92,6 +93,14 @@ def test_loaded_versions_are_unique_per_artifact():
         ["--workloads", "create,delete"],
         ["--time-cap", "nan"],
         ["--database-url", "sqlite:///bench.db"],
+        ["--replicas", "0"],
+        ["--replicas", ","],
+        ["--reference-database", "postgresql"],
+        ["--mariadb-url", "postgresql://root@127.0.0.1:3306"],
+        ["--mariadb-url", "mysql://127.0.0.1:3306"],
+        ["--mariadb-url", "mysql://root@127.0.0.1:port"],
+        ["--scaling-sizes", "lots"],
+        ["--scaling-sizes", "0"],
         ["--nope"],
     ],
 )
@@ -125,11 +134,14 @@ def _stats(rps: float, latency: float, *, errors: int = 0, cpu: float = 0.1) -> 
 
 
 def test_table_has_ratio_and_notes():
+    def row(workload: str, mode: str, ref: object, ours: object) -> tracking.Row:
+        return tracking.Row(workload, mode, {"reference": ref, "ours": ours})  # type: ignore[dict-item]
+
     rows = [
-        tracking.Row("create artifact", "sequential", _stats(100, 0.010), _stats(250, 0.004)),
-        tracking.Row("list size=50", "16 clients", _stats(20, 0.5), "loading failed: 404"),
-        tracking.Row("get hydrated", "sequential", _stats(200, 0.005, cpu=0.49), None),
-        tracking.Row("list filtered", "sequential", _stats(10, 0.1, errors=3), _stats(5, 0.2)),
+        row("create artifact", "sequential", _stats(100, 0.010), _stats(250, 0.004)),
+        row("list size=50", "16 clients", _stats(20, 0.5), "loading failed: 404"),
+        row("get hydrated", "sequential", _stats(200, 0.005, cpu=0.49), None),
+        row("list filtered", "sequential", _stats(10, 0.1, errors=3), _stats(5, 0.2)),
     ]
     table = tracking.format_table(rows)
     lines = table.splitlines()
@@ -199,3 +211,82 @@ def test_wrk_requests_make_unique_creates_and_cycle_every_loaded_artifact():
     (listing,) = tracking.wrk_requests(target, "filter")
     assert listing.path.startswith("/api/v1/artifacts?")
     assert "name=contains%3Abench-1" in listing.path
+
+
+def test_ours_runs_with_one_and_two_tracking_replicas_beside_the_reference_on_mariadb():
+    args = tracking.parse_args([])
+    assert args.replicas == [1, 2]
+    assert args.reference_database == "mariadb"
+    assert args.mariadb_url == "mysql://root@127.0.0.1:3306"
+    assert tracking.target_names(args) == ["reference", "ours x1", "ours x2"]
+    assert tracking.parse_args(["--replicas", "3,1,3"]).replicas == [1, 3]
+    assert tracking.target_names(tracking.parse_args(["--only", "ours"])) == [
+        "ours x1",
+        "ours x2",
+    ]
+    assert tracking.target_names(tracking.parse_args(["--only", "reference"])) == ["reference"]
+    assert tracking.parse_args(["--reference-database", "sqlite"]).reference_database == "sqlite"
+
+
+def test_table_has_a_column_group_and_a_ratio_per_replica_count():
+    row = tracking.Row(
+        "list size=50",
+        "16 clients",
+        {"reference": _stats(10, 0.5), "ours x1": _stats(200, 0.05), "ours x2": _stats(300, 0.03)},
+    )
+    table = tracking.format_table([row], ["reference", "ours x1", "ours x2"])
+    header, _, line = table.splitlines()
+    assert header.endswith("ours x1/ref  ours x2/ref")
+    assert "ours x2 p50 ms" in header
+    assert line.split()[-2:] == ["20.00x", "30.00x"]
+
+
+def test_scaling_sizes_take_suffixes_and_ascend():
+    assert scaling.sizes("1M,10k,100000,10k") == [10_000, 100_000, 1_000_000]
+    assert tracking.parse_args([]).scaling_sizes == [10_000, 100_000, 1_000_000]
+    assert tracking.parse_args([]).api_versions == 5_000
+
+
+def test_scaling_lists_are_the_plain_first_page_and_the_filtered_one_at_each_size():
+    target = tracking.Target("ours x1", "http://x", "t", "p-id", "stack")
+    (plain,) = tracking.scaling_requests(target, "plain", 10_000, 100)
+    assert plain[1] == "/api/v1/artifact_versions"
+    assert plain[2] is not None
+    assert (plain[2]["size"], plain[2]["project"]) == ("50", "p-id")
+    filtered = tracking.scaling_requests(target, "filtered", 1_000_000, 100)
+    assert len(filtered) == 100
+    assert filtered[7][2] is not None
+    assert filtered[7][2]["artifact"] == "bench-v-7"
+    assert filtered[7][2]["version_number"] == "gte:5000"
+
+
+def test_scaling_table_has_a_row_per_size_and_says_how_each_step_was_loaded():
+    points = [
+        scaling.Point(target, size, listing, 2.0 * size / 10_000, 3.0, 100)
+        for target in ("reference", "ours x1")
+        for size in (10_000, 100_000)
+        for listing in scaling.LISTS
+        if not (target == "reference" and size == 100_000)
+    ]
+    loads = [scaling.Load("ours x1", 100_000, 90_000, "90,000 by SQL", 3.0)]
+    lines = scaling.format_table(points, loads).splitlines()
+    assert lines[0].split()[0] == "versions"
+    assert lines[2].split()[:4] == ["10,000", "2.0", "/", "3.0"]
+    assert lines[3].split()[1] == "-"  # the reference was not grown that far
+    assert lines[-1] == "  ours x1 to 100,000: 90,000 by SQL, 3.0s (30,000 versions/s)"
+
+
+def test_idle_memory_sums_a_process_group_from_proc():
+    usage = memory.group_usage("pytest", os.getpgid(0))
+    assert os.getpid() in memory.group_members(os.getpgid(0))
+    assert usage.processes >= 1
+    assert usage.rss > 10 * memory.MB
+    assert usage.pss is None or 0 < usage.pss <= usage.rss
+    assert usage.python
+    table = memory.format_table([("ours x1", [usage])])
+    assert table.splitlines()[0].split()[-3:] == ["<", "120", "MB"]
+
+
+def test_the_reference_on_sqlite_needs_no_database_server(tmp_path):
+    with mariadb.reference_store(tmp_path / "python", "sqlite", "mysql://x@h", keep=False) as store:
+        assert store.url is None

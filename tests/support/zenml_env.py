@@ -396,8 +396,12 @@ class ReferenceServer:
         return "\n".join(text.splitlines()[-lines:])
 
 
-def reference_server_environment(data_dir: Path, *, username: str, password: str) -> dict[str, str]:
-    """The environment the reference server runs with: everything under ``data_dir``.
+def reference_server_environment(
+    data_dir: Path, *, username: str, password: str, store_url: str | None = None
+) -> dict[str, str]:
+    """The environment the reference server runs with: everything under ``data_dir``, its
+    database too unless ``store_url`` names one (``mysql://user:password@host:port/db``,
+    which ZenML reaches through PyMySQL, a dependency of ``zenml`` itself).
 
     These are the variables ZenML's own local/docker deployments set (``ZENML_SERVER``,
     ``ZENML_SERVER_AUTO_ACTIVATE``, which creates the default user from
@@ -416,7 +420,7 @@ def reference_server_environment(data_dir: Path, *, username: str, password: str
         "ZENML_SERVER": "true",
         "ZENML_CONFIG_PATH": str(data_dir / "config"),
         "ZENML_LOCAL_STORES_PATH": str(data_dir / "local_stores"),
-        "ZENML_STORE_URL": f"sqlite:///{data_dir / 'zenml.db'}",
+        "ZENML_STORE_URL": store_url or f"sqlite:///{data_dir / 'zenml.db'}",
         "ZENML_SERVER_DEPLOYMENT_TYPE": "other",
         "ZENML_SERVER_AUTH_SCHEME": "OAUTH2_PASSWORD_BEARER",
         "ZENML_SERVER_AUTO_ACTIVATE": "true",
@@ -442,6 +446,7 @@ def reference_server(
     password: str,
     start_timeout: float = 120.0,
     access_log: bool = True,
+    store_url: str | None = None,
 ) -> Iterator[ReferenceServer]:
     """Start ``uvicorn zenml.zen_server.zen_server_api:app`` on ``127.0.0.1:port``; stop it on
     exit (SIGTERM, then SIGKILL after 10 s).
@@ -449,9 +454,12 @@ def reference_server(
     Started as ``zenml login --local`` starts it (uvicorn defaults: ``loop``/``http`` auto, so
     uvloop and httptools when installed, which ``zenml[server]`` does), in its own session.
     Raises :class:`ZenmlEnvError` with the log's tail if it does not answer ``/health``.
+    ``store_url``: its database (:func:`reference_server_environment`), SQLite if ``None``.
     """
     data_dir.mkdir(parents=True, exist_ok=True)
-    env = reference_server_environment(data_dir, username=username, password=password)
+    env = reference_server_environment(
+        data_dir, username=username, password=password, store_url=store_url
+    )
     log = data_dir / "server.log"
     argv = [str(python), "-m", "uvicorn", "zenml.zen_server.zen_server_api:app",
             "--host", "127.0.0.1", "--port", str(port), "--no-server-header"]  # fmt: skip
