@@ -22,7 +22,9 @@ shows the medians.
 - ceiling: a Starlette app whose one route answers 202 without reading anything, under the
   same uvicorn (loop and http ``auto``, no access log), reached directly;
 - reference: ``zenml[server]==0.98.0`` from PyPI in its own cached environment
-  (``tests/support/zenml_env.py``), uvicorn on 127.0.0.1, its own SQLite database.
+  (``tests/support/zenml_env.py``), uvicorn on 127.0.0.1, on MariaDB (a database and user
+  made for the run on ``--mariadb-url``'s server, see ``bench/mariadb.py``), or with
+  ``--reference-database sqlite`` its own SQLite file.
 
 All three share the 2 cores with wrk; wrk's own CPU time is printed beside the table. Since
 throughput on a shared machine is noisy, the bench also reads the CPU time (user + system,
@@ -73,7 +75,7 @@ from starlette.requests import Request  # noqa: E402
 from starlette.responses import Response  # noqa: E402
 from starlette.routing import Route  # noqa: E402
 
-from bench import postgres  # noqa: E402
+from bench import mariadb, postgres  # noqa: E402
 from bench.tracking import (  # noqa: E402
     BenchError,
     Target,
@@ -622,25 +624,34 @@ def ours(base: Path, password: str, args: argparse.Namespace) -> Iterator[Ours]:
 
 
 @contextlib.contextmanager
-def reference(base: Path, password: str) -> Iterator[tuple[Target, str]]:
+def reference(base: Path, password: str, args: argparse.Namespace) -> Iterator[tuple[Target, str]]:
     say(f"reference: preparing zenml[server]=={REFERENCE_VERSION} (cached) ...")
     try:
         venv = ensure_venv(
             f"zenml-server-{REFERENCE_VERSION}", f"zenml[server]=={REFERENCE_VERSION}"
         )
-        with reference_server(
-            venv.python,
-            base / "reference",
-            port=_free_port(),
-            password=password,
-            start_timeout=420,
-            access_log=False,
-        ) as server:
+        with (
+            mariadb.reference_store(
+                venv.python, args.reference_database, args.mariadb_url, keep=args.keep
+            ) as store,
+            reference_server(
+                venv.python,
+                base / "reference",
+                port=_free_port(),
+                password=password,
+                start_timeout=420,
+                access_log=False,
+                store_url=store.url,
+            ) as server,
+        ):
             stack = (
-                f"ZenML {REFERENCE_VERSION}, {_uvicorn_stack(venv.python)}, SQLite, access log off"
+                f"ZenML {REFERENCE_VERSION}, {_uvicorn_stack(venv.python)}, {store.described}, "
+                "access log off"
             )
             target = login("reference", server.url, password, stack)
             yield target, create_webhook(target)
+    except mariadb.MariaDBError as exc:
+        raise BenchError(f"reference database: {exc}") from None
     except ZenmlEnvError as exc:
         lines = str(exc).strip().splitlines()
         raise BenchError(f"reference: {lines[0]}\n" + "\n".join(lines[-8:])) from None
@@ -796,6 +807,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--drain-timeout", type=float, default=600.0, help="seconds to wait for the queue"
     )
     postgres.add_option(parser)
+    mariadb.add_option(parser)
     parser.add_argument(
         "--keep",
         action="store_true",
@@ -908,7 +920,7 @@ def run(args: argparse.Namespace) -> int:
                 check_counted(running.target, running.path, before, [m.measured for m in mine])
                 wait_until_drained(running, args)
         if "reference" in wanted:
-            with reference(base, password) as (target, path):
+            with reference(base, password, args) as (target, path):
                 results.append(measure_counted("reference", target, path, args))
     finally:
         if args.keep:
