@@ -23,6 +23,7 @@ from deploy.gateway import __main__ as gateway_main
 from deploy.gateway.__main__ import KUBERNETES_CONF
 from deploy.gateway.render import kubernetes_target, render
 from deploy.local import postgres
+from shared.serve import GRACEFUL_SHUTDOWN_SECONDS
 from tests.support.postgres_server import postgres_for_tests
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -188,11 +189,11 @@ def test_web_services_probe_health_and_ready_and_drain_before_stopping(objects):
             ("readinessProbe", "/ready"),
         ):
             assert spec[probe]["httpGet"] == {"path": path, "port": "http"}, (name, probe)
-        # Out of the endpoints before SIGTERM, then time for uvicorn to finish requests.
+        # Out of the endpoints before SIGTERM, then time for uvicorn's bounded drain.
         sleep = spec["lifecycle"]["preStop"]["sleep"]["seconds"]
         grace = deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
         assert sleep >= 5, name
-        assert grace >= sleep + 30, name
+        assert grace > sleep + GRACEFUL_SHUTDOWN_SECONDS, name
         assert deployment["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] == 0, name
 
 
