@@ -20,7 +20,8 @@ HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
 def documents() -> list[Path]:
     """The Markdown files a reader follows links through."""
-    found = [ROOT / "README.md", ROOT / "deploy" / "README.md", ROOT / "bench" / "README.md"]
+    found = [ROOT / "README.md", ROOT / "bench" / "README.md"]
+    found += [ROOT / "deploy" / "README.md", ROOT / "deploy" / "k8s" / "README.md"]
     found += sorted((ROOT / "docs").glob("*.md"))
     found += sorted((ROOT / "services").glob("*/README.md"))
     found += sorted((ROOT / "bench" / "results").glob("*.md"))
