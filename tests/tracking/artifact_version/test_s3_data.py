@@ -10,6 +10,7 @@ import io
 import os
 import tarfile
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -179,33 +180,34 @@ async def test_a_large_object_is_streamed_in_bounded_pieces(
     assert max(sent) < len(payload) // 8
 
 
-@pytest.fixture
-async def second_tracking(
-    tracking_settings: Settings, router: HostRouter, identity_app: LifespanApp
-) -> AsyncIterator[tuple[Settings, httpx.AsyncClient]]:
-    """Another tracking process on the same database (a replica)."""
-    async with running(create_app(tracking_settings, http_transport=router)) as app:
+@asynccontextmanager
+async def another_tracking(
+    settings: Settings, router: HostRouter
+) -> AsyncIterator[httpx.AsyncClient]:
+    """Another tracking process on the same database (a replica, or one set otherwise)."""
+    async with running(create_app(settings, http_transport=router)) as app:
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://replica") as client:
-            yield tracking_settings, client
+            yield client
 
 
 async def test_a_replica_reads_the_same_data(
+    tracking_settings: Settings,
+    router: HostRouter,
     tracking: httpx.AsyncClient,
-    second_tracking: tuple[Settings, httpx.AsyncClient],
     auth: Headers,
     default_project: Json,
     bucket: Bucket,
 ) -> None:
-    _, replica = second_tracking
     visualizations = [{"type": "markdown", "uri": bucket.uri("model/a.txt")}]
     version = await version_at(
         tracking, auth, default_project, bucket, bucket.uri("model"), visualizations=visualizations
     )
-    for client in (tracking, replica):
-        shown = await client.get(f"{VERSIONS}/{version['id']}/visualize", headers=auth)
-        assert shown.json() == {"type": "markdown", "value": "alpha"}
-        assert members(await download(client, auth, version))["sub/c/d"] == b"d"
+    async with another_tracking(tracking_settings, router) as replica:
+        for client in (tracking, replica):
+            shown = await client.get(f"{VERSIONS}/{version['id']}/visualize", headers=auth)
+            assert shown.json() == {"type": "markdown", "value": "alpha"}
+            assert members(await download(client, auth, version))["sub/c/d"] == b"d"
 
 
 async def test_data_over_the_size_limit_is_refused(
@@ -218,10 +220,8 @@ async def test_data_over_the_size_limit_is_refused(
 ) -> None:
     version = await version_at(tracking, auth, default_project, bucket, bucket.uri("model"))
     small = tracking_settings.model_copy(update={"download_size_limit": 10})
-    async with running(create_app(small, http_transport=router)) as app:
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://small") as client:
-            response = await client.get(f"{VERSIONS}/{version['id']}/download-token", headers=auth)
+    async with another_tracking(small, router) as client:
+        response = await client.get(f"{VERSIONS}/{version['id']}/download-token", headers=auth)
     assert response.status_code == 403
     assert response.json()["detail"][0] == "IllegalOperationError"
     assert (
