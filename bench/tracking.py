@@ -1,17 +1,21 @@
 """Tracking API throughput: the ZenML 0.96.3 server against ours, side by side, same run.
 
-    uv run python bench/tracking.py                  # both servers, defaults
+    uv run python bench/tracking.py                  # the reference, ours x1 and x2, defaults
     uv run python bench/tracking.py --only reference --requests 100 --time-cap 10
+    uv run python bench/tracking.py --workloads create,list,get,filter,versions,scaling
     uv run python bench/tracking.py --database-url postgresql://postgres@127.0.0.1:5432/postgres
 
 Starts the reference (``zenml[server]==0.96.3`` from the cached environment of
-``tests/support/zenml_env.py``: uvicorn on 127.0.0.1, its own SQLite database) and our local
-stack (``python -m deploy.local`` with a temporary data dir on shifted ports, nginx gateway,
-PostgreSQL: the launcher's embedded server, or with ``--database-url`` a new database per
-service on that server, see ``bench/postgres.py``), logs in to both as ``default``, loads
-the same artifacts into both (``--rows``, concurrent POSTs), warms up, then measures through
-each front door: sequentially (one keep-alive connection) and with ``--concurrency`` clients
-(one connection each), for
+``tests/support/zenml_env.py``: uvicorn on 127.0.0.1, on MariaDB, a database made for the
+run, see ``bench/mariadb.py``, or with ``--reference-database sqlite`` its own SQLite file)
+and our local stack once per ``--replicas`` count (``python -m deploy.local --replicas
+tracking=N`` with a temporary data dir on shifted ports, nginx gateway spreading requests
+over the N tracking processes, PostgreSQL: the launcher's embedded server, or with
+``--database-url`` a new database per service on that server, see ``bench/postgres.py``),
+logs in to each as ``default``, loads the same artifacts into each (``--rows``, concurrent
+POSTs), warms up, prints each server's idle memory by process (``bench/memory.py``), then
+measures through each front door: sequentially (one keep-alive connection) and with
+``--concurrency`` clients (one connection each), for
 
     create   POST /api/v1/artifacts                   (a unique name each)
     list     GET  /api/v1/artifacts?size=50
@@ -19,15 +23,19 @@ each front door: sequentially (one keep-alive connection) and with ``--concurren
     filter   GET  /api/v1/artifacts?name=contains:bench-1&sort_by=desc:created&size=50
     versions GET  /api/v1/artifact_versions?artifact=bench-v-<n>&type=ModelArtifact
                   &version_number=gte:<half>&sort_by=desc:created&size=50
-                  (over ``--versions`` versions of ``--version-artifacts`` artifacts, loaded
-                  with ``POST /artifact_versions/batch``; only when the workload is chosen)
+                  (over ``--versions`` versions of ``--version-artifacts`` artifacts: the
+                  first ``--api-versions`` loaded with ``POST /artifact_versions/batch``,
+                  the rest copied in by SQL, see ``bench/scaling.py``; only when chosen)
+    scaling  the plain and the filtered versions list, p50/p95 at each of
+             ``--scaling-sizes`` versions, on fresh servers after the rest (the reference
+             and ours with the fewest replicas; see ``bench/scaling.py``)
 
-The read workloads run first (so both servers hold exactly ``--rows`` artifacts), creates last;
-each cell is measured on the reference then on ours, interleaved. The sender is one asyncio
-process (uvloop when installed) sharing the 2 cores with the servers: its own CPU per request
-is printed beside each result, and a cell whose sender used most of a core is marked
-client-bound (the server may be faster than shown). All processes are stopped on exit,
-Ctrl-C and SIGTERM included.
+The read workloads run first (so every server holds exactly ``--rows`` artifacts), creates
+last; each cell is measured on every server in turn, interleaved. The sender is wrk when it
+is installed, else one asyncio process (uvloop when installed); it shares the 2 cores with
+the servers: its own CPU per request is printed beside each result, and a cell whose sender
+used most of a core is marked client-bound (the server may be faster than shown). All
+processes are stopped on exit, Ctrl-C and SIGTERM included.
 """
 
 from __future__ import annotations
