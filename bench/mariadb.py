@@ -21,7 +21,10 @@ import subprocess
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
+
+from tests.support.zenml_env import ReferenceServer, reference_server
 
 DATABASES = ("mariadb", "sqlite")
 DEFAULT_ADMIN_URL = "mysql://root@127.0.0.1:3306"
@@ -125,6 +128,19 @@ def reference_store(
     finally:
         if not keep:
             _administer(python, url, _drop(name))
+
+
+@contextlib.contextmanager
+def reference_on_store(
+    python: Path, data_dir: Path, args: argparse.Namespace, **options: Any
+) -> Iterator[tuple[ReferenceServer, ReferenceStore]]:
+    """``reference_server(python, data_dir, **options)`` on the store that
+    ``--reference-database`` names (:func:`reference_store`)."""
+    with (
+        reference_store(python, args.reference_database, args.mariadb_url, keep=args.keep) as store,
+        reference_server(python, data_dir, store_url=store.url, **options) as server,
+    ):
+        yield server, store
 
 
 def _create(name: str, password: str) -> list[str]:

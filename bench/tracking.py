@@ -78,7 +78,6 @@ from tests.support.zenml_env import (  # noqa: E402
     ZENML_VERSION,
     ZenmlEnvError,
     installed_versions,
-    reference_server,
     server_venv,
 )
 
@@ -783,19 +782,9 @@ def start_reference(data_dir: Path, password: str, args: argparse.Namespace) -> 
         raise BenchError(f"zenml server environment: {exc}") from None
     say(f"reference: starting uvicorn ({data_dir}, {args.reference_database}) ...")
     try:
-        with (
-            mariadb.reference_store(
-                venv.python, args.reference_database, args.mariadb_url, keep=args.keep
-            ) as store,
-            reference_server(
-                venv.python,
-                data_dir,
-                port=_free_port(),
-                password=password,
-                start_timeout=300,
-                store_url=store.url,
-            ) as server,
-        ):
+        with mariadb.reference_on_store(
+            venv.python, data_dir, args, port=_free_port(), password=password, start_timeout=300
+        ) as (server, store):
             stack = (
                 f"ZenML {ZENML_VERSION}, {_uvicorn_stack(venv.python)}, {store.described}, "
                 "uvicorn access log on (as `zenml login --local` runs it)"
@@ -1008,13 +997,13 @@ def print_servers(targets: Sequence[Target], args: argparse.Namespace) -> None:
     )
 
 
-def print_memory(targets: Sequence[Target]) -> None:
-    """Each server's processes at rest, after loading and warming up."""
+def print_memory(targets: Sequence[Target], when: str) -> None:
+    """Each server's processes at rest (``when``: after what)."""
     time.sleep(IDLE_SETTLE)
     print()
     print(
-        "idle memory after loading and warming up (a process group per row; the target "
-        f"is judged on PSS, for Python processes: {memory.TARGET_MB:g} MB)"
+        f"idle memory {when} (a process group per row; the target is judged on PSS, for "
+        f"Python processes: {memory.TARGET_MB:g} MB)"
     )
     print(memory.format_table((t.name, memory.measure(t.processes)) for t in targets))
 
@@ -1026,7 +1015,7 @@ def cells_phase(base: Path, password: str, args: argparse.Namespace) -> None:
         targets, skipped = started_targets(
             names, base, password, args, held, lambda target: prepare(target, args)
         )
-        print_memory(targets)
+        print_memory(targets, "after loading and warming up")
         load_before = os.getloadavg()[0]
         rows = _run_async(run_cells(targets, args))
         load_after = os.getloadavg()[0]
@@ -1168,7 +1157,7 @@ def scaling_phase(base: Path, password: str, args: argparse.Namespace) -> None:
             names, base, password, args, held, lambda target: _no_preparation(), "scaling-"
         )
         if not any(w in WORKLOAD_TITLES for w in args.workloads):
-            print_memory(targets)  # no cells phase printed it
+            print_memory(targets, "after start-up")  # no cells phase printed it
         points, loads = _run_async(run_scaling(targets, args))
         print()
         print(

@@ -95,7 +95,6 @@ from tests.support.redis_server import free_port  # noqa: E402
 from tests.support.zenml_env import (  # noqa: E402
     ZenmlEnvError,
     ensure_venv,
-    reference_server,
     stop_process,
 )
 
@@ -630,20 +629,15 @@ def reference(base: Path, password: str, args: argparse.Namespace) -> Iterator[t
         venv = ensure_venv(
             f"zenml-server-{REFERENCE_VERSION}", f"zenml[server]=={REFERENCE_VERSION}"
         )
-        with (
-            mariadb.reference_store(
-                venv.python, args.reference_database, args.mariadb_url, keep=args.keep
-            ) as store,
-            reference_server(
-                venv.python,
-                base / "reference",
-                port=_free_port(),
-                password=password,
-                start_timeout=420,
-                access_log=False,
-                store_url=store.url,
-            ) as server,
-        ):
+        with mariadb.reference_on_store(
+            venv.python,
+            base / "reference",
+            args,
+            port=_free_port(),
+            password=password,
+            start_timeout=420,
+            access_log=False,
+        ) as (server, store):
             stack = (
                 f"ZenML {REFERENCE_VERSION}, {_uvicorn_stack(venv.python)}, {store.described}, "
                 "access log off"
