@@ -25,6 +25,7 @@ from deploy.gateway.render import kubernetes_target, render
 from deploy.local import postgres
 from shared.serve import GRACEFUL_SHUTDOWN_SECONDS
 from tests.support.postgres_server import postgres_for_tests
+from webhooks.settings import Settings as WebhooksSettings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 K8S = REPO_ROOT / "deploy" / "k8s"
@@ -214,9 +215,11 @@ def test_the_worker_runs_its_module_in_its_owners_image(objects):
         assert spec["command"] == ["python", "-m", worker.module]
         owner = container(of_kind(objects, "Deployment")[worker.owner])
         assert spec["image"] == owner["image"]
-        # arq cancels its running jobs on SIGTERM (they are queued again): no endpoints to
-        # leave, no preStop; grace for closing its pools.
-        assert deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] >= 20
+        # On SIGTERM it lets its jobs finish (job timeout + 1 s): no endpoints to leave, no
+        # preStop; grace for those jobs and closing its pools.
+        job_wait = WebhooksSettings.model_fields["worker_job_timeout"].default.total_seconds() + 1
+        grace = deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
+        assert grace >= job_wait + 5
 
 
 def test_every_deployment_has_a_disruption_budget_and_web_services_an_autoscaler(objects):

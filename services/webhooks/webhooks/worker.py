@@ -100,6 +100,9 @@ def create_worker(
         job_deserializer=deserializer,
         burst=burst,
         handle_signals=not burst,
+        # On SIGTERM (a rollout, a scale-down), stop claiming and let the jobs in flight
+        # finish, for up to a job's timeout, instead of cancelling them to run again.
+        job_completion_wait=int(timeout) + 1,
         health_check_interval=60,
         # A finished event's job key stays this long, absorbing its sender's replays.
         replay_window_ms=int(settings.delivery_dedupe_window.total_seconds() * 1000),

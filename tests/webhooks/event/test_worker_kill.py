@@ -1,6 +1,7 @@
 """At-least-once for real: the worker process is SIGKILLed in the middle of a batch and a
 new one started; afterwards every accepted event has been processed exactly once (one
-execution, one run requested under one idempotency key), within seconds."""
+execution, one run requested under one idempotency key), within seconds. And a SIGTERM
+(a rollout) lets the jobs in flight finish before the worker exits."""
 
 from __future__ import annotations
 
@@ -67,6 +68,26 @@ class SlowRuns(SnapshotRuns):
             await inner(scope, receive, send)
 
         return slow
+
+
+class HeldRuns(SnapshotRuns):
+    """Each run request is held ``delay`` seconds; ``started`` counts those that came in."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__()
+        self.delay = delay
+        self.started = 0
+
+    def app(self) -> Any:
+        inner = super().app()
+
+        async def held(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] == "http" and scope["path"].endswith("/runs"):
+                self.started += 1
+                await asyncio.sleep(self.delay)
+            await inner(scope, receive, send)
+
+        return held
 
 
 def worker_env(settings: Settings, tracking_url: str) -> dict[str, str]:
@@ -193,3 +214,52 @@ async def test_worker_killed_mid_batch_loses_and_doubles_nothing(
         f"{len(runs.calls)} run requests for {len(runs.runs)} runs, "
         f"{time.monotonic() - started:.1f}s"
     )
+
+
+async def test_sigterm_lets_the_jobs_in_flight_finish(
+    client, auth, create_webhook, project, webhooks_app, webhooks_settings, tmp_path
+):
+    """arq's default cancels running jobs on SIGTERM (they run again later); ours waits
+    for them, up to the job timeout, so a rollout repeats no run request."""
+    hook = await create_webhook("codehost")
+    trigger = await client.post(
+        "/api/v1/webhook_triggers",
+        json={
+            "project": project["id"],
+            "name": "every-push",
+            "webhook_id": hook["id"],
+            "snapshot_id": str(uuid.uuid4()),
+            "configuration": {"target_events": [{"type": "push"}]},
+        },
+        headers=auth,
+    )
+    assert trigger.status_code == 200, trigger.text
+    jobs = 3
+    for i in range(jobs):
+        body = push_body(actor=f"user-{i}")
+        headers = codehost_headers(hook["secret"], body, delivery=f"delivery-{i}")
+        response = await client.post(
+            f"/api/v1/webhooks/codehost/{hook['id']}/events", content=body, headers=headers
+        )
+        assert response.status_code == 202
+    runs = HeldRuns(delay=1.0)
+    with serving(runs) as tracking_url:
+        env = worker_env(webhooks_settings, tracking_url) | {"WORKER_JOB_TIMEOUT": "PT10S"}
+        log = tmp_path / "worker.log"
+        worker = start_worker(env, log)
+        try:
+            started = time.monotonic()
+            while runs.started < jobs:
+                assert worker.poll() is None, log.read_text()
+                assert time.monotonic() - started < DEADLINE, log.read_text()
+                await asyncio.sleep(0.01)
+            worker.send_signal(signal.SIGTERM)
+            assert worker.wait(timeout=15) == 0, log.read_text()
+        finally:
+            if worker.poll() is None:
+                worker.kill()
+                worker.wait()
+    # Every job in flight at the SIGTERM finished: its event processed, its run started.
+    assert await processed(webhooks_app) == jobs
+    assert len(runs.runs) == jobs
+    assert len(runs.calls) == jobs
