@@ -8,10 +8,17 @@ old key.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
+from typing import Any, TypeVar
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from pydantic import SecretStr
+from sqlmodel import SQLModel, col, select
+
+from shared.db import SessionMaker, session_scope
+
+Row = TypeVar("Row", bound=SQLModel)
 
 
 class SecretUnreadable(ValueError):
@@ -59,3 +66,22 @@ class SecretBox:
             return self._fernet.rotate(ciphertext.encode()).decode()
         except InvalidToken:
             raise SecretUnreadable("no configured key decrypts the stored secret") from None
+
+
+async def reencrypt_rows(
+    sessionmaker: SessionMaker, model: type[Row], rewrite: Callable[[Row], bool]
+) -> int:
+    """Pass every row of ``model`` to ``rewrite`` (which re-encrypts its secrets under the
+    first key and says whether it changed any), each row locked in its own short
+    transaction; the number rewritten. Idempotent: a second run rewrites nothing."""
+    key: Any = model.id  # type: ignore[attr-defined]  # every model here has an id
+    async with session_scope(sessionmaker) as session:
+        ids = list((await session.exec(select(key).order_by(col(key)))).all())
+    rewritten = 0
+    for row_id in ids:
+        async with session_scope(sessionmaker) as session:
+            row = await session.get(model, row_id, with_for_update=True)
+            if row is not None and rewrite(row):
+                session.add(row)
+                rewritten += 1
+    return rewritten

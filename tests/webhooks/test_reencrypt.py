@@ -5,8 +5,8 @@ from __future__ import annotations
 from cryptography.fernet import Fernet
 from pydantic import SecretStr
 
+from shared.secret_box import SecretBox
 from tests.webhooks.support import deliver_through, push_body
-from webhooks.core.crypto import SecretBox
 from webhooks.reencrypt import reencrypt
 
 

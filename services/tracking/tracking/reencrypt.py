@@ -8,9 +8,8 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from sqlmodel import col, select
-
-from shared.db import SessionMaker, create_engine, create_sessionmaker, session_scope
+from shared.db import SessionMaker, create_engine, create_sessionmaker
+from shared.secret_box import reencrypt_rows
 from tracking.component.secrets import ComponentSecrets
 from tracking.models import StackComponent
 from tracking.settings import Settings
@@ -18,17 +17,7 @@ from tracking.settings import Settings
 
 async def reencrypt(sessionmaker: SessionMaker, secrets: ComponentSecrets) -> int:
     """The number of components whose secrets were rewritten."""
-    async with session_scope(sessionmaker) as session:
-        query = select(StackComponent.id).order_by(col(StackComponent.id))
-        ids = list((await session.exec(query)).all())
-    rewritten = 0
-    for component_id in ids:
-        async with session_scope(sessionmaker) as session:
-            component = await session.get(StackComponent, component_id, with_for_update=True)
-            if component is not None and secrets.rotate(component):
-                session.add(component)
-                rewritten += 1
-    return rewritten
+    return await reencrypt_rows(sessionmaker, StackComponent, secrets.rotate)
 
 
 async def _main(settings: Settings) -> int:

@@ -14,9 +14,9 @@ from starlette.routing import BaseRoute
 
 from shared.app import ServiceApp, State, create_service_app
 from shared.responses import ErrorStyle
+from shared.secret_box import SecretBox
 from shared.settings import PLATFORM_VERSION
 from shared.users import create_user_directory
-from webhooks.core.crypto import SecretBox
 from webhooks.core.live import LiveState
 from webhooks.core.projects import ProjectDirectory
 from webhooks.event.queue import JobQueue

@@ -7,10 +7,8 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from sqlmodel import col, select
-
-from shared.db import SessionMaker, create_engine, create_sessionmaker, session_scope
-from webhooks.core.crypto import SecretBox
+from shared.db import SessionMaker, create_engine, create_sessionmaker
+from shared.secret_box import SecretBox, reencrypt_rows
 from webhooks.models import Webhook
 from webhooks.settings import Settings
 
@@ -18,19 +16,15 @@ from webhooks.settings import Settings
 async def reencrypt(sessionmaker: SessionMaker, box: SecretBox) -> int:
     """The number of secrets rewritten. The plaintext never changes, so the intake's
     cached webhooks stay valid and no version is bumped."""
-    async with session_scope(sessionmaker) as session:
-        ids = list((await session.exec(select(Webhook.id).order_by(col(Webhook.id)))).all())
-    rewritten = 0
-    for webhook_id in ids:
-        async with session_scope(sessionmaker) as session:
-            webhook = await session.get(Webhook, webhook_id)
-            if webhook is None:
-                continue
-            rotated = box.rotate(webhook.secret_ciphertext)
-            if rotated is not None:
-                webhook.secret_ciphertext = rotated
-                rewritten += 1
-    return rewritten
+
+    def rotate(webhook: Webhook) -> bool:
+        rotated = box.rotate(webhook.secret_ciphertext)
+        if rotated is None:
+            return False
+        webhook.secret_ciphertext = rotated
+        return True
+
+    return await reencrypt_rows(sessionmaker, Webhook, rotate)
 
 
 async def _main(settings: Settings) -> int:

@@ -7,8 +7,8 @@ from datetime import timedelta
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
+from shared.secret_box import SecretBox
 from shared.settings import ServiceSettings
-from webhooks.core.crypto import SecretBox
 
 
 class Settings(ServiceSettings):

@@ -10,7 +10,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from shared.db import SessionMaker, session_scope
-from webhooks.core.crypto import SecretBox
+from shared.secret_box import SecretBox
 from webhooks.core.live import LiveState
 from webhooks.models import Webhook
 

@@ -14,7 +14,7 @@ from redis.exceptions import RedisError
 from sqlalchemy.exc import DBAPIError
 
 from shared.errors import HTTPDetailError, ServiceUnavailable
-from webhooks.core.crypto import SecretUnreadable
+from shared.secret_box import SecretUnreadable
 from webhooks.core.live import Counted, LiveState, Outcome
 from webhooks.event.queue import encode, event_id_for, utc_text
 from webhooks.intake.cache import CachedWebhook, WebhookCache

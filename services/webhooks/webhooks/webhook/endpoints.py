@@ -14,9 +14,9 @@ from shared.listing import page_of, read_list
 from shared.pagination import Page
 from shared.responses import render, render_null
 from shared.routing import ApiRoute, api_route, parse_json, parse_query
+from shared.secret_box import SecretBox
 from shared.users import users_by_id
 from webhooks.core.auth import acting_user
-from webhooks.core.crypto import SecretBox
 from webhooks.core.live import LiveState
 from webhooks.core.projects import resolve_project
 from webhooks.event.repository import EventRepository

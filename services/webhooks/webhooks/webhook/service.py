@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 import uuid
 
 from sqlmodel.ext.asyncio.session import AsyncSession
@@ -9,13 +10,18 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from shared.db import flush_unique, utcnow
 from shared.errors import BadRequest, Conflict, NotFound, Unprocessable
 from shared.listing import Listing
-from webhooks.core.crypto import SecretBox, generate_secret
+from shared.secret_box import SecretBox
 from webhooks.core.live import LiveState
 from webhooks.core.projects import Project
 from webhooks.intake.providers import WebhookType
 from webhooks.models import Webhook
 from webhooks.webhook.repository import WebhookRepository
 from webhooks.webhook.schemas import WebhookRequest, WebhookUpdate
+
+
+def new_secret() -> str:
+    """A new signing secret: 256 bits, URL-safe (43 characters, as the reference's)."""
+    return secrets.token_urlsafe(32)
 
 
 class WebhookNotFound(NotFound):
@@ -65,7 +71,7 @@ class WebhookService:
             raise Unprocessable(f"Unsupported webhook type: {request.webhook_type}.")
         if not request.active:
             raise Conflict("A webhook is created active; deactivate it with an update.")
-        generated = None if request.secret is not None else generate_secret()
+        generated = None if request.secret is not None else new_secret()
         secret = generated or (request.secret.get_secret_value() if request.secret else "")
         webhook = Webhook(
             project_id=project.id,
@@ -104,7 +110,7 @@ class WebhookService:
 
     async def rotate_secret(self, webhook: Webhook, secret: str | None) -> str:
         """The new secret; the old one stops verifying when this commits."""
-        new = secret or generate_secret()
+        new = secret or new_secret()
         webhook.secret_ciphertext = self.box.encrypt(new)
         await self._changed(webhook)
         return new
