@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+import zlib
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager, suppress
 from typing import Any, TypeVar
 
-from sqlalchemy import Result, text
+from sqlalchemy import Result, func, text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 from sqlalchemy.orm import Session
@@ -110,6 +111,19 @@ async def core_execute(
         await session.flush()
     connection = await session.connection()
     return await connection.execute(statement, params)
+
+
+def advisory_key(name: str) -> int:
+    """The PostgreSQL advisory lock key of ``name`` (one per service and purpose)."""
+    return zlib.crc32(name.encode())
+
+
+async def take_turns(session: AsyncSession, name: str) -> None:
+    """Hold the advisory lock ``name`` until the session's transaction ends, so replicas
+    starting together run what follows one after another (a check-then-insert at start-up:
+    the second finds what the first made)."""
+    lock = select(func.pg_advisory_xact_lock(advisory_key(name)))
+    await session.exec(lock)
 
 
 async def ping(engine: AsyncEngine) -> None:

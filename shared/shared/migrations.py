@@ -9,7 +9,6 @@ only one applies a given revision.
 from __future__ import annotations
 
 import uuid
-import zlib
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ from sqlalchemy import MetaData, text
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from shared.db import create_engine
+from shared.db import advisory_key, create_engine
 
 
 def alembic_config(script_location: Path, connection: Connection | None = None) -> Config:
@@ -35,8 +34,7 @@ def alembic_config(script_location: Path, connection: Connection | None = None) 
 def _upgrade_sync(connection: Connection, script_location: Path, lock_name: str) -> None:
     # Replicas (or uvicorn workers) starting together all get here: they take turns, so
     # the first applies each revision and the others find the database at head.
-    key = zlib.crc32(lock_name.encode())
-    connection.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": key})
+    connection.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": advisory_key(lock_name)})
     command.upgrade(alembic_config(script_location, connection), "head")
 
 

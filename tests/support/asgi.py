@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import socket
 from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 import httpx
@@ -60,6 +60,13 @@ async def running(app: ASGIApp) -> AsyncIterator[LifespanApp]:
         yield wrapped
     finally:
         await wrapped.shutdown()
+
+
+@asynccontextmanager
+async def running_together(*apps: ASGIApp) -> AsyncIterator[list[LifespanApp]]:
+    """Several apps' lifespans started at the same time, as replicas of a service are."""
+    async with AsyncExitStack() as stack:
+        yield list(await asyncio.gather(*(stack.enter_async_context(running(a)) for a in apps)))
 
 
 @asynccontextmanager

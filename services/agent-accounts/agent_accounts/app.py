@@ -24,7 +24,7 @@ from agent_accounts.task import endpoints as task_endpoints
 from agent_accounts.worker import endpoints as worker_endpoints
 from shared.app import LifespanHook, State, create_service_app
 from shared.auth import TokenVerifier
-from shared.db import Clock, session_scope, utcnow
+from shared.db import Clock, session_scope, take_turns, utcnow
 from shared.passwords import announce_generated_password
 
 MIGRATIONS = Path(__file__).parent / "migrations"
@@ -48,6 +48,8 @@ def _lifespan(clock: Clock) -> LifespanHook:
         )
         password = settings.server_default_account_password
         async with session_scope(state["sessionmaker"]) as session:
+            # Replicas starting together on an empty database: one creates the account.
+            await take_turns(session, "agent-accounts:start-up")
             default, generated = await AccountService(session, settings, clock).ensure_default(
                 settings.server_default_account_name,
                 password.get_secret_value() if password else None,

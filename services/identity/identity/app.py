@@ -24,7 +24,7 @@ from identity.user import endpoints as user_endpoints
 from identity.user.service import UserService
 from shared.app import LifespanHook, State, create_service_app
 from shared.auth import TokenVerifier, TrackingScopeSource, WorkloadScopes
-from shared.db import Clock, session_scope, utcnow
+from shared.db import Clock, session_scope, take_turns, utcnow
 from shared.passwords import announce_generated_password
 from shared.settings import PLATFORM_VERSION
 
@@ -40,6 +40,8 @@ def _lifespan(clock: Clock) -> LifespanHook:
     async def lifespan(_app: Starlette, state: State) -> AsyncIterator[State]:
         settings: Settings = state["settings"]
         async with session_scope(state["sessionmaker"]) as session:
+            # Replicas starting together on an empty database: one creates the first admin.
+            await take_turns(session, "identity:start-up")
             reencrypted = await SigningKeyService(session, settings, clock).reencrypt()
             password = settings.default_admin_password
             generated = await UserService(session, clock=clock).ensure_default_admin(

@@ -12,7 +12,7 @@ from argon2 import PasswordHasher
 from agent_accounts.app import create_app
 from agent_accounts.settings import Settings
 from tests.agent_accounts.conftest import ADMIN, Clock, Login, NewUser, bearer, stored_rows
-from tests.support.asgi import client_for
+from tests.support.asgi import client_for, running_together
 
 
 async def test_default_admin_is_created_at_first_start(client: httpx.AsyncClient, admin):
@@ -41,6 +41,16 @@ async def test_default_account_without_a_password_gets_a_printed_random_one_once
     assert "generated password" not in capsys.readouterr().out
     (stored,) = await stored_rows(settings, "SELECT password_hash FROM accounts")
     assert password not in stored[0]
+
+
+async def test_replicas_starting_together_create_the_default_account_once(
+    agent_settings: Settings, capsys: pytest.CaptureFixture[str]
+):
+    settings = agent_settings.model_copy(update={"server_default_account_password": None})
+    async with running_together(*(create_app(settings) for _ in range(3))):
+        pass
+    assert capsys.readouterr().out.count("generated password: ") == 1
+    assert len(await stored_rows(settings, "SELECT id FROM accounts")) == 1
 
 
 async def test_configured_default_account_password_is_used_and_not_printed(

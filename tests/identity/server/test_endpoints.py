@@ -8,7 +8,7 @@ from pydantic import SecretStr
 
 from identity.app import create_app
 from tests.identity.conftest import make_settings
-from tests.support.asgi import client_for
+from tests.support.asgi import client_for, running_together
 
 
 async def test_info_is_the_server_model_without_auth(identity: httpx.AsyncClient):
@@ -51,3 +51,12 @@ async def test_configured_admin_password_is_used_and_not_printed(
         )
     assert response.status_code == 200
     assert "p" * 12 not in capsys.readouterr().out
+
+
+async def test_replicas_starting_together_create_the_first_admin_once(
+    database_url: str, redis_url: str, redis_namespace: str, capsys: pytest.CaptureFixture[str]
+):
+    settings = make_settings(database_url, redis_url, redis_namespace, default_admin_password=None)
+    async with running_together(*(create_app(settings) for _ in range(3))):
+        pass
+    assert capsys.readouterr().out.count("generated password: ") == 1

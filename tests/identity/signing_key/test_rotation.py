@@ -141,6 +141,9 @@ async def test_encryption_key_rotation_reencrypts_under_the_new_key(
     )
     async with running(create_app(both)):
         pass
+    # Now under the new key: a later start rewrites nothing.
+    async with running(create_app(both)) as app, session_scope(app.state["sessionmaker"]) as s:
+        assert await SigningKeyService(s, both).reencrypt() == 0
     only_new = settings.model_copy(update={"signing_key_encryption_keys": SecretStr(new_key)})
     async with running(create_app(only_new)) as app:
         assert (await app.state["keyring"].signer()).kid == kid

@@ -14,6 +14,7 @@ import asyncio
 import json
 import logging
 import time
+from contextlib import suppress
 from typing import Any
 
 import jwt
@@ -52,6 +53,7 @@ class SigningKeyService:
         self.settings = settings
         self.repository = SigningKeyRepository(session)
         self.fernet = fernet_for(settings)
+        self.first = Fernet(settings.fernet_keys()[0])
         self.clock = clock
 
     async def rotate(self, *, immediate: bool = False) -> SigningKey:
@@ -94,17 +96,19 @@ class SigningKeyService:
         return signing
 
     async def reencrypt(self) -> int:
-        """Re-encrypt every private key under the first Fernet key (after a key change)."""
+        """Re-encrypt the private keys not under the first Fernet key (after a key change);
+        how many. A key already under it is left alone (rotating would rewrite it anyway)."""
         changed = 0
         for key in await self.repository.all():
+            with suppress(InvalidToken):
+                self.first.decrypt(key.private_key_encrypted)
+                continue
             try:
-                rotated = self.fernet.rotate(key.private_key_encrypted)
+                key.private_key_encrypted = self.fernet.rotate(key.private_key_encrypted)
             except InvalidToken:
                 raise _undecryptable(key) from None
-            if rotated != key.private_key_encrypted:
-                key.private_key_encrypted = rotated
-                self.repository.add(key)
-                changed += 1
+            self.repository.add(key)
+            changed += 1
         return changed
 
     def signer(self, key: SigningKey) -> TokenSigner:
