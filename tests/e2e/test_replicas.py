@@ -1,7 +1,7 @@
 """Two replicas of every web service and two webhook workers: state lives only in the stores.
 
-One stack for the module (``--replicas``), on the tests' PostgreSQL, with one Valkey,
-after a first launch on the empty databases (see ``FIRST_START``). Each check pins its
+One stack for the module (``--replicas``), started on empty databases on the tests'
+PostgreSQL, with one Valkey. Each check pins its
 requests to replicas by their own ports (``tracking#1`` at tracking's port, ``tracking#2``
 100 above it), so a session, a lockout, a device flow, an idempotent answer, a signing key
 or a queued event that lived in one process would show up as a wrong answer from the other.
@@ -51,13 +51,6 @@ DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
 CLIENT_FAILURE_THRESHOLD = 10
 
 
-# identity and agent-accounts create their first account at their first start without
-# guarding against a second replica doing the same (a unique-name violation stops the
-# loser; tracking's bootstrap catches it). Until they do, their first start runs alone, in
-# a first launch where tracking's and webhooks' two replicas meet empty databases at once.
-FIRST_START = {"identity": 1, "agent-accounts": 1}
-
-
 @contextlib.contextmanager
 def launch(
     data_dir: Path, databases: dict[str, str], replicas: dict[str, int], log: str
@@ -81,22 +74,11 @@ def launch(
 
 
 @pytest.fixture(scope="module")
-def first_start(
-    tmp_path_factory: pytest.TempPathFactory, databases_of_stack: dict[str, str]
-) -> tuple[Path, str]:
-    """The data dir and the log of a first launch on the empty databases, stopped again."""
-    data_dir = tmp_path_factory.mktemp("replicas") / "data"
-    with launch(data_dir, databases_of_stack, REPLICAS | FIRST_START, "first.log") as first:
-        first.process.send_signal(signal.SIGTERM)
-        assert first.process.wait(timeout=30) == 0, first.log_tail()
-        return data_dir, first.output()
-
-
-@pytest.fixture(scope="module")
 def stack(
-    first_start: tuple[Path, str], databases_of_stack: dict[str, str]
+    tmp_path_factory: pytest.TempPathFactory, databases_of_stack: dict[str, str]
 ) -> Iterator[LaunchedStack]:
-    with launch(first_start[0], databases_of_stack, REPLICAS, "launcher.log") as up:
+    data_dir = tmp_path_factory.mktemp("replicas") / "data"
+    with launch(data_dir, databases_of_stack, REPLICAS, "launcher.log") as up:
         yield up
 
 
@@ -185,14 +167,15 @@ UPGRADE = re.compile(r"^(\S+)#\d+ +\| .*Running upgrade .*-> (\w+)", re.MULTILIN
 
 
 def test_replicas_started_at_once_on_an_empty_database_migrate_it_once(
-    first_start: tuple[Path, str], databases_of_stack: dict[str, str]
+    stack: LaunchedStack, databases_of_stack: dict[str, str]
 ):
-    """In the first launch both replicas of tracking and of webhooks met their empty
-    databases at once: shared.migrations' advisory lock made one run every migration while
-    the other waited (and found nothing left to do)."""
-    _, output = first_start
+    """Both replicas of each service met their empty database at once: shared.migrations'
+    advisory lock made one run every migration while the other waited (and found nothing
+    left to do), and the start-up lock (shared.db.take_turns) made one create the first
+    account while the other found it."""
+    output = stack.output()
     runs = UPGRADE.findall(output)
-    for service in ("tracking", "webhooks"):
+    for service in WEB:
         assert f"{service}#2 is ready on port" in output
         revisions = [revision for name, revision in runs if name == service]
         assert revisions, f"{service} ran no migration:\n{output[-3000:]}"
