@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
+import socket
 import sys
 from typing import Any
 
@@ -104,6 +106,9 @@ def create_worker(
         # finish, for up to a job's timeout, instead of cancelling them to run again.
         job_completion_wait=int(timeout) + 1,
         health_check_interval=60,
+        # One key per worker process (arq's default is one per queue, which replicas
+        # would overwrite in turn).
+        health_check_key=f"{settings.queue_name}:health-check:{socket.gethostname()}:{os.getpid()}",
         # A finished event's job key stays this long, absorbing its sender's replays.
         replay_window_ms=int(settings.delivery_dedupe_window.total_seconds() * 1000),
         batch_claims=batch_claims,
