@@ -81,6 +81,9 @@ class Target:
     """DNS server to re-resolve upstream names with; ``None`` resolves once at start."""
     source: str
     """Says, in the header comment, which target this is."""
+    worker_processes: str = "auto"
+    """nginx's workers: ``auto`` is one per CPU of the machine, which in a pod is the
+    node's, not the pod's CPU limit."""
     temp_dir: str | None = None
     """Where nginx buffers bodies (a writable directory, for a read-only root file system);
     ``None`` keeps nginx's compiled-in paths (under its ``-p`` prefix)."""
@@ -140,6 +143,8 @@ def kubernetes_target(stack: Stack) -> Target:
         resolver=None,
         source="Kubernetes; regenerate with `python -m deploy.gateway`",
         temp_dir="/tmp/nginx",  # noqa: S108
+        # The gateway's CPU limit is one core (deploy/k8s/base/gateway/gateway.yaml).
+        worker_processes="1",
     )
 
 
@@ -151,7 +156,7 @@ def render(stack: Stack, target: Target) -> str:
     ]
     if target.user:
         head.append(f"user {target.user};")
-    head.append("worker_processes auto;")
+    head.append(f"worker_processes {target.worker_processes};")
     if target.pid:
         head.append(f"pid {target.pid};")
     head += ["error_log stderr warn;", "", "events {", "    worker_connections 1024;", "}", ""]

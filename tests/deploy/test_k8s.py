@@ -330,6 +330,15 @@ def test_only_the_services_reach_the_stores(rendered):
         assert ({5432, 6379} <= ports) == (name in clients), name
 
 
+def test_the_gateway_runs_no_more_nginx_workers_than_its_cpu_limit(objects):
+    # `worker_processes auto` would count the node's CPUs, not the pod's.
+    workers = re.search(r"^worker_processes (\w+);", KUBERNETES_CONF.read_text(), re.MULTILINE)
+    assert workers is not None
+    limit = container(of_kind(objects, "Deployment")["gateway"])["resources"]["limits"]["cpu"]
+    cores = int(limit[:-1]) / 1000 if limit.endswith("m") else float(limit)
+    assert int(workers.group(1)) <= max(1, cores)
+
+
 # --- consistency with deploy/stack.toml and docker-compose.yml ---
 
 
