@@ -18,7 +18,7 @@ sync: $(if $(filter .tools/bin/uv,$(UV)),.tools/bin/uv)
 	$(UV) sync --frozen --all-packages --quiet
 
 run: sync
-	$(UV) run --frozen --no-sync python -m deploy.local
+	$(UV) run --frozen --no-sync python -m deploy.local $(RUN_ARGS)
 
 lint: sync
 	$(UV) run --frozen --no-sync ruff check .
