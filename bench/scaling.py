@@ -67,8 +67,8 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         "--reference-scaling-max",
         type=int,
         default=100_000,
-        help="the reference's last step: its API loads ~50-100 versions a second "
-        "(default: %(default)s)",
+        help="the reference's last step in the scaling workload, where its lists already "
+        "take a large share of a second (default: %(default)s)",
     )
     parser.add_argument(
         "--api-versions",
