@@ -8,10 +8,13 @@ their tables, so each service is compared against a copy holding only its own.
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from collections.abc import Iterable
 from typing import Any
 
 import pytest
+from alembic.script import ScriptDirectory
 from sqlalchemy import MetaData, Table, inspect, text
 from sqlalchemy.engine import Connection
 from sqlmodel import SQLModel
@@ -19,6 +22,7 @@ from sqlmodel.main import default_registry
 
 from shared.db import create_engine
 from shared.migrations import pending_changes, upgrade
+from shared.revisions import at_head, declared_head
 from tests.support.databases import SERVICES, migrations_of
 
 
@@ -150,3 +154,54 @@ async def test_a_failing_migration_leaves_no_partial_schema(database_url, tmp_pa
     finally:
         await engine.dispose()
     assert tables == []
+
+
+@pytest.mark.parametrize("package", SERVICES)
+def test_the_head_read_without_alembic_is_alembics(package):
+    location = migrations_of(package)
+    assert declared_head(location) == ScriptDirectory(str(location)).get_current_head()
+
+
+def test_a_history_that_is_not_one_line_has_no_declared_head(tmp_path):
+    versions = tmp_path / "versions"
+    versions.mkdir()
+    for name, parent in (("0001", None), ("0002", "0001"), ("0003", "0001")):
+        (versions / f"{name}.py").write_text(f"revision = {name!r}\ndown_revision = {parent!r}\n")
+    assert declared_head(tmp_path) is None  # two heads: alembic decides
+
+
+async def test_at_head_only_once_migrated(database_url):
+    location = migrations_of("webhooks")
+    engine = create_engine(database_url)
+    try:
+        assert not await at_head(engine, location)  # no alembic_version yet
+        await upgrade(engine, location, lock_name="webhooks-migrations")
+        assert await at_head(engine, location)
+        async with engine.begin() as conn:
+            await conn.execute(text("UPDATE alembic_version SET version_num = '0001'"))
+        assert not await at_head(engine, location)
+    finally:
+        await engine.dispose()
+
+
+def test_a_service_starting_on_a_database_at_head_never_imports_alembic(database_url):
+    """alembic's ~8.5 MB stay out of a replica with nothing to migrate."""
+    location = migrations_of("webhooks")
+    engine = create_engine(database_url)
+    try:
+        asyncio.run(upgrade(engine, location, lock_name="webhooks-migrations"))
+    finally:
+        asyncio.run(engine.dispose())
+    script = (
+        "import asyncio, sys\n"
+        "from shared.app import _migrate\n"
+        "from shared.db import create_engine\n"
+        f"engine = create_engine({database_url!r})\n"
+        f"asyncio.run(_migrate(engine, __import__('pathlib').Path({str(location)!r}),"
+        " lock_name='webhooks-migrations'))\n"
+        "print('alembic' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert out.stdout.strip() == "False", out.stderr

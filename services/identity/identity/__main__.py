@@ -32,7 +32,6 @@ from shared import serve
 from shared.auth import RevocationList
 from shared.db import create_engine, create_sessionmaker, session_scope
 from shared.errors import PlatformError
-from shared.migrations import upgrade
 from shared.redis import Keys, create_redis
 from shared.throttle import LoginThrottle
 
@@ -42,6 +41,8 @@ COMMANDS = ("rotate-signing-key", "reset-password", "make-admin")
 @asynccontextmanager
 async def _session(settings: Settings) -> AsyncIterator[AsyncSession]:
     """One transaction on identity's database, migrated to its head first."""
+    from shared.migrations import upgrade  # alembic, for the commands only (not the server)
+
     engine = create_engine(settings.database_url)
     try:
         await upgrade(engine, MIGRATIONS, lock_name="identity-migrations")
