@@ -22,7 +22,7 @@ from sqlmodel.main import default_registry
 
 from shared.db import create_engine
 from shared.migrations import pending_changes, upgrade
-from shared.revisions import at_head, declared_head
+from shared.revisions import at_head, declared_head, migrate
 from tests.support.databases import SERVICES, migrations_of
 
 
@@ -184,24 +184,49 @@ async def test_at_head_only_once_migrated(database_url):
         await engine.dispose()
 
 
-def test_a_service_starting_on_a_database_at_head_never_imports_alembic(database_url):
-    """alembic's ~8.5 MB stay out of a replica with nothing to migrate."""
+async def test_a_service_migrates_in_a_child_process_and_never_imports_alembic(database_url):
+    """alembic's ~8.5 MB stay out of every service process: behind its head, the database
+    is upgraded by a child process; at head, nothing runs."""
     location = migrations_of("webhooks")
-    engine = create_engine(database_url)
-    try:
-        asyncio.run(upgrade(engine, location, lock_name="webhooks-migrations"))
-    finally:
-        asyncio.run(engine.dispose())
     script = (
         "import asyncio, sys\n"
-        "from shared.app import _migrate\n"
+        "from pathlib import Path\n"
         "from shared.db import create_engine\n"
-        f"engine = create_engine({database_url!r})\n"
-        f"asyncio.run(_migrate(engine, __import__('pathlib').Path({str(location)!r}),"
-        " lock_name='webhooks-migrations'))\n"
-        "print('alembic' in sys.modules)\n"
+        "from shared.revisions import at_head, migrate\n"
+        "async def main(url, location):\n"
+        "    engine = create_engine(url)\n"
+        "    try:\n"
+        "        for _ in range(2):  # behind its head, then at it\n"
+        "            await migrate(engine, url, location, lock_name='webhooks-migrations')\n"
+        "        print(await at_head(engine, location), 'alembic' in sys.modules)\n"
+        "    finally:\n"
+        "        await engine.dispose()\n"
+        "asyncio.run(main(sys.argv[1], Path(sys.argv[2])))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    out = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-c", script, database_url, str(location)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
-    assert out.stdout.strip() == "False", out.stderr
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "False"], out.stderr
+    assert out.stderr.count("Running upgrade") == 3  # webhooks' three revisions, once
+
+
+async def test_a_failing_child_migration_stops_the_start(database_url, tmp_path):
+    versions = tmp_path / "versions"
+    versions.mkdir()
+    (versions / "0001_broken.py").write_text(BROKEN_REVISION)
+    (tmp_path / "env.py").write_text(
+        "from sqlalchemy import MetaData\nfrom shared.migrations import run_env\n"
+        "run_env(MetaData())\n"
+    )
+    engine = create_engine(database_url)
+    try:
+        with pytest.raises(RuntimeError, match="failed"):
+            await migrate(engine, database_url, tmp_path, lock_name="broken-migrations")
+    finally:
+        await engine.dispose()

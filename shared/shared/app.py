@@ -26,7 +26,6 @@ from typing import Any
 
 import httpx
 from cryptography.fernet import MultiFernet
-from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.applications import Starlette
 from starlette.authentication import AuthenticationBackend
 from starlette.exceptions import HTTPException
@@ -56,7 +55,7 @@ from shared.openapi import build_openapi
 from shared.redis import Keys, create_redis
 from shared.redis_pipe import close_pipe_of
 from shared.responses import ErrorStyle, error_response, error_style_var
-from shared.revisions import at_head
+from shared.revisions import migrate
 from shared.settings import ServiceSettings
 
 State = dict[str, Any]
@@ -125,16 +124,6 @@ def _workload_scopes(settings: ServiceSettings, http: httpx.AsyncClient) -> Work
     )
 
 
-async def _migrate(engine: AsyncEngine, migrations: Path, *, lock_name: str) -> None:
-    """Bring the database to head; alembic is imported only when it is behind (see
-    :mod:`shared.revisions`)."""
-    if await at_head(engine, migrations):
-        return
-    from shared.migrations import upgrade
-
-    await upgrade(engine, migrations, lock_name=lock_name)
-
-
 @asynccontextmanager
 async def _base_state(
     settings: ServiceSettings,
@@ -150,7 +139,14 @@ async def _base_state(
     revocations = RevocationList(redis, keys)
     try:
         if migrations is not None and settings.run_migrations:
-            await _migrate(engine, migrations, lock_name=f"{settings.service_name}-migrations")
+            await migrate(
+                engine,
+                settings.database_url,
+                migrations,
+                lock_name=f"{settings.service_name}-migrations",
+                log_level=settings.log_level,
+                log_json=settings.log_json,
+            )
         jwks = JWKSClient(
             http,
             settings.jwks_url,

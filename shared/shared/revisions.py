@@ -1,18 +1,25 @@
-"""Whether a service's database is at its newest migration, without importing alembic.
+"""A service's migrations at start-up, without alembic in the service's process.
 
-alembic (with mako) holds ~8.5 MB of a process's memory once imported. A replica that
-starts on a database already at head has nothing to migrate, so :func:`at_head` answers
-that from the revision files and the ``alembic_version`` table alone, and
-:mod:`shared.migrations` (alembic) is imported only when there is something to do.
+alembic (with mako) holds ~8.5 MB of a process's memory once imported, for good. So
+:func:`migrate` first asks :func:`at_head` (the revision files, read as text, and the
+``alembic_version`` table), and only a database behind its head is upgraded, by
+:mod:`shared.migrations` in a child process (``python -m shared.revisions``) whose memory
+goes when it exits. Its log lines go to the service's stderr.
 """
 
 from __future__ import annotations
 
 import ast
+import asyncio
+import os
+import sys
 from pathlib import Path
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
+
+# The child's database URL: in its environment, not on its command line (ps shows that).
+_URL_VARIABLE = "SHARED_MIGRATE_DATABASE_URL"
 
 _NAMES = ("revision", "down_revision")
 
@@ -59,3 +66,54 @@ async def at_head(engine: AsyncEngine, script_location: Path) -> bool:
             return False
         versions = (await conn.execute(text("SELECT version_num FROM alembic_version"))).all()
     return [row[0] for row in versions] == [head]
+
+
+async def migrate(
+    engine: AsyncEngine,
+    database_url: str,
+    script_location: Path,
+    *,
+    lock_name: str,
+    log_level: str = "INFO",
+    log_json: bool = True,
+) -> None:
+    """Bring the database to head (a child process runs alembic when it is behind)."""
+    if await at_head(engine, script_location):
+        return
+    environment = {**os.environ, _URL_VARIABLE: database_url}
+    child = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "shared.revisions",
+        str(script_location),
+        lock_name,
+        log_level,
+        "json" if log_json else "text",
+        env=environment,
+    )
+    code = await child.wait()
+    if code != 0:
+        raise RuntimeError(f"the migrations in {script_location} failed (exit {code}), see above")
+
+
+def main(argv: list[str]) -> None:
+    """The child: ``python -m shared.revisions LOCATION LOCK_NAME LEVEL json|text``."""
+    from shared.db import create_engine
+    from shared.logging import configure_logging
+    from shared.migrations import upgrade
+
+    location, lock_name, level, style = argv
+    configure_logging(level, json_output=style == "json")
+
+    async def run() -> None:
+        engine = create_engine(os.environ[_URL_VARIABLE], pool_size=1)
+        try:
+            await upgrade(engine, Path(location), lock_name=lock_name)
+        finally:
+            await engine.dispose()
+
+    asyncio.run(run())
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
