@@ -1002,7 +1002,7 @@ def print_memory(targets: Sequence[Target], when: str) -> None:
     time.sleep(IDLE_SETTLE)
     print()
     print(
-        f"idle memory {when} (a process group per row; the target is judged on PSS, for "
+        f"idle memory {when} (a process group per row; the target is judged on RSS, for "
         f"Python processes: {memory.TARGET_MB:g} MB)"
     )
     print(memory.format_table((t.name, memory.measure(t.processes)) for t in targets))

@@ -290,3 +290,10 @@ def test_idle_memory_sums_a_process_group_from_proc():
 def test_the_reference_on_sqlite_needs_no_database_server(tmp_path):
     with mariadb.reference_store(tmp_path / "python", "sqlite", "mysql://x@h", keep=False) as store:
         assert store.url is None
+
+
+def test_idle_memory_is_judged_on_rss_the_strictest():
+    over = memory.Usage("tracking", 1, 121 * memory.MB, 90 * memory.MB, 85 * memory.MB, True)
+    under = memory.Usage("identity", 1, 119 * memory.MB, 90 * memory.MB, 85 * memory.MB, True)
+    rows = memory.format_table([("ours x1", [over, under])]).splitlines()[2:]
+    assert [row.split()[-1] for row in rows] == ["NO", "yes"]
