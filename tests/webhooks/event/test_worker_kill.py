@@ -130,17 +130,10 @@ async def fake_tracking() -> AsyncIterator[tuple[SlowRuns, str]]:
         yield runs, url
 
 
-async def processed(app: LifespanApp) -> int:
-    async with session_scope(app.state["sessionmaker"]) as session:
-        query = select(func.count()).where(col(WebhookEvent.status) == "processed")
-        return int((await session.exec(query)).one())
-
-
-async def test_worker_killed_mid_batch_loses_and_doubles_nothing(
-    client, auth, create_webhook, project, webhooks_app, webhooks_settings, fake_tracking, tmp_path
-):
-    runs, tracking_url = fake_tracking
-    hook = await create_webhook("codehost")
+async def accept_pushes(
+    client: Any, auth: dict[str, str], hook: dict[str, Any], project: dict[str, Any], count: int
+) -> None:
+    """A trigger on every push to ``hook``, then ``count`` pushes accepted (one event each)."""
     trigger = await client.post(
         "/api/v1/webhook_triggers",
         json={
@@ -153,13 +146,26 @@ async def test_worker_killed_mid_batch_loses_and_doubles_nothing(
         headers=auth,
     )
     assert trigger.status_code == 200, trigger.text
-    for i in range(EVENTS):
+    for i in range(count):
         body = push_body(actor=f"user-{i}")  # one event each (the body names it)
         headers = codehost_headers(hook["secret"], body, delivery=f"delivery-{i}")
         response = await client.post(
             f"/api/v1/webhooks/codehost/{hook['id']}/events", content=body, headers=headers
         )
         assert response.status_code == 202
+
+
+async def processed(app: LifespanApp) -> int:
+    async with session_scope(app.state["sessionmaker"]) as session:
+        query = select(func.count()).where(col(WebhookEvent.status) == "processed")
+        return int((await session.exec(query)).one())
+
+
+async def test_worker_killed_mid_batch_loses_and_doubles_nothing(
+    client, auth, create_webhook, project, webhooks_app, webhooks_settings, fake_tracking, tmp_path
+):
+    runs, tracking_url = fake_tracking
+    await accept_pushes(client, auth, await create_webhook("codehost"), project, EVENTS)
 
     settings: Settings = webhooks_app.state["settings"]
 
@@ -221,27 +227,8 @@ async def test_sigterm_lets_the_jobs_in_flight_finish(
 ):
     """arq's default cancels running jobs on SIGTERM (they run again later); ours waits
     for them, up to the job timeout, so a rollout repeats no run request."""
-    hook = await create_webhook("codehost")
-    trigger = await client.post(
-        "/api/v1/webhook_triggers",
-        json={
-            "project": project["id"],
-            "name": "every-push",
-            "webhook_id": hook["id"],
-            "snapshot_id": str(uuid.uuid4()),
-            "configuration": {"target_events": [{"type": "push"}]},
-        },
-        headers=auth,
-    )
-    assert trigger.status_code == 200, trigger.text
     jobs = 3
-    for i in range(jobs):
-        body = push_body(actor=f"user-{i}")
-        headers = codehost_headers(hook["secret"], body, delivery=f"delivery-{i}")
-        response = await client.post(
-            f"/api/v1/webhooks/codehost/{hook['id']}/events", content=body, headers=headers
-        )
-        assert response.status_code == 202
+    await accept_pushes(client, auth, await create_webhook("codehost"), project, jobs)
     runs = HeldRuns(delay=1.0)
     with serving(runs) as tracking_url:
         env = worker_env(webhooks_settings, tracking_url) | {"WORKER_JOB_TIMEOUT": "PT10S"}
