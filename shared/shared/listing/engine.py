@@ -260,6 +260,7 @@ async def fetch_page(
     scope: Sequence[ColumnElement[bool]] = (),
     params: Mapping[str, Any] | None = None,
     core: bool = False,
+    total: int | None = None,
 ) -> tuple[int, list[Any]]:
     """The total and the requested page of ``statement``'s rows (400 past the last page).
 
@@ -274,7 +275,8 @@ async def fetch_page(
         values.update(prebuilt[1])
     else:
         statements = _statements(spec, listing, statement, where_clause(listing, scope))
-    total = int((await core_execute(session, statements.count, values)).scalar_one())
+    if total is None:
+        total = int((await core_execute(session, statements.count, values)).scalar_one())
     values["page_offset"] = check_page(listing.page, listing.size, total)
     values["page_size"] = listing.size
     if core:

@@ -48,6 +48,7 @@ from tracking.core.repository import rendered_columns
 from tracking.models import (
     Artifact,
     ArtifactVersion,
+    ArtifactVersionCount,
     ArtifactVisualization,
     PipelineRun,
     RunMetadata,
@@ -257,6 +258,10 @@ _SCOPES = {
     for unused in (False, True)
 }
 _PAGE_IDS = sa_select(col(V.id))
+# The project's versions, kept by triggers (migration 0008): the unfiltered list's total.
+_KEPT_COUNT = sa_select(func.coalesce(func.sum(col(ArtifactVersionCount.versions)), 0)).where(
+    col(ArtifactVersionCount.project_id) == bindparam("project_id")
+)
 
 
 class ArtifactVersionRepository:
@@ -297,6 +302,10 @@ class ArtifactVersionRepository:
         if scope_user is not None:
             params["scope_user"] = scope_user
         scope = _SCOPES[(scope_user is not None, only_unused)]
+        kept = None
+        if not listing.conditions and scope_user is None and not only_unused:
+            result = await core_execute(self.session, _KEPT_COUNT, {"project_id": project_id})
+            kept = int(result.scalar_one())
         total, found = await fetch_page(
             self.session,
             ARTIFACT_VERSIONS,
@@ -305,6 +314,7 @@ class ArtifactVersionRepository:
             scope=scope,
             params=params,
             core=True,
+            total=kept,
         )
         ids = [row[0] for row in found]
         rows = {row.id: row for row in await self._rows(_VERSIONS, ids)}

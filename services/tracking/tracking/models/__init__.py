@@ -5,7 +5,12 @@ foreign key.
 """
 
 from tracking.models.artifact import Artifact
-from tracking.models.artifact_version import ArtifactVersion, ArtifactVisualization, RunMetadata
+from tracking.models.artifact_version import (
+    ArtifactVersion,
+    ArtifactVersionCount,
+    ArtifactVisualization,
+    RunMetadata,
+)
 from tracking.models.code_repository import CodeRepository
 from tracking.models.deployment import Deployment
 from tracking.models.pipeline import (
@@ -23,6 +28,7 @@ from tracking.models.tag import Tag, TagResource
 __all__ = [
     "Artifact",
     "ArtifactVersion",
+    "ArtifactVersionCount",
     "ArtifactVisualization",
     "CodeRepository",
     "Deployment",

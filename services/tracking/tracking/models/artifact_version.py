@@ -3,10 +3,21 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 
-from sqlalchemy import Column, ForeignKey, Index, Text, UniqueConstraint
+from sqlalchemy import BigInteger, Column, ForeignKey, Index, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from shared.db import new_id, utcnow
+
+
+class ArtifactVersionCount(SQLModel, table=True):
+    """How many versions a project has, in slots summed on reading: kept by triggers on
+    ``artifact_versions`` (migration 0008), never written by the service."""
+
+    __tablename__ = "artifact_version_counts"
+
+    project_id: uuid.UUID = Field(primary_key=True)
+    slot: int = Field(primary_key=True)
+    versions: int = Field(sa_column=Column(BigInteger, nullable=False))
 
 
 class ArtifactVersion(SQLModel, table=True):
