@@ -424,9 +424,11 @@ class ArtifactVersionService:
     async def download(self, version_id: uuid.UUID, limit: int) -> Download:
         """The version's data, checked: in its store, present, at most ``limit`` bytes."""
         version, store = await self._version_store(version_id)
-        if not await store.exists(version.uri):
-            raise NotFound(f"The artifact URI '{version.uri}' does not exist.")
+        # One walk both finds the data (nothing there: no member) and sizes it; on S3 a
+        # separate existence check repeated the walk's HEAD and LIST requests.
         entries = [entry async for entry in store.walk(version.uri)]
+        if not entries:
+            raise NotFound(f"The artifact URI '{version.uri}' does not exist.")
         size = sum(entry.size for entry in entries)
         if size > limit:
             raise Forbidden(
