@@ -155,15 +155,19 @@ async def test_the_root_cannot_be_deleted(s3: S3Server, store: S3ArtifactStore) 
 async def test_a_large_object_streams_in_bounded_chunks(
     s3: S3Server, store: S3ArtifactStore
 ) -> None:
-    payload = os.urandom(6 * 1024 * 1024)
+    # Larger than what loopback's socket buffers hand obstore at once on a loaded machine:
+    # obstore yields what has arrived (at least CHUNK), and at 6 MiB a piece of 664 KiB
+    # was seen.
+    payload = os.urandom(24 * 1024 * 1024)
     s3.put(store.bucket, {"store/big/blob": payload})
     entries = [e async for e in store.walk(f"s3://{store.bucket}/store/big")]
     chunks = [chunk async for chunk in store.chunks(entries[1])]
-    # The object comes in many pieces, none near its size: never whole in memory.
-    assert len(chunks) >= 12
-    assert max(len(c) for c in chunks) <= 8 * CHUNK
+    # The object comes in many pieces, each a small part of it: never whole in memory.
+    assert len(chunks) > 10
+    assert min(len(c) for c in chunks[:-1]) >= CHUNK
+    assert max(len(c) for c in chunks) < len(payload) // 8
     archive = [piece async for piece in tar_gz(store, entries)]
-    assert max(len(piece) for piece in archive) <= 8 * CHUNK
+    assert max(len(piece) for piece in archive) < len(payload) // 8
     with tarfile.open(fileobj=io.BytesIO(b"".join(archive)), mode="r:gz") as tar:
         member = tar.extractfile("blob")
         assert member is not None
