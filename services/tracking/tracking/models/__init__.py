@@ -13,6 +13,7 @@ from tracking.models.artifact_version import (
 )
 from tracking.models.code_repository import CodeRepository
 from tracking.models.deployment import Deployment
+from tracking.models.hook_invocation import HookInvocation, HookInvocationOutput
 from tracking.models.pipeline import (
     Pipeline,
     PipelineRun,
@@ -21,9 +22,11 @@ from tracking.models.pipeline import (
     StepRun,
     StepRunArtifact,
 )
+from tracking.models.pipeline_build import PipelineBuild
 from tracking.models.project import Project
 from tracking.models.stack import Stack, StackComponent, StackComposition
 from tracking.models.tag import Tag, TagResource
+from tracking.models.trigger import Trigger, TriggerSnapshot
 
 __all__ = [
     "Artifact",
@@ -32,7 +35,10 @@ __all__ = [
     "ArtifactVisualization",
     "CodeRepository",
     "Deployment",
+    "HookInvocation",
+    "HookInvocationOutput",
     "Pipeline",
+    "PipelineBuild",
     "PipelineRun",
     "PipelineSnapshot",
     "Project",
@@ -45,4 +51,6 @@ __all__ = [
     "StepRunArtifact",
     "Tag",
     "TagResource",
+    "Trigger",
+    "TriggerSnapshot",
 ]
