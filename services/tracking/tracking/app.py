@@ -33,6 +33,7 @@ from tracking.stack import endpoints as stack_endpoints
 from tracking.step_run import endpoints as step_run_endpoints
 from tracking.store import ArtifactStores
 from tracking.store.s3 import S3Options
+from tracking.tag import endpoints as tag_endpoints
 from tracking.workload_scope import endpoints as workload_scope_endpoints
 from tracking.workload_scope.service import LocalScopeSource
 
@@ -54,6 +55,7 @@ def routes() -> list[BaseRoute]:
         *deployment_endpoints.routes(),
         *schedule_endpoints.routes(),
         *workload_scope_endpoints.routes(),
+        *tag_endpoints.routes(),
     ]
 
 

@@ -4,11 +4,13 @@ import uuid
 from enum import StrEnum
 from typing import Any, Protocol
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from sqlalchemy import Row
 
 from shared.shapes import Shape
-from tracking.core.schemas import UserScopedBody
+from shared.users import NestedUser
+from tracking.core.rendering import EnvelopeShape
+from tracking.core.schemas import Timestamps, UserScopedBody
 
 
 class ColorVariants(StrEnum):
@@ -23,6 +25,92 @@ class ColorVariants(StrEnum):
     TURQUOISE = "turquoise"
     MAGENTA = "magenta"
     BLUE = "blue"
+
+
+class TaggableResourceTypes(StrEnum):
+    ARTIFACT = "artifact"
+    ARTIFACT_VERSION = "artifact_version"
+    MODEL = "model"
+    MODEL_VERSION = "model_version"
+    PIPELINE = "pipeline"
+    PIPELINE_RUN = "pipeline_run"
+    RUN_TEMPLATE = "run_template"
+    PIPELINE_SNAPSHOT = "pipeline_snapshot"
+    DEPLOYMENT = "deployment"
+
+
+def _is_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _tag_name(value: str) -> str:
+    """A tag's name is not a UUID: a tag is named by its name or its id."""
+    if _is_uuid(value):
+        raise ValueError("Tag names cannot be UUIDs or strings that can be converted to UUIDs.")
+    return value
+
+
+class TagRequest(BaseModel):
+    """``user`` is accepted and ignored (the caller's token decides). Without ``color``,
+    the name decides it (:func:`~tracking.tag.service.tag_color`)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    user: uuid.UUID | None = None
+    name: str = Field(min_length=1, max_length=255)
+    exclusive: bool = False
+    color: ColorVariants | None = None
+
+    _name = field_validator("name")(_tag_name)
+
+
+class TagUpdate(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    name: str | None = Field(default=None, min_length=1, max_length=255)
+    exclusive: bool | None = None
+    color: ColorVariants | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _valid_name(cls, value: str | None) -> str | None:
+        return None if value is None else _tag_name(value)
+
+
+class TagListQuery(BaseModel):
+    """``scope_user``: only this user's tags, ANDed on whatever the filters."""
+
+    scope_user: uuid.UUID | None = None
+
+
+class TagResourceRequest(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    tag_id: uuid.UUID
+    resource_id: uuid.UUID
+    resource_type: TaggableResourceTypes
+
+
+class TagResourceResponseBody(Timestamps):
+    tag_id: uuid.UUID
+    resource_id: uuid.UUID
+    resource_type: TaggableResourceTypes
+
+
+class TagResourceResponseResources(BaseModel):
+    pass
+
+
+class TagResourceResponse(BaseModel):
+    body: TagResourceResponseBody | None = None
+    metadata: dict[str, Any] | None = None
+    resources: TagResourceResponseResources | None = None
+    id: uuid.UUID
+    permission_denied: bool = False
 
 
 class TagRow(Protocol):
@@ -41,10 +129,14 @@ class TagResponseMetadata(BaseModel):
     tagged_count: int
 
 
+class TagResponseResources(BaseModel):
+    user: NestedUser | None = None
+
+
 class TagResponse(BaseModel):
     body: TagResponseBody | None = None
     metadata: TagResponseMetadata | None = None
-    resources: None = None
+    resources: TagResponseResources | None = None
     id: uuid.UUID
     permission_denied: bool = False
     name: str
@@ -52,6 +144,12 @@ class TagResponse(BaseModel):
 
 _TAG = Shape(TagResponse)
 _TAG_BODY = Shape(TagResponseBody)
+TAG = EnvelopeShape(TagResponse)
+
+
+def tag_response(tag: Any, hydrate: bool, user: NestedUser | None) -> dict[str, Any]:
+    """A tag read with its ``tagged_count`` (:meth:`TagRepository.read`)."""
+    return TAG(tag, {"user": user}, hydrate=hydrate)
 
 
 _NESTED: dict[int, tuple[TagRow, dict[str, Any]]] = {}
@@ -75,3 +173,23 @@ def nested_tag(tag: TagRow) -> dict[str, Any]:
     built = _TAG.of(tag, body=_TAG_BODY.of(tag))
     _NESTED[id(tag)] = (tag, built)
     return built
+
+
+def link_id(tag_id: uuid.UUID, resource_type: str, resource_id: uuid.UUID) -> uuid.UUID:
+    """A tag link's id: the link is its three columns, so its id follows from them."""
+    return uuid.uuid5(tag_id, f"{resource_type}:{resource_id}")
+
+
+def tag_resource_response(link: Any) -> dict[str, Any]:
+    """A tag link (a :class:`~tracking.models.TagResource`), unhydrated as the reference
+    answers it."""
+    body = TagResourceResponseBody(
+        created=link.created,
+        updated=link.created,
+        tag_id=link.tag_id,
+        resource_id=link.resource_id,
+        resource_type=TaggableResourceTypes(link.resource_type),
+    )
+    return TagResourceResponse(
+        body=body, id=link_id(link.tag_id, link.resource_type, link.resource_id)
+    ).model_dump(mode="json")

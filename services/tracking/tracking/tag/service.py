@@ -1,4 +1,6 @@
-"""Tags on resources: attach, detach, read in bulk, and filter and sort by them."""
+"""Tags and tags on resources: create, read, change and delete tags; attach and detach
+them (by name, or by id as ``/tag_resources`` does), with exclusive tags on one resource
+of a scope only; read them in bulk, and filter and sort by them."""
 
 from __future__ import annotations
 
@@ -15,11 +17,22 @@ from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from shared.db import core_execute, utcnow
-from shared.listing import Condition, Field, Kind, Op, SortKey
+from shared.db import core_execute, flush_unique, utcnow
+from shared.errors import BadRequest, Conflict, NotFound
+from shared.listing import Condition, Field, Kind, Listing, Op, SortKey
 from shared.listing.sql import condition_sql
+from tracking.core.errors import ScopedNotFound
 from tracking.models import Tag, TagResource
-from tracking.tag.schemas import ColorVariants, TagRow
+from tracking.tag.repository import TAGGABLE, TagRepository
+from tracking.tag.schemas import (
+    ColorVariants,
+    TaggableResourceTypes,
+    TagListQuery,
+    TagRequest,
+    TagResourceRequest,
+    TagRow,
+    TagUpdate,
+)
 
 _COLORS = list(ColorVariants)
 
@@ -36,9 +49,216 @@ def _insert_new(table: Any) -> Any:
     return postgresql_insert(table).on_conflict_do_nothing()
 
 
+# The reference's forbidden characters in names (``BANNED_NAME_CHARACTERS``).
+_BANNED = frozenset("\t\n\r\v\f")
+
+
+class TagNotFound(ScopedNotFound):
+    resource = "tag"
+
+
+class TagAlreadyExists(Conflict):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"Tag with name `{name}` already exists.")
+
+
+class TaggedResourceNotFound(NotFound):
+    def __init__(self, resource_type: TaggableResourceTypes, resource_id: uuid.UUID) -> None:
+        super().__init__(f"{resource_type.value} with ID `{resource_id}` not found.")
+
+
+class ExclusiveTagRefused(BadRequest):
+    pass
+
+
+def _check_name(name: str) -> None:
+    if found := _BANNED.intersection(name):
+        raise BadRequest(
+            f"The name `{name}` of the `Tag` contains the following forbidden "
+            f"characters: `{''.join(sorted(found))!r}`."
+        )
+
+
 class TagService:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
+        self.repository = TagRepository(session)
+
+    async def list_page(self, listing: Listing, query: TagListQuery) -> tuple[int, list[Any]]:
+        return await self.repository.page(listing, query.scope_user)
+
+    async def get(self, tag_id: uuid.UUID) -> Any:
+        row = await self.repository.read(tag_id)
+        if row is None:
+            raise TagNotFound(tag_id)
+        return row
+
+    async def _tag(self, tag_id: uuid.UUID) -> Tag:
+        tag = await self.repository.get(tag_id)
+        if tag is None:
+            raise TagNotFound(tag_id)
+        return tag
+
+    async def create(self, request: TagRequest, user_id: uuid.UUID) -> Any:
+        _check_name(request.name)
+        tag = Tag(
+            name=request.name,
+            color=request.color or tag_color(request.name),
+            exclusive=request.exclusive,
+            user_id=user_id,
+        )
+        self.session.add(tag)
+        await flush_unique(self.session, TagAlreadyExists(request.name))
+        return await self.get(tag.id)
+
+    async def update(self, tag_id: uuid.UUID, update: TagUpdate) -> Any:
+        """Fields sent and not null change. A tag becomes exclusive only while it is on
+        resources an exclusive tag may be on, one per scope."""
+        tag = await self._tag(tag_id)
+        if update.exclusive and not tag.exclusive:
+            await self._check_exclusive(tag)
+        if update.name is not None and update.name != tag.name:
+            _check_name(update.name)
+            tag.name = update.name
+        if update.exclusive is not None:
+            tag.exclusive = update.exclusive
+        if update.color is not None:
+            tag.color = update.color
+        tag.updated = utcnow()
+        self.session.add(tag)
+        await flush_unique(self.session, TagAlreadyExists(tag.name))
+        return await self.get(tag_id)
+
+    async def _check_exclusive(self, tag: Tag) -> None:
+        allowed = {kind for kind, taggable in TAGGABLE.items() if taggable.exclusive_on_update}
+        allowed.add(TaggableResourceTypes.RUN_TEMPLATE)
+        errors = []
+        if others := await self.repository.other_types(tag.id, allowed):
+            errors.append(
+                f"The tag `{tag.name}` cannot be made exclusive because it is associated "
+                f"with non-allowed resource types: {', '.join(others)}. Exclusive tags can "
+                "only be applied to pipeline runs, artifact versions, and run templates."
+            )
+        for kind in sorted(allowed - {TaggableResourceTypes.RUN_TEMPLATE}):
+            if shared := await self.repository.shared_scopes(tag.id, kind):
+                errors.append(
+                    f"The tag `{tag.name}` is associated with multiple entries of "
+                    f"`{kind.value}`s that share the same scope: {[str(s) for s in shared]}"
+                )
+        if errors:
+            raise ExclusiveTagRefused(
+                "\n".join(errors) + "\nYou can only convert a tag into an exclusive tag if "
+                "the conflicts mentioned above are resolved."
+            )
+
+    async def delete(self, tag_id: uuid.UUID) -> None:
+        """The tag goes with its links (the foreign key cascades)."""
+        tag = await self._tag(tag_id)
+        await self.session.delete(tag)
+        await self.session.flush()
+
+    async def link(self, requests: Sequence[TagResourceRequest]) -> list[Any]:
+        """Put tags (by id) on resources; links already there stay as they are. Every tag
+        and resource must exist (404 otherwise)."""
+        if not requests:
+            return []
+        tags = {tag.id: tag for tag in await self._tags({r.tag_id for r in requests})}
+        wanted: dict[TaggableResourceTypes, set[uuid.UUID]] = defaultdict(set)
+        for request in requests:
+            wanted[request.resource_type].add(request.resource_id)
+        for kind, ids in wanted.items():
+            found = await self.repository.existing(kind, ids)
+            for request in requests:
+                if request.resource_type is kind and request.resource_id not in found:
+                    raise TaggedResourceNotFound(kind, request.resource_id)
+        now = utcnow()
+        links = list(dict.fromkeys((r.tag_id, r.resource_type, r.resource_id) for r in requests))
+        await self.session.exec(
+            _insert_new(TagResource).values(
+                [
+                    {
+                        "tag_id": tag_id,
+                        "resource_id": resource_id,
+                        "resource_type": kind.value,
+                        "created": now,
+                    }
+                    for tag_id, kind, resource_id in links
+                ]
+            )
+        )
+        exclusive: dict[tuple[uuid.UUID, TaggableResourceTypes], list[uuid.UUID]] = defaultdict(
+            list
+        )
+        for tag_id, kind, resource_id in links:
+            if tags[tag_id].exclusive:
+                exclusive[(tag_id, kind)].append(resource_id)
+        for (tag_id, kind), resource_ids in exclusive.items():
+            await self._keep_exclusive(tag_id, kind, resource_ids)
+        return await self._links(links)
+
+    async def _tags(self, tag_ids: set[uuid.UUID]) -> list[Tag]:
+        found = list((await self.session.exec(select(Tag).where(col(Tag.id).in_(tag_ids)))).all())
+        missing = tag_ids - {tag.id for tag in found}
+        if missing:
+            raise TagNotFound(min(missing))
+        return found
+
+    async def _keep_exclusive(
+        self, tag_id: uuid.UUID, kind: TaggableResourceTypes, resource_ids: Sequence[uuid.UUID]
+    ) -> None:
+        """An exclusive tag just put on ``resource_ids`` leaves the other resources of
+        their scopes; two of them in one scope are refused."""
+        taggable = TAGGABLE.get(kind)
+        if taggable is None or taggable.scope is None:
+            raise ExclusiveTagRefused(
+                f"Can not attach exclusive tag to resource of type {kind.value} with ID: "
+                f"`{resource_ids[0]}`. Exclusive tag functionality only works for pipeline "
+                "runs, pipeline snapshots, pipeline deployments and artifact versions"
+            )
+        scopes = await self.repository.scopes(kind, set(resource_ids))
+        seen: set[uuid.UUID] = set()
+        for resource_id in resource_ids:
+            scope = scopes.get(resource_id)
+            if scope is None:
+                continue
+            if scope in seen:
+                raise ExclusiveTagRefused(
+                    f"You are trying to attach an exclusive tag to multiple {kind.value}s "
+                    "within the same scope. This is not allowed."
+                )
+            seen.add(scope)
+            await self.repository.detach_others_in_scope(tag_id, kind, resource_id, scope)
+
+    async def _links(
+        self, links: Sequence[tuple[uuid.UUID, TaggableResourceTypes, uuid.UUID]]
+    ) -> list[Any]:
+        """The links as stored, in the order asked."""
+        tag_ids = {tag_id for tag_id, _, _ in links}
+        query = select(TagResource).where(col(TagResource.tag_id).in_(tag_ids))
+        stored = {
+            (row.tag_id, row.resource_type, row.resource_id): row
+            for row in (await self.session.exec(query)).all()
+        }
+        return [
+            stored[(tag_id, kind.value, resource_id)]
+            for tag_id, kind, resource_id in links
+            if (tag_id, kind.value, resource_id) in stored
+        ]
+
+    async def unlink(self, requests: Sequence[TagResourceRequest]) -> None:
+        """Take tags (by id) off resources; a link that is not there is skipped."""
+        for request in dict.fromkeys(
+            (r.tag_id, r.resource_type.value, r.resource_id) for r in requests
+        ):
+            tag_id, kind, resource_id = request
+            await self.session.exec(
+                delete(TagResource).where(
+                    col(TagResource.tag_id) == tag_id,
+                    col(TagResource.resource_type) == kind,
+                    col(TagResource.resource_id) == resource_id,
+                )
+            )
+        await self.session.flush()
 
     async def attach(
         self,
@@ -85,6 +305,10 @@ class TagService:
                 ]
             )
         )
+        for tag in tags:
+            if tag.exclusive:
+                kind = TaggableResourceTypes(resource_type)
+                await self._keep_exclusive(tag.id, kind, [resource_id])
         return sorted(tags, key=lambda tag: tag.name)
 
     async def detach(
