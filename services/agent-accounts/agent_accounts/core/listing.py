@@ -4,11 +4,11 @@ filter tree.
 ``GET ...?size=&cursor=&sort=created:desc&filter={"and":[{"field":"name","op":"startswith",
 "value":"ci-"}]}`` → ``{"items": [...], "next_cursor": "..." | null}``.
 
-Pages are keyset pages: the cursor holds the sort, the last row's sort value and its id,
-so rows written meanwhile never shift a page, and a cursor replayed with another sort is
-refused. Filter fields and sort keys are declared per resource as data; conditions become
-SQL through the shared list engine's :func:`~shared.listing.sql.condition_sql` (literal
-``%``/``_`` in text matches).
+Pages are keyset pages: the cursor holds the sort, a digest of the filter, the last row's
+sort value and its id, so rows written meanwhile never shift a page, and a cursor replayed
+with another sort or another filter is refused (as kitaru refuses it). Filter fields and
+sort keys are declared per resource as data; conditions become SQL through the shared list
+engine's :func:`~shared.listing.sql.condition_sql` (literal ``%``/``_`` in text matches).
 """
 
 from __future__ import annotations
@@ -16,10 +16,12 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime as dt
+import hashlib
 import json
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -53,11 +55,14 @@ class Page(BaseModel, Generic[T]):
 
 @dataclass(frozen=True)
 class CursorSpec:
-    """A resource's filter fields and sort keys: name → (column, kind)."""
+    """A resource's filter fields and sort keys: name → (column, kind). A ``Kind.ENUM``
+    field names its enum in ``enums``: a value outside it is a 422, not a filter that
+    silently matches nothing."""
 
     id_column: Any
     fields: Mapping[str, tuple[Any, Kind]]
     sorts: Mapping[str, tuple[Any, Kind]]
+    enums: Mapping[str, type[StrEnum]] = field(default_factory=dict)
 
 
 def _invalid(param: str, message: str) -> RequestValidationFailed:
@@ -76,8 +81,13 @@ _ORDER = {"lt", "le", "gt", "ge"}
 _TEXT = {"startswith", "endswith", "contains"}
 
 
-def _typed(value: Any, kind: Kind, where: str) -> Any:
+def _typed(value: Any, kind: Kind, where: str, enum: type[StrEnum] | None = None) -> Any:
     try:
+        if kind is Kind.ENUM:
+            allowed = [str(member) for member in enum or ()]
+            if not isinstance(value, str) or value not in allowed:
+                raise _invalid("filter", f"{where}: {value!r} is not one of {allowed}.")
+            return value
         if kind is Kind.UUID:
             return uuid.UUID(str(value))
         if kind is Kind.BOOL:
@@ -108,6 +118,7 @@ def _condition(node: Mapping[str, Any], spec: CursorSpec) -> ColumnElement[bool]
         )
     column, kind = spec.fields[name]
     value = node.get("value")
+    enum = spec.enums.get(name)
     if op == "is_null":
         if not isinstance(value, bool):
             raise _invalid("filter", "is_null takes true or false.")
@@ -119,13 +130,13 @@ def _condition(node: Mapping[str, Any], spec: CursorSpec) -> ColumnElement[bool]
     if op == "in":
         if not isinstance(value, list) or len(value) > 1000:
             raise _invalid("filter", "'in' takes a list of at most 1000 values.")
-        items = tuple(_typed(v, kind, name) for v in value)
+        items = tuple(_typed(v, kind, name, enum) for v in value)
         return column.in_(items) if items else false()
     if op in ("eq", "ne"):
-        return condition_sql(column, kind, Condition(_OPS[op], _typed(value, kind, name)))
+        return condition_sql(column, kind, Condition(_OPS[op], _typed(value, kind, name, enum)))
     if op in _ORDER:
-        if kind is Kind.BOOL:
-            raise _invalid("filter", f"'{op}' does not apply to boolean fields.")
+        if kind in (Kind.BOOL, Kind.ENUM):
+            raise _invalid("filter", f"'{op}' does not apply to {kind} fields.")
         typed = _typed(value, kind, name)
         return {  # type: ignore[no-any-return]
             "lt": column < typed,
@@ -136,14 +147,18 @@ def _condition(node: Mapping[str, Any], spec: CursorSpec) -> ColumnElement[bool]
     raise _invalid("filter", f"Unknown filter operator {op!r}.")
 
 
-def filter_clause(raw: str | None, spec: CursorSpec) -> ColumnElement[bool]:
-    """The WHERE clause of a JSON filter tree (422 when it is malformed)."""
+def _parse_filter(raw: str | None) -> Any:
     if raw is None:
-        return true()
+        return None
     try:
-        tree = json.loads(raw)
+        return json.loads(raw)
     except (ValueError, RecursionError):
         raise _invalid("filter", "The filter is not valid JSON.") from None
+
+
+def _filter_sql(tree: Any, spec: CursorSpec) -> ColumnElement[bool]:
+    if tree is None:
+        return true()
     budget = [MAX_CONDITIONS]
 
     def build(node: Any, depth: int) -> ColumnElement[bool]:
@@ -167,22 +182,50 @@ def filter_clause(raw: str | None, spec: CursorSpec) -> ColumnElement[bool]:
     return build(tree, 0)
 
 
-def _encode_cursor(sort: str, value: Any, row_id: uuid.UUID) -> str:
+def filter_clause(raw: str | None, spec: CursorSpec) -> ColumnElement[bool]:
+    """The WHERE clause of a JSON filter tree (422 when it is malformed)."""
+    return _filter_sql(_parse_filter(raw), spec)
+
+
+def _filter_digest(tree: Any) -> str:
+    """What a cursor remembers of the filter: the same tree, however it was spelled."""
+    if tree is None:
+        return ""
+    canonical = json.dumps(tree, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def _encode_cursor(sort: str, digest: str, value: Any, row_id: uuid.UUID) -> str:
     if isinstance(value, dt.datetime):
         value = (value if value.tzinfo else value.replace(tzinfo=dt.UTC)).isoformat()
-    payload = json.dumps({"s": sort, "v": value, "id": str(row_id)}, separators=(",", ":"))
-    return base64.urlsafe_b64encode(payload.encode()).decode().rstrip("=")
+    payload = {"s": sort, "f": digest, "v": value, "id": str(row_id)}
+    text = json.dumps(payload, separators=(",", ":"))
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
 
 
-def _decode_cursor(raw: str, sort: str, kind: Kind) -> tuple[Any, uuid.UUID]:
+def _cursor_value(value: Any, kind: Kind) -> Any:
+    """The sort value a cursor carries, typed as its column (ValueError if it is not)."""
+    if value is None:
+        return None
+    if kind is Kind.DATETIME:
+        parsed = dt.datetime.fromisoformat(value)
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
+    if kind is Kind.UUID:
+        return uuid.UUID(str(value))
+    expected = {Kind.STRING: str, Kind.INT: int, Kind.BOOL: bool}.get(kind)
+    if expected is None or type(value) is not expected:
+        raise ValueError(value)
+    return value
+
+
+def _decode_cursor(raw: str, sort: str, digest: str, kind: Kind) -> tuple[Any, uuid.UUID]:
     try:
         payload = json.loads(base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)))
         if payload["s"] != sort:
             raise _invalid("cursor", "The cursor belongs to another sort order.")
-        value = payload["v"]
-        if value is not None and kind is Kind.DATETIME:
-            value = dt.datetime.fromisoformat(value)
-        return value, uuid.UUID(payload["id"])
+        if payload["f"] != digest:
+            raise _invalid("cursor", "The cursor belongs to another filter.")
+        return _cursor_value(payload["v"], kind), uuid.UUID(str(payload["id"]))
     except (binascii.Error, ValueError, KeyError, TypeError, RecursionError):
         raise _invalid("cursor", "The cursor is malformed.") from None
 
@@ -201,9 +244,11 @@ async def fetch_page(
         raise _invalid("sort", f"Cannot sort by '{sort_name}'; use one of {sorted(spec.sorts)}.")
     column, kind = spec.sorts[sort_name]
     descending = direction == "desc"
-    statement = statement.where(filter_clause(query.filter, spec), *scope)
+    tree = _parse_filter(query.filter)
+    digest = _filter_digest(tree)
+    statement = statement.where(_filter_sql(tree, spec), *scope)
     if query.cursor is not None:
-        value, last_id = _decode_cursor(query.cursor, query.sort, kind)
+        value, last_id = _decode_cursor(query.cursor, query.sort, digest, kind)
         ahead = column < value if descending else column > value
         tie = spec.id_column < last_id if descending else spec.id_column > last_id
         statement = statement.where(or_(ahead, and_(column == value, tie)))
@@ -214,4 +259,4 @@ async def fetch_page(
     rows = rows[: query.size]
     last = rows[-1]
     sort_value = getattr(last, column.key)
-    return rows, _encode_cursor(query.sort, sort_value, last.id)
+    return rows, _encode_cursor(query.sort, digest, sort_value, last.id)

@@ -15,11 +15,14 @@ from agent_accounts.core.auth import (
     require_task,
     require_worker,
 )
+from agent_accounts.core.listing import ListQuery, Page
 from agent_accounts.core.schemas import parse_optional_json
 from agent_accounts.task.schemas import (
     BlobResponse,
     SessionCreateRequest,
+    SessionListQuery,
     SessionResponse,
+    SessionSummary,
     SessionUpdateRequest,
     TaskClaimRequest,
     TaskClaimResponse,
@@ -29,13 +32,14 @@ from agent_accounts.task.schemas import (
     TaskWithSpec,
     blob_response,
     session_response,
+    session_summary,
     task_response,
     task_spec,
 )
 from agent_accounts.task.service import TaskService
 from shared.db import transaction
 from shared.responses import NO_STORE, render
-from shared.routing import ApiRoute, api_route, parse_json, path_param
+from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
 
 TAGS = ["tasks"]
 
@@ -62,6 +66,14 @@ async def claim(request: Request) -> Response:
         for task, issued in claimed
     ]
     return render(TaskClaimResponse(tasks=items), headers=NO_STORE)
+
+
+async def list_tasks(request: Request) -> Response:
+    require_account(request)
+    query = parse_query(request, ListQuery)
+    async with transaction(request) as session:
+        items, cursor = await tasks(request, session).list_tasks(query)
+    return render(Page(items=[task_response(t) for t in items], next_cursor=cursor))
 
 
 async def get(request: Request) -> Response:
@@ -95,6 +107,16 @@ async def create_session(request: Request) -> Response:
     async with transaction(request) as session:
         row = await tasks(request, session).create_session(body, caller)
     return render(session_response(row), status_code=201)
+
+
+async def list_sessions(request: Request) -> Response:
+    caller = require_caller(request)
+    query = parse_query(request, SessionListQuery)
+    async with transaction(request) as session:
+        rows, cursor = await tasks(request, session).list_sessions(query, caller)
+    render_one = session_response if query.include_payloads else session_summary
+    page: Page[SessionSummary] = Page(items=[render_one(r) for r in rows], next_cursor=cursor)
+    return render(page)
 
 
 async def get_session(request: Request) -> Response:
@@ -135,6 +157,8 @@ def routes() -> list[ApiRoute]:
         api_route("/api/v1/tasks", create, method="POST", summary="Create a task", tags=TAGS,
                   body=TaskCreateRequest, response=TaskResponse, status_code=201,
                   errors=(422,)),
+        api_route("/api/v1/tasks", list_tasks, method="GET", summary="List tasks", tags=TAGS,
+                  query=ListQuery, response=Page[TaskResponse], errors=(403, 422)),
         api_route("/api/v1/tasks/claim", claim, method="POST", summary="Claim tasks (worker)",
                   tags=TAGS, body=TaskClaimRequest, response=TaskClaimResponse, errors=(403,)),
         api_route("/api/v1/tasks/{task_id}", get, method="GET", summary="Get a task",
@@ -149,6 +173,10 @@ def routes() -> list[ApiRoute]:
         api_route("/api/v1/sessions", create_session, method="POST",
                   summary="Record a session", tags=TAGS, body=SessionCreateRequest,
                   response=SessionResponse, status_code=201),
+        api_route("/api/v1/sessions", list_sessions, method="GET",
+                  summary="List sessions (a task token: those its task recorded)", tags=TAGS,
+                  query=SessionListQuery, response=Page[SessionResponse] | Page[SessionSummary],
+                  errors=(403, 422)),
         api_route("/api/v1/sessions/{session_id}", get_session, method="GET",
                   summary="Read a session", tags=TAGS, response=SessionResponse,
                   errors=(403, 404)),

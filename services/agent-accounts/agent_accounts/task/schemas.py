@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, JsonValue, field_validator, model_validator
 
+from agent_accounts.core.listing import ListQuery
 from agent_accounts.core.schemas import RequestModel, TimestampedResponse
 from agent_accounts.models import AgentSession, Blob, Task
 from agent_accounts.worker.schemas import TaskKind
@@ -121,10 +122,22 @@ class SessionUpdateRequest(RequestModel):
     data: dict[str, Any]
 
 
-class SessionResponse(TimestampedResponse):
+class SessionListQuery(ListQuery):
+    """``include_payloads=true`` lists each session with its ``data``, as kitaru lists
+    sessions with their inputs and outputs."""
+
+    include_payloads: bool = False
+
+
+class SessionSummary(TimestampedResponse):
     id: uuid.UUID
     owner_id: uuid.UUID
     name: str
+    task_id: uuid.UUID | None
+    """The task whose token recorded the session."""
+
+
+class SessionResponse(SessionSummary):
     data: dict[str, Any]
 
 
@@ -165,15 +178,19 @@ def task_spec(task: Task) -> TaskSpecResponse:
     )
 
 
-def session_response(row: AgentSession) -> SessionResponse:
-    return SessionResponse(
+def session_summary(row: AgentSession) -> SessionSummary:
+    return SessionSummary(
         id=row.id,
         owner_id=row.owner_id,
         name=row.name,
-        data=row.data,
+        task_id=row.produced_by_task_id,
         created=row.created,
         updated=row.updated,
     )
+
+
+def session_response(row: AgentSession) -> SessionResponse:
+    return SessionResponse(**dict(session_summary(row)), data=row.data)
 
 
 def blob_response(blob: Blob) -> BlobResponse:

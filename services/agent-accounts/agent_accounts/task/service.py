@@ -25,8 +25,10 @@ from agent_accounts.core.auth import (
     TokenIssuer,
     WorkerCaller,
 )
+from agent_accounts.core.listing import ListQuery
 from agent_accounts.models import AgentSession, Blob, Task, Worker
 from agent_accounts.settings import Settings
+from agent_accounts.task.repository import TaskRepository
 from agent_accounts.task.schemas import (
     SessionCreateRequest,
     TaskCreateRequest,
@@ -63,6 +65,7 @@ class TaskService:
         self.session = session
         self.settings = settings
         self.clock = clock
+        self.repository = TaskRepository(session)
 
     async def _exists(self, model: type[AgentSession] | type[Blob], ids: list[uuid.UUID]) -> None:
         if not ids:
@@ -91,6 +94,10 @@ class TaskService:
         self.session.add(task)
         await self.session.flush()
         return task
+
+    async def list_tasks(self, query: ListQuery) -> tuple[list[Task], str | None]:
+        """Every task, to every account (kitaru's trusted-team model, as ``get``)."""
+        return await self.repository.list_tasks(query)
 
     async def get(self, task_id: uuid.UUID, caller: Caller) -> Task:
         task = await self.session.get(Task, task_id)
@@ -196,6 +203,16 @@ class TaskService:
             and (row.produced_by_task_id != caller.task_id)
         ):
             raise NotAccessible(what, row.id)
+
+    async def list_sessions(
+        self, query: ListQuery, caller: Caller
+    ) -> tuple[list[AgentSession], str | None]:
+        """Every session to an account; to a task token, the sessions its task recorded
+        (as kitaru scopes a task's listing), not those it was only granted."""
+        if isinstance(caller, WorkerCaller):
+            raise Forbidden("Worker credentials are not accepted on this route.")
+        produced_by = caller.task_id if isinstance(caller, TaskCaller) else None
+        return await self.repository.list_sessions(query, produced_by=produced_by)
 
     async def get_session(self, session_id: uuid.UUID, caller: Caller) -> AgentSession:
         row = await self.session.get(AgentSession, session_id)
