@@ -27,6 +27,7 @@ from tracking.pipeline import endpoints as pipeline_endpoints
 from tracking.pipeline_run import endpoints as pipeline_run_endpoints
 from tracking.pipeline_snapshot import endpoints as pipeline_snapshot_endpoints
 from tracking.project import endpoints as project_endpoints
+from tracking.run_metadata import endpoints as run_metadata_endpoints
 from tracking.schedule import endpoints as schedule_endpoints
 from tracking.settings import Settings
 from tracking.stack import endpoints as stack_endpoints
@@ -55,6 +56,7 @@ def routes() -> list[BaseRoute]:
         *deployment_endpoints.routes(),
         *schedule_endpoints.routes(),
         *workload_scope_endpoints.routes(),
+        *run_metadata_endpoints.routes(),
         *tag_endpoints.routes(),
     ]
 

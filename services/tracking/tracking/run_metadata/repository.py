@@ -1,0 +1,97 @@
+"""Run metadata queries: which resources exist, writing values, reading them back."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from sqlalchemy import bindparam
+from sqlalchemy import select as sa_select
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlmodel import col
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from shared.db import core_execute, new_id, utcnow
+from tracking.models import ArtifactVersion, PipelineRun, RunMetadata, Schedule, StepRun
+from tracking.run_metadata.schemas import MetadataResourceTypes
+
+HELD: dict[MetadataResourceTypes, Any] = {
+    MetadataResourceTypes.PIPELINE_RUN: PipelineRun,
+    MetadataResourceTypes.STEP_RUN: StepRun,
+    MetadataResourceTypes.ARTIFACT_VERSION: ArtifactVersion,
+    MetadataResourceTypes.SCHEDULE: Schedule,
+}
+"""The resources with metadata that tracking holds (model versions and wait conditions
+are not here); ``run_metadata.resource_type`` is the type's value."""
+
+_VALUES = (
+    sa_select(col(RunMetadata.resource_id), col(RunMetadata.key), col(RunMetadata.value))
+    .where(
+        col(RunMetadata.resource_type) == bindparam("resource_type"),
+        col(RunMetadata.resource_id).in_(bindparam("ids", expanding=True)),
+    )
+    .order_by(col(RunMetadata.key))
+)
+
+
+class RunMetadataRepository:
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    async def existing(
+        self, resource_type: MetadataResourceTypes, ids: Collection[uuid.UUID]
+    ) -> set[uuid.UUID]:
+        model = HELD.get(resource_type)
+        if model is None or not ids:
+            return set()
+        query = sa_select(col(model.id)).where(col(model.id).in_(list(ids)))
+        return set((await self.session.exec(query)).scalars().all())  # type: ignore[call-overload]
+
+    async def put(
+        self,
+        resources: Collection[tuple[MetadataResourceTypes, uuid.UUID]],
+        values: Mapping[str, str],
+        user_id: uuid.UUID,
+    ) -> None:
+        """Set each key of each resource (a key set again takes its new value)."""
+        now = utcnow()
+        rows = [
+            {
+                "id": new_id(),
+                "resource_type": kind.value,
+                "resource_id": resource_id,
+                "key": key,
+                "value": value,
+                "user_id": user_id,
+                "created": now,
+            }
+            for kind, resource_id in resources
+            for key, value in values.items()
+        ]
+        if not rows:
+            return
+        insert = postgresql_insert(RunMetadata)
+        await self.session.exec(
+            insert.values(rows).on_conflict_do_update(
+                constraint="uq_run_metadata_key",
+                set_={
+                    "value": insert.excluded.value,
+                    "user_id": insert.excluded.user_id,
+                    "created": insert.excluded.created,
+                },
+            )
+        )
+
+    async def values(
+        self, resource_type: MetadataResourceTypes, ids: Collection[uuid.UUID]
+    ) -> dict[uuid.UUID, dict[str, Any]]:
+        """Each resource's metadata by key (the values decoded), for its ``run_metadata``."""
+        found: dict[uuid.UUID, dict[str, Any]] = {}
+        if not ids:
+            return found
+        params = {"resource_type": resource_type.value, "ids": list(ids)}
+        for row in (await core_execute(self.session, _VALUES, params)).all():
+            found.setdefault(row.resource_id, {})[row.key] = json.loads(row.value)
+        return found
