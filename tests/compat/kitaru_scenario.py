@@ -15,6 +15,9 @@ from kitaru.api_models.v1.api_key import (
     ApiKeyRotateRequest,
     ApiKeyUpdateRequest,
 )
+from kitaru.api_models.v1.filter import AndFilter, FilterCondition, FilterOp
+from kitaru.api_models.v1.session import SessionListParams
+from kitaru.api_models.v1.task import TaskListParams
 from kitaru.api_models.v1.worker import WorkerCreateRequest
 from kitaru.client.api_client import KitaruAPIClient
 from kitaru.client.exceptions import APIError
@@ -29,6 +32,63 @@ async def status_of(coro):
     except APIError as error:
         return error.status_code
     return 200
+
+
+async def walk(client, path, params):
+    """Every page of a list, following cursors as the SDK's iterate_pages does, with the
+    query the SDK's list methods send; the ids on each page."""
+    pages = []
+    while True:
+        query = params.model_dump(mode="json", exclude_unset=True)
+        page = (await client.request("GET", path, params=query)).json()
+        pages.append([item["id"] for item in page["items"]])
+        if page["next_cursor"] is None:
+            return pages
+        params = params.model_copy(update={"cursor": page["next_cursor"]})
+
+
+async def lists(admin):
+    """Tasks and sessions listed with kitaru's own list params: filter trees, sizes and
+    cursors."""
+    steps = {}
+    task_ids = []
+    for _ in range(3):
+        created = await admin.request(
+            "POST", "/api/v1/tasks", json={"kind": "importer", "timeout_seconds": 60}
+        )
+        task_ids.append(created.json()["id"])
+    steps["created tasks"] = task_ids
+    ours = FilterCondition(field="id", op=FilterOp.IN, value=task_ids)
+    pending = FilterCondition(field="status", op=FilterOp.EQ, value="pending")
+    both = AndFilter.model_validate({"and": [ours, pending]})
+    steps["task pages"] = await walk(admin, "/api/v1/tasks", TaskListParams(size=2, filter=both))
+    steps["task pages ascending"] = await walk(
+        admin, "/api/v1/tasks", TaskListParams(size=2, sort="created:asc", filter=ours)
+    )
+    canceled = FilterCondition(field="status", op=FilterOp.EQ, value="canceled")
+    none = AndFilter.model_validate({"and": [ours, canceled]})
+    page = await admin.tasks.list(TaskListParams(size=5, filter=none))
+    steps["sdk task list"] = page.model_dump(mode="json")
+    steps["task list bad cursor"] = await status_of(
+        admin.tasks.list(TaskListParams(cursor="not-a-cursor"))
+    )
+
+    session_ids = []
+    for number in range(3):
+        created = await admin.request(
+            "POST", "/api/v1/sessions", json={"name": f"compat-s{number}-{SUFFIX}"}
+        )
+        session_ids.append(created.json()["id"])
+    steps["created sessions"] = session_ids
+    named = FilterCondition(field="name", op=FilterOp.ENDSWITH, value=f"-{SUFFIX}")
+    steps["session pages"] = await walk(
+        admin, "/api/v1/sessions", SessionListParams(size=2, filter=named)
+    )
+    with_data = SessionListParams(size=5, filter=named, include_payloads=True)
+    query = with_data.model_dump(mode="json", exclude_unset=True)
+    items = (await admin.request("GET", "/api/v1/sessions", params=query)).json()["items"]
+    steps["session payloads"] = [item.get("data") for item in items]
+    return steps
 
 
 async def main():
@@ -89,6 +149,7 @@ async def main():
     steps["worker token on renew route"] = await status_of(
         as_worker.workers.renew_token(registered.worker.id)
     )
+    steps.update(await lists(admin))
     emit(steps)  # noqa: F821
 
 

@@ -4,7 +4,8 @@ The client runs in its own cached environment (``kitaru[cli]==0.27.2``, built on
 ``.local/cache/`` with :func:`tests.support.zenml_env.ensure_venv`). Through the gateway's
 agent port it logs in with a password and with an API key read from stdin, runs
 ``kitaru status``, and through its SDK manages users, service accounts, API keys and a
-worker; every result is checked here. The interactive device login runs the CLI under a
+worker and walks the task and session lists with kitaru's own list params (``kitaru
+session list`` too); every result is checked here. The interactive device login runs the CLI under a
 pty (``script``), approves the device through the API, and checks what the CLI stored
 and that its device session works until the device is locked.
 """
@@ -157,6 +158,29 @@ def test_kitaru_client_against_our_agent_entrypoint(
     assert worker["worker"]["name"] == "compat-worker"
     assert steps["renew worker token"]["token"] != worker["token"]
     assert steps["worker token on renew route"] == 403
+
+    # Lists, with the SDK's own list params: pages of 2 follow the cursor, newest first
+    # (or oldest first when asked), filters narrow, include_payloads adds the data.
+    tasks = steps["created tasks"]
+    assert steps["task pages"] == [tasks[::-1][:2], tasks[::-1][2:]]
+    assert steps["task pages ascending"] == [tasks[:2], tasks[2:]]
+    assert steps["sdk task list"] == {"items": [], "next_cursor": None}
+    assert steps["task list bad cursor"] == 422
+    sessions = steps["created sessions"]
+    assert steps["session pages"] == [sessions[::-1][:2], sessions[::-1][2:]]
+    assert steps["session payloads"] == [{}, {}, {}]
+    # `kitaru session list` sends its filter, size and cursor; a bad cursor is refused.
+    nothing = json.dumps({"field": "name", "op": "eq", "value": f"none-{secrets.token_hex(4)}"})
+    listed = cli(kitaru_client, ["session", "list", "--size", "1", "--filter", nothing], env)
+    assert listed["items"] == [], listed
+    assert listed["page"]["next_cursor"] is None, listed
+    refused = subprocess.run(
+        [str(kitaru_client.path / "bin" / "kitaru"), "-o", "json", "session", "list",
+         "--cursor", "not-a-cursor"],
+        env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert refused.returncode != 0
+    assert "cursor" in json.loads(refused.stderr)["error"]["message"], refused.stderr
 
     # The CLI logs in with an API key from stdin (it checks the key with the api-key grant).
     # kitaru 0.27.2 re-reads a stored key as a bearer only when it starts with KITKEY_; ours
