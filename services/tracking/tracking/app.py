@@ -23,7 +23,9 @@ from tracking.code_repository import endpoints as code_repository_endpoints
 from tracking.component import endpoints as component_endpoints
 from tracking.component.secrets import ComponentSecrets
 from tracking.deployment import endpoints as deployment_endpoints
+from tracking.logs import endpoints as logs_endpoints
 from tracking.pipeline import endpoints as pipeline_endpoints
+from tracking.pipeline_build import endpoints as pipeline_build_endpoints
 from tracking.pipeline_run import endpoints as pipeline_run_endpoints
 from tracking.pipeline_snapshot import endpoints as pipeline_snapshot_endpoints
 from tracking.project import endpoints as project_endpoints
@@ -53,9 +55,11 @@ def routes() -> list[BaseRoute]:
         *pipeline_snapshot_endpoints.routes(),
         *pipeline_run_endpoints.routes(),
         *step_run_endpoints.routes(),
+        *logs_endpoints.routes(),
         *deployment_endpoints.routes(),
         *schedule_endpoints.routes(),
         *workload_scope_endpoints.routes(),
+        *pipeline_build_endpoints.routes(),
         *run_metadata_endpoints.routes(),
         *tag_endpoints.routes(),
     ]

@@ -31,10 +31,13 @@ async def test_listing_runs_reads_their_snapshots_once_per_page(
             created = runs[item["id"]]["resources"]
             assert item["resources"]["snapshot"]["id"] == created["snapshot"]["id"]
             assert item["resources"]["pipeline"]["id"] == created["pipeline"]["id"]
-            assert item["metadata"]["config"] == {"name": created["pipeline"]["name"]}
+            config = item["metadata"]["config"]
+            assert config["name"] == created["pipeline"]["name"]
+            assert set(config["substitutions"]) == {"date", "time"}
         counted.append(len([s for s in seen if s.lstrip().upper().startswith("SELECT")]))
-    # The project, the count, the page, the page's snapshots and their pipelines.
-    assert counted == [5, 5]
+    # The project, the count, the page, the page's snapshots, their pipelines and stacks,
+    # and the page's logs.
+    assert counted == [7, 7]
 
 
 async def test_a_run_whose_snapshot_is_gone_lists_without_one(

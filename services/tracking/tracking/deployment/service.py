@@ -22,7 +22,7 @@ from tracking.deployment.repository import DEPLOYMENTS, TAG_RESOURCE, Deployment
 from tracking.deployment.schemas import DeploymentItem, DeploymentRequest
 from tracking.models import Deployment, Pipeline, PipelineSnapshot, Stack, StackComponent
 from tracking.pipeline.service import PipelineService
-from tracking.stack.schemas import StackResponse, StackResponseBody
+from tracking.stack.schemas import nested_stack
 from tracking.tag.service import TagService
 
 
@@ -32,11 +32,6 @@ class DeploymentNotFound(ScopedNotFound):
 
 class DeploymentAlreadyExists(NameTaken):
     resource = "deployment"
-
-
-def _nested_stack(stack: Stack) -> StackResponse:
-    body = StackResponseBody(created=stack.created, updated=stack.updated, user_id=stack.user_id)
-    return StackResponse(id=stack.id, name=stack.name, body=body)
 
 
 class DeploymentService(ScopedService[Deployment]):
@@ -117,7 +112,7 @@ class DeploymentService(ScopedService[Deployment]):
                     snapshot,
                     pipeline,
                     nested_component(deployer) if deployer is not None else None,
-                    _nested_stack(stack) if stack is not None else None,
+                    nested_stack(stack) if stack is not None else None,
                     tags.get(row.id, ()),
                 )
             )

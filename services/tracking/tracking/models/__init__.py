@@ -14,6 +14,7 @@ from tracking.models.artifact_version import (
 from tracking.models.code_repository import CodeRepository
 from tracking.models.deployment import Deployment
 from tracking.models.hook_invocation import HookInvocation, HookInvocationOutput
+from tracking.models.logs import Logs
 from tracking.models.pipeline import (
     Pipeline,
     PipelineRun,
@@ -37,6 +38,7 @@ __all__ = [
     "Deployment",
     "HookInvocation",
     "HookInvocationOutput",
+    "Logs",
     "Pipeline",
     "PipelineBuild",
     "PipelineRun",

@@ -1,5 +1,5 @@
-"""The minimal pipelines, snapshots, runs, step runs and schedules that artifact versions
-and deployments refer to."""
+"""Pipelines, their snapshots, runs and step runs (what a ``zenml`` client's pipeline run
+records), and the schedules that snapshots and runs refer to."""
 
 from __future__ import annotations
 
@@ -52,6 +52,28 @@ class PipelineSnapshot(SQLModel, table=True):
     stack_id: uuid.UUID | None = Field(
         default=None, sa_column_args=[ForeignKey("stacks.id", ondelete="SET NULL")]
     )
+    # What the client compiled and the orchestrator runs from (kept as sent): each step's
+    # spec and configuration by invocation id, the pipeline's spec and the environment.
+    step_configurations: dict[str, Any] = Field(
+        default_factory=dict, sa_column=Column(JSON, nullable=False, server_default="{}")
+    )
+    pipeline_spec: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+    client_environment: dict[str, Any] = Field(
+        default_factory=dict, sa_column=Column(JSON, nullable=False, server_default="{}")
+    )
+    client_version: str | None = Field(default=None, max_length=255)
+    server_version: str | None = Field(default=None, max_length=255)
+    pipeline_version_hash: str | None = Field(default=None, max_length=255)
+    source_code: str | None = None
+    code_path: str | None = None
+    build_id: uuid.UUID | None = Field(
+        default=None, sa_column_args=[ForeignKey("pipeline_builds.id", ondelete="SET NULL")]
+    )
+    schedule_id: uuid.UUID | None = Field(
+        default=None, sa_column_args=[ForeignKey("schedules.id", ondelete="SET NULL")]
+    )
+    template_id: uuid.UUID | None = None
+    source_snapshot_id: uuid.UUID | None = None
     user_id: uuid.UUID | None = Field(default=None, index=True)
     created: dt.datetime = Field(default_factory=utcnow, index=True)
     updated: dt.datetime = Field(default_factory=utcnow)
@@ -89,13 +111,20 @@ class PipelineRun(SQLModel, table=True):
     trigger_execution_info: dict[str, Any] | None = Field(
         default=None, sa_column=Column(JSON, nullable=True)
     )
+    orchestrator_environment: dict[str, Any] = Field(
+        default_factory=dict, sa_column=Column(JSON, nullable=False, server_default="{}")
+    )
+    exception_info: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
     created: dt.datetime = Field(default_factory=utcnow, index=True)
     updated: dt.datetime = Field(default_factory=utcnow)
 
 
 class StepRun(SQLModel, table=True):
     __tablename__ = "step_runs"
-    __table_args__ = (UniqueConstraint("pipeline_run_id", "name", name="uq_step_runs_run_name"),)
+    __table_args__ = (
+        UniqueConstraint("pipeline_run_id", "name", name="uq_step_runs_run_name"),
+        Index("ix_step_runs_project_cache_key", "project_id", "cache_key"),
+    )
 
     id: uuid.UUID = Field(default_factory=new_id, primary_key=True)
     project_id: uuid.UUID = _project_fk()
@@ -106,8 +135,22 @@ class StepRun(SQLModel, table=True):
     status: str = Field(max_length=32)
     start_time: dt.datetime | None = None
     end_time: dt.datetime | None = None
+    # The client looks a step's cache key up (``GET /steps?cache_key=``) to reuse an
+    # earlier completed run of the step.
+    cache_key: str | None = Field(default=None, max_length=255)
+    cache_expires_at: dt.datetime | None = None
+    code_hash: str | None = Field(default=None, max_length=255)
+    docstring: str | None = None
+    source_code: str | None = None
+    original_step_run_id: uuid.UUID | None = Field(
+        default=None, sa_column_args=[ForeignKey("step_runs.id", ondelete="SET NULL")]
+    )
+    parent_step_ids: list[str] = Field(
+        default_factory=list, sa_column=Column(JSON, nullable=False, server_default="[]")
+    )
+    exception_info: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
     user_id: uuid.UUID | None = Field(default=None, index=True)
-    created: dt.datetime = Field(default_factory=utcnow)
+    created: dt.datetime = Field(default_factory=utcnow, index=True)
     updated: dt.datetime = Field(default_factory=utcnow)
 
 

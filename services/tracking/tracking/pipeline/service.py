@@ -15,7 +15,7 @@ from tracking.core.errors import NameTaken, ScopedNotFound
 from tracking.core.repository import ScopedRow
 from tracking.core.schemas import ScopedListQuery
 from tracking.core.service import ScopedService
-from tracking.models import Pipeline, Stack
+from tracking.models import Pipeline, PipelineBuild, Schedule, Stack
 from tracking.pipeline.repository import PIPELINES, PipelineRepository, SnapshotRepository
 from tracking.pipeline.schemas import PipelineRequest, PipelineSnapshotRequest
 
@@ -37,10 +37,11 @@ class SnapshotNotFound(NotFound):
 
 
 class Snapshot(NamedTuple):
-    """A snapshot's row with its pipeline's."""
+    """A snapshot's row with its pipeline's and its stack's (``None`` once deleted)."""
 
     snapshot: Any
     pipeline: Any
+    stack: Any = None
 
     @property
     def user_id(self) -> uuid.UUID | None:
@@ -93,15 +94,24 @@ class SnapshotService:
         snapshot = await self.snapshots.read(snapshot_id)
         if snapshot is None:
             raise SnapshotNotFound(snapshot_id)
-        return Snapshot(snapshot, await self.pipelines.read_row(snapshot.pipeline_id))
+        pipeline = await self.pipelines.read_row(snapshot.pipeline_id)
+        stack = None
+        if snapshot.stack_id is not None:
+            stack = await self.snapshots.session.get(Stack, snapshot.stack_id)
+        return Snapshot(snapshot, pipeline, stack)
 
     async def create(self, request: PipelineSnapshotRequest, user_id: uuid.UUID) -> Snapshot:
         project = await self.pipelines.project(request.project)
         await self.pipelines.in_project(request.pipeline, project.id)
-        if await self.snapshots.session.get(Stack, request.stack) is None:
-            raise NotFound(
-                f"Unable to get stack with ID '{request.stack}': No stack with this ID found"
-            )
+        for model, wanted, what in (
+            (Stack, request.stack, "stack"),
+            (PipelineBuild, request.build, "pipeline build"),
+            (Schedule, request.schedule, "schedule"),
+        ):
+            if wanted is not None and await self.snapshots.session.get(model, wanted) is None:
+                raise NotFound(
+                    f"Unable to get {what} with ID '{wanted}': No {what} with this ID found"
+                )
         now = utcnow()
         snapshot_id = new_id()
         await self.snapshots.insert(
@@ -110,12 +120,25 @@ class SnapshotService:
                 "project_id": project.id,
                 "name": request.name,
                 "description": request.description,
+                "source_code": request.source_code,
                 "run_name_template": request.run_name_template,
                 "pipeline_configuration": request.pipeline_configuration,
+                "step_configurations": request.step_configurations,
+                "client_environment": request.client_environment,
+                "client_version": request.client_version,
+                "server_version": request.server_version,
+                "pipeline_version_hash": request.pipeline_version_hash,
+                "pipeline_spec": request.pipeline_spec,
+                "code_path": request.code_path,
+                "build_id": request.build,
+                "schedule_id": request.schedule,
+                "template_id": request.template,
+                "source_snapshot_id": request.source_snapshot,
                 "is_dynamic": request.is_dynamic,
-                # Nothing here builds images or runs pipelines from the server.
+                # Nothing here builds images or runs pipelines from the server; a
+                # snapshot is deployable, as in the reference, once it has a build.
                 "runnable": False,
-                "deployable": True,
+                "deployable": request.build is not None,
                 "pipeline_id": request.pipeline,
                 "stack_id": request.stack,
                 "user_id": user_id,

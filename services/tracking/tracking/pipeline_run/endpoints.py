@@ -106,9 +106,10 @@ async def get(request: Request) -> Response:
 
 async def update(request: Request) -> Response:
     run_id = object_id(request, "run_id", SCOPE)
+    user_id = caller_id(request)
     body = await parse_json(request, PipelineRunUpdate)
     async with transaction(request) as session:
-        item = await RunService(session).update(run_id, body)
+        item = await RunService(session).update(run_id, body, user_id)
     return await render_one(request, item, run_response, hydrate=True)
 
 

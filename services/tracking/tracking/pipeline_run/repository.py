@@ -6,14 +6,15 @@ import uuid
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from sqlalchemy import Table, bindparam, func
+from sqlalchemy import Table, and_, bindparam, func, or_
 from sqlalchemy import insert as sa_insert
 from sqlalchemy import select as sa_select
+from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import col
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from shared.db import core_execute, flush_unique
-from shared.listing import Kind, ListSpec, SortKey, column_field
+from shared.listing import Condition, Field, Kind, ListSpec, SortKey, column_field
 from tracking.core.listing import scoped_fields, scoped_sort_keys
 from tracking.core.repository import ScopedRepository
 from tracking.models import (
@@ -21,9 +22,11 @@ from tracking.models import (
     Pipeline,
     PipelineRun,
     PipelineSnapshot,
+    Stack,
     StepRun,
     StepRunArtifact,
 )
+from tracking.pipeline_run.schemas import PLACEHOLDER, ExecutionStatus
 
 RUNS = ListSpec(
     resource="pipeline_run",
@@ -36,6 +39,69 @@ RUNS = ListSpec(
         column_field("orchestrator_run_id", col(PipelineRun.orchestrator_run_id), Kind.STRING),
     ],
     sort_keys=[*scoped_sort_keys(PipelineRun), SortKey("status", col(PipelineRun.status))],
+)
+
+
+def _cache_expired(cond: Condition) -> ColumnElement[bool]:
+    """``true``: the step's cache has expired; ``false``: it has not (or never will)."""
+    expires = col(StepRun.cache_expires_at)
+    if cond.value:
+        return and_(expires.is_not(None), expires < func.now())
+    return or_(expires.is_(None), expires >= func.now())
+
+
+def _exclude_retried(cond: Condition) -> ColumnElement[bool]:
+    """``true``: only the last try of each step (retried ones left out)."""
+    if cond.value:
+        return col(StepRun.status) != ExecutionStatus.RETRIED.value
+    return col(StepRun.id).is_not(None)
+
+
+def _snapshot_of_run(cond: Condition) -> ColumnElement[bool]:
+    runs = sa_select(col(PipelineRun.id)).where(
+        column_field("snapshot_id", col(PipelineRun.snapshot_id), Kind.UUID).sql(cond)
+    )
+    return col(StepRun.pipeline_run_id).in_(runs)
+
+
+STEPS = ListSpec(
+    resource="step_run",
+    id_column=col(StepRun.id),
+    fields=[
+        *scoped_fields(StepRun),
+        column_field("status", col(StepRun.status), Kind.STRING),
+        column_field("code_hash", col(StepRun.code_hash), Kind.STRING),
+        column_field("cache_key", col(StepRun.cache_key), Kind.STRING),
+        column_field("start_time", col(StepRun.start_time), Kind.DATETIME),
+        column_field("end_time", col(StepRun.end_time), Kind.DATETIME),
+        column_field("cache_expires_at", col(StepRun.cache_expires_at), Kind.DATETIME),
+        column_field("pipeline_run_id", col(StepRun.pipeline_run_id), Kind.UUID),
+        column_field("original_step_run_id", col(StepRun.original_step_run_id), Kind.UUID),
+        Field(
+            name="snapshot_id",
+            kind=Kind.UUID,
+            build=_snapshot_of_run,
+            description="The snapshot of the step's run",
+        ),
+        Field(
+            name="cache_expired",
+            kind=Kind.BOOL,
+            build=_cache_expired,
+            description="Whether the step's cache has expired",
+        ),
+        Field(
+            name="exclude_retried",
+            kind=Kind.BOOL,
+            build=_exclude_retried,
+            description="Leave out steps that were retried",
+        ),
+    ],
+    sort_keys=[
+        *scoped_sort_keys(StepRun),
+        SortKey("status", col(StepRun.status)),
+        SortKey("start_time", col(StepRun.start_time)),
+        SortKey("end_time", col(StepRun.end_time)),
+    ],
 )
 
 
@@ -52,6 +118,8 @@ def _by_ids(model: Any) -> Any:
 
 _SNAPSHOTS = _by_ids(PipelineSnapshot)
 _PIPELINES = _by_ids(Pipeline)
+_STACKS = _by_ids(Stack)
+_PLACEHOLDERS = [status.value for status in PLACEHOLDER]
 
 
 class RunRepository(ScopedRepository[PipelineRun]):
@@ -71,6 +139,61 @@ class RunRepository(ScopedRepository[PipelineRun]):
         )
         found = (await self.session.exec(query)).first()  # type: ignore[call-overload]
         return None if found is None else uuid.UUID(str(found[0]))
+
+    async def by_orchestrator_run(
+        self, snapshot_id: uuid.UUID, orchestrator_run_id: str
+    ) -> uuid.UUID | None:
+        """The run an orchestrator already started for the snapshot under this id."""
+        query = sa_select(col(PipelineRun.id)).where(
+            col(PipelineRun.snapshot_id) == snapshot_id,
+            col(PipelineRun.orchestrator_run_id) == orchestrator_run_id,
+            col(PipelineRun.status).not_in(_PLACEHOLDERS),
+        )
+        found = (await self.session.exec(query)).first()  # type: ignore[call-overload]
+        return None if found is None else uuid.UUID(str(found[0]))
+
+    async def placeholder(
+        self, snapshot_id: uuid.UUID, orchestrator_run_id: str | None
+    ) -> PipelineRun | None:
+        """The snapshot's announced run that no orchestrator has taken (or that this
+        orchestrator run announced), locked until the transaction ends: one request
+        takes it, a concurrent one then finds it taken."""
+        query = (
+            sa_select(PipelineRun)
+            .where(
+                col(PipelineRun.snapshot_id) == snapshot_id,
+                or_(
+                    col(PipelineRun.orchestrator_run_id) == orchestrator_run_id,
+                    col(PipelineRun.orchestrator_run_id).is_(None),
+                ),
+                col(PipelineRun.status).in_(_PLACEHOLDERS),
+            )
+            .order_by(col(PipelineRun.orchestrator_run_id).desc().nulls_last())
+            .limit(1)
+            .with_for_update()
+        )
+        return (await self.session.exec(query)).scalars().first()  # type: ignore[call-overload,no-any-return]
+
+    async def step_statuses(self, run_id: uuid.UUID) -> list[ExecutionStatus]:
+        """The statuses of the run's steps, retried tries left out."""
+        query = sa_select(col(StepRun.status)).where(
+            col(StepRun.pipeline_run_id) == run_id,
+            col(StepRun.status) != ExecutionStatus.RETRIED.value,
+        )
+        rows = (await self.session.exec(query)).scalars().all()  # type: ignore[call-overload]
+        return [ExecutionStatus(status) for status in rows]
+
+    async def stacks(self, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, Any]:
+        if not ids:
+            return {}
+        rows = (await core_execute(self.session, _STACKS, {"ids": list(ids)})).all()
+        return {row.id: row for row in rows}
+
+    async def read_many(self, ids: Collection[uuid.UUID]) -> list[Any]:
+        if not ids:
+            return []
+        query = self.columns().where(col(PipelineRun.id).in_(list(ids)))
+        return list((await self.session.exec(query)).all())  # type: ignore[call-overload]
 
     async def runs_of(self, pipeline_id: uuid.UUID | None) -> int:
         query = sa_select(func.count()).where(col(PipelineRun.pipeline_id) == pipeline_id)
@@ -114,6 +237,19 @@ class StepRepository:
             .order_by(col(StepRunArtifact.direction), col(StepRunArtifact.name))
         )
         return list((await self.session.exec(query)).all())  # type: ignore[call-overload]
+
+    async def links_of(self, step_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, list[Any]]:
+        """The links of each of ``step_ids``, in one query."""
+        found: dict[uuid.UUID, list[Any]] = {step_id: [] for step_id in step_ids}
+        if step_ids:
+            query = (
+                sa_select(*_table(StepRunArtifact).columns)
+                .where(col(StepRunArtifact.step_id).in_(list(step_ids)))
+                .order_by(col(StepRunArtifact.direction), col(StepRunArtifact.name))
+            )
+            for link in (await self.session.exec(query)).all():  # type: ignore[call-overload]
+                found[link.step_id].append(link)
+        return found
 
     async def versions_in(self, ids: Sequence[uuid.UUID], project_id: uuid.UUID) -> set[uuid.UUID]:
         """Which of ``ids`` are artifact versions of the project."""

@@ -3,6 +3,7 @@ lineage, pruning and workload tokens need."""
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 from enum import StrEnum
 from typing import Any, NamedTuple
@@ -13,12 +14,15 @@ from shared.types import WireDatetime
 from shared.users import NestedUser
 from tracking.core.rendering import EnvelopeShape
 from tracking.core.schemas import InputDatetime, NamedResponse, ProjectScopedBody, ScopedRequest
+from tracking.logs.schemas import LogsRequest, LogsResponse, nested_logs
 from tracking.pipeline.schemas import (
     PipelineResponse,
     PipelineSnapshotResponse,
     nested_pipeline,
     nested_snapshot,
+    without_packages,
 )
+from tracking.stack.schemas import StackResponse, nested_stack
 from tracking.tag.schemas import TagResponse
 
 
@@ -59,25 +63,71 @@ def in_progress(status: str) -> bool:
     return ExecutionStatus(status) not in FINISHED
 
 
+PLACEHOLDER = frozenset({ExecutionStatus.INITIALIZING, ExecutionStatus.PROVISIONING})
+"""The statuses of a run the client announced and no orchestrator has taken yet."""
+
+
+def derived_status(
+    run_status: ExecutionStatus, steps: list[ExecutionStatus], step_count: int
+) -> ExecutionStatus:
+    """A static pipeline's run status from its steps', as the reference derives it: any
+    failed step fails the run; a running step makes it run; all of its steps finished
+    complete it. A run still announced (client-side cached steps) stays so."""
+    if run_status == ExecutionStatus.STOPPING:
+        return (
+            ExecutionStatus.STOPPED
+            if all(s in FINISHED for s in steps)
+            else ExecutionStatus.STOPPING
+        )
+    if run_status == ExecutionStatus.FAILED or ExecutionStatus.FAILED in steps:
+        return ExecutionStatus.FAILED
+    if ExecutionStatus.STOPPED in steps:
+        return (
+            ExecutionStatus.STOPPED
+            if all(s in FINISHED for s in steps)
+            else ExecutionStatus.STOPPING
+        )
+    if ExecutionStatus.RUNNING in steps or ExecutionStatus.RETRYING in steps:
+        return ExecutionStatus.RUNNING
+    if len(steps) < step_count:
+        return run_status if run_status in PLACEHOLDER else ExecutionStatus.RUNNING
+    return ExecutionStatus.COMPLETED
+
+
+class ExceptionInfo(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    traceback: str
+    step_code_line: int | None = None
+
+
 class PipelineRunRequest(ScopedRequest):
+    """Tags, trigger info, lineage (original and parent runs) and ``child_key`` are
+    accepted and not kept."""
+
     name: str = Field(min_length=1, max_length=255)
     snapshot: uuid.UUID
     status: ExecutionStatus
     status_reason: str | None = None
     orchestrator_run_id: str | None = Field(default=None, max_length=255)
+    orchestrator_environment: dict[str, Any] = Field(default_factory=dict)
     start_time: InputDatetime | None = None
     end_time: InputDatetime | None = None
+    logs: uuid.UUID | LogsRequest | None = None
+    exception_info: ExceptionInfo | None = None
 
 
 class PipelineRunUpdate(BaseModel):
     """The part of the reference's ``PipelineRunUpdate`` that runs keep here; other keys
-    (tags, logs, outputs, exception info) are accepted and ignored."""
+    (tags, outputs) are accepted and ignored."""
 
     model_config = ConfigDict(extra="ignore")
 
     status: ExecutionStatus | None = None
     status_reason: str | None = Field(default=None, max_length=255)
     orchestrator_run_id: str | None = Field(default=None, max_length=255)
+    exception_info: ExceptionInfo | None = None
+    add_logs: list[LogsRequest] | None = None
 
 
 class WebhookTriggerExecutionInfo(BaseModel):
@@ -143,16 +193,30 @@ class PipelineRunResponseMetadata(BaseModel):
     code_path: str | None = None
     template_id: uuid.UUID | None = None
     is_templatable: bool = False
+    trigger_info: dict[str, Any] | None = None
     enable_heartbeat: bool = False
+    exception_info: ExceptionInfo | None = None
     trigger_execution_info: TriggerExecutionInfo | None = None
 
 
 class PipelineRunResponseResources(BaseModel):
     user: NestedUser | None = None
     snapshot: PipelineSnapshotResponse | None = None
+    source_snapshot: PipelineSnapshotResponse | None = None
+    stack: StackResponse | None = None
     pipeline: PipelineResponse | None = None
+    build: dict[str, Any] | None = None
+    schedule: dict[str, Any] | None = None
+    code_reference: dict[str, Any] | None = None
+    model_version: dict[str, Any] | None = None
     tags: list[TagResponse] = Field(default_factory=list)
+    log_collection: list[LogsResponse] | None = None
     visualizations: list[Any] = Field(default_factory=list)
+    trigger: dict[str, Any] | None = None
+    original_run: dict[str, Any] | None = None
+    parent_run: dict[str, Any] | None = None
+    active_wait_condition: dict[str, Any] | None = None
+    outputs: dict[str, Any] = Field(default_factory=dict)
 
 
 class PipelineRunResponse(
@@ -167,6 +231,8 @@ class RunItem(NamedTuple):
     run: Any
     snapshot: Any | None
     pipeline: Any | None
+    stack: Any | None = None
+    logs: list[Any] = []
 
     @property
     def user_id(self) -> uuid.UUID | None:
@@ -176,61 +242,142 @@ class RunItem(NamedTuple):
 RUN = EnvelopeShape(PipelineRunResponse)
 
 
+def substitutions(snapshot: Any, start: dt.datetime | None) -> dict[str, str]:
+    """What a run's names and configuration fill in: the snapshot's pipeline
+    configuration's ``substitutions``, and ``date`` and ``time`` of the run's start
+    unless those name them."""
+    configured = (snapshot.pipeline_configuration or {}).get("substitutions")
+    values = {str(k): str(v) for k, v in configured.items()} if isinstance(configured, dict) else {}
+    if start is not None:
+        values.setdefault("date", start.strftime("%Y_%m_%d"))
+        values.setdefault("time", start.strftime("%H_%M_%S_%f"))
+    return values
+
+
+def run_config(snapshot: Any | None, pipeline: Any | None, start: Any) -> dict[str, Any]:
+    """The run's pipeline configuration: its snapshot's, substitutions filled in."""
+    if snapshot is None:
+        return {"name": pipeline.name} if pipeline is not None else {}
+    config = dict(snapshot.pipeline_configuration or {})
+    config["substitutions"] = substitutions(snapshot, _as_datetime(start))
+    return config
+
+
+def _as_datetime(value: Any) -> dt.datetime | None:
+    if value is None or isinstance(value, dt.datetime):
+        return value
+    return dt.datetime.fromisoformat(str(value))
+
+
 def run_response(item: RunItem, hydrate: bool, user: NestedUser | None) -> dict[str, Any]:
-    run = item.run
+    run, snapshot = item.run, item.snapshot
     resources: dict[str, Any] = {
         "user": user,
-        "snapshot": nested_snapshot(item.snapshot) if item.snapshot is not None else None,
+        "snapshot": nested_snapshot(snapshot) if snapshot is not None else None,
+        "stack": nested_stack(item.stack) if item.stack is not None else None,
         "pipeline": nested_pipeline(item.pipeline) if item.pipeline is not None else None,
         "tags": [],
+        "log_collection": [nested_logs(logs) for logs in item.logs],
         "visualizations": [],
     }
     body = {"in_progress": in_progress(run.status), "root_run_id": run.id}
-    config = {"name": item.pipeline.name} if item.pipeline is not None else {}
-    return RUN(run, resources, hydrate=hydrate, body=body, metadata={"config": config})
+    metadata: dict[str, Any] = {}
+    if hydrate:
+        metadata = {
+            "config": run_config(snapshot, item.pipeline, run.start_time),
+            "client_environment": without_packages(
+                snapshot.client_environment if snapshot is not None else None
+            ),
+            "orchestrator_environment": without_packages(run.orchestrator_environment),
+            "code_path": snapshot.code_path if snapshot is not None else None,
+            "template_id": snapshot.template_id if snapshot is not None else None,
+            "enable_heartbeat": True,
+        }
+    return RUN(run, resources, hydrate=hydrate, body=body, metadata=metadata)
 
 
 ArtifactLinks = dict[str, list[uuid.UUID]]
 
 
 class StepRunRequest(ScopedRequest):
+    """A dynamic configuration and a resource requester are accepted and not kept: the
+    step's configuration is its snapshot's."""
+
     name: str = Field(min_length=1, max_length=255)
     start_time: InputDatetime
     end_time: InputDatetime | None = None
     status: ExecutionStatus
+    cache_key: str | None = Field(default=None, max_length=255)
+    cache_expires_at: InputDatetime | None = None
+    code_hash: str | None = Field(default=None, max_length=255)
+    docstring: str | None = None
+    source_code: str | None = None
     pipeline_run_id: uuid.UUID
+    original_step_run_id: uuid.UUID | None = None
+    parent_step_ids: list[uuid.UUID] = Field(default_factory=list)
     inputs: dict[str, uuid.UUID | list[uuid.UUID]] = Field(default_factory=dict)
     outputs: dict[str, uuid.UUID | list[uuid.UUID]] = Field(default_factory=dict)
+    logs: uuid.UUID | LogsRequest | None = None
+    exception_info: ExceptionInfo | None = None
 
     def links(self, direction: str) -> ArtifactLinks:
-        given = self.inputs if direction == "input" else self.outputs
-        return {
-            name: value if isinstance(value, list) else [value] for name, value in given.items()
-        }
+        return as_links(self.inputs if direction == "input" else self.outputs)
+
+
+def as_links(given: dict[str, uuid.UUID | list[uuid.UUID]]) -> ArtifactLinks:
+    return {name: value if isinstance(value, list) else [value] for name, value in given.items()}
+
+
+class StepRunUpdate(BaseModel):
+    """``loaded_artifact_versions`` (what the step loaded by name) is accepted and not
+    kept."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    outputs: dict[str, uuid.UUID | list[uuid.UUID]] = Field(default_factory=dict)
+    status: ExecutionStatus | None = None
+    end_time: InputDatetime | None = None
+    exception_info: ExceptionInfo | None = None
+    cache_expires_at: InputDatetime | None = None
+    add_logs: list[LogsRequest] | None = None
 
 
 class StepRunResponseBody(ProjectScopedBody):
+    type: str | None = None
     status: ExecutionStatus
     version: int = 1
     is_retriable: bool = False
     start_time: WireDatetime | None = None
     end_time: WireDatetime | None = None
+    latest_heartbeat: WireDatetime | None = None
+    model_version_id: uuid.UUID | None = None
     substitutions: dict[str, str] = Field(default_factory=dict)
+    heartbeat_threshold: int | None = None
 
 
 class StepRunResponseMetadata(BaseModel):
     config: dict[str, Any] = Field(default_factory=dict)
     spec: dict[str, Any] = Field(default_factory=dict)
+    cache_key: str | None = None
+    cache_expires_at: WireDatetime | None = None
+    code_hash: str | None = None
+    docstring: str | None = None
+    source_code: str | None = None
+    exception_info: ExceptionInfo | None = None
     snapshot_id: uuid.UUID | None = None
     pipeline_run_id: uuid.UUID
+    original_step_run_id: uuid.UUID | None = None
     parent_step_ids: list[uuid.UUID] = Field(default_factory=list)
     run_metadata: dict[str, Any] = Field(default_factory=dict)
 
 
 class StepRunResponseResources(BaseModel):
     user: NestedUser | None = None
+    log_collection: list[LogsResponse] | None = None
+    model_version: dict[str, Any] | None = None
     inputs: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
     outputs: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
+    resource_request: dict[str, Any] | None = None
 
 
 class StepRunResponse(
@@ -241,9 +388,11 @@ class StepRunResponse(
 
 class StepItem(NamedTuple):
     step: Any
-    snapshot_id: uuid.UUID | None
+    snapshot: Any | None
+    run_start: Any
     inputs: dict[str, list[dict[str, Any]]]
     outputs: dict[str, list[dict[str, Any]]]
+    logs: list[Any] = []
 
     @property
     def user_id(self) -> uuid.UUID | None:
@@ -254,6 +403,25 @@ STEP = EnvelopeShape(StepRunResponse)
 
 
 def step_response(item: StepItem, hydrate: bool, user: NestedUser | None) -> dict[str, Any]:
-    resources = {"user": user, "inputs": item.inputs, "outputs": item.outputs}
-    metadata = {"config": {"name": item.step.name}, "snapshot_id": item.snapshot_id}
-    return STEP(item.step, resources, hydrate=hydrate, metadata=metadata)
+    """The step's configuration and spec are its snapshot's (by the step's name, its
+    invocation id), substitutions filled in from its run's start."""
+    step, snapshot = item.step, item.snapshot
+    resources = {
+        "user": user,
+        "log_collection": [nested_logs(logs) for logs in item.logs],
+        "inputs": item.inputs,
+        "outputs": item.outputs,
+    }
+    filled = substitutions(snapshot, _as_datetime(item.run_start)) if snapshot else {}
+    metadata: dict[str, Any] = {}
+    if hydrate:
+        configured = (snapshot.step_configurations or {}).get(step.name, {}) if snapshot else {}
+        config = dict(configured.get("config") or {"name": step.name})
+        config["substitutions"] = filled
+        metadata = {
+            "config": config,
+            "spec": configured.get("spec") or {},
+            "snapshot_id": snapshot.id if snapshot is not None else None,
+        }
+    body = {"substitutions": filled}
+    return STEP(step, resources, hydrate=hydrate, body=body, metadata=metadata)

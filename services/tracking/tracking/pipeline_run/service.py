@@ -1,11 +1,15 @@
 """Business rules for runs and steps: a run belongs to an existing snapshot of its project;
-a step to an existing run; the artifact versions a step links to exist in that project."""
+a step to an existing run; the artifact versions a step links to exist in that project.
+
+A run the client announces (``initializing``) is taken by the orchestrator that runs it
+(``POST /runs`` with its orchestrator run id and a running status), as in the reference;
+a static pipeline's run then follows its steps' statuses (:func:`derived_status`)."""
 
 from __future__ import annotations
 
 import datetime as dt
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from sqlmodel.ext.asyncio.session import AsyncSession
@@ -16,12 +20,17 @@ from shared.listing import Listing
 from tracking.artifact_version.schemas import version_response
 from tracking.artifact_version.service import ArtifactVersionService
 from tracking.core.errors import NameTaken, ScopedNotFound
+from tracking.core.repository import ScopedRepository
 from tracking.core.schemas import ScopedListQuery
 from tracking.core.service import ScopedService
+from tracking.logs.schemas import LogsRequest
+from tracking.logs.service import LogsService
 from tracking.models import PipelineRun, StepRun
 from tracking.pipeline.service import Snapshot, SnapshotNotFound, SnapshotService
-from tracking.pipeline_run.repository import RUNS, RunRepository, StepRepository
+from tracking.pipeline_run.repository import RUNS, STEPS, RunRepository, StepRepository
 from tracking.pipeline_run.schemas import (
+    PLACEHOLDER,
+    ExceptionInfo,
     ExecutionStatus,
     PipelineRunRequest,
     PipelineRunUpdate,
@@ -29,7 +38,11 @@ from tracking.pipeline_run.schemas import (
     RunItem,
     StepItem,
     StepRunRequest,
+    StepRunUpdate,
+    as_links,
+    derived_status,
     in_progress,
+    substitutions,
 )
 from tracking.project.repository import ProjectRef
 
@@ -72,35 +85,53 @@ class RunService(ScopedService[PipelineRun]):
         (item,) = await self._items([await self.read_row(run_id)])
         return item
 
+    async def items_of(self, run_ids: Collection[uuid.UUID]) -> list[RunItem]:
+        """The runs of ``run_ids`` that exist, as :meth:`get` renders them."""
+        return await self._items(await self.runs.read_many(run_ids))
+
     async def _items(self, runs: Sequence[Any]) -> list[RunItem]:
-        """Each run with its snapshot and the snapshot's pipeline, read for all the runs at
-        once (a run whose snapshot is gone shows none)."""
+        """Each run with its snapshot, the snapshot's pipeline and stack, and its logs,
+        read for all the runs at once (a run whose snapshot is gone shows none)."""
         wanted = {run.snapshot_id for run in runs if run.snapshot_id is not None}
         snapshots = await self.runs.snapshots(wanted)
+        stack_ids = {s.stack_id for s, _ in snapshots.values() if s.stack_id is not None}
+        stacks = await self.runs.stacks(stack_ids)
+        logs = await LogsService(self.session).of_runs([run.id for run in runs])
         items = []
         for run in runs:
             snapshot, pipeline = snapshots.get(run.snapshot_id, (None, None))
-            items.append(RunItem(run, snapshot, pipeline))
+            stack = stacks.get(snapshot.stack_id) if snapshot is not None else None
+            items.append(RunItem(run, snapshot, pipeline, stack, logs[run.id]))
         return items
 
     async def get_or_create(
         self, request: PipelineRunRequest, user_id: uuid.UUID
     ) -> tuple[RunItem, bool]:
-        """The reference's ``POST /runs``: the run of that name in the project if there is
-        one (``False``), else a new one (``True``)."""
+        """The reference's ``POST /runs``: the run this orchestrator run already has
+        (``False``); else the snapshot's announced run, now taken by the orchestrator
+        (``True``); else the run of that name for the same snapshot (``False``); else a
+        new one (``True``)."""
         project = await self.project(request.project)
+        snapshot = await self._snapshot_of(request.snapshot, project)
+        if request.orchestrator_run_id:
+            started = await self.runs.by_orchestrator_run(
+                snapshot.snapshot.id, request.orchestrator_run_id
+            )
+            if started is not None:
+                return await self.get(started), False
+        if request.status not in PLACEHOLDER and request.orchestrator_run_id:
+            announced = await self.runs.placeholder(
+                snapshot.snapshot.id, request.orchestrator_run_id
+            )
+            if announced is not None:
+                await self._take(announced, request)
+                return await self.get(announced.id), True
         existing = await self.runs.by_name(project.id, request.name)
         if existing is not None:
-            return await self.get(existing), False
-        try:
-            snapshot = await self.snapshots.get(request.snapshot)
-        except SnapshotNotFound:
-            snapshot = None
-        if snapshot is None or snapshot.snapshot.project_id != project.id:
-            raise NotFound(
-                f"The pipeline snapshot with ID {request.snapshot} referenced by the pipeline "
-                f"run being created was not found in the '{project.id}' project"
-            )
+            item = await self.get(existing)
+            if item.run.snapshot_id != snapshot.snapshot.id:
+                raise RunAlreadyExists(request.name, project.name)
+            return item, False
         run_id = await self._create(
             project,
             snapshot,
@@ -108,11 +139,47 @@ class RunService(ScopedService[PipelineRun]):
             status=request.status,
             status_reason=request.status_reason,
             orchestrator_run_id=request.orchestrator_run_id,
+            orchestrator_environment=request.orchestrator_environment,
+            exception_info=_info(request.exception_info),
             start_time=request.start_time or utcnow(),
             end_time=request.end_time,
             user_id=user_id,
         )
+        await self._run_logs(request.logs, run_id, user_id)
         return await self.get(run_id), True
+
+    async def _snapshot_of(self, snapshot_id: uuid.UUID, project: ProjectRef) -> Snapshot:
+        try:
+            snapshot = await self.snapshots.get(snapshot_id)
+        except SnapshotNotFound:
+            snapshot = None
+        if snapshot is None or snapshot.snapshot.project_id != project.id:
+            raise NotFound(
+                f"The pipeline snapshot with ID {snapshot_id} referenced by the pipeline "
+                f"run being created was not found in the '{project.id}' project"
+            )
+        return snapshot
+
+    async def _take(self, run: PipelineRun, request: PipelineRunRequest) -> None:
+        """The orchestrator's run replaces the announced one (its id, name and start
+        stay)."""
+        run.orchestrator_run_id = request.orchestrator_run_id
+        run.orchestrator_environment = request.orchestrator_environment
+        run.status = request.status
+        run.updated = utcnow()
+        if not in_progress(request.status):
+            run.end_time = request.end_time or run.updated
+        await self.session.flush()
+
+    async def _run_logs(
+        self, logs: uuid.UUID | LogsRequest | None, run_id: uuid.UUID, user_id: uuid.UUID
+    ) -> None:
+        """The logs a run or a step came with: existing ones (an id) or new ones."""
+        service = LogsService(self.session)
+        if isinstance(logs, LogsRequest):
+            await service.create(logs, user_id, run_id=run_id)
+        elif logs is not None:
+            await service.attach([logs], run_id=run_id)
 
     async def run_snapshot(
         self,
@@ -172,25 +239,60 @@ class RunService(ScopedService[PipelineRun]):
         await self.insert(run, project)
         return run.id
 
-    async def update(self, run_id: uuid.UUID, update: PipelineRunUpdate) -> RunItem:
+    async def update(
+        self, run_id: uuid.UUID, update: PipelineRunUpdate, user_id: uuid.UUID
+    ) -> RunItem:
         """A run that reaches a finished status ends now (``end_time``), which starts the
         leeway of the workload tokens scoped to it; one that leaves it (resumed) has not
-        ended."""
+        ended. ``provisioning`` applies only to an announced run (the orchestrator may
+        have taken it first); a static pipeline's run follows its steps."""
         run = await self.get_row(run_id)
         run.updated = utcnow()
-        if update.status is not None:
-            if not in_progress(update.status):
-                if in_progress(run.status) or run.end_time is None:
-                    run.end_time = run.updated
-            else:
-                run.end_time = None
-            run.status = update.status
+        status = update.status
+        if status == ExecutionStatus.PROVISIONING and run.status != ExecutionStatus.INITIALIZING:
+            status = None
+        if status is not None:
+            self._set_status(run, await self._derived(run, status))
         if update.status_reason is not None:
             run.status_reason = update.status_reason
         if update.orchestrator_run_id is not None:
             run.orchestrator_run_id = update.orchestrator_run_id
+        if update.exception_info is not None:
+            run.exception_info = _info(update.exception_info)
         await self.session.flush()
+        for logs in update.add_logs or []:
+            await LogsService(self.session).create(logs, user_id, run_id=run_id)
         return await self.get(run_id)
+
+    async def _derived(self, run: PipelineRun, requested: ExecutionStatus) -> ExecutionStatus:
+        """The status a run of a static pipeline gets from its steps' (a snapshot with
+        no step configurations, or a dynamic one, keeps what it is told)."""
+        snapshot = await self.snapshots.snapshots.read(run.snapshot_id) if run.snapshot_id else None
+        steps = len(snapshot.step_configurations or {}) if snapshot is not None else 0
+        if snapshot is None or snapshot.is_dynamic or steps == 0:
+            return requested
+        return derived_status(requested, await self.runs.step_statuses(run.id), steps)
+
+    @staticmethod
+    def _set_status(run: PipelineRun, status: ExecutionStatus) -> None:
+        if not in_progress(status):
+            if in_progress(run.status) or run.end_time is None:
+                run.end_time = run.updated
+        else:
+            run.end_time = None
+        run.status = status
+
+    async def follow_steps(self, run_id: uuid.UUID) -> None:
+        """After a step of the run changed: the run's status from its steps'. A finished
+        run stays as it ended."""
+        run = await self.get_row(run_id)
+        if not in_progress(run.status):
+            return
+        status = await self._derived(run, ExecutionStatus(run.status))
+        if status != run.status:
+            run.updated = utcnow()
+            self._set_status(run, status)
+            await self.session.flush()
 
     async def delete(self, run_id: uuid.UUID) -> None:
         """The run with its steps and their links to artifact versions (the versions stay)."""
@@ -202,10 +304,7 @@ def run_name(snapshot: Any, start: dt.datetime) -> str:
     configuration's ``substitutions``, and ``{date}`` and ``{time}`` of ``start`` unless
     those name them (400 when the template cannot be filled)."""
     template: str = snapshot.run_name_template
-    configured = (snapshot.pipeline_configuration or {}).get("substitutions")
-    values = dict(configured) if isinstance(configured, dict) else {}
-    values.setdefault("date", start.strftime("%Y_%m_%d"))
-    values.setdefault("time", start.strftime("%H_%M_%S_%f"))
+    values = substitutions(snapshot, start)
     try:
         name = template.format_map(values)
     except (KeyError, IndexError, ValueError, AttributeError) as exc:
@@ -222,43 +321,73 @@ def run_name(snapshot: Any, start: dt.datetime) -> str:
     return name
 
 
+def _info(info: ExceptionInfo | None) -> dict[str, Any] | None:
+    return info.model_dump(mode="json") if info is not None else None
+
+
 class StepService:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
         self.steps = StepRepository(session)
+        self.pages = ScopedRepository(session, StepRun)
         self.runs = RunService(session)
         self.versions = ArtifactVersionService(session)
+        self.logs = LogsService(session)
+
+    async def list_page(
+        self, listing: Listing, query: ScopedListQuery
+    ) -> tuple[int, list[StepItem]]:
+        project = await self.runs.project(query.project)
+        total, rows = await self.pages.page(STEPS, listing, project.id, query.scope_user)
+        return total, await self._items(rows)
 
     async def get(self, step_id: uuid.UUID) -> StepItem:
         step = await self.steps.read(step_id)
         if step is None:
             raise StepNotFound(step_id)
-        run = await self.runs.read_row(step.pipeline_run_id)
-        links = await self.steps.links(step_id)
-        versions = await self.versions.many([link.artifact_version_id for link in links])
-        items = {item.version.id: item for item in versions}
-        rendered: dict[str, dict[str, list[dict[str, Any]]]] = {INPUT: {}, OUTPUT: {}}
-        for link in links:
-            nested = version_response(items[link.artifact_version_id], False, None)
-            if link.direction == INPUT:
-                nested["input_type"] = "step_output"
-            rendered[link.direction].setdefault(link.name, []).append(nested)
-        snapshot_id = getattr(run, "snapshot_id", None)
-        return StepItem(step, snapshot_id, rendered[INPUT], rendered[OUTPUT])
+        (item,) = await self._items([step])
+        return item
+
+    async def _items(self, steps: Sequence[Any]) -> list[StepItem]:
+        """Each step with its run's snapshot, its logs and the artifact versions it read
+        and produced, read for all the steps at once."""
+        runs = {
+            item.run.id: item
+            for item in await self.runs.items_of({step.pipeline_run_id for step in steps})
+        }
+        logs = await self.logs.of_steps([step.id for step in steps])
+        links = await self.steps.links_of([step.id for step in steps])
+        version_ids = {link.artifact_version_id for found in links.values() for link in found}
+        versions = await self.versions.many(list(version_ids))
+        rendered = {item.version.id: version_response(item, False, None) for item in versions}
+        items = []
+        for step in steps:
+            by_direction: dict[str, dict[str, list[dict[str, Any]]]] = {INPUT: {}, OUTPUT: {}}
+            for link in links[step.id]:
+                nested = dict(rendered[link.artifact_version_id])
+                if link.direction == INPUT:
+                    nested["input_type"] = "step_output"
+                by_direction[link.direction].setdefault(link.name, []).append(nested)
+            run = runs.get(step.pipeline_run_id)
+            snapshot = run.snapshot if run is not None else None
+            start = run.run.start_time if run is not None else None
+            items.append(
+                StepItem(
+                    step, snapshot, start, by_direction[INPUT], by_direction[OUTPUT], logs[step.id]
+                )
+            )
+        return items
 
     async def create(self, request: StepRunRequest, user_id: uuid.UUID) -> StepItem:
         run = await self.runs.repository.read(request.pipeline_run_id)
         if run is None:
             raise RunNotFound(request.pipeline_run_id)
         links = {INPUT: request.links(INPUT), OUTPUT: request.links(OUTPUT)}
-        wanted = [v for by_name in links.values() for ids in by_name.values() for v in ids]
-        found = await self.steps.versions_in(wanted, run.project_id)
-        missing = [v for v in wanted if v not in found]
-        if missing:
-            raise NotFound(
-                f"Unable to get artifact version with ID '{missing[0]}': No artifact version "
-                f"with this ID found in the run's project"
-            )
+        await self._check_versions(links, run.project_id)
+        if request.original_step_run_id is not None:
+            original = await self.steps.read(request.original_step_run_id)
+            if original is None or original.project_id != run.project_id:
+                raise StepNotFound(request.original_step_run_id)
         step = StepRun(
             project_id=run.project_id,
             pipeline_run_id=run.id,
@@ -266,6 +395,14 @@ class StepService:
             status=request.status,
             start_time=request.start_time,
             end_time=request.end_time,
+            cache_key=request.cache_key,
+            cache_expires_at=request.cache_expires_at,
+            code_hash=request.code_hash,
+            docstring=request.docstring,
+            source_code=request.source_code,
+            original_step_run_id=request.original_step_run_id,
+            parent_step_ids=[str(parent) for parent in request.parent_step_ids],
+            exception_info=_info(request.exception_info),
             user_id=user_id,
         )
         await self.steps.insert(
@@ -275,10 +412,66 @@ class StepService:
                 f"exists in the pipeline run with ID '{run.id}'."
             ),
         )
+        await self._link(step.id, links)
+        if isinstance(request.logs, LogsRequest):
+            await self.logs.create(request.logs, user_id, step_id=step.id)
+        elif request.logs is not None:
+            await self.logs.attach([request.logs], step_id=step.id)
+        await self.runs.follow_steps(run.id)
+        return await self.get(step.id)
+
+    async def update(
+        self, step_id: uuid.UUID, update: StepRunUpdate, user_id: uuid.UUID
+    ) -> StepItem:
+        """New outputs, a new status (a finished one ends the step unless an end is
+        given), an exception, the cache's expiry, more logs; then the run follows."""
+        step = await self.session.get(StepRun, step_id)
+        if step is None:
+            raise StepNotFound(step_id)
+        outputs = {OUTPUT: as_links(update.outputs)}
+        await self._check_versions(outputs, step.project_id)
+        step.updated = utcnow()
+        if update.status is not None:
+            step.status = update.status
+            if not in_progress(update.status) and update.end_time is None:
+                step.end_time = step.end_time or step.updated
+        if update.end_time is not None:
+            step.end_time = update.end_time
+        if update.exception_info is not None:
+            step.exception_info = _info(update.exception_info)
+        if update.cache_expires_at is not None:
+            step.cache_expires_at = update.cache_expires_at
+        await self.session.flush()
+        await self._link(step_id, outputs, known=await self.steps.links(step_id))
+        for logs in update.add_logs or []:
+            await self.logs.create(logs, user_id, step_id=step_id)
+        await self.runs.follow_steps(step.pipeline_run_id)
+        return await self.get(step_id)
+
+    async def _check_versions(
+        self, links: dict[str, dict[str, list[uuid.UUID]]], project_id: uuid.UUID
+    ) -> None:
+        wanted = [v for by_name in links.values() for ids in by_name.values() for v in ids]
+        found = await self.steps.versions_in(wanted, project_id)
+        missing = [v for v in wanted if v not in found]
+        if missing:
+            raise NotFound(
+                f"Unable to get artifact version with ID '{missing[0]}': No artifact version "
+                f"with this ID found in the run's project"
+            )
+
+    async def _link(
+        self,
+        step_id: uuid.UUID,
+        links: dict[str, dict[str, list[uuid.UUID]]],
+        known: Sequence[Any] = (),
+    ) -> None:
+        """Link the versions not linked yet (``known``: the step's links)."""
+        have = {(k.direction, k.name, k.artifact_version_id) for k in known}
         await self.steps.link(
             [
                 {
-                    "step_id": step.id,
+                    "step_id": step_id,
                     "direction": direction,
                     "name": name,
                     "artifact_version_id": version_id,
@@ -286,6 +479,6 @@ class StepService:
                 for direction, by_name in links.items()
                 for name, ids in by_name.items()
                 for version_id in dict.fromkeys(ids)
+                if (direction, name, version_id) not in have
             ]
         )
-        return await self.get(step.id)

@@ -104,6 +104,12 @@ class StackResponse(
     pass
 
 
+def nested_stack(stack: Any) -> StackResponse:
+    """Body only, as nested in deployments, snapshots and runs."""
+    body = StackResponseBody(created=stack.created, updated=stack.updated, user_id=stack.user_id)
+    return StackResponse(id=stack.id, name=stack.name, body=body)
+
+
 def _by_type(
     components: Iterable[StackComponent],
 ) -> dict[StackComponentType, list[ComponentResponse]]:

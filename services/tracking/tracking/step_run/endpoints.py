@@ -1,5 +1,6 @@
-"""``/steps``: the step runs of a pipeline run, which link artifact versions (the models
-and rules live with runs: :mod:`tracking.pipeline_run`)."""
+"""``/steps``: the step runs of a pipeline run, which link artifact versions and whose
+cache keys the client looks up to reuse an earlier run of a step (the models and rules
+live with runs: :mod:`tracking.pipeline_run`)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,32 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from shared.db import transaction
+from shared.listing import read_list
+from shared.pagination import Page
 from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
 from tracking.core.auth import caller, caller_id
-from tracking.core.rendering import render_one
-from tracking.core.schemas import HydrateQuery
-from tracking.pipeline_run.schemas import StepRunRequest, StepRunResponse, step_response
+from tracking.core.listing import query_extras
+from tracking.core.rendering import render_one, render_page
+from tracking.core.schemas import HydrateQuery, ScopedListQuery
+from tracking.pipeline_run.repository import STEPS
+from tracking.pipeline_run.schemas import (
+    StepRunRequest,
+    StepRunResponse,
+    StepRunUpdate,
+    step_response,
+)
 from tracking.pipeline_run.service import StepService
+
+LIST_QUERY = STEPS.query_model(extra=query_extras(ScopedListQuery))
+
+
+async def list_(request: Request) -> Response:
+    caller(request)
+    listing = await read_list(request, STEPS)
+    query = parse_query(request, ScopedListQuery)
+    async with transaction(request) as session:
+        total, items = await StepService(session).list_page(listing, query)
+    return await render_page(request, listing, total, items, step_response)
 
 
 async def create(request: Request) -> Response:
@@ -34,26 +55,57 @@ async def get_step(request: Request) -> Response:
     return await render_one(request, item, step_response, hydrate=query.hydrate)
 
 
+async def update(request: Request) -> Response:
+    user_id = caller_id(request)
+    step_id = path_param(request, "step_id", uuid.UUID)
+    body = await parse_json(request, StepRunUpdate)
+    async with transaction(request) as session:
+        item = await StepService(session).update(step_id, body, user_id)
+    return await render_one(request, item, step_response, hydrate=True)
+
+
 def routes() -> list[ApiRoute]:
     steps = "/api/v1/steps"
+    one = f"{steps}/{{step_id}}"
+    tags = ["steps"]
     return [
+        api_route(
+            steps,
+            list_,
+            method="GET",
+            summary="List Run Steps",
+            tags=tags,
+            query=LIST_QUERY,
+            response=Page[StepRunResponse],
+            errors=(400, 404),
+        ),
         api_route(
             steps,
             create,
             method="POST",
             summary="Create Run Step",
-            tags=["steps"],
+            tags=tags,
             body=StepRunRequest,
             response=StepRunResponse,
             errors=(404, 409),
         ),
         api_route(
-            f"{steps}/{{step_id}}",
+            one,
             get_step,
             method="GET",
             summary="Get Step",
-            tags=["steps"],
+            tags=tags,
             query=HydrateQuery,
+            response=StepRunResponse,
+            errors=(404,),
+        ),
+        api_route(
+            one,
+            update,
+            method="PUT",
+            summary="Update Step",
+            tags=tags,
+            body=StepRunUpdate,
             response=StepRunResponse,
             errors=(404,),
         ),
