@@ -214,7 +214,7 @@ class JWTAuthBackend(ScopeAuthenticationBackend):
         except InvalidToken as exc:
             return AuthCredentials([]), InvalidCredentials(exc.message)
         revocations: RevocationList | None = state.get("revocations")
-        if revocations is not None and await revocations.is_revoked(token):
+        if revocations is not None and await revocations.is_revoked(token, now=verifier.clock()):
             return AuthCredentials([]), InvalidCredentials("token has been revoked")
         if token.kind == TokenKind.WORKLOAD:
             checker: WorkloadScopes | None = state.get("workload_scopes")

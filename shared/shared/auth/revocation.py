@@ -1,7 +1,8 @@
-"""The revocation list: tokens, subjects and devices that must no longer be accepted.
+"""The revocation list: tokens, subjects, devices and API keys that must no longer be
+accepted.
 
 Verification alone cannot take back a self-contained token, so every service also asks
-Redis, on every authenticated request, whether the token was revoked. Three entries can
+Redis, on every authenticated request, whether the token was revoked. These entries can
 revoke a token (all under ``<namespace>:revoked:``):
 
 - ``jti:<jti>``: that one token (logout, API token revoked). Expires with the token:
@@ -15,6 +16,11 @@ revoke a token (all under ``<namespace>:revoked:``):
 - ``device-cutoff:<id>``: a cutoff like the subject's, for the tokens of one device
   (the device authorized again: what it held before must die, what it gets next must
   work). No TTL.
+- ``api-key:<id>``: the tokens carrying that ``api_key_id`` claim (logins with a
+  service account's API key, and the tokens minted from them), judged by their
+  ``key_gen`` claim: ``-`` revokes them all (key deactivated or deleted); ``<gen> <t>``
+  keeps those of generation ``gen`` and, until Unix time ``t`` (the rotation's grace
+  window), of ``gen - 1``. No TTL.
 
 The check runs on every authenticated request. It reads the entries with one ``MGET`` on a
 :class:`~shared.redis_pipe.RedisPipe` of its own (redis-py's per-command machinery would
@@ -85,6 +91,12 @@ def _device_part(device_id: str | UUID) -> str:
         return str(device_id)
 
 
+def _claim(token: VerifiedToken, name: str) -> str:
+    """A string claim of ``token``, or ``""``."""
+    value = token.claims.get(name)
+    return value if isinstance(value, str) else ""
+
+
 def _text(value: Any) -> str | None:
     if value is None:
         return None
@@ -130,6 +142,9 @@ class RevocationList:
 
     def _device_cutoff_key(self, device_id: str | UUID) -> str:
         return self._keys("revoked", "device-cutoff", _device_part(device_id))
+
+    def _api_key_key(self, api_key_id: str | UUID) -> str:
+        return self._keys("revoked", "api-key", _device_part(api_key_id))
 
     async def _call(self, operation: Callable[[], Awaitable[T]]) -> T:
         try:
@@ -186,26 +201,49 @@ class RevocationList:
         key = self._device_key(device_id)
         await self._call(lambda: self._redis.delete(key))
 
-    async def is_revoked(self, token: VerifiedToken) -> bool:
-        """Whether any entry revokes ``token``; one ``MGET`` round trip.
+    async def revoke_api_key(self, api_key_id: str | UUID) -> None:
+        """Revoke every token whose ``api_key_id`` claim names this key (deactivated or
+        deleted); :meth:`limit_api_key` replaces it when the key is active again."""
+        key = self._api_key_key(api_key_id)
+        await self._call(lambda: self._redis.set(key, b"-"))
+
+    async def limit_api_key(
+        self, api_key_id: str | UUID, generation: int, previous_until: datetime | None
+    ) -> None:
+        """Keep only the key's tokens of ``generation`` and, before ``previous_until``
+        (a rotation's grace window), of the generation before it."""
+        until = previous_until.timestamp() if previous_until is not None else 0.0
+        key = self._api_key_key(api_key_id)
+        value = f"{generation} {until!r}".encode()
+        await self._call(lambda: self._redis.set(key, value))
+
+    async def is_revoked(self, token: VerifiedToken, *, now: datetime | None = None) -> bool:
+        """Whether any entry revokes ``token``; one ``MGET`` round trip. ``now`` (default
+        the real time) judges an API key rotation's grace window.
 
         Raises :class:`~shared.errors.ServiceUnavailable` when Redis cannot answer.
         """
         keys = [self._jti_key(token.jti), self._subject_key(token.subject)]
-        device_id = token.claims.get("device_id")
-        if isinstance(device_id, str) and device_id:
+        device_id = _claim(token, "device_id")
+        if device_id:
             keys += [self._device_key(device_id), self._device_cutoff_key(device_id)]
+        api_key_id = _claim(token, "api_key_id")
+        if api_key_id:
+            keys.append(self._api_key_key(api_key_id))
         values = self._read_kept(keys)
         if values is None:
             values = await self._read(keys)
-        jti_entry, *cutoffs = (_text(v) for v in values)
+        jti_entry, subject_cutoff, *rest = (_text(v) for v in values)
         if jti_entry is not None:
             return True
-        if len(cutoffs) == 3:
-            subject_cutoff, device_entry, device_cutoff = cutoffs
+        cutoffs = [subject_cutoff]
+        if device_id:
+            device_entry, device_cutoff, *rest = rest
             if device_entry is not None:
                 return True
-            cutoffs = [subject_cutoff, device_cutoff]
+            cutoffs.append(device_cutoff)
+        if api_key_id and _api_key_refuses(token, rest[0], now or datetime.now(UTC)):
+            return True
         return any(_issued_by(token, cutoff) for cutoff in cutoffs)
 
     def _read_kept(self, keys: list[str]) -> list[Any] | None:
@@ -243,6 +281,22 @@ class RevocationList:
 
 def _unavailable() -> ServiceUnavailable:
     return ServiceUnavailable("The token revocation list is unavailable; try again shortly.")
+
+
+def _api_key_refuses(token: VerifiedToken, entry: str | None, now: datetime) -> bool:
+    """Whether an ``api-key:`` entry (see the module) revokes ``token``."""
+    if entry is None:
+        return False
+    generation = token.claims.get("key_gen")
+    try:
+        current, until = entry.split(" ")
+        if not isinstance(generation, int) or isinstance(generation, bool):
+            return True  # A key's token without its generation: the safe side.
+        if generation == int(current):
+            return False
+        return generation != int(current) - 1 or now.timestamp() >= float(until)
+    except ValueError:
+        return True  # "-" (revoked) or an unreadable entry must not un-revoke anything.
 
 
 def _issued_by(token: VerifiedToken, cutoff: str | None) -> bool:
