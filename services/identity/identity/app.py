@@ -12,12 +12,14 @@ from pathlib import Path
 import httpx
 from starlette.applications import Starlette
 
-from identity import api_token, auth, device, server, user
+from identity import api_key, api_token, auth, device, server, service_account, user
+from identity.api_key import endpoints as api_key_endpoints
 from identity.api_token import endpoints as api_token_endpoints
 from identity.auth import endpoints as auth_endpoints
 from identity.auth.service import OwnServiceAuth, TokenService
 from identity.device import endpoints as device_endpoints
 from identity.server import endpoints as server_endpoints
+from identity.service_account import endpoints as service_account_endpoints
 from identity.settings import Settings
 from identity.signing_key.service import KeyRing, SigningKeyService
 from identity.user import endpoints as user_endpoints
@@ -32,7 +34,16 @@ logger = logging.getLogger(__name__)
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 
-__all__ = ["api_token", "auth", "create_app", "device", "server", "user"]
+__all__ = [
+    "api_key",
+    "api_token",
+    "auth",
+    "create_app",
+    "device",
+    "server",
+    "service_account",
+    "user",
+]
 
 
 def _lifespan(clock: Clock) -> LifespanHook:
@@ -95,13 +106,18 @@ def create_app(
         settings,
         title="identity",
         version=PLATFORM_VERSION,
-        description="Logins, devices, API tokens and the platform's signing keys.",
+        description=(
+            "Logins, devices, service accounts and their API keys, API tokens and the "
+            "platform's signing keys."
+        ),
         routes=[
             *server_endpoints.routes(),
             *auth_endpoints.routes(),
             *device_endpoints.routes(),
             *api_token_endpoints.routes(),
             *user_endpoints.routes(),
+            *service_account_endpoints.routes(),
+            *api_key_endpoints.routes(),
         ],
         migrations=MIGRATIONS,
         lifespan=_lifespan(clock),

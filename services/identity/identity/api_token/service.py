@@ -1,14 +1,15 @@
 """API tokens (``GET /api/v1/api_token``).
 
 Generic tokens are short-lived user tokens: ``expires_in`` up to the server's maximum.
-They keep the caller's ``device_id``, so they die with the caller's device.
+They keep the caller's ``device_id`` and API key claims (``api_key_id``, ``key_gen``), so
+they die with the caller's device or API key.
 
 Workload tokens are bound to exactly one schedule, pipeline run or deployment, named in
 the query or, without one, inherited from the calling workload token. Tracking is asked,
 fresh rather than from the cache, that the object exists and is active (a schedule
 active, a run in progress). They carry no ``exp`` (unless ``expires_in`` asks for one, up
-to the generic maximum; the reference ignores it), keep the caller's ``device_id``, and
-are checked against their object on every use, on every service
+to the generic maximum; the reference ignores it), keep the caller's ``device_id`` and API
+key claims, and are checked against their object on every use, on every service
 (:mod:`shared.auth.workload`).
 
 Where we differ from the reference, on purpose:
@@ -29,7 +30,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from identity.api_token.schemas import APITokenQuery, APITokenType
-from identity.auth.service import TokenService
+from identity.auth.service import TokenService, api_key_claims
 from identity.models import User
 from identity.user.service import USER_TOKEN_KINDS, UserService
 from shared.auth import (
@@ -100,7 +101,11 @@ class APITokenService:
             )
         lifetime = self._lifetime(query) or self.tokens.settings.generic_api_token_lifetime
         return await self.tokens.issue_for_user(
-            user, TokenKind.GENERIC, lifetime, device_id=caller.device_id
+            user,
+            TokenKind.GENERIC,
+            lifetime,
+            device_id=caller.device_id,
+            api_key=api_key_claims(caller),
         )
 
     def _lifetime(self, query: APITokenQuery) -> timedelta | None:
@@ -140,6 +145,7 @@ class APITokenService:
             lifetime,
             device_id=caller.device_id,
             scope=target,
+            api_key=api_key_claims(caller),
         )
 
     async def _state_if_allowed(

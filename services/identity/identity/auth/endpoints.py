@@ -5,6 +5,7 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
+from identity.api_key.service import APIKeyService
 from identity.auth.schemas import LoginForm, OAuthTokenResponse
 from identity.auth.service import TokenService
 from identity.device.service import DeviceService, Refused, record_device_use
@@ -30,8 +31,9 @@ async def login(request: Request) -> Response:
     clock = request.state.clock
     async with transaction(request) as session:
         devices = DeviceService(session, settings, request.state.revocations, clock)
+        api_keys = APIKeyService(session, request.state.revocations, clock)
         issued = await TokenService(settings, request.state.keyring, clock).login(
-            form, UserService(session, clock=clock), devices, throttle, client
+            form, UserService(session, clock=clock), devices, api_keys, throttle, client
         )
     # Raised after the commit, so the device's failed attempt or new interval is kept.
     if isinstance(issued, Refused):

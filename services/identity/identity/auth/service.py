@@ -9,13 +9,15 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from identity.api_key.schemas import EncodedKey
+from identity.api_key.service import APIKeyRefused, APIKeyService
 from identity.auth.schemas import GrantType, LoginForm, OAuthTokenResponse
 from identity.device.service import DeviceCodeRefused, DeviceService, Refused
 from identity.models import User
 from identity.settings import Settings
 from identity.signing_key.service import KeyRing
 from identity.user.service import UserService
-from shared.auth import TokenKind, WorkloadScope
+from shared.auth import TokenKind, VerifiedToken, WorkloadScope
 from shared.db import Clock
 from shared.errors import HTTPDetailError, OAuthError, Unauthorized
 from shared.http import CachedTokenAuth
@@ -39,6 +41,12 @@ class Issued:
 def password_subject(username: str) -> str:
     """The account a password login names, as the login throttle counts it."""
     return f"user:{username}"
+
+
+def api_key_claims(token: VerifiedToken) -> dict[str, Any]:
+    """The API key claims (``api_key_id``, ``key_gen``) ``token`` carries, for a token
+    minted from it to die with the same key."""
+    return {name: token.claims[name] for name in ("api_key_id", "key_gen") if name in token.claims}
 
 
 def infer_grant(form: LoginForm) -> str:
@@ -68,13 +76,17 @@ class TokenService:
         *,
         device_id: uuid.UUID | None = None,
         scope: WorkloadScope | None = None,
+        api_key: dict[str, Any] | None = None,
     ) -> str:
         """A token of ``user``; with ``device_id`` it lives and dies with that device, with
+        ``api_key`` (:func:`api_key_claims`) with that API key's generation, with
         ``scope`` (workload tokens) it is bound to that object."""
         signer = await self.keyring.signer()
         extra: dict[str, Any] = {"name": user.name, "admin": user.is_admin}
         if device_id is not None:
             extra["device_id"] = device_id
+        if api_key:
+            extra.update(api_key)
         if scope is not None:
             extra.update(scope.claims())
         token, _ = signer.issue(
@@ -105,6 +117,7 @@ class TokenService:
         form: LoginForm,
         users: UserService,
         devices: DeviceService,
+        api_keys: APIKeyService,
         throttle: LoginThrottle,
         client: str | None,
     ) -> Issued | Refused:
@@ -116,10 +129,7 @@ class TokenService:
         if grant == GrantType.CLIENT_CREDENTIALS:
             return await self._client_credentials(form, client)
         if grant == GrantType.API_KEY:
-            if not form.password:
-                raise HTTPDetailError(400, "API key is required.")
-            # This server issues no ZenML API keys, so none can be valid.
-            raise Unauthorized("Authentication error: error decoding API key")
+            return await self._api_key(form, api_keys, throttle, client)
         if grant == GrantType.DEVICE_CODE:
             return await self._device_code(form, users, devices, throttle, client)
         if grant == GrantType.EXTERNAL:
@@ -145,6 +155,40 @@ class TokenService:
         return Issued(
             OAuthTokenResponse(access_token=token, expires_in=int(lifetime.total_seconds())),
             set_cookie=True,
+            lifetime=lifetime,
+        )
+
+    async def _api_key(
+        self, form: LoginForm, api_keys: APIKeyService, throttle: LoginThrottle, client: str | None
+    ) -> Issued:
+        """A service account's login with its ``ZENKEY_`` key, throttled like the password
+        grant per key (an undecodable key counts against the client only). No cookie."""
+        if not form.password:
+            raise HTTPDetailError(400, "API key is required.")
+        decoded = EncodedKey.decode(form.password)
+        subject = f"api-key:{decoded.id}" if decoded else None
+        await throttle.check(subject, client)
+        try:
+            if decoded is None:
+                raise APIKeyRefused("error decoding API key")
+            logged_in = await api_keys.authenticate(decoded.id, decoded.key)
+        except APIKeyRefused:
+            logger.info("api key login failed", extra={"api_key": subject, "client": client})
+            await throttle.failed(subject, client)
+            raise
+        await throttle.succeeded(f"api-key:{decoded.id}", client)
+        lifetime = self.settings.access_token_lifetime
+        api_key = {"api_key_id": str(logged_in.api_key.id), "key_gen": logged_in.generation}
+        token = await self.issue_for_user(
+            logged_in.account, TokenKind.ACCESS, lifetime, api_key=api_key
+        )
+        logger.info(
+            "api key login succeeded",
+            extra={"user_id": str(logged_in.account.id), "api_key_id": api_key["api_key_id"]},
+        )
+        return Issued(
+            OAuthTokenResponse(access_token=token, expires_in=int(lifetime.total_seconds())),
+            set_cookie=False,
             lifetime=lifetime,
         )
 

@@ -37,7 +37,7 @@ from identity.models import DeviceStatus, OAuthDevice, User
 from identity.settings import Settings
 from shared.auth import RevocationList
 from shared.db import Clock, SessionMaker, session_scope
-from shared.errors import BadRequest, NotFound, OAuthError, PlatformError
+from shared.errors import BadRequest, Forbidden, NotFound, OAuthError, PlatformError
 from shared.listing import Listing
 from shared.secret_hash import digest, matches
 
@@ -209,6 +209,9 @@ class DeviceService:
         self, user: User, device_id: uuid.UUID, request: OAuthDeviceVerificationRequest
     ) -> OAuthDevice | Refused:
         """Bind a pending device to ``user`` when the user code matches."""
+        if user.is_service_account:
+            # Its tokens must live and die with the API key it logged in with.
+            raise Forbidden("Service accounts log in with their API keys, not with devices.")
         device = await self.repository.get(device_id, for_update=True)
         if device is None:
             raise DeviceNotFound(device_id)

@@ -4,7 +4,7 @@ import datetime as dt
 import uuid
 from typing import Any
 
-from sqlalchemy import JSON, Column
+from sqlalchemy import JSON, Column, Text
 from sqlmodel import Field, SQLModel
 
 from shared.db import new_id, utcnow
@@ -27,6 +27,8 @@ class User(SQLModel, table=True):
     external_user_id: uuid.UUID | None = None
     default_project_id: uuid.UUID | None = None
     avatar_url: str | None = None
+    # A service account's description (users have none).
+    description: str = Field(default="", sa_type=Text)
     user_metadata: dict[str, Any] = Field(
         default_factory=dict, sa_column=Column(JSON, nullable=False)
     )

@@ -64,5 +64,8 @@ class UserRepository:
     async def delete(self, user: User) -> None:
         await self.session.delete(user)
 
-    async def list(self, listing: Listing) -> tuple[int, list[User]]:
-        return await fetch_page(self.session, USERS, listing, select(User))
+    async def list(
+        self, listing: Listing, *, service_accounts: bool = False
+    ) -> tuple[int, list[User]]:
+        scope = [] if service_accounts else [col(User.is_service_account).is_(False)]
+        return await fetch_page(self.session, USERS, listing, select(User), scope=scope)

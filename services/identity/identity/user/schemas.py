@@ -15,7 +15,7 @@ from shared.users import UserResponse as NestedUserResponse
 from shared.users import UserResponseBody
 
 
-def _valid_name(value: str | None) -> str | None:
+def valid_name(value: str | None) -> str | None:
     if value is not None and (not value.strip() or any(c in value for c in "\t\n\r\v\f")):
         raise ValueError("the name must be non-empty and contain no tabs or line breaks")
     return value
@@ -35,7 +35,7 @@ class UserRequest(BaseModel):
     user_metadata: dict[str, Any] | None = None
     avatar_url: str | None = None
 
-    _name = field_validator("name")(_valid_name)
+    _name = field_validator("name")(valid_name)
 
 
 class UserUpdate(BaseModel):
@@ -58,7 +58,7 @@ class UserUpdate(BaseModel):
     avatar_url: str | None = None
     default_project_id: uuid.UUID | None = None
 
-    _name = field_validator("name")(_valid_name)
+    _name = field_validator("name")(valid_name)
 
 
 class UserResponseMetadata(BaseModel):

@@ -122,20 +122,26 @@ class UserService:
 
     async def update_current(self, caller: Principal, update: UserUpdate) -> User:
         user = await self.acting(caller)
+        if user.is_service_account:
+            # Its account is /service_accounts' (a password would open a second login).
+            raise UserNotFound(user.id)
         return await self.update(user, update, by_admin=user.is_admin, actor=str(user.id))
 
     async def create_for(self, caller: Principal, request: UserRequest) -> Created:
-        await self._admin(caller)
+        await self.admin(caller)
         return await self.create(request)
 
     async def list_for(self, caller: Principal, listing: Listing) -> tuple[int, list[User]]:
-        if caller.kind != TokenKind.SERVICE:
-            await self._admin(caller)
-        return await self.list(listing)
+        """Users only, as the reference lists them; a service (showing who created a
+        resource) also sees the service accounts."""
+        if caller.kind == TokenKind.SERVICE:
+            return await self.repository.list(listing, service_accounts=True)
+        await self.admin(caller)
+        return await self.repository.list(listing)
 
     async def get_for(self, caller: Principal, name_or_id: str) -> User:
         actor = await self._actor(caller)
-        user = await self.get(name_or_id)
+        user = await self.get(name_or_id, service_accounts=True)
         if user.id != actor.id and not actor.is_admin:
             raise Forbidden("Only admins can read other accounts.")
         return user
@@ -149,14 +155,14 @@ class UserService:
 
     async def deactivate_for(self, caller: Principal, name_or_id: str) -> tuple[User, str]:
         """The deactivated account and its fresh activation token."""
-        actor = await self._admin(caller)
+        actor = await self.admin(caller)
         user = await self.get(name_or_id)
         if user.id == actor.id:
             raise Forbidden("An account cannot deactivate itself.")
         return user, await self.deactivate(user)
 
     async def delete_for(self, caller: Principal, name_or_id: str) -> None:
-        actor = await self._admin(caller)
+        actor = await self.admin(caller)
         await self.delete(await self.get(name_or_id), actor=str(actor.id))
 
     async def _actor(self, caller: Principal) -> User:
@@ -164,22 +170,25 @@ class UserService:
             raise Forbidden("A service token may only list users.")
         return await self.acting(caller)
 
-    async def _admin(self, caller: Principal) -> User:
+    async def admin(self, caller: Principal, action: str = "manage other accounts") -> User:
+        """The active admin behind ``caller``; 403 for anyone else."""
         actor = await self._actor(caller)
         if not actor.is_admin:
-            raise Forbidden("Only admins can manage other accounts.")
+            raise Forbidden(f"Only admins can {action}.")
         return actor
 
     # The rules themselves.
 
-    async def get(self, name_or_id: str) -> User:
+    async def get(self, name_or_id: str, *, service_accounts: bool = False) -> User:
+        """The user with this name or id; a service account only by its id, and only
+        with ``service_accounts`` (reading it as a user, as the reference does). Everything
+        else that changes a service account is /service_accounts' business."""
         user = await self.repository.by_name_or_id(name_or_id)
-        if user is None:
+        if user is None or (
+            user.is_service_account and (not service_accounts or user.name == name_or_id)
+        ):
             raise UserNotFound(name_or_id)
         return user
-
-    async def list(self, listing: Listing) -> tuple[int, list[User]]:
-        return await self.repository.list(listing)
 
     async def create(self, request: UserRequest) -> Created:
         if await self.repository.by_name(request.name) is not None:

@@ -1,0 +1,128 @@
+"""API key requests, ``APIKeyResponse`` and the ``ZENKEY_`` encoding, in the reference's
+shapes."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import uuid
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from identity.models import APIKey, User
+from identity.service_account.schemas import (
+    TEXT_MAX_LENGTH,
+    ServiceAccountResponse,
+    service_account_response,
+)
+from identity.user.schemas import valid_name
+from shared.types import WireDatetime
+
+PREFIX = "ZENKEY_"
+# Ten years: any longer grace is no rotation at all (and would overflow a datetime).
+MAX_RETAIN_PERIOD_MINUTES = 10 * 366 * 24 * 60
+
+
+class EncodedKey(BaseModel):
+    """What a ``ZENKEY_`` key carries: ``ZENKEY_`` + base64 of ``{"id": ..., "key": ...}``
+    (the zenml client's ``APIKey.encode``)."""
+
+    id: uuid.UUID
+    key: str
+
+    def encode(self) -> str:
+        return PREFIX + base64.b64encode(self.model_dump_json().encode()).decode()
+
+    @classmethod
+    def decode(cls, encoded: str) -> EncodedKey | None:
+        """The key's id and secret, or ``None`` when it is not an encoded key."""
+        encoded = encoded.removeprefix(PREFIX)
+        try:
+            return cls.model_validate_json(base64.b64decode(encoded, validate=True))
+        except (binascii.Error, ValueError, ValidationError):
+            return None
+
+
+class APIKeyRequest(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    name: str = Field(max_length=255)
+    description: str | None = Field(default=None, max_length=TEXT_MAX_LENGTH)
+
+    _name = field_validator("name")(valid_name)
+
+
+class APIKeyUpdate(BaseModel):
+    """Every field optional; unknown keys ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    name: str | None = Field(default=None, max_length=255)
+    description: str | None = Field(default=None, max_length=TEXT_MAX_LENGTH)
+    active: bool | None = None
+
+    _name = field_validator("name")(valid_name)
+
+
+class APIKeyRotateRequest(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    retain_period_minutes: int = Field(default=0, ge=0, le=MAX_RETAIN_PERIOD_MINUTES)
+
+
+class APIKeyResponseBody(BaseModel):
+    created: WireDatetime
+    updated: WireDatetime
+    key: str | None = None
+    active: bool = True
+    service_account: ServiceAccountResponse
+
+
+class APIKeyResponseMetadata(BaseModel):
+    description: str = ""
+    retain_period_minutes: int
+    last_login: WireDatetime | None = None
+    last_rotated: WireDatetime | None = None
+
+
+class APIKeyResponseResources(BaseModel):
+    pass
+
+
+class APIKeyResponse(BaseModel):
+    body: APIKeyResponseBody | None = None
+    metadata: APIKeyResponseMetadata | None = None
+    resources: APIKeyResponseResources | None = None
+    id: uuid.UUID
+    permission_denied: bool = False
+    name: str
+
+
+class APIKeyQuery(BaseModel):
+    hydrate: bool = True
+
+
+def api_key_response(
+    api_key: APIKey, account: User, *, hydrate: bool, key: str | None = None
+) -> APIKeyResponse:
+    """Render a key; ``key`` (the encoded secret) is only ever passed by create and rotate."""
+    return APIKeyResponse(
+        id=api_key.id,
+        name=api_key.name,
+        body=APIKeyResponseBody(
+            created=api_key.created,
+            updated=api_key.updated,
+            key=key,
+            active=api_key.active,
+            service_account=service_account_response(account, hydrate=False, resources=False),
+        ),
+        metadata=APIKeyResponseMetadata(
+            description=api_key.description,
+            retain_period_minutes=api_key.retain_period,
+            last_login=api_key.last_login,
+            last_rotated=api_key.last_rotated,
+        )
+        if hydrate
+        else None,
+        resources=APIKeyResponseResources(),
+    )
