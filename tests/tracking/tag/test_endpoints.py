@@ -11,24 +11,9 @@ import httpx
 from tests.identity.conftest import ADMIN
 from tests.tracking.artifact.support import ARTIFACT, Headers
 from tests.tracking.artifact_version.support import VERSIONS, create_version
+from tests.tracking.tag.support import LINKS, TAGS, create_tag, link
 
 Json = dict[str, Any]
-TAGS = "/api/v1/tags"
-LINKS = "/api/v1/tag_resources"
-
-
-async def create_tag(tracking: httpx.AsyncClient, auth: Headers, name: str, **extra: Any) -> Json:
-    response = await tracking.post(TAGS, json={"name": name, **extra}, headers=auth)
-    assert response.status_code == 200, response.text
-    created: Json = response.json()
-    return created
-
-
-async def link(
-    tracking: httpx.AsyncClient, auth: Headers, tag: Json, kind: str, *resources: Json
-) -> httpx.Response:
-    body = [{"tag_id": tag["id"], "resource_id": r["id"], "resource_type": kind} for r in resources]
-    return await tracking.post(f"{LINKS}/batch", json=body, headers=auth)
 
 
 async def tag_names(tracking: httpx.AsyncClient, auth: Headers, path: str) -> list[str]:
