@@ -23,6 +23,7 @@ from tracking.code_repository import endpoints as code_repository_endpoints
 from tracking.component import endpoints as component_endpoints
 from tracking.component.secrets import ComponentSecrets
 from tracking.deployment import endpoints as deployment_endpoints
+from tracking.flavor import endpoints as flavor_endpoints
 from tracking.logs import endpoints as logs_endpoints
 from tracking.pipeline import endpoints as pipeline_endpoints
 from tracking.pipeline_build import endpoints as pipeline_build_endpoints
@@ -60,6 +61,7 @@ def routes() -> list[BaseRoute]:
         *deployment_endpoints.routes(),
         *schedule_endpoints.routes(),
         *workload_scope_endpoints.routes(),
+        *flavor_endpoints.routes(),
         *pipeline_snapshot_listing.routes(),
         *pipeline_build_endpoints.routes(),
         *run_metadata_endpoints.routes(),
