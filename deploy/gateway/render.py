@@ -11,6 +11,9 @@ Per entrypoint (one ``server`` block each):
 
 - every route prefix ``/a/b`` proxies ``/a/b`` and ``/a/b/...`` unchanged to its service;
 - ``/_services/<name>/{health,ready,openapi.json}`` reach each service's own endpoints;
+- ``/openapi.json`` (the entrypoint's services' documents merged) and ``/docs`` (Swagger UI
+  on it, its files under ``/docs/``) are files the gateway serves itself, from the folder
+  :mod:`deploy.gateway.docs` writes (``Target.docs_root``);
 - the entrypoint's ``unimplemented`` prefixes answer 501 ``NotImplementedError`` and anything
   else a 404, and the gateway's own 413/502/503/504 answer JSON, all in the entrypoint's
   error style instead of nginx's HTML pages.
@@ -27,6 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from deploy.config import Entrypoint, Service, Stack
+from deploy.gateway.docs import ASSETS, DOCUMENT_PATH, PAGE_PATH
 from shared.errors import NO_SUCH_ENDPOINT
 from shared.logging import MASK, SECRET_KEY_PATTERN
 
@@ -34,6 +38,8 @@ from shared.logging import MASK, SECRET_KEY_PATTERN
 COMPOSE_SERVICE_PORT = 8000
 # Docker's embedded DNS server, for re-resolving service names when containers move.
 COMPOSE_RESOLVER = "127.0.0.11"
+# Where the gateway image (deploy/gateway/Dockerfile) keeps the docs it built.
+IMAGE_DOCS_ROOT = "/usr/share/platform/docs"
 PROBES = ("health", "ready", "openapi.json")
 
 
@@ -81,6 +87,9 @@ class Target:
     """DNS server to re-resolve upstream names with; ``None`` resolves once at start."""
     source: str
     """Says, in the header comment, which target this is."""
+    docs_root: str
+    """The folder :mod:`deploy.gateway.docs` wrote (relative paths are under nginx's
+    ``-p`` prefix)."""
     worker_processes: str = "auto"
     """nginx's workers: ``auto`` is one per CPU of the machine, which in a pod is the
     node's, not the pod's CPU limit."""
@@ -112,6 +121,8 @@ def local_target(
         user=user,
         resolver=None,
         source="local stack",
+        # The launcher writes them beside nginx.conf at each start.
+        docs_root="docs",
     )
 
 
@@ -126,6 +137,7 @@ def compose_target(stack: Stack) -> Target:
         user=None,
         resolver=COMPOSE_RESOLVER,
         source="docker-compose; regenerate with `python -m deploy.gateway`",
+        docs_root=IMAGE_DOCS_ROOT,
     )
 
 
@@ -142,6 +154,7 @@ def kubernetes_target(stack: Stack) -> Target:
         user=None,
         resolver=None,
         source="Kubernetes; regenerate with `python -m deploy.gateway`",
+        docs_root=IMAGE_DOCS_ROOT,
         temp_dir="/tmp/nginx",  # noqa: S108
         # The gateway's CPU limit is one core (deploy/k8s/base/gateway/gateway.yaml).
         worker_processes="1",
@@ -296,6 +309,8 @@ def _server(stack: Stack, entrypoint: Entrypoint, target: Target) -> list[str]:
         f"    listen {listen};",
         *(f"    {line}" for line in _error_pages(None)),
     ]
+    lines += ["", "    # the gateway's own: the merged OpenAPI document and its Swagger UI page"]
+    lines += [f"    {line}" for line in _docs(entrypoint, target)]
     services = [s for s in stack.web_services if s.entrypoint == entrypoint.name]
     for service in services:
         lines += ["", f"    # {service.name}"]
@@ -317,6 +332,66 @@ def _server(stack: Stack, entrypoint: Entrypoint, target: Target) -> list[str]:
         lines += [f"        {line}" for line in _json_reply(status, body)]
         lines.append("    }")
     return [*lines, "}"]
+
+
+# The docs' files: their type by extension, and whether it is text (sent with a charset).
+_FILE_TYPES = {
+    "json": ("application/json", False),
+    "html": ("text/html", True),
+    "js": ("application/javascript", True),
+    "css": ("text/css", True),
+    "png": ("image/png", False),
+}
+# The page and the document change with every build; the page names its files with a
+# hash of their content (?v=...), so those may be kept for good.
+_REVALIDATE = "no-cache"
+_KEEP = "public, max-age=31536000, immutable"
+
+
+def _docs(entrypoint: Entrypoint, target: Target) -> list[str]:
+    root = target.docs_root
+    assets = "|".join(asset.replace(".", "[.]") for asset in ASSETS)
+    missing = _error_body(entrypoint, "KeyError", NO_SUCH_ENDPOINT, "Not Found")
+    return [
+        *_static(f"= {DOCUMENT_PATH}", f"{root}/{entrypoint.name}/openapi.json", _REVALIDATE),
+        *_static(f"= {PAGE_PATH}", f"{root}/{entrypoint.name}/index.html", _REVALIDATE),
+        *_static(f"~ ^{PAGE_PATH}/(?<docs_file>{assets})$", f"{root}/assets/$docs_file", _KEEP),
+        # Files not written (a stack without service apps) are missing paths.
+        "location @docs_missing {",
+        *(f"    {line}" for line in _json_reply(404, missing)),
+        "}",
+        # The services' answer to a method a path does not take.
+        "location @docs_method_not_allowed {",
+        '    add_header Allow "GET, HEAD" always;',
+        *(f"    {line}" for line in _json_reply(405, {"detail": "Method Not Allowed"})),
+        "}",
+    ]
+
+
+def _static(match: str, file: str, cache: str) -> list[str]:
+    """A location answering GET and HEAD with ``file``, typed by its extension (the URI's
+    may have none), other methods with a 405 and a missing file with a 404, as JSON."""
+    known = _FILE_TYPES.get(file.rsplit(".", 1)[-1])
+    if known is not None:
+        typing, text = ["types { }", f"default_type {known[0]};"], known[1]
+    else:  # one location for several files: by the URI's extension, which is the file's
+        names = " ".join(f"{kind} {ext};" for ext, (kind, _) in _FILE_TYPES.items())
+        typing, text = [f"types {{ {names} }}"], True
+    # text/html is always one of the charset_types.
+    charset = ["charset utf-8;", "charset_types text/css application/javascript;"]
+    body = [
+        f"alias {file};",
+        *typing,
+        *(charset if text else []),
+        f'add_header Cache-Control "{cache}";',
+        "add_header X-Request-ID $gateway_request_id;",
+        "add_header X-Content-Type-Options nosniff;",
+        # A location with an error_page of its own inherits none: the server's repeated.
+        *_error_pages(None),
+        "error_page 404 @docs_missing;",
+        "error_page 405 @docs_method_not_allowed;",
+    ]
+    return [f"location {match} {{", *(f"    {line}" for line in body), "}"]
 
 
 def _error_pages(service: Service | None) -> list[str]:

@@ -12,8 +12,11 @@ import grp
 import os
 import pwd
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 
+from deploy.config import Service
+from deploy.gateway.docs import DocsError, build_documents, write_site
 from deploy.gateway.render import local_target, render
 from deploy.local.options import Options
 from deploy.local.probes import StartupError
@@ -59,6 +62,20 @@ def write_config(options: Options) -> tuple[Path, Path]:
     config = prefix / "nginx.conf"
     config.write_text(render(options.stack, target), encoding="utf-8")
     return prefix, config
+
+
+async def write_docs(options: Options, services: Sequence[Service]) -> list[str]:
+    """Build ``services``' OpenAPI documents and write what the gateway serves at
+    ``/openapi.json`` and ``/docs`` into its prefix (``local_target``'s ``docs_root``);
+    return notes on the services left out (a module that is no service app)."""
+    try:
+        documents, left_out = await build_documents({s.name: s.module for s in services})
+        await asyncio.to_thread(
+            write_site, options.stack, documents, options.data_dir / "gateway" / "docs"
+        )
+    except DocsError as exc:
+        raise StartupError(str(exc)) from None
+    return [f"the gateway's API docs leave out {note}" for note in left_out]
 
 
 def command(binary: Path, prefix: Path, config: Path, *extra: str) -> list[str]:

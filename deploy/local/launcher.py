@@ -262,6 +262,29 @@ async def _start(
 ) -> set[str]:
     """Start everything; the web services whose database is new (they create their first
     account now)."""
+    # The gateway's API docs are built (a child process per service) while the rest starts.
+    docs = asyncio.create_task(gateway.write_docs(options, plan.web))
+    try:
+        fresh = await _start_processes(supervisor, options, plan, secrets, environ)
+        for note in await docs:
+            supervisor.say("stack", note)
+    finally:
+        docs.cancel()  # when the start failed first; its children are killed
+        await asyncio.wait([docs])
+        if not docs.cancelled():
+            docs.exception()  # raised above already, or not the first failure
+    await _start_gateway(supervisor, options)
+    return fresh
+
+
+async def _start_processes(
+    supervisor: Supervisor,
+    options: Options,
+    plan: Plan,
+    secrets: StackSecrets,
+    environ: Mapping[str, str],
+) -> set[str]:
+    """Everything but the gateway, in order."""
     if embedded_postgres(options, environ):
         await _start_postgres(supervisor, options)
     fresh = await _create_databases(supervisor, options, plan, environ)
@@ -289,7 +312,6 @@ async def _start(
                 cwd=REPO_ROOT,
                 stage=STAGE_SERVICES,
             )
-    await _start_gateway(supervisor, options)
     return fresh
 
 

@@ -184,6 +184,9 @@ class ServiceApp(Starlette):
     on to the stack it wraps. ``front = None`` before the first request takes it away."""
 
     front: Callable[[ASGIApp], ASGIApp] | None = None
+    openapi_document: Callable[[], dict[str, Any]]
+    """The service's OpenAPI document, as ``/openapi.json`` serves it, without a request
+    or the lifespan (the gateway's merged documents are built from it, offline)."""
 
     def build_middleware_stack(self) -> ASGIApp:
         stack = super().build_middleware_stack()
@@ -220,15 +223,18 @@ def create_service_app(
     documented = list(all_routes)
     built: list[dict[str, Any]] = []
 
-    async def openapi(_request: Request) -> Response:
-        # Built at the first request, not with the app: it costs a tenth of a second
+    def openapi_document() -> dict[str, Any]:
+        # Built at the first use, not with the app: it costs a tenth of a second
         # (pydantic's JSON schemas of every model), which every app built in a test
         # would pay for nothing. Its tests build it for every service.
         if not built:
             built.append(
                 build_openapi(documented, title=title, version=version, description=description)
             )
-        return JSONResponse(built[0])
+        return built[0]
+
+    async def openapi(_request: Request) -> Response:
+        return JSONResponse(openapi_document())
 
     all_routes.append(Route("/openapi.json", openapi, include_in_schema=False))
 
@@ -261,6 +267,7 @@ def create_service_app(
         lifespan=app_lifespan,
     )
     app.front = front
+    app.openapi_document = openapi_document
     return app
 
 
