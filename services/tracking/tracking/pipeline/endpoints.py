@@ -12,15 +12,33 @@ from shared.listing import read_list
 from shared.pagination import Page
 from shared.responses import render_null
 from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
+from shared.users import users_by_id
 from tracking.core.auth import caller, caller_id
 from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
 from tracking.core.schemas import HydrateQuery, ScopedListQuery
 from tracking.pipeline.repository import PIPELINES
-from tracking.pipeline.schemas import PipelineRequest, PipelineResponse, pipeline_response
+from tracking.pipeline.schemas import (
+    PipelineItem,
+    PipelineRequest,
+    PipelineResponse,
+    pipeline_response,
+)
 from tracking.pipeline.service import PipelineService
 
 LIST_QUERY = PIPELINES.query_model(extra=query_extras(ScopedListQuery))
+
+
+async def with_runners(request: Request, items: list[PipelineItem]) -> list[PipelineItem]:
+    """The items with the creators of their latest runs, looked up in one batch."""
+    runs = [item.latest_run for item in items if item.latest_run is not None]
+    users = await users_by_id(request, [run.user_id for run in runs])
+    return [
+        item._replace(latest_run_user=users.get(item.latest_run.user_id))
+        if item.latest_run is not None and item.latest_run.user_id is not None
+        else item
+        for item in items
+    ]
 
 
 async def list_(request: Request) -> Response:
@@ -29,7 +47,9 @@ async def list_(request: Request) -> Response:
     query = parse_query(request, ScopedListQuery)
     async with transaction(request) as session:
         total, items = await PipelineService(session).list_page(listing, query)
-    return await render_page(request, listing, total, items, pipeline_response)
+    return await render_page(
+        request, listing, total, await with_runners(request, items), pipeline_response
+    )
 
 
 async def create(request: Request) -> Response:
@@ -46,6 +66,7 @@ async def get(request: Request) -> Response:
     query = parse_query(request, HydrateQuery)
     async with transaction(request) as session:
         item = await PipelineService(session).get(pipeline_id)
+    (item,) = await with_runners(request, [item])
     return await render_one(request, item, pipeline_response, hydrate=query.hydrate)
 
 

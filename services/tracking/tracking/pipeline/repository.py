@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Collection
 from typing import Any
 
 from sqlalchemy import Table
 from sqlalchemy import delete as sa_delete
 from sqlalchemy import insert as sa_insert
 from sqlalchemy import select as sa_select
+from sqlalchemy.dialects.postgresql import distinct_on
 from sqlmodel import col
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from shared.listing import ListSpec
 from tracking.core.listing import scoped_fields, scoped_sort_keys
 from tracking.core.repository import ScopedRepository
-from tracking.models import Pipeline, PipelineSnapshot
+from tracking.models import Pipeline, PipelineRun, PipelineSnapshot
 
 PIPELINES = ListSpec(
     resource="pipeline",
@@ -28,6 +30,24 @@ PIPELINES = ListSpec(
 class PipelineRepository(ScopedRepository[Pipeline]):
     def __init__(self, session: AsyncSession) -> None:
         super().__init__(session, Pipeline)
+
+    async def latest_runs(self, pipeline_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, Any]:
+        """Each pipeline's newest run (id, status, creator), in one query."""
+        if not pipeline_ids:
+            return {}
+        query = (
+            sa_select(
+                col(PipelineRun.pipeline_id),
+                col(PipelineRun.id),
+                col(PipelineRun.status),
+                col(PipelineRun.user_id),
+            )
+            .where(col(PipelineRun.pipeline_id).in_(list(pipeline_ids)))
+            .ext(distinct_on(col(PipelineRun.pipeline_id)))
+            .order_by(col(PipelineRun.pipeline_id), col(PipelineRun.created).desc())
+        )
+        rows = (await self.session.exec(query)).all()  # type: ignore[call-overload]
+        return {row.pipeline_id: row for row in rows}
 
 
 class SnapshotRepository:

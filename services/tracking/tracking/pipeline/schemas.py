@@ -4,7 +4,7 @@ reference's shapes."""
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -30,7 +30,11 @@ class PipelineResponseMetadata(BaseModel):
 
 class PipelineResponseResources(BaseModel):
     user: NestedUser | None = None
+    latest_run_user: NestedUser | None = None
+    latest_run_id: uuid.UUID | None = None
+    latest_run_status: str | None = None
     tags: list[TagResponse] = Field(default_factory=list)
+    visualizations: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class PipelineResponse(
@@ -42,8 +46,30 @@ class PipelineResponse(
 PIPELINE = EnvelopeShape(PipelineResponse)
 
 
-def pipeline_response(row: Any, hydrate: bool, user: NestedUser | None) -> dict[str, Any]:
-    return PIPELINE(row, {"user": user, "tags": []}, hydrate=hydrate)
+class PipelineItem(NamedTuple):
+    """A pipeline's row with its newest run (``None`` before the first) and that run's
+    creator."""
+
+    pipeline: Any
+    latest_run: Any = None
+    latest_run_user: NestedUser | None = None
+
+    @property
+    def user_id(self) -> uuid.UUID | None:
+        return self.pipeline.user_id  # type: ignore[no-any-return]
+
+
+def pipeline_response(item: PipelineItem, hydrate: bool, user: NestedUser | None) -> dict[str, Any]:
+    latest = item.latest_run
+    resources: dict[str, Any] = {
+        "user": user,
+        "latest_run_id": latest.id if latest is not None else None,
+        "latest_run_status": latest.status if latest is not None else None,
+        "latest_run_user": item.latest_run_user,
+        "tags": [],
+        "visualizations": [],
+    }
+    return PIPELINE(item.pipeline, resources, hydrate=hydrate)
 
 
 def nested_pipeline(row: Any) -> dict[str, Any]:

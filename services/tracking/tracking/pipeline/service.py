@@ -4,6 +4,7 @@ its pipeline is in its project."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from sqlmodel.ext.asyncio.session import AsyncSession
@@ -17,7 +18,7 @@ from tracking.core.schemas import ScopedListQuery
 from tracking.core.service import ScopedService
 from tracking.models import Pipeline, PipelineBuild, Schedule, Stack
 from tracking.pipeline.repository import PIPELINES, PipelineRepository, SnapshotRepository
-from tracking.pipeline.schemas import PipelineRequest, PipelineSnapshotRequest
+from tracking.pipeline.schemas import PipelineItem, PipelineRequest, PipelineSnapshotRequest
 
 
 class PipelineNotFound(ScopedNotFound):
@@ -54,19 +55,26 @@ class PipelineService(ScopedService[Pipeline]):
 
     def __init__(self, session: AsyncSession) -> None:
         super().__init__(session, PipelineRepository(session))
+        self.pipelines = PipelineRepository(session)
 
     async def list_page(
         self, listing: Listing, query: ScopedListQuery
-    ) -> tuple[int, list[ScopedRow]]:
-        return await self.list_rows(PIPELINES, listing, query)
+    ) -> tuple[int, list[PipelineItem]]:
+        total, rows = await self.list_rows(PIPELINES, listing, query)
+        return total, await self._items(rows)
 
-    async def get(self, pipeline_id: uuid.UUID) -> ScopedRow:
-        return await self.read_row(pipeline_id)
+    async def get(self, pipeline_id: uuid.UUID) -> PipelineItem:
+        (item,) = await self._items([await self.read_row(pipeline_id)])
+        return item
+
+    async def _items(self, rows: Sequence[Any]) -> list[PipelineItem]:
+        latest = await self.pipelines.latest_runs([row.id for row in rows])
+        return [PipelineItem(row, latest.get(row.id)) for row in rows]
 
     async def delete(self, pipeline_id: uuid.UUID) -> None:
         await self.delete_row(pipeline_id)
 
-    async def create(self, request: PipelineRequest, user_id: uuid.UUID) -> Pipeline:
+    async def create(self, request: PipelineRequest, user_id: uuid.UUID) -> PipelineItem:
         project = await self.project(request.project)
         pipeline = Pipeline(
             project_id=project.id,
@@ -75,7 +83,7 @@ class PipelineService(ScopedService[Pipeline]):
             user_id=user_id,
         )
         await self.insert(pipeline, project)
-        return pipeline
+        return PipelineItem(pipeline)
 
     async def in_project(self, pipeline_id: uuid.UUID, project_id: uuid.UUID) -> ScopedRow:
         """The pipeline, which must be in ``project_id`` (404 otherwise)."""

@@ -238,6 +238,21 @@ class StepRepository:
         )
         return list((await self.session.exec(query)).all())  # type: ignore[call-overload]
 
+    async def ids_by_name(self, run_id: uuid.UUID, names: Sequence[str]) -> list[uuid.UUID]:
+        """The ids of the run's steps named ``names`` (retried tries left out)."""
+        if not names:
+            return []
+        query = (
+            sa_select(col(StepRun.id))
+            .where(
+                col(StepRun.pipeline_run_id) == run_id,
+                col(StepRun.name).in_(list(names)),
+                col(StepRun.status) != ExecutionStatus.RETRIED.value,
+            )
+            .order_by(col(StepRun.created))
+        )
+        return list((await self.session.exec(query)).scalars().all())  # type: ignore[call-overload]
+
     async def links_of(self, step_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, list[Any]]:
         """The links of each of ``step_ids``, in one query."""
         found: dict[uuid.UUID, list[Any]] = {step_id: [] for step_id in step_ids}

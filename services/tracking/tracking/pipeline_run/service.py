@@ -359,15 +359,25 @@ class StepService:
         links = await self.steps.links_of([step.id for step in steps])
         version_ids = {link.artifact_version_id for found in links.values() for link in found}
         versions = await self.versions.many(list(version_ids))
-        rendered = {item.version.id: version_response(item, False, None) for item in versions}
+        # Nested versions are body-only, as in the reference.
+        rendered = {
+            item.version.id: {**version_response(item, False, None), "resources": None}
+            for item in versions
+        }
         items = []
         for step in steps:
             by_direction: dict[str, dict[str, list[dict[str, Any]]]] = {INPUT: {}, OUTPUT: {}}
             for link in links[step.id]:
                 nested = dict(rendered[link.artifact_version_id])
+                named = by_direction[link.direction].setdefault(link.name, [])
                 if link.direction == INPUT:
-                    nested["input_type"] = "step_output"
-                by_direction[link.direction].setdefault(link.name, []).append(nested)
+                    nested.update(
+                        input_type="step_output",
+                        index=len(named),
+                        chunk_index=None,
+                        chunk_size=None,
+                    )
+                named.append(nested)
             run = runs.get(step.pipeline_run_id)
             snapshot = run.snapshot if run is not None else None
             start = run.run.start_time if run is not None else None
@@ -388,6 +398,7 @@ class StepService:
             original = await self.steps.read(request.original_step_run_id)
             if original is None or original.project_id != run.project_id:
                 raise StepNotFound(request.original_step_run_id)
+        parents = request.parent_step_ids or await self._upstream_steps(run, request.name)
         step = StepRun(
             project_id=run.project_id,
             pipeline_run_id=run.id,
@@ -401,7 +412,7 @@ class StepService:
             docstring=request.docstring,
             source_code=request.source_code,
             original_step_run_id=request.original_step_run_id,
-            parent_step_ids=[str(parent) for parent in request.parent_step_ids],
+            parent_step_ids=[str(parent) for parent in parents],
             exception_info=_info(request.exception_info),
             user_id=user_id,
         )
@@ -419,6 +430,16 @@ class StepService:
             await self.logs.attach([request.logs], step_id=step.id)
         await self.runs.follow_steps(run.id)
         return await self.get(step.id)
+
+    async def _upstream_steps(self, run: Any, name: str) -> list[uuid.UUID]:
+        """The run's steps that the snapshot's spec puts upstream of step ``name`` (the
+        reference's parents of a step the client names none for)."""
+        if run.snapshot_id is None:
+            return []
+        snapshot = await self.runs.snapshots.snapshots.read(run.snapshot_id)
+        configured = (snapshot.step_configurations or {}).get(name) if snapshot else None
+        upstream = ((configured or {}).get("spec") or {}).get("upstream_steps") or []
+        return await self.steps.ids_by_name(run.id, [str(u) for u in upstream])
 
     async def update(
         self, step_id: uuid.UUID, update: StepRunUpdate, user_id: uuid.UUID
