@@ -21,8 +21,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import jsonschema_rs
 import pytest
 import redis
+from schemathesis.specs.openapi.definitions import OPENAPI_31
 
 from shared.errors import NO_SUCH_ENDPOINT
 from tests.support.processes import (
@@ -166,6 +168,61 @@ def test_agent_entrypoint_reaches_agent_accounts(stack, client):
     response = client.get(stack.url("agent", "/_services/agent-accounts/health"))
     assert response.status_code == 200
     assert response.text == "ok"
+
+
+# What the reference servers report as their version.
+VERSIONS = {"platform": "0.96.3", "agent": "0.27.2"}
+
+
+def _under(path: str, prefixes: list[str]) -> bool:
+    return any(p == "/" or path == p or path.startswith(f"{p}/") for p in prefixes)
+
+
+@pytest.mark.parametrize("entrypoint", ["platform", "agent"])
+def test_each_entrypoint_serves_one_openapi_document_of_its_services(stack, client, entrypoint):
+    """Every path the entrypoint routes to a service, as that service documents it, in one
+    valid OpenAPI 3.1 document; nothing the gateway answers itself or does not route."""
+    response = client.get(stack.url(entrypoint, "/openapi.json"))
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "application/json"
+    merged = response.json()
+    assert merged["openapi"] == "3.1.0"
+    assert merged["info"]["version"] == VERSIONS[entrypoint]
+    # The OpenAPI 3.1 meta-schema (its structure: formats are not asserted, or the
+    # reference's own relative tokenUrl would fail), and every reference resolves.
+    jsonschema_rs.Draft202012Validator(OPENAPI_31, validate_formats=False).validate(merged)
+    for section, name in re.findall(r'"\$ref":\s*"#/components/(\w+)/([^"]+)"', response.text):
+        assert name in merged["components"][section], name
+    unimplemented = next(e for e in STACK["entrypoint"] if e["name"] == entrypoint)["unimplemented"]
+    assert not [path for path in merged["paths"] if _under(path, unimplemented)]
+    for service in (s for s in WEB_SERVICES if s["entrypoint"] == entrypoint):
+        own = client.get(stack.url(entrypoint, f"/_services/{service['name']}/openapi.json"))
+        routed = {
+            path: item
+            for path, item in own.json()["paths"].items()
+            if _under(path, service["routes"]) and not _under(path, unimplemented)
+        }
+        assert routed, service["name"]
+        for path, item in routed.items():
+            assert set(merged["paths"].get(path, {})) == set(item), path
+    if entrypoint == "platform":
+        for path in ("/api/v1/login", "/api/v1/runs/{run_id}", "/api/v1/webhooks"):
+            assert path in merged["paths"]
+        assert not [path for path in merged["paths"] if path.startswith("/internal/")]
+
+
+@pytest.mark.parametrize("entrypoint", ["platform", "agent"])
+def test_each_entrypoint_serves_an_api_page_loading_only_the_gateways_files(
+    stack, client, entrypoint
+):
+    page = client.get(stack.url(entrypoint, "/docs"))
+    assert page.status_code == 200
+    assert page.headers["content-type"] == "text/html; charset=utf-8"
+    assert not re.search(r"https?://", page.text)
+    files = re.findall(r'(?:src|href)="(/docs/[^"]+)"', page.text)
+    assert len(files) == 4
+    for url in files:
+        assert client.get(stack.url(entrypoint, url)).status_code == 200, url
 
 
 def _post(client: httpx.Client, url: str, headers: dict[str, str], body: dict[str, Any]) -> Any:
