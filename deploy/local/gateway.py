@@ -11,6 +11,7 @@ import asyncio
 import grp
 import os
 import pwd
+import shutil
 import stat
 from collections.abc import Sequence
 from pathlib import Path
@@ -67,14 +68,16 @@ def write_config(options: Options) -> tuple[Path, Path]:
 async def write_docs(options: Options, services: Sequence[Service]) -> list[str]:
     """Build ``services``' OpenAPI documents and write what the gateway serves at
     ``/openapi.json`` and ``/docs`` into its prefix (``local_target``'s ``docs_root``);
-    return notes on the services left out (a module that is no service app)."""
+    return notes for the banner: the services left out (a module that is no service
+    app), or why there are no docs at all. Docs that cannot be built do not stop the
+    stack: its paths then answer 404 (a gateway image's build fails instead)."""
+    out = options.data_dir / "gateway" / "docs"
     try:
         documents, left_out = await build_documents({s.name: s.module for s in services})
-        await asyncio.to_thread(
-            write_site, options.stack, documents, options.data_dir / "gateway" / "docs"
-        )
+        await asyncio.to_thread(write_site, options.stack, documents, out)
     except DocsError as exc:
-        raise StartupError(str(exc)) from None
+        await asyncio.to_thread(shutil.rmtree, out, ignore_errors=True)  # none stale
+        return [f"error: the gateway serves no API docs: {exc}"]
     return [f"the gateway's API docs leave out {note}" for note in left_out]
 
 

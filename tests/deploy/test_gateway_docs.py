@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,8 @@ import pytest
 from deploy.config import Stack
 from deploy.gateway.docs import ASSETS, DocsError, build_documents, write_site
 from deploy.gateway.render import IMAGE_DOCS_ROOT
+from deploy.local.gateway import write_docs
+from deploy.local.options import parse_options
 from tests.deploy.test_gateway import STACK, gateway_without_upstreams
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -133,15 +136,35 @@ def test_a_module_that_is_no_service_app_is_left_out_with_a_note():
     assert notes == ["plain: json has no app and settings modules"]
 
 
-def test_a_service_app_failing_to_build_fails_the_docs(tmp_path, monkeypatch):
-    package = tmp_path / "broken_service"
-    package.mkdir()
+def broken_service(path: Path) -> None:
+    """A package ``broken_service`` under ``path`` whose app fails to import."""
+    package = path / "broken_service"
+    package.mkdir(parents=True)
     (package / "__init__.py").write_text("")
     (package / "app.py").write_text("raise RuntimeError('no such setting')\n")
     (package / "settings.py").write_text("")
+
+
+def test_a_service_app_failing_to_build_fails_the_docs(tmp_path, monkeypatch):
+    broken_service(tmp_path)
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
     with pytest.raises(DocsError, match="broken's OpenAPI document: RuntimeError: no such setting"):
         asyncio.run(build_documents({"broken": "broken_service"}))
+
+
+def test_the_launcher_starts_without_docs_it_cannot_build(tmp_path, monkeypatch):
+    """A service app failing to describe itself must not stop the local stack: it says so,
+    and no docs of an earlier start are left to be served as current."""
+    broken_service(tmp_path / "path")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "path"))
+    options = parse_options(["--data-dir", str(tmp_path / "data")], {})
+    stale = tmp_path / "data" / "gateway" / "docs" / "platform"
+    stale.mkdir(parents=True)
+    broken = replace(options.stack.service("identity"), module="broken_service")
+    notes = asyncio.run(write_docs(options, [broken]))
+    assert len(notes) == 1
+    assert notes[0].startswith("error: the gateway serves no API docs: cannot build identity's")
+    assert not stale.exists()
 
 
 def test_the_gateway_image_builds_the_docs_into_an_unprivileged_nginx():
