@@ -58,7 +58,8 @@ async def test_key_is_shown_once_and_stored_hashed(
         assert secret_of(key) not in answer.text
         assert "ZENKEY_" not in answer.text
     async with identity_app.state["engine"].connect() as connection:
-        row = (await connection.execute(text("SELECT * FROM api_keys"))).mappings().one()
+        rows = await connection.execute(text("SELECT * FROM service_account_api_keys"))
+        row = rows.mappings().one()
     assert secret_of(key) not in str(dict(row))
     assert len(row["key_hash"]) == 64
 

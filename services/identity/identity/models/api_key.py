@@ -18,7 +18,7 @@ class APIKey(SQLModel, table=True):
     carries it (``key_gen``), so rotating retires the old key's tokens with the old key.
     """
 
-    __tablename__ = "api_keys"
+    __tablename__ = "service_account_api_keys"
     __table_args__ = (UniqueConstraint("service_account_id", "name"),)
 
     id: uuid.UUID = Field(default_factory=new_id, primary_key=True)
