@@ -20,7 +20,7 @@ which services disagree.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from deploy.config import Entrypoint, Stack
@@ -84,30 +84,10 @@ def merge(stack: Stack, entrypoint: Entrypoint, documents: Mapping[str, Document
     renames = _clashes(services, documents, used)
 
     paths: Document = {}
-    components: dict[str, Document] = {}
     for name in services:
-        rename = {key: f"{name}.{key[1]}" for key in renames if name in renames[key]}
-        for path, item in kept[name].items():
-            paths[path] = _rewrite(item, rename)
-        sections = documents[name].get("components", {})
-        for section, entries in sections.items():
-            if section == "securitySchemes":
-                continue
-            for component, schema in entries.items():
-                if (section, component) not in used[name]:
-                    continue
-                target = rename.get((section, component), component)
-                merged = components.setdefault(section, {})
-                if target in merged and merged[target] != _rewrite(schema, rename):
-                    raise MergeError(f"components/{section}/{target} is defined twice")
-                merged[target] = _rewrite(schema, rename)
-        for scheme, definition in sections.get("securitySchemes", {}).items():
-            merged = components.setdefault("securitySchemes", {})
-            if merged.setdefault(scheme, definition) != definition:
-                raise MergeError(
-                    f"security scheme {scheme!r} differs between {name} and another "
-                    f"service of {entrypoint.name!r}; operations name it, so it is not renamed"
-                )
+        rename = _renamed(name, renames)
+        paths |= {path: _rewrite(item, rename) for path, item in kept[name].items()}
+    components = _components(services, documents, used, renames)
     _check_operation_ids(kept)
     document: Document = {
         "openapi": _agreed(services, documents, "openapi", lambda d: d.get("openapi")),
@@ -120,14 +100,46 @@ def merge(stack: Stack, entrypoint: Entrypoint, documents: Mapping[str, Document
             f"{', '.join(services)}.",
         },
         "paths": dict(sorted(paths.items())),
-        "components": {
-            section: dict(sorted(entries.items())) for section, entries in components.items()
-        },
+        "components": components,
     }
     tags = _tags(services, documents, paths)
     if tags:
         document["tags"] = tags
     return document
+
+
+def _renamed(
+    service: str, renames: Mapping[tuple[str, str], set[str]]
+) -> dict[tuple[str, str], str]:
+    """``service``'s components that :func:`_clashes` renames, and their new names."""
+    return {key: f"{service}.{key[1]}" for key, names in renames.items() if service in names}
+
+
+def _components(
+    services: list[str],
+    documents: Mapping[str, Document],
+    used: Mapping[str, set[tuple[str, str]]],
+    renames: Mapping[tuple[str, str], set[str]],
+) -> dict[str, Document]:
+    """The used components of every service, renamed where they clash, in one table."""
+    components: dict[str, Document] = {}
+    for name in services:
+        rename = _renamed(name, renames)
+        sections = documents[name].get("components", {})
+        for section, component in sorted(used[name]):
+            target = rename.get((section, component), component)
+            schema = _rewrite(sections[section][component], rename)
+            merged = components.setdefault(section, {})
+            if merged.setdefault(target, schema) != schema:
+                raise MergeError(f"components/{section}/{target} is defined twice")
+        for scheme, definition in sections.get("securitySchemes", {}).items():
+            merged = components.setdefault("securitySchemes", {})
+            if merged.setdefault(scheme, definition) != definition:
+                raise MergeError(
+                    f"security scheme {scheme!r} differs between {name} and another service "
+                    "of the entrypoint; operations name it, so it is not renamed"
+                )
+    return {section: dict(sorted(entries.items())) for section, entries in components.items()}
 
 
 def _walk_refs(value: object) -> Iterator[str]:
@@ -246,7 +258,12 @@ def _check_operation_ids(kept: Mapping[str, Document]) -> None:
                     )
 
 
-def _agreed(services: list[str], documents: Mapping[str, Document], what: str, get: Any) -> str:
+def _agreed(
+    services: list[str],
+    documents: Mapping[str, Document],
+    what: str,
+    get: Callable[[Document], object],
+) -> str:
     values = {name: get(documents[name]) for name in services}
     if len(set(values.values())) != 1 or None in values.values():
         raise MergeError(f"the services disagree on the {what}: {values}")
