@@ -24,6 +24,7 @@ from tracking.component import endpoints as component_endpoints
 from tracking.component.secrets import ComponentSecrets
 from tracking.deployment import endpoints as deployment_endpoints
 from tracking.flavor import endpoints as flavor_endpoints
+from tracking.hook_invocation import endpoints as hook_invocation_endpoints
 from tracking.logs import endpoints as logs_endpoints
 from tracking.pipeline import endpoints as pipeline_endpoints
 from tracking.pipeline_build import endpoints as pipeline_build_endpoints
@@ -61,6 +62,7 @@ def routes() -> list[BaseRoute]:
         *deployment_endpoints.routes(),
         *schedule_endpoints.routes(),
         *workload_scope_endpoints.routes(),
+        *hook_invocation_endpoints.routes(),
         *flavor_endpoints.routes(),
         *pipeline_snapshot_listing.routes(),
         *pipeline_build_endpoints.routes(),
