@@ -28,17 +28,14 @@ from tracking.pipeline_build.service import PipelineBuildService
 LIST_QUERY = PIPELINE_BUILDS.query_model(extra=query_extras(PipelineBuildListQuery))
 
 
-def _path_project(request: Request) -> str | None:
-    project: str | None = request.path_params.get("project_name_or_id")
-    return project
-
-
 async def list_builds(request: Request) -> Response:
     caller(request)
     listing = await read_list(request, PIPELINE_BUILDS)
+    # On the deprecated path, its project segment wins over the query parameter.
     query = parse_query(request, PipelineBuildListQuery)
-    if project := _path_project(request):
-        query = query.model_copy(update={"project_name_or_id": project})
+    query.project_name_or_id = request.path_params.get(
+        "project_name_or_id", query.project_name_or_id
+    )
     async with transaction(request) as session:
         total, items = await PipelineBuildService(session).list_page(listing, query)
     return await render_page(request, listing, total, items, pipeline_build_response)
@@ -46,7 +43,8 @@ async def list_builds(request: Request) -> Response:
 
 async def create(request: Request) -> Response:
     user_id = caller_id(request)
-    project = _path_project(request) or parse_query(request, ProjectQuery).project_name_or_id
+    project = request.path_params.get("project_name_or_id")
+    project = project or parse_query(request, ProjectQuery).project_name_or_id
     body = await parse_json(request, PipelineBuildRequest)
     async with transaction(request) as session:
         item = await PipelineBuildService(session).create(body, user_id, project)
