@@ -476,7 +476,11 @@ def _banner(options: Options, plan: Plan, environ: Mapping[str, str], fresh: set
     width = max(len(e.title) for e in entrypoints)
     lines = ["the stack is up:"]
     for entrypoint in entrypoints:
-        lines.append(f"  {entrypoint.title.ljust(width)}  {public_url(options, entrypoint.name)}")
+        url = public_url(options, entrypoint.name)
+        line = f"  {entrypoint.title.ljust(width)}  {url}"
+        if (options.data_dir / "gateway" / "docs" / entrypoint.name).is_dir():
+            line += f"  (API docs: {url}/docs)"
+        lines.append(line)
     for entrypoint in entrypoints:
         lines += _login_lines(options, entrypoint, environ, fresh)
     lines.append(f"  data: {options.data_dir}")

@@ -223,6 +223,7 @@ def test_each_entrypoint_serves_an_api_page_loading_only_the_gateways_files(
     assert len(files) == 4
     for url in files:
         assert client.get(stack.url(entrypoint, url)).status_code == 200, url
+    assert f"(API docs: {stack.url(entrypoint, '/docs')})" in stack.output()
 
 
 def _post(client: httpx.Client, url: str, headers: dict[str, str], body: dict[str, Any]) -> Any:
