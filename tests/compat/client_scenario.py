@@ -12,12 +12,13 @@ document as its last line:
      "steps": [{"section", "step", "call", "value"}...],
      "failures": [{"section", "step", "call", "error", "traceback", "http"}...]}
 
-Sections (connect; artifacts; artifact versions; code repositories) are independent after
-connect: a call that raises ends its section only, so one run shows every failing area. Each
-step records what the client returned (names, ids, tags, ...); the test judges the values. A
-failure names the public call, the exception and the last HTTP exchanges (method, URL,
-status, body), recorded by wrapping ``requests``' transport adapter. The zenml package itself
-is not modified; the only change to its runtime is a cap on the sleep between retries.
+Sections (connect; artifacts; artifact versions; code repositories; pipeline runs) are
+independent after connect: a call that raises ends its section only, so one run shows every
+failing area. Each step records what the client returned (names, ids, tags, ...); the test
+judges the values. A failure names the public call, the exception and the last HTTP
+exchanges (method, URL, status, body), recorded by wrapping ``requests``' transport adapter.
+The zenml package itself is not modified; the only change to its runtime is a cap on the
+sleep between retries.
 """
 
 import json
@@ -35,6 +36,8 @@ HTTP_LOG: list = []
 def _record_http() -> None:
     """Keep (method, url, status, body) of every request the client sends."""
     original = requests.adapters.HTTPAdapter.send
+    if getattr(original, "compat_recording", False):
+        return  # this file imported again as a module (the orchestrator loads its steps)
 
     def send(self, request, *args, **kwargs):
         try:
@@ -55,6 +58,7 @@ def _record_http() -> None:
         )
         return response
 
+    send.compat_recording = True
     requests.adapters.HTTPAdapter.send = send
 
 
@@ -76,6 +80,8 @@ def _cap_retry_backoff(seconds: float = 1.0) -> None:
 _record_http()
 _cap_retry_backoff()
 
+from zenml import pipeline  # noqa: E402
+from zenml import step as zenml_step  # noqa: E402
 from zenml.client import Client  # noqa: E402
 from zenml.code_repositories import BaseCodeRepository  # noqa: E402
 from zenml.config.source import Source, SourceType  # noqa: E402
@@ -447,6 +453,123 @@ def code_repositories(client, prefix: str, project) -> None:
     )
 
 
+@zenml_step
+def compat_make_number(seed: str) -> int:
+    print(f"making a number from {seed}")  # noqa: T201 (the step's log, read back below)
+    return len(seed)
+
+
+@zenml_step
+def compat_double(x: int) -> int:
+    print(f"doubling {x}")  # noqa: T201
+    return 2 * x
+
+
+def compat_pipeline(seed: str) -> None:
+    compat_double(compat_make_number(seed))
+
+
+def run_view(run) -> dict:
+    steps = run.steps
+    return {
+        "id": str(run.id),
+        "name": run.name,
+        "status": str(run.status.value),
+        "pipeline": run.pipeline.name if run.pipeline else None,
+        "stack": run.stack.name if run.stack else None,
+        "steps": {name: str(s.status.value) for name, s in steps.items()},
+        "original_steps": {
+            name: str(s.original_step_run_id) if s.original_step_run_id else None
+            for name, s in steps.items()
+        },
+        "step_ids": {name: str(s.id) for name, s in steps.items()},
+        "output": steps["compat_double"].output.load() if "compat_double" in steps else None,
+    }
+
+
+def log_messages(client, step_run) -> dict:
+    """What the step's logs hold, by source, read by the active stack's log store (from
+    where the client wrote them) once it has flushed what it buffers."""
+    log_store = client.active_stack.log_store
+    log_store.flush(blocking=True)
+    messages: dict = {}
+    for logs in step_run.log_collection or []:
+        entries = log_store.fetch(logs, limit=100)
+        messages.setdefault(logs.source, []).extend(entry.message for entry in entries)
+    return messages
+
+
+def cli_runs(pipeline_id) -> dict:
+    """``zenml pipeline runs list`` for the pipeline, as JSON, in a process of its own."""
+    import subprocess
+
+    argv = [sys.executable, "-c", "from zenml.cli.cli import cli; cli()", "pipeline", "runs",
+            "list", "--pipeline_id", str(pipeline_id), "--output", "json"]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    text = done.stdout
+    start = min((i for i in (text.find("{"), text.find("[")) if i >= 0), default=-1)
+    if done.returncode != 0 or start < 0:
+        raise RuntimeError(f"exit {done.returncode}: {text[-500:]} {done.stderr[-1500:]}")
+    parsed = json.loads(text[start:])
+    items = parsed.get("items", parsed) if isinstance(parsed, dict) else parsed
+    return {"rows": items}
+
+
+def pipeline_runs(client, prefix: str, project) -> None:
+    """A two-step pipeline on the default stack (local orchestrator), run twice: the second
+    run's steps are cached. Then what the API, the logs and the CLI show."""
+    section = "pipeline runs"
+    name = f"{prefix}-pipeline"
+    runnable = pipeline(name=name, enable_cache=True)(compat_pipeline)
+    first = step(section, "first run", f"{name}(seed=...)", lambda: runnable(seed=prefix))
+    record(section, "first run", f"{name}(seed=...)", run_view(client.get_pipeline_run(first.id)))
+    second = step(section, "second run", f"{name}(seed=...)", lambda: runnable(seed=prefix))
+    call = f"Client().get_pipeline_run({second.id})"
+    got = step(section, "second run", call, lambda: client.get_pipeline_run(second.id))
+    record(section, "second run", call, run_view(got))
+
+    call = f"Client().get_pipeline({name!r})"
+    found = step(section, "get pipeline", call, lambda: client.get_pipeline(name))
+    listed = step(
+        section,
+        "list runs",
+        "Client().list_pipeline_runs(pipeline_id=...)",
+        lambda: client.list_pipeline_runs(pipeline_id=found.id, sort_by="asc:created"),
+    )
+    record(
+        section,
+        "list runs",
+        "Client().list_pipeline_runs(pipeline_id=...)",
+        {
+            "total": listed.total,
+            "names": [r.name for r in listed.items],
+            "statuses": [str(r.status.value) for r in listed.items],
+            "latest_run_id": str(found.latest_run_id) if found.latest_run_id else None,
+            "latest_run_status": found.latest_run_status,
+        },
+    )
+    call = "Client().get_run_step(...).log_collection"
+    double = step(
+        section,
+        "step logs",
+        call,
+        lambda: client.get_run_step(client.get_pipeline_run(first.id).steps["compat_double"].id),
+    )
+    record(
+        section,
+        "step logs",
+        call,
+        step(section, "step logs", call, lambda: log_messages(client, double)),
+    )
+    call = "zenml pipeline runs list --pipeline_id ... --output json"
+    record(
+        section,
+        "cli runs list",
+        call,
+        step(section, "cli runs list", call, lambda: cli_runs(found.id)),
+    )
+
+
 def main() -> int:
     prefix = f"compat-{uuid.uuid4().hex[:10]}"
     RESULT["prefix"] = prefix
@@ -458,7 +581,7 @@ def main() -> int:
     if project is not None:
         # COMPAT_SECTIONS (comma-separated) runs a subset; all of them by default.
         chosen = os.environ.get("COMPAT_SECTIONS")
-        every = (artifacts, artifact_versions, code_repositories)
+        every = (artifacts, artifact_versions, code_repositories, pipeline_runs)
         wanted = {name.strip() for name in chosen.split(",")} if chosen else None
         for section in every:
             if wanted is not None and section.__name__.replace("_", " ") not in wanted:

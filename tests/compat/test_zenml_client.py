@@ -4,8 +4,10 @@ The client runs in its own cached environment (``tests/support/zenml_env.py``; b
 use, ~15 s with pip) and executes ``client_scenario.py``: log in as ``default`` with
 username/password through the gateway's platform port, list/create/get/rename/tag/delete
 artifacts, create an artifact version under a new artifact name and read it by id and by
-name, create/read/update/delete a code repository. The scenario reports what each call
-returned; this module checks the values.
+name, create/read/update/delete a code repository, run a two-step pipeline twice on the
+default stack (local orchestrator; the second run's steps cached) and read the runs back
+through the API, the step logs and ``zenml pipeline runs list``. The scenario reports what
+each call returned; this module checks the values.
 
 ``test_against_reference`` runs the same scenario against the real ZenML 0.96.3 server
 (``zenml[server]`` in a second cached environment) to prove the harness and the expectations;
@@ -57,7 +59,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LaunchedStack]:
 
 
 # What our stack serves (the reference runs every section).
-OUR_SECTIONS = ("artifacts", "artifact versions", "code repositories")
+OUR_SECTIONS = ("artifacts", "artifact versions", "code repositories", "pipeline runs")
 
 
 def run_scenario(
@@ -69,8 +71,14 @@ def run_scenario(
 ) -> Any:
     """Run ``client_scenario.py`` against ``store_url`` (``sections`` only, when given);
     its JSON report."""
+    # zenml's default verbosity: below it a step's printed output is not logged at all,
+    # and the pipeline section reads a step's logs back.
     env = client_environment(
-        store_url=store_url, username=USERNAME, password=password, config_dir=workdir
+        store_url=store_url,
+        username=USERNAME,
+        password=password,
+        config_dir=workdir,
+        verbosity="INFO",
     )
     if sections is not None:
         env["COMPAT_SECTIONS"] = ",".join(sections)
@@ -198,10 +206,44 @@ def check_code_repositories(steps: dict[str, Any], prefix: str, project_id: str)
     assert steps["delete code repository"]["get_after"]["raised"] == "KeyError"
 
 
+def check_pipeline_runs(steps: dict[str, Any], prefix: str, project_id: str) -> None:
+    pipeline = f"{prefix}-pipeline"
+    names = ("compat_make_number", "compat_double")
+    first, second = steps["first run"], steps["second run"]
+    for run in (first, second):
+        assert run["status"] == "completed", run
+        assert run["pipeline"] == pipeline
+        assert run["stack"] == "default"
+        assert run["name"].startswith(f"{pipeline}-")
+        assert run["output"] == 2 * len(prefix)  # the returned artifact, loaded back
+    assert first["steps"] == dict.fromkeys(names, "completed")
+    assert first["original_steps"] == dict.fromkeys(names)
+    # The second run found each step's first run by its cache key and reused it.
+    assert second["steps"] == dict.fromkeys(names, "cached")
+    assert second["original_steps"] == first["step_ids"]
+
+    listed = steps["list runs"]
+    assert listed["total"] == 2
+    assert listed["names"] == [first["name"], second["name"]]
+    assert listed["statuses"] == ["completed", "completed"]
+    assert (listed["latest_run_id"], listed["latest_run_status"]) == (second["id"], "completed")
+
+    logs = steps["step logs"]
+    assert set(logs) == {"prepare_step", "step"}, logs
+    assert f"doubling {len(prefix)}" in logs["step"], logs
+
+    rows = steps["cli runs list"]["rows"]
+    assert [(r["id"], r["index"]) for r in rows] == [(second["id"], 2), (first["id"], 1)]
+    for row in rows:
+        assert (row["pipeline"], row["status"]) == (pipeline, "completed")
+        assert (row["stack"], row["owner"]) == ("default", USERNAME)
+
+
 SECTION_CHECKS = {
     "artifacts": check_artifacts,
     "artifact versions": check_artifact_versions,
     "code repositories": check_code_repositories,
+    "pipeline runs": check_pipeline_runs,
 }
 
 
