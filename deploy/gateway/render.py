@@ -127,13 +127,15 @@ def local_target(
 
 
 def compose_target(stack: Stack) -> Target:
-    """docker-compose: each service reachable by its compose service name."""
+    """docker-compose: each service reachable by its compose service name. The gateway
+    image's nginx runs unprivileged: its pid file under ``/tmp`` (the compiled-in
+    ``/var/run`` is root's; its buffers' compiled-in ``/var/cache/nginx`` is nginx's)."""
     return Target(
         upstreams={s.name: (f"{s.name}:{COMPOSE_SERVICE_PORT}",) for s in stack.web_services},
         ports={e.name: e.port for e in stack.entrypoints},
         listen_address=None,
         access_log="/dev/stdout",
-        pid=None,
+        pid="/tmp/nginx.pid",  # noqa: S108 (the container's own /tmp)
         user=None,
         resolver=COMPOSE_RESOLVER,
         source="docker-compose; regenerate with `python -m deploy.gateway`",

@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from deploy.config import Stack
+from deploy.gateway.__main__ import COMPOSE_CONF
 from deploy.gateway.docs import ASSETS, DocsError, build_documents, write_site
 from deploy.gateway.render import IMAGE_DOCS_ROOT
 from deploy.local.gateway import write_docs
@@ -175,6 +176,8 @@ def test_the_gateway_image_builds_the_docs_into_an_unprivileged_nginx():
     assert "uv sync --frozen --no-dev --group gateway" in dockerfile
     assert "python -m deploy.gateway.docs /docs" in dockerfile
     assert f"COPY --from=docs /docs {IMAGE_DOCS_ROOT}" in dockerfile
+    # Compose runs it with the committed config: nginx's pid file where user 101 may write.
+    assert re.search(r"^pid /tmp/nginx\.pid;$", COMPOSE_CONF.read_text(), re.M)
     # Its own context: what the generator reads, which the services' .dockerignore leaves out.
     ignore = (REPO_ROOT / "deploy/gateway/Dockerfile.dockerignore").read_text().splitlines()
     for wanted in (
