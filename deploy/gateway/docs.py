@@ -66,6 +66,7 @@ def service_document(module: str) -> Document:
         raise LookupError(f"{module} has no app and settings modules") from None
     except AttributeError:
         raise LookupError(f"{module} has no create_app and Settings") from None
+    # Only now: a module that is no service (a test's stand-in) is told apart in a few ms.
     from shared.app import ServiceApp
 
     app = factory(settings.model_construct())
