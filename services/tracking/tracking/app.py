@@ -40,6 +40,7 @@ from tracking.step_run import endpoints as step_run_endpoints
 from tracking.store import ArtifactStores
 from tracking.store.s3 import S3Options
 from tracking.tag import endpoints as tag_endpoints
+from tracking.trigger import endpoints as trigger_endpoints
 from tracking.workload_scope import endpoints as workload_scope_endpoints
 from tracking.workload_scope.service import LocalScopeSource
 
@@ -62,6 +63,7 @@ def routes() -> list[BaseRoute]:
         *deployment_endpoints.routes(),
         *schedule_endpoints.routes(),
         *workload_scope_endpoints.routes(),
+        *trigger_endpoints.routes(),
         *hook_invocation_endpoints.routes(),
         *flavor_endpoints.routes(),
         *pipeline_snapshot_listing.routes(),
