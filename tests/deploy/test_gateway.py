@@ -230,20 +230,20 @@ def test_gateway_errors_are_json(tmp_path):
     assert isinstance(agent_down.json()["detail"], str)
 
 
-TAGS = "/api/v1/tags is not implemented by this server."
+SECRETS = "/api/v1/secrets is not implemented by this server."
 AGENTS = "/api/v1/agents is not implemented by this server."
 
 
 @pytest.mark.parametrize(
     ("entrypoint", "path", "body", "near_miss", "near_miss_status"),
     [
-        ("platform", "/api/v1/tags", ["NotImplementedError", TAGS], "/api/v1/tagsX", 404),
-        ("platform", "/api/v1/tags/", ["NotImplementedError", TAGS], "/api/v1/tagsX", 404),
+        ("platform", "/api/v1/secrets", ["NotImplementedError", SECRETS], "/api/v1/secretsX", 404),
+        ("platform", "/api/v1/secrets/", ["NotImplementedError", SECRETS], "/api/v1/secretsX", 404),
         (
             "platform",
-            "/api/v1/tags/x?hydrate=1",
-            ["NotImplementedError", TAGS],
-            "/api/v1/tagsX",
+            "/api/v1/secrets/x?hydrate=1",
+            ["NotImplementedError", SECRETS],
+            "/api/v1/secretsX",
             404,
         ),
         # On the agent entrypoint everything else goes to agent-accounts (not running: 502).
