@@ -100,3 +100,59 @@ async def test_bad_logs_are_refused_in_the_platform_shape(
     )
     assert gone.status_code == 404
     assert (await tracking.get(f"/api/v1/logs/{uuid.uuid4()}", headers=auth)).status_code == 404
+
+
+async def test_a_steps_logs_are_read_from_the_artifact_store_they_were_written_to(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    store_id, root = await default_store(tracking, auth)
+    snapshot = await two_step_snapshot(tracking, auth, default_project)
+    run, _ = await post_run(tracking, auth, snapshot, status="running")
+    step = await post_step(tracking, auth, run, "make_number")
+    path = f"/api/v1/steps/{step['id']}/logs"
+    assert (await tracking.get(path, params={"source": "step"}, headers=auth)).status_code == 404
+
+    folder = root / "logs" / uuid.uuid4().hex
+    folder.mkdir(parents=True)
+    (folder / "a.log").write_text(
+        '{"message": "doubling 3", "level": 20, "timestamp": "2026-11-26T11:20:28.8967Z"}\n'
+        "\n[2026-11-26 11:20:29 UTC] plain text\n"
+    )
+    (folder / "b.log").write_text("last line without a newline")
+    body = logs_body(default_project, store_id, source="step", step_run_id=step["id"])
+    body["uri"] = str(folder)
+    assert (await tracking.post("/api/v1/logs", json=body, headers=auth)).status_code == 200
+    read = await tracking.get(path, params={"source": "step"}, headers=auth)
+    assert read.status_code == 200, read.text
+    entries = read.json()
+    assert [(e["message"], e["level"]) for e in entries] == [
+        ("doubling 3", 20),
+        ("plain text", 20),
+        ("last line without a newline", 20),
+    ]
+    assert entries[0]["timestamp"] == "2026-11-26T11:20:28.896700Z"
+    assert entries[1]["timestamp"] == "2026-11-26T11:20:29Z"
+    by_id = await tracking.get(path, params={"logs_id": body["id"]}, headers=auth)
+    assert by_id.json()[0]["message"] == "doubling 3"
+
+    neither = await tracking.get(path, headers=auth)
+    both = await tracking.get(path, params={"source": "step", "logs_id": body["id"]}, headers=auth)
+    assert (neither.status_code, both.status_code) == (400, 400)
+    other = await tracking.get(path, params={"source": "prepare_step"}, headers=auth)
+    assert other.status_code == 404
+    assert other.json()["detail"] == [
+        "KeyError",
+        f"No logs found for source 'prepare_step' in step {step['id']}",
+    ]
+    outside = logs_body(default_project, store_id, source="outside", step_run_id=step["id"])
+    outside["uri"] = "/etc/passwd"
+    assert (await tracking.post("/api/v1/logs", json=outside, headers=auth)).status_code == 200
+    refused = await tracking.get(path, params={"source": "outside"}, headers=auth)
+    assert refused.status_code == 403
+    in_log_store = logs_body(
+        default_project, store_id, source="otel", step_run_id=step["id"], artifact_store_id=None
+    )
+    in_log_store["log_store_id"] = store_id
+    assert (await tracking.post("/api/v1/logs", json=in_log_store, headers=auth)).status_code == 200
+    unread = await tracking.get(path, params={"source": "otel"}, headers=auth)
+    assert unread.status_code == 501

@@ -342,6 +342,14 @@ class StepRunUpdate(BaseModel):
     add_logs: list[LogsRequest] | None = None
 
 
+class StepLogsQuery(BaseModel):
+    """``GET /steps/{id}/logs``: the logs of one source (``step``, ``prepare_step`` …) or
+    of one id, exactly one of them."""
+
+    source: str | None = None
+    logs_id: uuid.UUID | None = None
+
+
 class StepRunResponseBody(ProjectScopedBody):
     type: str | None = None
     status: ExecutionStatus

@@ -23,9 +23,10 @@ from tracking.core.errors import NameTaken, ScopedNotFound
 from tracking.core.repository import ScopedRepository
 from tracking.core.schemas import ScopedListQuery
 from tracking.core.service import ScopedService
+from tracking.logs.entries import LogEntry, read_entries
 from tracking.logs.schemas import LogsRequest
 from tracking.logs.service import LogsService
-from tracking.models import PipelineRun, StepRun
+from tracking.models import PipelineRun, StackComponent, StepRun
 from tracking.pipeline.service import Snapshot, SnapshotNotFound, SnapshotService
 from tracking.pipeline_run.repository import RUNS, STEPS, RunRepository, StepRepository
 from tracking.pipeline_run.schemas import (
@@ -37,6 +38,7 @@ from tracking.pipeline_run.schemas import (
     PipelineSnapshotRunRequest,
     RunItem,
     StepItem,
+    StepLogsQuery,
     StepRunRequest,
     StepRunUpdate,
     as_links,
@@ -45,6 +47,7 @@ from tracking.pipeline_run.schemas import (
     substitutions,
 )
 from tracking.project.repository import ProjectRef
+from tracking.store import ArtifactStores, StoreUnsupported
 
 INPUT = "input"
 MAX_RUN_NAME = 255
@@ -387,6 +390,40 @@ class StepService:
                 )
             )
         return items
+
+    async def log_entries(
+        self, step_id: uuid.UUID, query: StepLogsQuery, stores: ArtifactStores
+    ) -> list[LogEntry]:
+        """The entries of the step's logs of one source (the first such logs) or of one
+        id, read from the artifact store they were written to."""
+        if (query.source is None) == (query.logs_id is None):
+            raise BadRequest(
+                "Either source or logs_id must be provided."
+                if query.source is None
+                else "Only one of source or logs_id must be provided."
+            )
+        if await self.steps.read(step_id) is None:
+            raise StepNotFound(step_id)
+        collection = (await self.logs.of_steps([step_id]))[step_id]
+        if not collection:
+            raise NotFound(f"No logs found for step {step_id}.")
+        if query.source is not None:
+            found = [logs for logs in collection if logs.source == query.source]
+            missing = f"No logs found for source '{query.source}' in step {step_id}"
+        else:
+            found = [logs for logs in collection if logs.id == query.logs_id]
+            missing = f"No logs found for ID '{query.logs_id}' in step {step_id}"
+        if not found:
+            raise NotFound(missing)
+        logs = found[0]
+        component = None
+        if logs.artifact_store_id is not None and logs.uri:
+            component = await self.session.get(StackComponent, logs.artifact_store_id)
+        if component is None:
+            raise StoreUnsupported(
+                f"The logs with ID '{logs.id}' are in a log store, which this server cannot read."
+            )
+        return await read_entries(stores.open(component), logs.uri)
 
     async def create(self, request: StepRunRequest, user_id: uuid.UUID) -> StepItem:
         run = await self.runs.repository.read(request.pipeline_run_id)

@@ -12,19 +12,23 @@ from starlette.responses import Response
 from shared.db import transaction
 from shared.listing import read_list
 from shared.pagination import Page
+from shared.responses import render
 from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
 from tracking.core.auth import caller, caller_id
 from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
 from tracking.core.schemas import HydrateQuery, ScopedListQuery
+from tracking.logs.entries import LogEntry
 from tracking.pipeline_run.repository import STEPS
 from tracking.pipeline_run.schemas import (
+    StepLogsQuery,
     StepRunRequest,
     StepRunResponse,
     StepRunUpdate,
     step_response,
 )
 from tracking.pipeline_run.service import StepService
+from tracking.store import ArtifactStores
 
 LIST_QUERY = STEPS.query_model(extra=query_extras(ScopedListQuery))
 
@@ -64,6 +68,18 @@ async def update(request: Request) -> Response:
     return await render_one(request, item, step_response, hydrate=True)
 
 
+async def logs(request: Request) -> Response:
+    """The entries of a step's logs, read from the artifact store the client wrote them
+    to."""
+    caller(request)
+    step_id = path_param(request, "step_id", uuid.UUID)
+    query = parse_query(request, StepLogsQuery)
+    stores: ArtifactStores = request.state.artifact_stores
+    async with transaction(request) as session:
+        entries = await StepService(session).log_entries(step_id, query, stores)
+    return render(entries)
+
+
 def routes() -> list[ApiRoute]:
     steps = "/api/v1/steps"
     one = f"{steps}/{{step_id}}"
@@ -98,6 +114,16 @@ def routes() -> list[ApiRoute]:
             query=HydrateQuery,
             response=StepRunResponse,
             errors=(404,),
+        ),
+        api_route(
+            f"{one}/logs",
+            logs,
+            method="GET",
+            summary="Get Step Logs",
+            tags=tags,
+            query=StepLogsQuery,
+            response=list[LogEntry],
+            errors=(400, 403, 404, 501),
         ),
         api_route(
             one,
