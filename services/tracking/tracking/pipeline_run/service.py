@@ -15,7 +15,7 @@ from typing import Any
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from shared.db import utcnow
-from shared.errors import BadRequest, Conflict, NotFound
+from shared.errors import BadRequest, Conflict, Forbidden, NotFound
 from shared.listing import Listing
 from tracking.artifact_version.schemas import version_response
 from tracking.artifact_version.service import ArtifactVersionService
@@ -49,6 +49,15 @@ from tracking.pipeline_run.schemas import (
 from tracking.project.repository import ProjectRef
 from tracking.store import ArtifactStores, StoreUnsupported
 
+STEP_ONLY = frozenset(
+    {
+        ExecutionStatus.CACHED,
+        ExecutionStatus.SKIPPED,
+        ExecutionStatus.RETRYING,
+        ExecutionStatus.RETRIED,
+    }
+)
+"""Statuses a step may have and a run may not (the reference refuses them, 403)."""
 INPUT = "input"
 MAX_RUN_NAME = 255
 OUTPUT = "output"
@@ -249,9 +258,11 @@ class RunService(ScopedService[PipelineRun]):
         leeway of the workload tokens scoped to it; one that leaves it (resumed) has not
         ended. ``provisioning`` applies only to an announced run (the orchestrator may
         have taken it first); a static pipeline's run follows its steps."""
+        status = update.status
+        if status in STEP_ONLY:
+            raise Forbidden(f"Execution status `{status.value}` is not valid for pipeline runs.")
         run = await self.get_row(run_id)
         run.updated = utcnow()
-        status = update.status
         if status == ExecutionStatus.PROVISIONING and run.status != ExecutionStatus.INITIALIZING:
             status = None
         if status is not None:
