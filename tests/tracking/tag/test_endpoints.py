@@ -9,9 +9,13 @@ from typing import Any
 import httpx
 
 from tests.identity.conftest import ADMIN
+from tests.support.asgi import LifespanApp
 from tests.tracking.artifact.support import ARTIFACT, Headers
 from tests.tracking.artifact_version.support import VERSIONS, create_version
+from tests.tracking.deployment.test_endpoints import create_deployer, create_deployment
+from tests.tracking.pipeline_run.support import create_pipeline, create_run, create_snapshot
 from tests.tracking.tag.support import LINKS, TAGS, create_tag, link
+from tracking.tag.service import TagService
 
 Json = dict[str, Any]
 
@@ -217,3 +221,53 @@ async def test_deleting_a_tag_takes_it_off_its_resources(
     await link(tracking, auth, tag, "artifact", artifact)
     await tracking.delete(f"{TAGS}/{tag['id']}", headers=auth)
     assert await tag_names(tracking, auth, ARTIFACT.one(artifact["id"])) == []
+
+
+async def test_an_exclusive_tag_is_on_one_run_snapshot_and_deployment_per_pipeline(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json, tracking_app: LifespanApp
+) -> None:
+    tag = await create_tag(tracking, auth, "current", exclusive=True)
+    pipeline = await create_pipeline(tracking, auth, default_project, "serving")
+    first = await create_snapshot(tracking, auth, default_project, pipeline)
+    second = await create_snapshot(tracking, auth, default_project, pipeline)
+    deployer = await create_deployer(tracking, auth)
+    deployments = [
+        await create_deployment(tracking, auth, default_project, name, snapshot, deployer)
+        for name, snapshot in (("blue", first), ("green", second))
+    ]
+    runs = [await run_of(tracking, auth, default_project, first) for _ in range(2)]
+    elsewhere = await create_run(tracking, auth, default_project)
+    for kind, items in (
+        ("pipeline_snapshot", [first, second]),
+        ("deployment", deployments),
+        ("pipeline_run", [*runs, elsewhere]),
+    ):
+        for item in items:
+            assert (await link(tracking, auth, tag, kind, item)).status_code == 200, kind
+    async with tracking_app.state["sessionmaker"]() as session:
+        tagged = await TagService(session).for_resources(
+            "pipeline_snapshot", [uuid.UUID(first["id"]), uuid.UUID(second["id"])]
+        )
+        on_deployments = await TagService(session).for_resources(
+            "deployment", [uuid.UUID(d["id"]) for d in deployments]
+        )
+        on_runs = await TagService(session).for_resources(
+            "pipeline_run", [uuid.UUID(r["id"]) for r in [*runs, elsewhere]]
+        )
+    # The last one linked in each pipeline keeps it (the last run is another pipeline's).
+    assert set(tagged) == {uuid.UUID(second["id"])}
+    assert set(on_deployments) == {uuid.UUID(deployments[1]["id"])}
+    assert set(on_runs) == {uuid.UUID(runs[1]["id"]), uuid.UUID(elsewhere["id"])}
+
+
+async def run_of(tracking: httpx.AsyncClient, auth: Headers, project: Json, snapshot: Json) -> Json:
+    body = {
+        "project": project["id"],
+        "name": f"run-{uuid.uuid4().hex[:8]}",
+        "snapshot": snapshot["id"],
+        "status": "running",
+    }
+    response = await tracking.post("/api/v1/runs", json=body, headers=auth)
+    assert response.status_code == 200, response.text
+    run: Json = response.json()[0]
+    return run
