@@ -230,19 +230,31 @@ def test_gateway_errors_are_json(tmp_path):
     assert isinstance(agent_down.json()["detail"], str)
 
 
-SECRETS = "/api/v1/secrets is not implemented by this server."
+NOT_SERVED = "/api/v1/secrets is not implemented by this server."
 AGENTS = "/api/v1/agents is not implemented by this server."
 
 
 @pytest.mark.parametrize(
     ("entrypoint", "path", "body", "near_miss", "near_miss_status"),
     [
-        ("platform", "/api/v1/secrets", ["NotImplementedError", SECRETS], "/api/v1/secretsX", 404),
-        ("platform", "/api/v1/secrets/", ["NotImplementedError", SECRETS], "/api/v1/secretsX", 404),
+        (
+            "platform",
+            "/api/v1/secrets",
+            ["NotImplementedError", NOT_SERVED],
+            "/api/v1/secretsX",
+            404,
+        ),
+        (
+            "platform",
+            "/api/v1/secrets/",
+            ["NotImplementedError", NOT_SERVED],
+            "/api/v1/secretsX",
+            404,
+        ),
         (
             "platform",
             "/api/v1/secrets/x?hydrate=1",
-            ["NotImplementedError", SECRETS],
+            ["NotImplementedError", NOT_SERVED],
             "/api/v1/secretsX",
             404,
         ),
