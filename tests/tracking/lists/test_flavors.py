@@ -71,3 +71,12 @@ async def test_unknown_ids_are_404(tracking: httpx.AsyncClient, auth: Headers) -
     assert response.status_code == 404
     assert response.json()["detail"][0] == "KeyError"
     assert (await tracking.get(f"{FLAVORS_PATH}/s3", headers=auth)).status_code == 422
+
+
+async def test_a_user_filter_matches_no_flavor(tracking: httpx.AsyncClient, auth: Headers) -> None:
+    # The flavors tracking knows belong to no user: a user filter, even an empty one,
+    # matches none of them.
+    for value in ("", "default", str(uuid.uuid4())):
+        response = await tracking.get(FLAVORS_PATH, params={"user": value}, headers=auth)
+        assert response.status_code == 200, (value, response.text)
+        assert response.json()["items"] == [], value

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import String, Uuid, column, values
+from sqlalchemy import String, Uuid, cast, column, values
 from sqlalchemy import select as sa_select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
@@ -42,6 +42,9 @@ _ROWS = values(
     ]
 )
 F = _ROWS.c
+# Every flavor's user is NULL, from which PostgreSQL types the VALUES column as text; the
+# user filter compares it with uuids.
+_USER_ID = cast(F.user_id, Uuid())
 _STRINGS = ("name", "display_name", "type", "integration")
 
 FLAVOR_LIST = ListSpec(
@@ -49,12 +52,12 @@ FLAVOR_LIST = ListSpec(
     id_column=F.id,
     fields=[
         *base_fields(F.id, F.created, F.updated),
-        user_field(F.user_id),
+        user_field(_USER_ID),
         *(column_field(name, F[name], Kind.STRING) for name in _STRINGS),
     ],
     sort_keys=[
         *(SortKey(name, F[name]) for name in ("created", "updated", "id", *_STRINGS)),
-        SortKey("user", F.user_id),
+        SortKey("user", _USER_ID),
     ],
 )
 _PAGE = sa_select(F.id)
