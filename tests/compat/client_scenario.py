@@ -12,7 +12,8 @@ document as its last line:
      "steps": [{"section", "step", "call", "value"}...],
      "failures": [{"section", "step", "call", "error", "traceback", "http"}...]}
 
-Sections (connect; artifacts; artifact versions; code repositories; pipeline runs) are
+Sections (connect; artifacts; artifact versions; code repositories; pipeline runs; tags and
+metadata; service accounts) are
 independent after connect: a call that raises ends its section only, so one run shows every
 failing area. Each step records what the client returned (names, ids, tags, ...); the test
 judges the values. A failure names the public call, the exception and the last HTTP
@@ -570,6 +571,221 @@ def pipeline_runs(client, prefix: str, project) -> None:
     )
 
 
+@zenml_step
+def compat_measured(seed: str) -> int:
+    from zenml import log_metadata
+
+    log_metadata(metadata={"compat_step_size": len(seed)})
+    log_metadata(metadata={"compat_output_note": f"from {seed}"}, infer_artifact=True)
+    return len(seed)
+
+
+def compat_tagged_pipeline(seed: str) -> None:
+    compat_measured(seed)
+
+
+def names_of(tags) -> list:
+    return sorted(tag.name for tag in tags or [])
+
+
+def tags_and_metadata(client, prefix: str, project) -> None:
+    """A run tagged by its pipeline's decorator whose step logs metadata for itself and for
+    its output; then tags added to and removed from the run, the artifact and the version,
+    and metadata logged on the run from outside: what the run, the step and the version
+    then show."""
+    from zenml import add_tags, log_metadata, remove_tags
+
+    section = "tags and metadata"
+    name = f"{prefix}-tagged"
+    runnable = pipeline(name=name, enable_cache=False, tags=[f"{prefix}-decorated"])(
+        compat_tagged_pipeline
+    )
+    run = step(section, "run", f"{name}(seed=...)", lambda: runnable(seed=prefix))
+    run_id = run.id
+    output = client.get_pipeline_run(run_id).steps["compat_measured"].output
+    artifact_name = output.artifact.name
+
+    call = "add_tags(run=...), add_tags(artifact=...), add_tags(artifact_version_id=...)"
+    step(
+        section, "add tags", call, lambda: add_tags(tags=[f"{prefix}-a", f"{prefix}-b"], run=run_id)
+    )
+    step(
+        section, "add tags", call, lambda: add_tags(tags=[f"{prefix}-art"], artifact=artifact_name)
+    )
+    step(
+        section,
+        "add tags",
+        call,
+        lambda: add_tags(tags=[f"{prefix}-ver"], artifact_version_id=output.id),
+    )
+    call = "remove_tags(run=...)"
+    step(section, "remove tags", call, lambda: remove_tags(tags=[f"{prefix}-b"], run=run_id))
+    call = "log_metadata(run_id_name_or_prefix=...)"
+    step(
+        section,
+        "log run metadata",
+        call,
+        lambda: log_metadata(metadata={"compat_run_note": "outside"}, run_id_name_or_prefix=run_id),
+    )
+
+    call = f"Client().get_pipeline_run({run_id})"
+    got = step(section, "read back", call, lambda: client.get_pipeline_run(run_id))
+    measured = got.steps["compat_measured"]
+    version = client.get_artifact_version(output.id)
+    artifact = client.get_artifact(artifact_name)
+    record(
+        section,
+        "read back",
+        call,
+        {
+            "run_id": str(run_id),
+            "run_tags": names_of(got.tags),
+            "run_metadata": dict(got.run_metadata),
+            "step_metadata": dict(measured.run_metadata),
+            "artifact_tags": names_of(artifact.tags),
+            "version_tags": names_of(version.tags),
+            "version_metadata": dict(version.run_metadata),
+        },
+    )
+    call = "Client().list_pipeline_runs(tags=...)"
+    tagged = step(
+        section, "runs by tag", call, lambda: client.list_pipeline_runs(tags=[f"{prefix}-a"])
+    )
+    record(section, "runs by tag", call, {"ids": [str(r.id) for r in tagged.items]})
+    call = "Client().list_tags(name=...)"
+    listed = step(section, "list tags", call, lambda: client.list_tags(name=f"startswith:{prefix}"))
+    record(section, "list tags", call, {"names": sorted(t.name for t in listed.items)})
+
+
+def login_answer(client, key: str) -> dict:
+    """What ``POST /login`` answers a ``zenml-api-key`` grant (as the client sends it) and, on
+    a success, what ``/current-user`` then answers the token."""
+    url = client.zen_store.url
+    session = requests.Session()
+    session.trust_env = False
+    answer = session.post(
+        f"{url}/api/v1/login", data={"grant_type": "zenml-api-key", "password": key}
+    )
+    view = {"login": answer.status_code}
+    if answer.status_code == 200:
+        view["token"] = answer.json()["access_token"]
+    return view
+
+
+def user_of(client, token: str) -> Any:
+    session = requests.Session()
+    session.trust_env = False
+    answer = session.get(
+        f"{client.zen_store.url}/api/v1/current-user",
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    return answer.json()["name"] if answer.status_code == 200 else answer.status_code
+
+
+def cli_api_key_login(url: str, key: str) -> dict:
+    """``zenml login <url> --api-key`` (the key on stdin) in a fresh configuration, then the
+    active user as the client sees it with what the login stored."""
+    import subprocess
+    import tempfile
+
+    config = tempfile.mkdtemp(prefix="compat-api-key-")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ZENML_STORE_")}
+    env["ZENML_CONFIG_PATH"] = config
+    cli = [sys.executable, "-c", "from zenml.cli.cli import cli; cli()"]
+    login = subprocess.run(
+        [*cli, "login", url, "--api-key"],
+        input=key + "\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=False,
+    )
+    if login.returncode != 0:
+        raise RuntimeError(f"zenml login exit {login.returncode}: {login.stderr[-1500:]}")
+    whoami = subprocess.run(
+        [sys.executable, "-c", "from zenml.client import Client; print(Client().active_user.name)"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=False,
+    )
+    if whoami.returncode != 0:
+        raise RuntimeError(f"active user exit {whoami.returncode}: {whoami.stderr[-1500:]}")
+    return {"user": whoami.stdout.strip().splitlines()[-1]}
+
+
+def service_accounts(client, prefix: str, project) -> None:
+    """A service account and an API key (shown once), ``zenml login --api-key`` with it, then
+    the key rotated (the old one refused at once with no grace period) and deactivated (what it
+    logged in refused too)."""
+    section = "service accounts"
+    name = f"{prefix}-sa"
+    call = f"Client().create_service_account({name!r})"
+    account = step(
+        section, "create", call, lambda: client.create_service_account(name, description="ci")
+    )
+    call = "Client().create_api_key(...)"
+    created = step(
+        section, "create key", call, lambda: client.create_api_key(account.id, "ci", "for compat")
+    )
+    first_key = created.key
+    call = "Client().get_api_key(...)"
+    fetched = step(section, "get key", call, lambda: client.get_api_key(account.id, "ci"))
+    record(
+        section,
+        "create",
+        "create_service_account + create_api_key + get_api_key",
+        {
+            "active": account.active,
+            "key_prefix": first_key[:7] if first_key else None,
+            "key_shown_again": fetched.key,
+            "key_active": fetched.active,
+        },
+    )
+    call = "zenml login <url> --api-key"
+    record(
+        section,
+        "cli login",
+        call,
+        step(
+            section, "cli login", call, lambda: cli_api_key_login(client.zen_store.url, first_key)
+        ),
+    )
+    before = login_answer(client, first_key)
+    user_before = user_of(client, before["token"]) if "token" in before else None
+    call = "Client().rotate_api_key(..., retain_period_minutes=0)"
+    rotated = step(
+        section,
+        "rotate",
+        call,
+        lambda: client.rotate_api_key(account.id, "ci", retain_period_minutes=0),
+    )
+    new_key = rotated.key
+    old = login_answer(client, first_key)
+    new = login_answer(client, new_key)
+    call = "Client().update_api_key(..., active=False)"
+    step(section, "deactivate", call, lambda: client.update_api_key(account.id, "ci", active=False))
+    record(
+        section,
+        "rotate and deactivate",
+        "login with each key; the new key's token after deactivation",
+        {
+            "before_rotation": before["login"],
+            "user_before": user_before,
+            "old_key_after_rotation": old["login"],
+            "new_key_after_rotation": new["login"],
+            "keys_differ": new_key != first_key,
+            "new_key_after_deactivation": login_answer(client, new_key)["login"],
+            "token_after_deactivation": user_of(client, new["token"]) if "token" in new else None,
+        },
+    )
+    call = "Client().delete_service_account(...)"
+    step(section, "delete", call, lambda: client.delete_api_key(account.id, "ci"))
+    step(section, "delete", call, lambda: client.delete_service_account(account.id))
+
+
 def main() -> int:
     prefix = f"compat-{uuid.uuid4().hex[:10]}"
     RESULT["prefix"] = prefix
@@ -581,7 +797,14 @@ def main() -> int:
     if project is not None:
         # COMPAT_SECTIONS (comma-separated) runs a subset; all of them by default.
         chosen = os.environ.get("COMPAT_SECTIONS")
-        every = (artifacts, artifact_versions, code_repositories, pipeline_runs)
+        every = (
+            artifacts,
+            artifact_versions,
+            code_repositories,
+            pipeline_runs,
+            tags_and_metadata,
+            service_accounts,
+        )
         wanted = {name.strip() for name in chosen.split(",")} if chosen else None
         for section in every:
             if wanted is not None and section.__name__.replace("_", " ") not in wanted:

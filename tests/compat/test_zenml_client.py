@@ -6,8 +6,10 @@ username/password through the gateway's platform port, list/create/get/rename/ta
 artifacts, create an artifact version under a new artifact name and read it by id and by
 name, create/read/update/delete a code repository, run a two-step pipeline twice on the
 default stack (local orchestrator; the second run's steps cached) and read the runs back
-through the API, the step logs and ``zenml pipeline runs list``. The scenario reports what
-each call returned; this module checks the values.
+through the API, the step logs and ``zenml pipeline runs list``, run a tagged pipeline whose
+step logs metadata and tag and annotate it from outside, and log in with a service account's
+API key (``zenml login --api-key``) before and after rotating and deactivating it. The
+scenario reports what each call returned; this module checks the values.
 
 ``test_against_reference`` runs the same scenario against the real ZenML 0.96.3 server
 (``zenml[server]`` in a second cached environment) to prove the harness and the expectations;
@@ -59,7 +61,14 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LaunchedStack]:
 
 
 # What our stack serves (the reference runs every section).
-OUR_SECTIONS = ("artifacts", "artifact versions", "code repositories", "pipeline runs")
+OUR_SECTIONS = (
+    "artifacts",
+    "artifact versions",
+    "code repositories",
+    "pipeline runs",
+    "tags and metadata",
+    "service accounts",
+)
 
 
 def run_scenario(
@@ -239,11 +248,52 @@ def check_pipeline_runs(steps: dict[str, Any], prefix: str, project_id: str) -> 
         assert (row["stack"], row["owner"]) == ("default", USERNAME)
 
 
+def check_tags_and_metadata(steps: dict[str, Any], prefix: str, project_id: str) -> None:
+    read = steps["read back"]
+    # The decorator's tag came with the run; "-b" was added and removed again.
+    assert read["run_tags"] == [f"{prefix}-a", f"{prefix}-decorated"]
+    # A run's own metadata only: its steps' are in the run's only when asked for in full.
+    assert read["run_metadata"] == {"compat_run_note": "outside"}
+    assert read["step_metadata"] == {"compat_step_size": len(prefix)}
+    assert read["artifact_tags"] == [f"{prefix}-art"]
+    assert read["version_tags"] == [f"{prefix}-ver"]
+    # The client logs the output's size and representation besides the step's note.
+    assert read["version_metadata"] == {
+        "compat_output_note": f"from {prefix}",
+        "string_representation": str(len(prefix)),
+        "storage_size": 2,
+    }
+    assert steps["runs by tag"] == {"ids": [read["run_id"]]}
+    suffixes = ["a", "art", "b", "decorated", "ver"]
+    assert steps["list tags"]["names"] == [f"{prefix}-{s}" for s in suffixes]
+
+
+def check_service_accounts(steps: dict[str, Any], prefix: str, project_id: str) -> None:
+    assert steps["create"] == {
+        "active": True,
+        "key_prefix": "ZENKEY_",
+        "key_shown_again": None,  # shown once, at creation
+        "key_active": True,
+    }
+    assert steps["cli login"] == {"user": f"{prefix}-sa"}
+    assert steps["rotate and deactivate"] == {
+        "before_rotation": 200,
+        "user_before": f"{prefix}-sa",
+        "old_key_after_rotation": 401,  # no grace period asked
+        "new_key_after_rotation": 200,
+        "keys_differ": True,
+        "new_key_after_deactivation": 401,
+        "token_after_deactivation": 401,
+    }
+
+
 SECTION_CHECKS = {
     "artifacts": check_artifacts,
     "artifact versions": check_artifact_versions,
     "code repositories": check_code_repositories,
     "pipeline runs": check_pipeline_runs,
+    "tags and metadata": check_tags_and_metadata,
+    "service accounts": check_service_accounts,
 }
 
 
