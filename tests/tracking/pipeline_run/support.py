@@ -58,6 +58,7 @@ async def create_run(
     project: Json,
     name: str | None = None,
     status: str = "running",
+    tags: list[Any] | None = None,
 ) -> Json:
     snapshot = await create_snapshot(tracking, auth, project)
     body = {
@@ -65,6 +66,7 @@ async def create_run(
         "name": name or f"run-{uuid.uuid4().hex[:8]}",
         "snapshot": snapshot["id"],
         "status": status,
+        "tags": tags,
     }
     run, created = await _post(tracking, auth, "/api/v1/runs", body)
     assert created is True

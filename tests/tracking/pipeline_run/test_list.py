@@ -1,4 +1,5 @@
-"""Listing runs: each run with its snapshot and pipeline, read once per page."""
+"""Listing runs: each run with its snapshot, pipeline, tags and metadata, read once per
+page."""
 
 from __future__ import annotations
 
@@ -8,16 +9,20 @@ from tests.support.asgi import LifespanApp
 from tests.tracking.artifact.support import Headers, statements
 from tests.tracking.artifact_version.support import Json
 from tests.tracking.pipeline_run.support import create_run
+from tests.tracking.run_metadata.test_endpoints import METADATA
+from tests.tracking.run_metadata.test_endpoints import request as metadata_request
 
 
 async def test_listing_runs_reads_their_snapshots_once_per_page(
     tracking: httpx.AsyncClient, auth: Headers, default_project: Json, tracking_app: LifespanApp
 ) -> None:
-    # Each run of its own snapshot and pipeline.
+    # Each run of its own snapshot and pipeline, with a tag and metadata of its own.
     runs = {}
     for i in range(6):
-        run = await create_run(tracking, auth, default_project, f"run-{i}")
+        run = await create_run(tracking, auth, default_project, f"run-{i}", tags=[f"tag-{i}"])
         runs[run["id"]] = run
+        body = metadata_request(default_project, "pipeline_run", run["id"], index=i)
+        assert (await tracking.post(METADATA, json=body, headers=auth)).status_code == 200
     counted = []
     for size in (2, 6):
         with statements(tracking_app.state["engine"]) as seen:
@@ -34,10 +39,13 @@ async def test_listing_runs_reads_their_snapshots_once_per_page(
             config = item["metadata"]["config"]
             assert config["name"] == created["pipeline"]["name"]
             assert set(config["substitutions"]) == {"date", "time"}
+            index = item["name"].removeprefix("run-")
+            assert [tag["name"] for tag in item["resources"]["tags"]] == [f"tag-{index}"]
+            assert item["metadata"]["run_metadata"] == {"index": int(index)}
         counted.append(len([s for s in seen if s.lstrip().upper().startswith("SELECT")]))
     # The project, the count, the page, the page's snapshots, their pipelines and stacks,
-    # and the page's logs.
-    assert counted == [7, 7]
+    # and the page's logs, tags and metadata.
+    assert counted == [9, 9]
 
 
 async def test_a_run_whose_snapshot_is_gone_lists_without_one(

@@ -9,9 +9,7 @@ from typing import Any
 from sqlalchemy import (
     String,
     Table,
-    and_,
     bindparam,
-    case,
     delete,
     exists,
     func,
@@ -25,11 +23,9 @@ from sqlmodel import col
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from shared.db import core_execute, flush_unique
-from shared.errors import RequestValidationFailed
 from shared.listing import (
     Condition,
     Field,
-    FilterError,
     Kind,
     Listing,
     ListSpec,
@@ -38,7 +34,6 @@ from shared.listing import (
     column_field,
     fetch_page,
     name_or_id,
-    parse,
 )
 from shared.listing.sql import condition_sql
 from shared.shapes import plain_rows
@@ -55,6 +50,7 @@ from tracking.models import (
     StepRun,
     StepRunArtifact,
 )
+from tracking.run_metadata.listing import metadata_field
 from tracking.tag.service import tags_field, tags_sort
 
 TAG_RESOURCE = "artifact_version"
@@ -72,37 +68,6 @@ def _table(model: Any) -> Table:
 def is_used(version_id: Any) -> ColumnElement[bool]:
     """Whether a step run read or produced the version (the reference's "used")."""
     return exists().where(col(StepRunArtifact.artifact_version_id) == version_id)
-
-
-def _unquoted(column: Any) -> ColumnElement[str]:
-    """A JSON text value with a string's quotes dropped, so ``key:value`` matches the
-    stored ``"value"`` as the reference does."""
-    quoted = and_(column.like('"%'), column.like('%"'), func.length(column) >= 2)
-    return case((quoted, func.substr(column, 2, func.length(column) - 2)), else_=column)
-
-
-def metadata_condition(raw: str) -> tuple[str, Condition]:
-    """``key:value`` or ``key:op:value`` (422 without a key)."""
-    key, sep, rest = raw.partition(":")
-    if not sep or not key:
-        raise FilterError(
-            f"Invalid run_metadata filter '{raw}': use 'key:value' or 'key:operator:value'."
-        )
-    return key, parse(rest, Kind.STRING)
-
-
-def _run_metadata(cond: Condition) -> ColumnElement[bool]:
-    try:
-        key, inner = metadata_condition(cond.raw)
-    except FilterError as exc:
-        raise RequestValidationFailed.single(["query", "run_metadata"], str(exc)) from None
-    match = condition_sql(_unquoted(col(RunMetadata.value)), Kind.STRING, inner)
-    return exists().where(
-        col(RunMetadata.resource_type) == METADATA_RESOURCE,
-        col(RunMetadata.resource_id) == col(V.id),
-        col(RunMetadata.key) == key,
-        match,
-    )
 
 
 def _has_custom_name(cond: Condition) -> ColumnElement[bool]:
@@ -170,11 +135,10 @@ ARTIFACT_VERSIONS = ListSpec(
             build=_pipeline_run,
             description="A run (name or id) whose steps read or produced the version",
         ),
-        Field(
-            name="run_metadata",
-            kind=Kind.STRING,
-            build=_run_metadata,
-            description="'key:value' or 'key:operator:value' on the version's metadata",
+        metadata_field(
+            METADATA_RESOURCE,
+            col(V.id),
+            "'key:value' or 'key:operator:value' on the version's metadata",
         ),
         tags_field(TAG_RESOURCE, col(V.id)),
     ],

@@ -18,19 +18,20 @@ from shared.users import users_by_id
 from tracking.core.auth import MANAGING_KINDS, caller, caller_id, object_id
 from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
-from tracking.core.schemas import HydrateQuery, ScopedListQuery
 from tracking.pipeline_run.repository import RUNS
 from tracking.pipeline_run.schemas import (
     PipelineRunRequest,
     PipelineRunResponse,
     PipelineRunUpdate,
     PipelineSnapshotRunRequest,
+    RunListQuery,
+    RunQuery,
     run_response,
 )
 from tracking.pipeline_run.service import RunService
 from tracking.settings import Settings
 
-LIST_QUERY = RUNS.query_model(extra=query_extras(ScopedListQuery))
+LIST_QUERY = RUNS.query_model(extra=query_extras(RunListQuery))
 
 
 SCOPE = ScopeKind.PIPELINE_RUN
@@ -39,7 +40,7 @@ SCOPE = ScopeKind.PIPELINE_RUN
 async def list_(request: Request) -> Response:
     caller(request)
     listing = await read_list(request, RUNS)
-    query = parse_query(request, ScopedListQuery)
+    query = parse_query(request, RunListQuery)
     async with transaction(request) as session:
         total, items = await RunService(session).list_page(listing, query)
     return await render_page(request, listing, total, items, run_response)
@@ -98,9 +99,9 @@ async def run_snapshot(request: Request) -> Response:
 
 async def get(request: Request) -> Response:
     run_id = object_id(request, "run_id", SCOPE)
-    query = parse_query(request, HydrateQuery)
+    query = parse_query(request, RunQuery)
     async with transaction(request) as session:
-        item = await RunService(session).get(run_id)
+        item = await RunService(session).get(run_id, full=query.include_full_metadata)
     return await render_one(request, item, run_response, hydrate=query.hydrate)
 
 
@@ -159,7 +160,7 @@ def routes() -> list[ApiRoute]:
             method="GET",
             summary="Get Run",
             tags=["runs"],
-            query=HydrateQuery,
+            query=RunQuery,
             response=PipelineRunResponse,
             errors=(404,),
         ),

@@ -27,6 +27,11 @@ from tracking.models import (
     StepRunArtifact,
 )
 from tracking.pipeline_run.schemas import PLACEHOLDER, ExecutionStatus
+from tracking.run_metadata.listing import metadata_field
+from tracking.tag.service import tags_field, tags_sort
+
+TAG_RESOURCE = "pipeline_run"
+METADATA_RESOURCE = "pipeline_run"
 
 RUNS = ListSpec(
     resource="pipeline_run",
@@ -37,8 +42,18 @@ RUNS = ListSpec(
         column_field("pipeline_id", col(PipelineRun.pipeline_id), Kind.UUID),
         column_field("snapshot_id", col(PipelineRun.snapshot_id), Kind.UUID),
         column_field("orchestrator_run_id", col(PipelineRun.orchestrator_run_id), Kind.STRING),
+        tags_field(TAG_RESOURCE, col(PipelineRun.id)),
+        metadata_field(
+            METADATA_RESOURCE,
+            col(PipelineRun.id),
+            "'key:value' or 'key:operator:value' on the run's metadata",
+        ),
     ],
-    sort_keys=[*scoped_sort_keys(PipelineRun), SortKey("status", col(PipelineRun.status))],
+    sort_keys=[
+        *scoped_sort_keys(PipelineRun),
+        SortKey("status", col(PipelineRun.status)),
+        tags_sort(TAG_RESOURCE, col(PipelineRun.id)),
+    ],
 )
 
 

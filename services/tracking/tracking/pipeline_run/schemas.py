@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any, NamedTuple
 
@@ -12,8 +13,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from shared.types import WireDatetime
 from shared.users import NestedUser
+from tracking.artifact.schemas import TagName
 from tracking.core.rendering import EnvelopeShape
-from tracking.core.schemas import InputDatetime, NamedResponse, ProjectScopedBody, ScopedRequest
+from tracking.core.schemas import (
+    HydrateQuery,
+    InputDatetime,
+    NamedResponse,
+    ProjectScopedBody,
+    ScopedListQuery,
+    ScopedRequest,
+)
 from tracking.logs.schemas import LogsRequest, LogsResponse, nested_logs
 from tracking.pipeline.schemas import (
     PipelineResponse,
@@ -23,7 +32,7 @@ from tracking.pipeline.schemas import (
     without_packages,
 )
 from tracking.stack.schemas import StackResponse, nested_stack
-from tracking.tag.schemas import TagResponse
+from tracking.tag.schemas import TagRef, TagResponse, TagRow, nested_tag
 
 
 class ExecutionStatus(StrEnum):
@@ -102,8 +111,9 @@ class ExceptionInfo(BaseModel):
 
 
 class PipelineRunRequest(ScopedRequest):
-    """Tags, trigger info, lineage (original and parent runs) and ``child_key`` are
-    accepted and not kept."""
+    """Trigger info, lineage (original and parent runs) and ``child_key`` are accepted
+    and not kept. ``tags`` (the pipeline configuration's, as the client sends them) go
+    on the run, made when new."""
 
     name: str = Field(min_length=1, max_length=255)
     snapshot: uuid.UUID
@@ -115,11 +125,12 @@ class PipelineRunRequest(ScopedRequest):
     end_time: InputDatetime | None = None
     logs: uuid.UUID | LogsRequest | None = None
     exception_info: ExceptionInfo | None = None
+    tags: list[TagRef] | None = None
 
 
 class PipelineRunUpdate(BaseModel):
     """The part of the reference's ``PipelineRunUpdate`` that runs keep here; other keys
-    (tags, outputs) are accepted and ignored."""
+    (outputs) are accepted and ignored."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -128,6 +139,8 @@ class PipelineRunUpdate(BaseModel):
     orchestrator_run_id: str | None = Field(default=None, max_length=255)
     exception_info: ExceptionInfo | None = None
     add_logs: list[LogsRequest] | None = None
+    add_tags: list[TagName] | None = None
+    remove_tags: list[str] | None = None
 
 
 class WebhookTriggerExecutionInfo(BaseModel):
@@ -170,6 +183,17 @@ class PipelineSnapshotRunRequest(BaseModel):
 
     run_configuration: dict[str, Any] | None = None
     trigger_execution: TriggerExecutionRequest | None = None
+
+
+class RunQuery(HydrateQuery):
+    """``include_full_metadata``: a run's metadata with its steps' (``step::key``) and
+    its schedule's (``schedule:key``), as the reference answers it."""
+
+    include_full_metadata: bool = False
+
+
+class RunListQuery(ScopedListQuery):
+    include_full_metadata: bool = False
 
 
 class PipelineRunResponseBody(ProjectScopedBody):
@@ -228,11 +252,15 @@ class PipelineRunResponse(
 
 
 class RunItem(NamedTuple):
+    """A run's row with what it renders; ``run_metadata`` is read only to hydrate."""
+
     run: Any
     snapshot: Any | None
     pipeline: Any | None
     stack: Any | None = None
     logs: list[Any] = []
+    tags: Sequence[TagRow] = ()
+    run_metadata: dict[str, Any] | None = None
 
     @property
     def user_id(self) -> uuid.UUID | None:
@@ -276,7 +304,7 @@ def run_response(item: RunItem, hydrate: bool, user: NestedUser | None) -> dict[
         "snapshot": nested_snapshot(snapshot) if snapshot is not None else None,
         "stack": nested_stack(item.stack) if item.stack is not None else None,
         "pipeline": nested_pipeline(item.pipeline) if item.pipeline is not None else None,
-        "tags": [],
+        "tags": [nested_tag(tag) for tag in item.tags],
         "log_collection": [nested_logs(logs) for logs in item.logs],
         "visualizations": [],
     }
@@ -292,6 +320,7 @@ def run_response(item: RunItem, hydrate: bool, user: NestedUser | None) -> dict[
             "code_path": snapshot.code_path if snapshot is not None else None,
             "template_id": snapshot.template_id if snapshot is not None else None,
             "enable_heartbeat": True,
+            "run_metadata": item.run_metadata or {},
         }
     return RUN(run, resources, hydrate=hydrate, body=body, metadata=metadata)
 
@@ -401,6 +430,7 @@ class StepItem(NamedTuple):
     inputs: dict[str, list[dict[str, Any]]]
     outputs: dict[str, list[dict[str, Any]]]
     logs: list[Any] = []
+    run_metadata: dict[str, Any] | None = None
 
     @property
     def user_id(self) -> uuid.UUID | None:
@@ -430,6 +460,7 @@ def step_response(item: StepItem, hydrate: bool, user: NestedUser | None) -> dic
             "config": config,
             "spec": configured.get("spec") or {},
             "snapshot_id": snapshot.id if snapshot is not None else None,
+            "run_metadata": item.run_metadata or {},
         }
     body = {"substitutions": filled}
     return STEP(step, resources, hydrate=hydrate, body=body, metadata=metadata)

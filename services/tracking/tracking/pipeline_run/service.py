@@ -28,7 +28,13 @@ from tracking.logs.schemas import LogsRequest
 from tracking.logs.service import LogsService
 from tracking.models import PipelineRun, StackComponent, StepRun
 from tracking.pipeline.service import Snapshot, SnapshotNotFound, SnapshotService
-from tracking.pipeline_run.repository import RUNS, STEPS, RunRepository, StepRepository
+from tracking.pipeline_run.repository import (
+    RUNS,
+    STEPS,
+    TAG_RESOURCE,
+    RunRepository,
+    StepRepository,
+)
 from tracking.pipeline_run.schemas import (
     PLACEHOLDER,
     ExceptionInfo,
@@ -37,6 +43,7 @@ from tracking.pipeline_run.schemas import (
     PipelineRunUpdate,
     PipelineSnapshotRunRequest,
     RunItem,
+    RunListQuery,
     StepItem,
     StepLogsQuery,
     StepRunRequest,
@@ -47,7 +54,11 @@ from tracking.pipeline_run.schemas import (
     substitutions,
 )
 from tracking.project.repository import ProjectRef
+from tracking.run_metadata.repository import RunMetadataRepository
+from tracking.run_metadata.schemas import MetadataResourceTypes
 from tracking.store import ArtifactStores, StoreUnsupported
+from tracking.tag.schemas import tag_names
+from tracking.tag.service import TagService
 
 STEP_ONLY = frozenset(
     {
@@ -86,35 +97,78 @@ class RunService(ScopedService[PipelineRun]):
         super().__init__(session, RunRepository(session))
         self.runs = RunRepository(session)
         self.snapshots = SnapshotService(session)
+        self.tags = TagService(session)
+        self.metadata = RunMetadataRepository(session)
 
-    async def list_page(
-        self, listing: Listing, query: ScopedListQuery
-    ) -> tuple[int, list[RunItem]]:
+    async def list_page(self, listing: Listing, query: RunListQuery) -> tuple[int, list[RunItem]]:
         total, rows = await self.list_rows(RUNS, listing, query)
-        return total, await self._items(rows)
+        return total, await self._items(
+            rows, hydrate=listing.hydrate, full=query.include_full_metadata
+        )
 
-    async def get(self, run_id: uuid.UUID) -> RunItem:
-        (item,) = await self._items([await self.read_row(run_id)])
+    async def get(self, run_id: uuid.UUID, *, full: bool = False) -> RunItem:
+        (item,) = await self._items([await self.read_row(run_id)], full=full)
         return item
 
     async def items_of(self, run_ids: Collection[uuid.UUID]) -> list[RunItem]:
-        """The runs of ``run_ids`` that exist, as :meth:`get` renders them."""
-        return await self._items(await self.runs.read_many(run_ids))
+        """The runs of ``run_ids`` that exist, as :meth:`get` renders them unhydrated."""
+        return await self._items(await self.runs.read_many(run_ids), hydrate=False)
 
-    async def _items(self, runs: Sequence[Any]) -> list[RunItem]:
-        """Each run with its snapshot, the snapshot's pipeline and stack, and its logs,
-        read for all the runs at once (a run whose snapshot is gone shows none)."""
+    async def _items(
+        self, runs: Sequence[Any], *, hydrate: bool = True, full: bool = False
+    ) -> list[RunItem]:
+        """Each run with its snapshot, the snapshot's pipeline and stack, its logs and
+        tags and, hydrated, its metadata (``full``: its steps' and schedule's too), read
+        for all the runs at once (a run whose snapshot is gone shows none)."""
         wanted = {run.snapshot_id for run in runs if run.snapshot_id is not None}
         snapshots = await self.runs.snapshots(wanted)
         stack_ids = {s.stack_id for s, _ in snapshots.values() if s.stack_id is not None}
         stacks = await self.runs.stacks(stack_ids)
-        logs = await LogsService(self.session).of_runs([run.id for run in runs])
+        ids = [run.id for run in runs]
+        logs = await LogsService(self.session).of_runs(ids)
+        tags = await self.tags.for_resources(TAG_RESOURCE, ids)
+        metadata = await self._metadata(runs, snapshots, full) if hydrate else {}
         items = []
         for run in runs:
             snapshot, pipeline = snapshots.get(run.snapshot_id, (None, None))
             stack = stacks.get(snapshot.stack_id) if snapshot is not None else None
-            items.append(RunItem(run, snapshot, pipeline, stack, logs[run.id]))
+            items.append(
+                RunItem(
+                    run,
+                    snapshot,
+                    pipeline,
+                    stack,
+                    logs[run.id],
+                    tags.get(run.id, ()),
+                    metadata.get(run.id, {}),
+                )
+            )
         return items
+
+    async def _metadata(
+        self, runs: Sequence[Any], snapshots: dict[uuid.UUID, tuple[Any, Any]], full: bool
+    ) -> dict[uuid.UUID, dict[str, Any]]:
+        """Each run's metadata; ``full``: then its steps' (``step::key``) and its
+        snapshot's schedule's (``schedule:key``), as the reference merges them."""
+        ids = [run.id for run in runs]
+        found = await self.metadata.values(MetadataResourceTypes.PIPELINE_RUN, ids)
+        if not full:
+            return found
+        of_steps = await self.metadata.of_steps(ids)
+        schedule_of = {
+            run.id: snapshots[run.snapshot_id][0].schedule_id
+            for run in runs
+            if run.snapshot_id in snapshots
+        }
+        schedules = await self.metadata.values(
+            MetadataResourceTypes.SCHEDULE, {s for s in schedule_of.values() if s is not None}
+        )
+        for run_id in ids:
+            values = found.setdefault(run_id, {})
+            values.update(of_steps.get(run_id, {}))
+            schedule = schedules.get(schedule_of.get(run_id))  # type: ignore[arg-type]
+            values.update({f"schedule:{k}": v for k, v in (schedule or {}).items()})
+        return found
 
     async def get_or_create(
         self, request: PipelineRunRequest, user_id: uuid.UUID
@@ -137,6 +191,7 @@ class RunService(ScopedService[PipelineRun]):
             )
             if announced is not None:
                 await self._take(announced, request)
+                await self.tags.attach(TAG_RESOURCE, announced.id, tag_names(request.tags), user_id)
                 return await self.get(announced.id), True
         existing = await self.runs.by_name(project.id, request.name)
         if existing is not None:
@@ -158,6 +213,7 @@ class RunService(ScopedService[PipelineRun]):
             user_id=user_id,
         )
         await self._run_logs(request.logs, run_id, user_id)
+        await self.tags.attach(TAG_RESOURCE, run_id, tag_names(request.tags), user_id)
         return await self.get(run_id), True
 
     async def _snapshot_of(self, snapshot_id: uuid.UUID, project: ProjectRef) -> Snapshot:
@@ -276,6 +332,8 @@ class RunService(ScopedService[PipelineRun]):
         await self.session.flush()
         for logs in update.add_logs or []:
             await LogsService(self.session).create(logs, user_id, run_id=run_id)
+        await self.tags.attach(TAG_RESOURCE, run_id, update.add_tags or [], user_id)
+        await self.tags.detach(TAG_RESOURCE, run_id, update.remove_tags or [])
         return await self.get(run_id)
 
     async def _derived(self, run: PipelineRun, requested: ExecutionStatus) -> ExecutionStatus:
@@ -309,7 +367,10 @@ class RunService(ScopedService[PipelineRun]):
             await self.session.flush()
 
     async def delete(self, run_id: uuid.UUID) -> None:
-        """The run with its steps and their links to artifact versions (the versions stay)."""
+        """The run with its steps, their links to artifact versions (the versions stay),
+        their metadata and the run's tags (the tags stay)."""
+        await self.tags.detach_all(TAG_RESOURCE, [run_id])
+        await self.metadata.delete_of_runs([run_id])
         await self.delete_row(run_id)
 
 
@@ -353,7 +414,7 @@ class StepService:
     ) -> tuple[int, list[StepItem]]:
         project = await self.runs.project(query.project)
         total, rows = await self.pages.page(STEPS, listing, project.id, query.scope_user)
-        return total, await self._items(rows)
+        return total, await self._items(rows, hydrate=listing.hydrate)
 
     async def get(self, step_id: uuid.UUID) -> StepItem:
         step = await self.steps.read(step_id)
@@ -362,14 +423,18 @@ class StepService:
         (item,) = await self._items([step])
         return item
 
-    async def _items(self, steps: Sequence[Any]) -> list[StepItem]:
-        """Each step with its run's snapshot, its logs and the artifact versions it read
-        and produced, read for all the steps at once."""
+    async def _items(self, steps: Sequence[Any], *, hydrate: bool = True) -> list[StepItem]:
+        """Each step with its run's snapshot, its logs, the artifact versions it read
+        and produced and, hydrated, its metadata, read for all the steps at once."""
         runs = {
             item.run.id: item
             for item in await self.runs.items_of({step.pipeline_run_id for step in steps})
         }
-        logs = await self.logs.of_steps([step.id for step in steps])
+        step_ids = [step.id for step in steps]
+        logs = await self.logs.of_steps(step_ids)
+        metadata = {}
+        if hydrate:
+            metadata = await self.runs.metadata.values(MetadataResourceTypes.STEP_RUN, step_ids)
         links = await self.steps.links_of([step.id for step in steps])
         version_ids = {link.artifact_version_id for found in links.values() for link in found}
         versions = await self.versions.many(list(version_ids))
@@ -397,7 +462,13 @@ class StepService:
             start = run.run.start_time if run is not None else None
             items.append(
                 StepItem(
-                    step, snapshot, start, by_direction[INPUT], by_direction[OUTPUT], logs[step.id]
+                    step,
+                    snapshot,
+                    start,
+                    by_direction[INPUT],
+                    by_direction[OUTPUT],
+                    logs[step.id],
+                    metadata.get(step.id, {}),
                 )
             )
         return items

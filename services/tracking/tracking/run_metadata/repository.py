@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from sqlalchemy import bindparam
+from sqlalchemy import bindparam, delete, or_
 from sqlalchemy import select as sa_select
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlmodel import col
@@ -33,6 +33,21 @@ _VALUES = (
         col(RunMetadata.resource_id).in_(bindparam("ids", expanding=True)),
     )
     .order_by(col(RunMetadata.key))
+)
+
+_OF_STEPS = (
+    sa_select(
+        col(StepRun.pipeline_run_id),
+        col(StepRun.name),
+        col(RunMetadata.key),
+        col(RunMetadata.value),
+    )
+    .join(StepRun, col(StepRun.id) == col(RunMetadata.resource_id))
+    .where(
+        col(RunMetadata.resource_type) == MetadataResourceTypes.STEP_RUN.value,
+        col(StepRun.pipeline_run_id).in_(bindparam("ids", expanding=True)),
+    )
+    .order_by(col(StepRun.created), col(RunMetadata.key))
 )
 
 
@@ -95,3 +110,28 @@ class RunMetadataRepository:
         for row in (await core_execute(self.session, _VALUES, params)).all():
             found.setdefault(row.resource_id, {})[row.key] = json.loads(row.value)
         return found
+
+    async def of_steps(self, run_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, dict[str, Any]]:
+        """Each run's steps' metadata, keyed ``step::key`` (the reference's full metadata
+        of a run)."""
+        found: dict[uuid.UUID, dict[str, Any]] = {}
+        if not run_ids:
+            return found
+        for row in (await core_execute(self.session, _OF_STEPS, {"ids": list(run_ids)})).all():
+            values = found.setdefault(row.pipeline_run_id, {})
+            values[f"{row.name}::{row.key}"] = json.loads(row.value)
+        return found
+
+    async def delete_of_runs(self, run_ids: Collection[uuid.UUID]) -> None:
+        """The metadata of the runs and of their steps (they go with their runs)."""
+        steps = sa_select(col(StepRun.id)).where(col(StepRun.pipeline_run_id).in_(list(run_ids)))
+        await self.session.exec(
+            delete(RunMetadata).where(
+                or_(
+                    (col(RunMetadata.resource_type) == MetadataResourceTypes.PIPELINE_RUN.value)
+                    & col(RunMetadata.resource_id).in_(list(run_ids)),
+                    (col(RunMetadata.resource_type) == MetadataResourceTypes.STEP_RUN.value)
+                    & col(RunMetadata.resource_id).in_(steps),
+                )
+            )
+        )

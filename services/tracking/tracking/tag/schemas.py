@@ -1,8 +1,9 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Annotated, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from sqlalchemy import Row
@@ -66,6 +67,27 @@ class TagRequest(BaseModel):
     color: ColorVariants | None = None
 
     _name = field_validator("name")(_tag_name)
+
+
+class TagSpec(BaseModel):
+    """A tag as a pipeline's configuration names it (the client's ``Tag``). It is
+    attached by name: a tag it introduces is made as a plain name makes it (its
+    ``color``, ``exclusive`` and ``cascade`` are not applied)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    name: str = Field(min_length=1, max_length=255)
+    color: ColorVariants | None = None
+    exclusive: bool | None = None
+    cascade: bool | None = None
+
+
+TagRef = Annotated[str, Field(max_length=255)] | TagSpec
+"""A tag in a run's, pipeline's or snapshot's request: a name or a :class:`TagSpec`."""
+
+
+def tag_names(tags: Sequence[str | TagSpec] | None) -> list[str]:
+    return [tag if isinstance(tag, str) else tag.name for tag in tags or []]
 
 
 class TagUpdate(BaseModel):

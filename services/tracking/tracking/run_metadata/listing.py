@@ -1,0 +1,51 @@
+"""The ``run_metadata`` list filter of the resources with metadata (runs, artifact
+versions): ``key:value`` or ``key:operator:value`` on a key of the row's metadata."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import and_, case, exists, func
+from sqlalchemy.sql.elements import ColumnElement
+from sqlmodel import col
+
+from shared.errors import RequestValidationFailed
+from shared.listing import Condition, Field, FilterError, Kind, parse
+from shared.listing.sql import condition_sql
+from tracking.models import RunMetadata
+
+
+def _unquoted(column: Any) -> ColumnElement[str]:
+    """A JSON text value with a string's quotes dropped, so ``key:value`` matches the
+    stored ``"value"`` as the reference does."""
+    quoted = and_(column.like('"%'), column.like('%"'), func.length(column) >= 2)
+    return case((quoted, func.substr(column, 2, func.length(column) - 2)), else_=column)
+
+
+def metadata_condition(raw: str) -> tuple[str, Condition]:
+    """``key:value`` or ``key:op:value`` (422 without a key)."""
+    key, sep, rest = raw.partition(":")
+    if not sep or not key:
+        raise FilterError(
+            f"Invalid run_metadata filter '{raw}': use 'key:value' or 'key:operator:value'."
+        )
+    return key, parse(rest, Kind.STRING)
+
+
+def metadata_field(resource_type: str, id_column: Any, description: str) -> Field:
+    """``run_metadata``: rows with a value of the key that matches."""
+
+    def build(cond: Condition) -> ColumnElement[bool]:
+        try:
+            key, inner = metadata_condition(cond.raw)
+        except FilterError as exc:
+            raise RequestValidationFailed.single(["query", "run_metadata"], str(exc)) from None
+        match = condition_sql(_unquoted(col(RunMetadata.value)), Kind.STRING, inner)
+        return exists().where(
+            col(RunMetadata.resource_type) == resource_type,
+            col(RunMetadata.resource_id) == id_column,
+            col(RunMetadata.key) == key,
+            match,
+        )
+
+    return Field(name="run_metadata", kind=Kind.STRING, build=build, description=description)

@@ -1,0 +1,139 @@
+"""A run's and a step's tags and metadata: given at creation, changed by an update,
+filtered on, read in full, and gone with the run."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import httpx
+
+from tests.support.asgi import LifespanApp
+from tests.tracking.artifact.support import Headers
+from tests.tracking.pipeline_run.support import create_run, create_step
+from tests.tracking.run_metadata.test_endpoints import METADATA, request
+from tracking.run_metadata.repository import RunMetadataRepository
+from tracking.run_metadata.schemas import MetadataResourceTypes
+from tracking.tag.service import TagService
+
+Json = dict[str, Any]
+RUNS = "/api/v1/runs"
+
+
+def tag_names(run: Json) -> list[str]:
+    return [tag["name"] for tag in run["resources"]["tags"]]
+
+
+async def log(tracking: httpx.AsyncClient, auth: Headers, body: Json) -> None:
+    response = await tracking.post(METADATA, json=body, headers=auth)
+    assert response.status_code == 200, response.text
+
+
+async def test_a_run_takes_the_tags_of_its_request_by_name(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    # The client sends the pipeline configuration's tags: names or Tag objects.
+    tags = ["nightly", {"name": "gpu", "color": "red", "exclusive": False, "cascade": False}]
+    run = await create_run(tracking, auth, default_project, tags=tags)
+    assert tag_names(run) == ["gpu", "nightly"]
+    got = await tracking.get(f"{RUNS}/{run['id']}", headers=auth)
+    assert tag_names(got.json()) == ["gpu", "nightly"]
+    again = await create_run(tracking, auth, default_project, tags=["nightly"])
+    assert tag_names(again) == ["nightly"]
+
+
+async def test_a_run_with_a_tag_name_too_long_is_422(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    run = await create_run(tracking, auth, default_project)
+    response = await tracking.put(
+        f"{RUNS}/{run['id']}", json={"add_tags": ["x" * 256]}, headers=auth
+    )
+    assert response.status_code == 422, response.text
+
+
+async def test_an_update_adds_and_removes_tags(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    run = await create_run(tracking, auth, default_project, tags=["a"])
+    response = await tracking.put(
+        f"{RUNS}/{run['id']}", json={"add_tags": ["b", "c"], "remove_tags": ["a"]}, headers=auth
+    )
+    assert response.status_code == 200, response.text
+    assert tag_names(response.json()) == ["b", "c"]
+
+
+async def test_runs_are_filtered_by_tag_and_by_metadata(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    tagged = await create_run(tracking, auth, default_project, tags=["wanted"])
+    other = await create_run(tracking, auth, default_project, tags=["other"])
+    await log(tracking, auth, request(default_project, "pipeline_run", tagged["id"], note="x"))
+    await log(tracking, auth, request(default_project, "pipeline_run", other["id"], note="y"))
+
+    async def ids(**params: str) -> list[str]:
+        response = await tracking.get(RUNS, params=params, headers=auth)
+        assert response.status_code == 200, response.text
+        return [item["id"] for item in response.json()["items"]]
+
+    assert await ids(tags="wanted") == [tagged["id"]]
+    assert await ids(tags="startswith:oth") == [other["id"]]
+    assert await ids(run_metadata="note:x") == [tagged["id"]]
+    assert await ids(run_metadata="note:contains:y") == [other["id"]]
+    assert await ids(sort_by="asc:tags") == [other["id"], tagged["id"]]
+    bad = await tracking.get(RUNS, params={"run_metadata": "no-key"}, headers=auth)
+    assert bad.status_code == 422, bad.text
+
+
+async def test_a_run_shows_its_own_metadata_and_in_full_its_steps(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    run = await create_run(tracking, auth, default_project)
+    step = await create_step(tracking, auth, default_project, run, "trainer")
+    await log(tracking, auth, request(default_project, "pipeline_run", run["id"], note="run"))
+    await log(tracking, auth, request(default_project, "step_run", step["id"], loss=0.25))
+
+    got = await tracking.get(f"{RUNS}/{run['id']}", headers=auth)
+    assert got.json()["metadata"]["run_metadata"] == {"note": "run"}
+    full = await tracking.get(
+        f"{RUNS}/{run['id']}", params={"include_full_metadata": "true"}, headers=auth
+    )
+    assert full.json()["metadata"]["run_metadata"] == {"note": "run", "trainer::loss": 0.25}
+    listed = await tracking.get(
+        RUNS,
+        params={"id": run["id"], "hydrate": "true", "include_full_metadata": "true"},
+        headers=auth,
+    )
+    assert (
+        listed.json()["items"][0]["metadata"]["run_metadata"]
+        == full.json()["metadata"]["run_metadata"]
+    )
+    got_step = await tracking.get(f"/api/v1/steps/{step['id']}", headers=auth)
+    assert got_step.json()["metadata"]["run_metadata"] == {"loss": 0.25}
+    steps = await tracking.get(
+        "/api/v1/steps", params={"pipeline_run_id": run["id"], "hydrate": "true"}, headers=auth
+    )
+    assert steps.json()["items"][0]["metadata"]["run_metadata"] == {"loss": 0.25}
+
+
+async def test_deleting_a_run_takes_off_its_tags_and_its_and_its_steps_metadata(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json, tracking_app: LifespanApp
+) -> None:
+    run = await create_run(tracking, auth, default_project, tags=["kept"])
+    step = await create_step(tracking, auth, default_project, run)
+    await log(tracking, auth, request(default_project, "pipeline_run", run["id"], a=1))
+    await log(tracking, auth, request(default_project, "step_run", step["id"], b=2))
+    deleted = await tracking.delete(f"{RUNS}/{run['id']}", headers=auth)
+    assert deleted.status_code == 200, deleted.text
+
+    tag = (await tracking.get("/api/v1/tags", params={"name": "kept"}, headers=auth)).json()
+    (item,) = tag["items"]
+    got = await tracking.get(f"/api/v1/tags/{item['id']}", headers=auth)
+    assert got.json()["metadata"]["tagged_count"] == 0
+    run_id, step_id = uuid.UUID(run["id"]), uuid.UUID(step["id"])
+    async with tracking_app.state["sessionmaker"]() as session:
+        metadata = RunMetadataRepository(session)
+        runs = await metadata.values(MetadataResourceTypes.PIPELINE_RUN, [run_id])
+        steps = await metadata.values(MetadataResourceTypes.STEP_RUN, [step_id])
+        links = await TagService(session).for_resources("pipeline_run", [run_id])
+    assert (runs, steps, links) == ({}, {}, {})
