@@ -11,6 +11,7 @@ import pytest
 
 from tests.support.databases import Databases
 from tests.support.postgres_server import postgres_for_tests
+from tests.support.processes import stack_databases
 from tests.support.redis_server import redis_for_tests
 
 
@@ -33,6 +34,15 @@ def databases() -> Iterator[Databases]:
         asyncio.run(pool.drop_abandoned())
         yield pool
         asyncio.run(pool.aclose())
+
+
+@pytest.fixture(scope="module")
+async def databases_of_stack(databases: Databases) -> AsyncIterator[dict[str, str]]:
+    """A module's stack's databases on the tests' server, each at its service's head
+    (faster than the embedded server a stack starts without them, and than migrating at
+    start); only the embedded server's own test and the migrations' own run without."""
+    async with stack_databases(databases) as urls:
+        yield urls
 
 
 @pytest.fixture

@@ -52,11 +52,14 @@ def kitaru_client() -> ZenmlVenv:
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LaunchedStack]:
+def stack(
+    tmp_path_factory: pytest.TempPathFactory, databases_of_stack: dict[str, str]
+) -> Iterator[LaunchedStack]:
     with stack_for_tests(
         tmp_path_factory,
         "kitaru-stack",
         admin_password=PASSWORD,
+        databases=databases_of_stack,
         # A 1 s poll interval keeps the device login under the pty fast.
         extra_env={
             "SERVER_DEFAULT_ACCOUNT_PASSWORD": PASSWORD,

@@ -16,7 +16,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -38,8 +37,7 @@ from identity.auth.service import password_subject
 from shared.redis import Keys, create_redis
 from shared.throttle import LoginThrottle, LoginThrottleSettings
 from tests.deploy.test_launcher import launcher_env, start_launcher, write_fake_stack
-from tests.support.databases import Databases
-from tests.support.processes import PASSWORDS, launch_stack, process_environment, stack_databases
+from tests.support.processes import PASSWORDS, launch_stack, process_environment
 
 
 def exec_of(*argv: str, environ: dict[str, str] | None = None) -> Command:
@@ -235,12 +233,6 @@ async def lock_out(redis_url: str, account: str) -> None:
             await throttle.failed(account, f"192.0.2.{index}")
     finally:
         await redis.aclose()
-
-
-@pytest.fixture
-async def databases_of_stack(databases: Databases) -> AsyncIterator[dict[str, str]]:
-    async with stack_databases(databases) as urls:
-        yield urls
 
 
 @pytest.mark.e2e
