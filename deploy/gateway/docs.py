@@ -7,10 +7,12 @@
     OUT/assets/                     Swagger UI's files (the swagger-ui-bundle-v2 wheel) and
                                     docs.js, at /docs/<file>
 
-The local launcher writes it into its data dir at each start, the gateway image
+The local launcher writes it into its data dir at each start, from the documents its
+running services serve (:func:`fetch_documents`); the gateway image
 (``deploy/gateway/Dockerfile``) at build time: it is never committed, so it cannot go stale.
 
-Each service's own document is built in a child process (``--service MODULE``): the app
+At build time each service's own document is built in a child process (``--service
+MODULE``): the app
 from ``<module>.app.create_app`` with settings constructed without validation or the
 environment, and its ``openapi_document()``, without the lifespan, so no database, Redis
 or running service is needed. One process per service, because the services' table
@@ -31,6 +33,8 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 from string import Template
+
+import httpx
 
 from deploy.config import DEFAULT_STACK_FILE, Stack, StackConfigError, load_stack
 from deploy.gateway.openapi import Document, MergeError, merge
@@ -116,6 +120,38 @@ async def build_documents(modules: Mapping[str, str]) -> tuple[dict[str, Documen
     except ExceptionGroup as failures:
         raise failures.exceptions[0] from None
     return documents, notes
+
+
+async def fetch_documents(
+    urls: Mapping[str, str], client: httpx.AsyncClient
+) -> tuple[dict[str, Document], list[str]]:
+    """Each running service's own document (service name → its base URL), read from its
+    ``/openapi.json``; and notes naming the services left out because they serve none (an
+    answer that is not an OpenAPI document with paths, as a test's stand-in gives)."""
+    documents: dict[str, Document] = {}
+    notes: list[str] = []
+
+    async def fetch(name: str, url: str) -> None:
+        try:
+            response = await client.get(f"{url}{DOCUMENT_PATH}")
+        except httpx.HTTPError as exc:
+            raise DocsError(f"cannot read {name}'s OpenAPI document: {exc!r}") from None
+        try:
+            document = response.json() if response.status_code == 200 else None
+        except ValueError:
+            document = None
+        if not isinstance(document, dict) or not isinstance(document.get("paths"), dict):
+            notes.append(f"{name}: {url}{DOCUMENT_PATH} serves no OpenAPI document")
+        else:
+            documents[name] = document
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            for name, url in urls.items():
+                group.create_task(fetch(name, url))
+    except ExceptionGroup as failures:
+        raise failures.exceptions[0] from None
+    return documents, sorted(notes)
 
 
 def write_site(stack: Stack, documents: Mapping[str, Document], out: Path) -> list[str]:

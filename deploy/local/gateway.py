@@ -16,9 +16,12 @@ import stat
 from collections.abc import Sequence
 from pathlib import Path
 
+import httpx
+
 from deploy.config import Service
-from deploy.gateway.docs import DocsError, build_documents, write_site
+from deploy.gateway.docs import DocsError, fetch_documents, write_site
 from deploy.gateway.render import local_target, render
+from deploy.local.environment import service_url
 from deploy.local.options import Options
 from deploy.local.probes import StartupError
 
@@ -65,15 +68,18 @@ def write_config(options: Options) -> tuple[Path, Path]:
     return prefix, config
 
 
-async def write_docs(options: Options, services: Sequence[Service]) -> list[str]:
-    """Build ``services``' OpenAPI documents and write what the gateway serves at
-    ``/openapi.json`` and ``/docs`` into its prefix (``local_target``'s ``docs_root``);
-    return notes for the banner: the services left out (a module that is no service
-    app), or why there are no docs at all. Docs that cannot be built do not stop the
-    stack: its paths then answer 404 (a gateway image's build fails instead)."""
+async def write_docs(
+    options: Options, services: Sequence[Service], client: httpx.AsyncClient
+) -> list[str]:
+    """Write what the gateway serves at ``/openapi.json`` and ``/docs`` into its prefix
+    (``local_target``'s ``docs_root``), from the documents ``services`` (running, ready)
+    serve; return notes for the banner: the services left out (serving no document), or
+    why there are no docs at all. Docs that cannot be written do not stop the stack: its
+    paths then answer 404 (a gateway image's build fails instead)."""
     out = options.data_dir / "gateway" / "docs"
+    urls = {s.name: service_url(options, s.name) for s in services}
     try:
-        documents, left_out = await build_documents({s.name: s.module for s in services})
+        documents, left_out = await fetch_documents(urls, client)
         await asyncio.to_thread(write_site, options.stack, documents, out)
     except DocsError as exc:
         await asyncio.to_thread(shutil.rmtree, out, ignore_errors=True)  # none stale

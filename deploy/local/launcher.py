@@ -262,17 +262,11 @@ async def _start(
 ) -> set[str]:
     """Start everything; the web services whose database is new (they create their first
     account now)."""
-    # The gateway's API docs are built (a child process per service) while the rest starts.
-    docs = asyncio.create_task(gateway.write_docs(options, plan.web))
-    try:
-        fresh = await _start_processes(supervisor, options, plan, secrets, environ)
-        for note in await docs:
+    fresh = await _start_processes(supervisor, options, plan, secrets, environ)
+    # The gateway's API docs: the documents the services now ready serve, merged.
+    async with httpx.AsyncClient(timeout=10.0, trust_env=False) as client:
+        for note in await gateway.write_docs(options, plan.web, client):
             supervisor.say("stack", note)
-    finally:
-        docs.cancel()  # when the start failed first; its children are killed
-        await asyncio.wait([docs])
-        if not docs.cancelled():
-            docs.exception()  # raised above already, or not the first failure
     await _start_gateway(supervisor, options)
     return fresh
 

@@ -1,21 +1,25 @@
 """The gateway's API docs (deploy/gateway/docs.py): the files written for each entrypoint,
 served by the real nginx on the local config, the children that build the services'
-documents, and the gateway image that builds them."""
+documents (at the image's build), the launcher reading the running services' documents,
+and the gateway image that builds them."""
 
 from __future__ import annotations
 
 import asyncio
 import re
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
 from deploy.config import Stack
 from deploy.gateway.__main__ import COMPOSE_CONF
-from deploy.gateway.docs import ASSETS, DocsError, build_documents, write_site
+from deploy.gateway.docs import ASSETS, DocsError, build_documents, fetch_documents, write_site
 from deploy.gateway.render import IMAGE_DOCS_ROOT
 from deploy.local.gateway import write_docs
 from deploy.local.options import parse_options
@@ -153,18 +157,48 @@ def test_a_service_app_failing_to_build_fails_the_docs(tmp_path, monkeypatch):
         asyncio.run(build_documents({"broken": "broken_service"}))
 
 
-def test_the_launcher_starts_without_docs_it_cannot_build(tmp_path, monkeypatch):
-    """A service app failing to describe itself must not stop the local stack: it says so,
-    and no docs of an earlier start are left to be served as current."""
-    broken_service(tmp_path / "path")
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "path"))
+async def serving(request: Request) -> Response:
+    """A running service's ``/openapi.json``: a document, or (``/plain``) what a stand-in
+    serves, an object that is no OpenAPI document."""
+    if request.url.path.startswith("/plain"):
+        return JSONResponse({"openapi": "3.1.0", "info": {"title": "plain"}})
+    return JSONResponse({"openapi": "3.1.0", "info": {"title": "real"}, "paths": {}})
+
+
+def test_the_launcher_reads_the_running_services_documents_and_leaves_out_the_others():
+    urls = {"real": "http://real", "plain": "http://plain/plain", "gone": "http://gone/plain/x"}
+
+    async def fetched() -> tuple[dict[str, Any], list[str]]:
+        transport = httpx.ASGITransport(app=Starlette(routes=[Route("/{path:path}", serving)]))
+        async with httpx.AsyncClient(transport=transport) as client:
+            return await fetch_documents(urls, client)
+
+    documents, notes = asyncio.run(fetched())
+    assert list(documents) == ["real"]
+    assert notes == [
+        "gone: http://gone/plain/x/openapi.json serves no OpenAPI document",
+        "plain: http://plain/plain/openapi.json serves no OpenAPI document",
+    ]
+
+
+def test_the_launcher_starts_without_docs_it_cannot_read(tmp_path):
+    """A service that cannot be reached for its document must not stop the local stack: it
+    says so, and no docs of an earlier start are left to be served as current."""
     options = parse_options(["--data-dir", str(tmp_path / "data")], {})
     stale = tmp_path / "data" / "gateway" / "docs" / "platform"
     stale.mkdir(parents=True)
-    broken = replace(options.stack.service("identity"), module="broken_service")
-    notes = asyncio.run(write_docs(options, [broken]))
+
+    async def written() -> list[str]:
+        # Every connection fails: a socket path that does not exist.
+        transport = httpx.AsyncHTTPTransport(uds=str(tmp_path / "nothing-listens"))
+        async with httpx.AsyncClient(transport=transport) as client:
+            return await write_docs(options, [options.stack.service("identity")], client)
+
+    notes = asyncio.run(written())
     assert len(notes) == 1
-    assert notes[0].startswith("error: the gateway serves no API docs: cannot build identity's")
+    assert notes[0].startswith(
+        "error: the gateway serves no API docs: cannot read identity's OpenAPI document: "
+    )
     assert not stale.exists()
 
 

@@ -312,10 +312,12 @@ def test_missing_module_is_skipped_with_a_note(launched):
     assert "later" not in launched.children
 
 
-def test_services_that_are_no_service_app_are_left_out_of_the_api_docs(launched):
+def test_services_that_serve_no_openapi_document_are_left_out_of_the_api_docs(launched):
     output = launched.output()
     for name in ("identity", "tracking", "agent-accounts"):
-        assert f"the gateway's API docs leave out {name}: fake_service has no app" in output
+        port = launched.ports[name.replace("-", "_")]
+        note = f"leave out {name}: http://127.0.0.1:{port}/openapi.json serves no OpenAPI document"
+        assert f"the gateway's API docs {note}" in output
     assert "API docs:" not in output  # none written, so the banner offers none
     docs = launched.url("platform", "/openapi.json")
     with httpx.Client(timeout=5, trust_env=False) as client:
