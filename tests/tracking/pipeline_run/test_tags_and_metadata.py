@@ -114,6 +114,8 @@ async def test_a_run_shows_its_own_metadata_and_in_full_its_steps(
         "/api/v1/steps", params={"pipeline_run_id": run["id"], "hydrate": "true"}, headers=auth
     )
     assert steps.json()["items"][0]["metadata"]["run_metadata"] == {"loss": 0.25}
+    found = await tracking.get("/api/v1/steps", params={"run_metadata": "loss:0.25"}, headers=auth)
+    assert [item["id"] for item in found.json()["items"]] == [step["id"]]
 
 
 async def test_deleting_a_run_takes_off_its_tags_and_its_and_its_steps_metadata(

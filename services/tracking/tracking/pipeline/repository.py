@@ -18,12 +18,13 @@ from shared.listing import ListSpec
 from tracking.core.listing import scoped_fields, scoped_sort_keys
 from tracking.core.repository import ScopedRepository
 from tracking.models import Pipeline, PipelineRun, PipelineSnapshot
+from tracking.tag.service import tags_field, tags_sort
 
 PIPELINES = ListSpec(
     resource="pipeline",
     id_column=col(Pipeline.id),
-    fields=scoped_fields(Pipeline),
-    sort_keys=scoped_sort_keys(Pipeline),
+    fields=[*scoped_fields(Pipeline), tags_field("pipeline", col(Pipeline.id))],
+    sort_keys=[*scoped_sort_keys(Pipeline), tags_sort("pipeline", col(Pipeline.id))],
 )
 
 
@@ -48,6 +49,18 @@ class PipelineRepository(ScopedRepository[Pipeline]):
         )
         rows = (await self.session.exec(query)).all()  # type: ignore[call-overload]
         return {row.pipeline_id: row for row in rows}
+
+    async def dependents(self, pipeline_id: uuid.UUID) -> tuple[list[Any], list[Any]]:
+        """The ids of the pipeline's snapshots and of its runs (they go with it)."""
+        snapshots = sa_select(col(PipelineSnapshot.id)).where(
+            col(PipelineSnapshot.pipeline_id) == pipeline_id
+        )
+        runs = sa_select(col(PipelineRun.id)).where(col(PipelineRun.pipeline_id) == pipeline_id)
+        found = [
+            list((await self.session.exec(query)).scalars().all())  # type: ignore[call-overload]
+            for query in (snapshots, runs)
+        ]
+        return found[0], found[1]
 
 
 class SnapshotRepository:

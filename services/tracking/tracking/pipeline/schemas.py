@@ -4,6 +4,7 @@ reference's shapes."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from pydantic import BaseModel, Field
@@ -12,12 +13,13 @@ from shared.users import NestedUser
 from tracking.core.rendering import EnvelopeShape
 from tracking.core.schemas import NamedResponse, ProjectScopedBody, ScopedRequest
 from tracking.stack.schemas import StackResponse, nested_stack
-from tracking.tag.schemas import TagResponse
+from tracking.tag.schemas import TagRef, TagResponse, TagRow, nested_tag
 
 
 class PipelineRequest(ScopedRequest):
     name: str = Field(min_length=1, max_length=255)
     description: str | None = None
+    tags: list[TagRef] | None = None
 
 
 class PipelineResponseBody(ProjectScopedBody):
@@ -53,6 +55,7 @@ class PipelineItem(NamedTuple):
     pipeline: Any
     latest_run: Any = None
     latest_run_user: NestedUser | None = None
+    tags: Sequence[TagRow] = ()
 
     @property
     def user_id(self) -> uuid.UUID | None:
@@ -66,7 +69,7 @@ def pipeline_response(item: PipelineItem, hydrate: bool, user: NestedUser | None
         "latest_run_id": latest.id if latest is not None else None,
         "latest_run_status": latest.status if latest is not None else None,
         "latest_run_user": item.latest_run_user,
-        "tags": [],
+        "tags": [nested_tag(tag) for tag in item.tags],
         "visualizations": [],
     }
     return PIPELINE(item.pipeline, resources, hydrate=hydrate)
@@ -79,8 +82,8 @@ def nested_pipeline(row: Any) -> dict[str, Any]:
 
 class PipelineSnapshotRequest(ScopedRequest):
     """What the client compiled, kept as sent: the orchestrator runs the snapshot the
-    server answers with. Tags, a code reference and ``replace`` are accepted and not
-    kept."""
+    server answers with. A code reference and ``replace`` are accepted and not kept;
+    ``tags`` go on the snapshot, made when new."""
 
     name: str | None = Field(default=None, max_length=255)
     description: str | None = None
@@ -98,6 +101,7 @@ class PipelineSnapshotRequest(ScopedRequest):
     pipeline: uuid.UUID
     build: uuid.UUID | None = None
     schedule: uuid.UUID | None = None
+    tags: list[TagRef] | None = None
     code_path: str | None = None
     template: uuid.UUID | None = None
     source_snapshot: uuid.UUID | None = None
@@ -171,7 +175,7 @@ def snapshot_response(item: Any, hydrate: bool, user: NestedUser | None) -> dict
         "user": user,
         "pipeline": nested_pipeline(item.pipeline),
         "stack": nested_stack(item.stack) if item.stack is not None else None,
-        "tags": [],
+        "tags": [nested_tag(tag) for tag in item.tags],
         "visualizations": [],
     }
     metadata = {"client_environment": without_packages(item.snapshot.client_environment)}

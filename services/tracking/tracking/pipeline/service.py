@@ -19,6 +19,13 @@ from tracking.core.service import ScopedService
 from tracking.models import Pipeline, PipelineBuild, Schedule, Stack
 from tracking.pipeline.repository import PIPELINES, PipelineRepository, SnapshotRepository
 from tracking.pipeline.schemas import PipelineItem, PipelineRequest, PipelineSnapshotRequest
+from tracking.run_metadata.repository import RunMetadataRepository
+from tracking.tag.schemas import TaggableResourceTypes, tag_names
+from tracking.tag.service import TagService
+
+TAG_RESOURCE = TaggableResourceTypes.PIPELINE.value
+SNAPSHOT_TAG_RESOURCE = TaggableResourceTypes.PIPELINE_SNAPSHOT.value
+RUN_TAG_RESOURCE = TaggableResourceTypes.PIPELINE_RUN.value
 
 
 class PipelineNotFound(ScopedNotFound):
@@ -43,6 +50,7 @@ class Snapshot(NamedTuple):
     snapshot: Any
     pipeline: Any
     stack: Any = None
+    tags: Sequence[Any] = ()
 
     @property
     def user_id(self) -> uuid.UUID | None:
@@ -56,6 +64,7 @@ class PipelineService(ScopedService[Pipeline]):
     def __init__(self, session: AsyncSession) -> None:
         super().__init__(session, PipelineRepository(session))
         self.pipelines = PipelineRepository(session)
+        self.tags = TagService(session)
 
     async def list_page(
         self, listing: Listing, query: ScopedListQuery
@@ -68,10 +77,19 @@ class PipelineService(ScopedService[Pipeline]):
         return item
 
     async def _items(self, rows: Sequence[Any]) -> list[PipelineItem]:
-        latest = await self.pipelines.latest_runs([row.id for row in rows])
-        return [PipelineItem(row, latest.get(row.id)) for row in rows]
+        ids = [row.id for row in rows]
+        latest = await self.pipelines.latest_runs(ids)
+        tags = await self.tags.for_resources(TAG_RESOURCE, ids)
+        return [PipelineItem(row, latest.get(row.id), tags=tags.get(row.id, ())) for row in rows]
 
     async def delete(self, pipeline_id: uuid.UUID) -> None:
+        """The pipeline with its snapshots and runs (and their steps), whose tags and
+        metadata go with them."""
+        snapshot_ids, run_ids = await self.pipelines.dependents(pipeline_id)
+        await self.tags.detach_all(TAG_RESOURCE, [pipeline_id])
+        await self.tags.detach_all(SNAPSHOT_TAG_RESOURCE, snapshot_ids)
+        await self.tags.detach_all(RUN_TAG_RESOURCE, run_ids)
+        await RunMetadataRepository(self.session).delete_of_runs(run_ids)
         await self.delete_row(pipeline_id)
 
     async def create(self, request: PipelineRequest, user_id: uuid.UUID) -> PipelineItem:
@@ -83,7 +101,9 @@ class PipelineService(ScopedService[Pipeline]):
             user_id=user_id,
         )
         await self.insert(pipeline, project)
-        return PipelineItem(pipeline)
+        await self.tags.attach(TAG_RESOURCE, pipeline.id, tag_names(request.tags), user_id)
+        tags = await self.tags.for_resources(TAG_RESOURCE, [pipeline.id])
+        return PipelineItem(pipeline, tags=tags.get(pipeline.id, ()))
 
     async def in_project(self, pipeline_id: uuid.UUID, project_id: uuid.UUID) -> ScopedRow:
         """The pipeline, which must be in ``project_id`` (404 otherwise)."""
@@ -97,6 +117,7 @@ class SnapshotService:
     def __init__(self, session: AsyncSession) -> None:
         self.pipelines = PipelineService(session)
         self.snapshots = SnapshotRepository(session)
+        self.tags = self.pipelines.tags
 
     async def get(self, snapshot_id: uuid.UUID) -> Snapshot:
         snapshot = await self.snapshots.read(snapshot_id)
@@ -106,7 +127,8 @@ class SnapshotService:
         stack = None
         if snapshot.stack_id is not None:
             stack = await self.snapshots.session.get(Stack, snapshot.stack_id)
-        return Snapshot(snapshot, pipeline, stack)
+        tags = await self.tags.for_resources(SNAPSHOT_TAG_RESOURCE, [snapshot_id])
+        return Snapshot(snapshot, pipeline, stack, tags.get(snapshot_id, ()))
 
     async def create(self, request: PipelineSnapshotRequest, user_id: uuid.UUID) -> Snapshot:
         project = await self.pipelines.project(request.project)
@@ -154,8 +176,12 @@ class SnapshotService:
                 "updated": now,
             }
         )
+        names = tag_names(request.tags)
+        await self.tags.attach(SNAPSHOT_TAG_RESOURCE, snapshot_id, names, user_id)
         return await self.get(snapshot_id)
 
     async def delete(self, snapshot_id: uuid.UUID) -> None:
+        """The snapshot and its tags (its runs stay, without it)."""
         await self.get(snapshot_id)
+        await self.tags.detach_all(SNAPSHOT_TAG_RESOURCE, [snapshot_id])
         await self.snapshots.delete(snapshot_id)

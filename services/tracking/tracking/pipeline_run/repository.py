@@ -110,6 +110,11 @@ STEPS = ListSpec(
             build=_exclude_retried,
             description="Leave out steps that were retried",
         ),
+        metadata_field(
+            "step_run",
+            col(StepRun.id),
+            "'key:value' or 'key:operator:value' on the step's metadata",
+        ),
     ],
     sort_keys=[
         *scoped_sort_keys(StepRun),

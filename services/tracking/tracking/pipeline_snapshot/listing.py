@@ -51,7 +51,7 @@ from tracking.models import (
 from tracking.pipeline.schemas import PipelineSnapshotResponse, snapshot_response
 from tracking.pipeline.service import Snapshot
 from tracking.project.scope import resolve_project_ref
-from tracking.tag.service import tags_field, tags_sort
+from tracking.tag.service import TagService, tags_field, tags_sort
 
 S = PipelineSnapshot
 TAG_RESOURCE = "pipeline_snapshot"
@@ -206,7 +206,13 @@ async def _items(session: AsyncSession, rows: Sequence[Any]) -> list[Snapshot]:
     if stack_ids:
         found = await session.exec(select(Stack).where(col(Stack.id).in_(stack_ids)))
         stacks = {stack.id: stack for stack in found.all()}
-    return [Snapshot(row, pipelines.get(row.pipeline_id), stacks.get(row.stack_id)) for row in rows]
+    tags = await TagService(session).for_resources(TAG_RESOURCE, [row.id for row in rows])
+    return [
+        Snapshot(
+            row, pipelines.get(row.pipeline_id), stacks.get(row.stack_id), tags.get(row.id, ())
+        )
+        for row in rows
+    ]
 
 
 async def list_snapshots(request: Request) -> Response:
