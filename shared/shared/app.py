@@ -13,8 +13,9 @@ lifespan for each service, so a service only contributes its routes, its migrati
 
 The lifespan yields, as request state: ``settings``, ``engine``, ``sessionmaker``,
 ``redis``, ``keys`` (Redis key builder), ``http`` (httpx client), ``verifier``,
-``revocations``, ``workload_scopes`` (see :mod:`shared.auth.workload`), plus whatever
-the service's own hook yields.
+``revocations``, ``workload_scopes`` (see :mod:`shared.auth.workload`),
+``api_key_tokens`` (see :mod:`shared.auth.api_keys`), plus whatever the service's own
+hook yields.
 """
 
 from __future__ import annotations
@@ -36,7 +37,9 @@ from starlette.routing import BaseRoute, Match, Mount, Route
 from starlette.types import ASGIApp, Scope
 
 from shared.auth import (
+    APIKeyTokens,
     AuthMiddleware,
+    IdentityKeySource,
     JWKSClient,
     JWTAuthBackend,
     RevocationList,
@@ -112,16 +115,27 @@ async def _http_exception(request: Request, exc: Exception) -> Response:
     return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=headers)
 
 
-def _workload_scopes(settings: ServiceSettings, http: httpx.AsyncClient) -> WorkloadScopes | None:
+def _workload_scopes(
+    settings: ServiceSettings, http: httpx.AsyncClient, auth: httpx.Auth | None
+) -> WorkloadScopes | None:
     """Workload tokens checked with tracking, as this service; ``None`` (workload tokens
     refused) without service credentials. Tracking and identity replace it."""
-    auth = service_auth(settings, http)
     if auth is None:
         return None
     return WorkloadScopes(
         TrackingScopeSource(http, settings.tracking_url, auth),
         ttl=settings.workload_scope_cache_ttl.total_seconds(),
     )
+
+
+def _api_key_tokens(
+    settings: ServiceSettings, http: httpx.AsyncClient, auth: httpx.Auth | None
+) -> APIKeyTokens | None:
+    """``ZENKEY_`` bearers exchanged at identity, as this service; ``None`` (API keys
+    refused) without service credentials. Identity replaces it."""
+    if auth is None:
+        return None
+    return APIKeyTokens(IdentityKeySource(http, settings.identity_url, auth))
 
 
 @asynccontextmanager
@@ -137,6 +151,8 @@ async def _base_state(
     http = create_http_client(settings, transport=http_transport)
     keys = Keys(settings.redis_namespace)
     revocations = RevocationList(redis, keys)
+    # One service token for every call this service makes as itself.
+    auth = service_auth(settings, http)
     try:
         if migrations is not None and settings.run_migrations:
             await migrate(
@@ -167,7 +183,8 @@ async def _base_state(
                 leeway=settings.jwt_leeway.total_seconds(),
             ),
             "revocations": revocations,
-            "workload_scopes": _workload_scopes(settings, http),
+            "workload_scopes": _workload_scopes(settings, http, auth),
+            "api_key_tokens": _api_key_tokens(settings, http, auth),
         }
     finally:
         await http.aclose()

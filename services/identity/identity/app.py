@@ -16,7 +16,7 @@ from identity import api_key, api_token, auth, device, server, service_account, 
 from identity.api_key import endpoints as api_key_endpoints
 from identity.api_token import endpoints as api_token_endpoints
 from identity.auth import endpoints as auth_endpoints
-from identity.auth.service import OwnServiceAuth, TokenService
+from identity.auth.service import OwnKeySource, OwnServiceAuth, TokenService
 from identity.device import endpoints as device_endpoints
 from identity.server import endpoints as server_endpoints
 from identity.service_account import endpoints as service_account_endpoints
@@ -25,10 +25,11 @@ from identity.signing_key.service import KeyRing, SigningKeyService
 from identity.user import endpoints as user_endpoints
 from identity.user.service import UserService
 from shared.app import LifespanHook, State, create_service_app
-from shared.auth import TokenVerifier, TrackingScopeSource, WorkloadScopes
+from shared.auth import APIKeyTokens, TokenVerifier, TrackingScopeSource, WorkloadScopes
 from shared.db import Clock, session_scope, take_turns, utcnow
 from shared.passwords import announce_generated_password
 from shared.settings import PLATFORM_VERSION
+from shared.throttle import LoginThrottle
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +74,8 @@ def _lifespan(clock: Clock) -> LifespanHook:
             leeway=settings.jwt_leeway.total_seconds(),
             clock=clock,
         )
-        own_auth = OwnServiceAuth(TokenService(settings, keyring, clock))
+        tokens = TokenService(settings, keyring, clock)
+        own_auth = OwnServiceAuth(tokens)
         workload_scopes = WorkloadScopes(
             TrackingScopeSource(state["http"], settings.tracking_url, own_auth),
             ttl=settings.workload_scope_cache_ttl.total_seconds(),
@@ -84,6 +86,15 @@ def _lifespan(clock: Clock) -> LifespanHook:
                 "keyring": keyring,
                 "verifier": verifier,
                 "workload_scopes": workload_scopes,
+                # ZENKEY_ bearers: identity logs in with the key itself.
+                "api_key_tokens": APIKeyTokens(
+                    OwnKeySource(
+                        state["sessionmaker"],
+                        tokens,
+                        state["revocations"],
+                        LoginThrottle(state["redis"], state["keys"], settings),
+                    )
+                ),
                 "clock": clock,
             }
         finally:

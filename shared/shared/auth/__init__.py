@@ -4,7 +4,8 @@ Identity signs with :class:`TokenSigner` and publishes :func:`public_jwk` keys a
 Every service verifies with a :class:`TokenVerifier` over a :class:`KeySource`
 (:class:`JWKSClient` for identity's JWKS, :class:`StaticKeySource` in-process), checks
 the :class:`RevocationList` (and, for workload tokens, their object through
-:class:`WorkloadScopes`), and installs :class:`JWTAuthBackend`::
+:class:`WorkloadScopes`; a ``ZENKEY_`` API key is exchanged for its login's token through
+:class:`APIKeyTokens`), and installs :class:`JWTAuthBackend`::
 
     verifier = TokenVerifier(JWKSClient(http, settings.jwks_url), issuer=..., audience=...)
     Middleware(AuthMiddleware, backend=JWTAuthBackend(cookie_name=..., kinds=...))
@@ -13,6 +14,14 @@ the :class:`RevocationList` (and, for workload tokens, their object through
         principal = require_principal(request)
 """
 
+from shared.auth.api_keys import (
+    API_KEY_PREFIX,
+    APIKeyRefused,
+    APIKeyToken,
+    APIKeyTokens,
+    EncodedKey,
+    IdentityKeySource,
+)
 from shared.auth.backend import (
     AuthMiddleware,
     InvalidCredentials,
@@ -48,7 +57,13 @@ from shared.auth.workload import (
 )
 
 __all__ = [
+    "API_KEY_PREFIX",
+    "APIKeyRefused",
+    "APIKeyToken",
+    "APIKeyTokens",
     "AuthMiddleware",
+    "EncodedKey",
+    "IdentityKeySource",
     "InvalidCredentials",
     "InvalidToken",
     "JWKSClient",

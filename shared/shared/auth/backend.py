@@ -11,6 +11,7 @@ so routes such as ``/login`` keep working with a stale cookie.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
+from typing import Any
 from uuid import UUID
 
 from starlette.authentication import (
@@ -25,6 +26,7 @@ from starlette.requests import HTTPConnection, cookie_parser
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from shared.auth.api_keys import API_KEY_PREFIX, APIKeyRefused, APIKeyTokens
 from shared.auth.revocation import RevocationList
 from shared.auth.tokens import TokenKind, VerifiedToken
 from shared.auth.verifier import InvalidToken, TokenVerifier
@@ -85,6 +87,8 @@ class InvalidCredentials(BaseUser):
 
 
 AuthResult = tuple[AuthCredentials, BaseUser]
+
+REVOKED = "token has been revoked"
 
 
 def bearer_token(conn: HTTPConnection) -> str | None:
@@ -168,9 +172,14 @@ class JWTAuthBackend(ScopeAuthenticationBackend):
     :class:`~shared.auth.workload.WorkloadScopes`; without one, workload tokens are
     refused).
 
+    A ``ZENKEY_`` API key in their place is exchanged for the token of a login with it
+    (``state.api_key_tokens``, a :class:`~shared.auth.api_keys.APIKeyTokens`; without
+    one, API keys are refused), see :mod:`shared.auth.api_keys`.
+
     Never raises for a bad token; only :class:`~shared.errors.ServiceUnavailable` from
-    the key source, the revocation or the workload check propagates (identity's keys,
-    Redis or tracking out of reach: fail closed, and the caller may try again).
+    the key source, the revocation, the workload check or the API-key exchange propagates
+    (identity's keys, Redis, tracking or identity out of reach: fail closed, and the
+    caller may try again), and the login throttle's 429 for an API key.
     """
 
     def __init__(self, *, cookie_name: str, kinds: Collection[str]) -> None:
@@ -209,13 +218,42 @@ class JWTAuthBackend(ScopeAuthenticationBackend):
         verifier: TokenVerifier | None = state.get("verifier")
         if verifier is None:
             raise RuntimeError("JWTAuthBackend needs state.verifier; yield it from the lifespan")
+        if raw.startswith(API_KEY_PREFIX):
+            return await self._api_key(raw, scope, state, verifier)
+        return await self._jwt(raw, state, verifier)
+
+    async def _api_key(
+        self, raw: str, scope: Scope, state: dict[str, Any], verifier: TokenVerifier
+    ) -> AuthResult:
+        """A ``ZENKEY_`` key: the token of a login with it (see
+        :mod:`shared.auth.api_keys`), checked as any token. A kept token found revoked is
+        exchanged again once, so the caller gets the key's own refusal (or, the key
+        reactivated, a token that stands)."""
+        tokens: APIKeyTokens | None = state.get("api_key_tokens")
+        if tokens is None:
+            return AuthCredentials([]), InvalidCredentials(
+                "API keys are not accepted by this service"
+            )
+        client = scope.get("client")
+        address = client[0] if client else None
+        try:
+            token = await tokens.token(raw, address)
+            result = await self._jwt(token, state, verifier)
+            if isinstance(result[1], InvalidCredentials) and result[1].reason == REVOKED:
+                token = await tokens.token(raw, address, refused=token)
+                result = await self._jwt(token, state, verifier)
+        except APIKeyRefused as exc:
+            return AuthCredentials([]), InvalidCredentials(exc.reason)
+        return result
+
+    async def _jwt(self, raw: str, state: dict[str, Any], verifier: TokenVerifier) -> AuthResult:
         try:
             token = await verifier.verify(raw, kinds=self.kinds)
         except InvalidToken as exc:
             return AuthCredentials([]), InvalidCredentials(exc.message)
         revocations: RevocationList | None = state.get("revocations")
         if revocations is not None and await revocations.is_revoked(token, now=verifier.clock()):
-            return AuthCredentials([]), InvalidCredentials("token has been revoked")
+            return AuthCredentials([]), InvalidCredentials(REVOKED)
         if token.kind == TokenKind.WORKLOAD:
             checker: WorkloadScopes | None = state.get("workload_scopes")
             reason = (

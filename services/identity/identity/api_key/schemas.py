@@ -1,13 +1,11 @@
-"""API key requests, ``APIKeyResponse`` and the ``ZENKEY_`` encoding, in the reference's
-shapes."""
+"""API key requests and ``APIKeyResponse``, in the reference's shapes. The ``ZENKEY_``
+encoding is :class:`shared.auth.EncodedKey`: every service reads keys."""
 
 from __future__ import annotations
 
-import base64
-import binascii
 import uuid
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from identity.models import APIKey, User
 from identity.service_account.schemas import (
@@ -18,29 +16,8 @@ from identity.service_account.schemas import (
 from identity.user.schemas import valid_name
 from shared.types import WireDatetime
 
-PREFIX = "ZENKEY_"
 # Ten years: any longer grace is no rotation at all (and would overflow a datetime).
 MAX_RETAIN_PERIOD_MINUTES = 10 * 366 * 24 * 60
-
-
-class EncodedKey(BaseModel):
-    """What a ``ZENKEY_`` key carries: ``ZENKEY_`` + base64 of ``{"id": ..., "key": ...}``
-    (the zenml client's ``APIKey.encode``)."""
-
-    id: uuid.UUID
-    key: str
-
-    def encode(self) -> str:
-        return PREFIX + base64.b64encode(self.model_dump_json().encode()).decode()
-
-    @classmethod
-    def decode(cls, encoded: str) -> EncodedKey | None:
-        """The key's id and secret, or ``None`` when it is not an encoded key."""
-        encoded = encoded.removeprefix(PREFIX)
-        try:
-            return cls.model_validate_json(base64.b64decode(encoded, validate=True))
-        except (binascii.Error, ValueError, ValidationError):
-            return None
 
 
 class APIKeyRequest(BaseModel):

@@ -34,13 +34,12 @@ from identity.api_key.schemas import (
     APIKeyRequest,
     APIKeyRotateRequest,
     APIKeyUpdate,
-    EncodedKey,
 )
 from identity.models import APIKey, User
 from identity.service_account.service import ServiceAccountService
-from shared.auth import Principal, RevocationList
+from shared.auth import APIKeyRefused, EncodedKey, Principal, RevocationList
 from shared.db import Clock, flush_unique, utcnow
-from shared.errors import Conflict, NotFound, Unauthorized
+from shared.errors import Conflict, NotFound
 from shared.listing import Listing
 from shared.secret_hash import digest, matches
 
@@ -61,13 +60,6 @@ class APIKeyAlreadyExists(Conflict):
             f"Unable to {action} API key with name '{name}': Found an existing API key with "
             f"the same name configured for the same '{account}' service account."
         )
-
-
-class APIKeyRefused(Unauthorized):
-    """The API-key grant's 401 (``CredentialsNotValid``), with the reference's reasons."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(f"Authentication error: {reason}")
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""``/login``, ``/logout`` and ``/current-user``."""
+"""``/login``, ``/logout``, ``/current-user``, and the internal exchange of API keys."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from identity.device.service import DeviceService, Refused, record_device_use
 from identity.settings import Settings
 from identity.user.schemas import UserQuery, UserResponse, UserUpdate, user_response
 from identity.user.service import UserService
-from shared.auth import Principal, require_principal
+from shared.auth import APIKeyRefused, APIKeyTokens, Principal, TokenKind, require_principal
+from shared.auth.api_keys import EXCHANGE_PATH, APIKeyExchange, APIKeyToken
 from shared.db import transaction
 from shared.errors import OAuthError, RequestValidationFailed
 from shared.responses import NO_STORE, render, render_null
@@ -84,6 +85,19 @@ async def update_current_user(request: Request) -> Response:
     return render(user_response(user, hydrate=True))
 
 
+async def exchange_api_key(request: Request) -> Response:
+    """A ``ZENKEY_`` key presented to another service as its bearer: the token of a login
+    with it (:mod:`shared.auth.api_keys`). Service tokens only; not routed by the gateway."""
+    require_principal(request, kinds=(TokenKind.SERVICE,))
+    body = await parse_json(request, APIKeyExchange)
+    tokens: APIKeyTokens = request.state.api_key_tokens
+    try:
+        issued = await tokens.source.exchange(body.api_key, body.client)
+    except APIKeyRefused as exc:
+        issued = APIKeyToken(refused=exc.reason)
+    return render(issued, headers=NO_STORE)
+
+
 def routes() -> list[ApiRoute]:
     tags = ["authentication"]
     return [
@@ -125,5 +139,15 @@ def routes() -> list[ApiRoute]:
             body=UserUpdate,
             response=UserResponse,
             errors=(400, 403, 404, 409),
+        ),
+        api_route(
+            EXCHANGE_PATH,
+            exchange_api_key,
+            method="POST",
+            summary="Exchange Api Key",
+            tags=["internal"],
+            body=APIKeyExchange,
+            response=APIKeyToken,
+            errors=(401, 429),
         ),
     ]

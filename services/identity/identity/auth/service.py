@@ -9,16 +9,23 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from identity.api_key.schemas import EncodedKey
-from identity.api_key.service import APIKeyRefused, APIKeyService
+from identity.api_key.service import APIKeyService
 from identity.auth.schemas import GrantType, LoginForm, OAuthTokenResponse
 from identity.device.service import DeviceCodeRefused, DeviceService, Refused
 from identity.models import User
 from identity.settings import Settings
 from identity.signing_key.service import KeyRing
 from identity.user.service import UserService
-from shared.auth import TokenKind, VerifiedToken, WorkloadScope
-from shared.db import Clock
+from shared.auth import (
+    APIKeyRefused,
+    APIKeyToken,
+    EncodedKey,
+    RevocationList,
+    TokenKind,
+    VerifiedToken,
+    WorkloadScope,
+)
+from shared.db import Clock, SessionMaker, session_scope
 from shared.errors import HTTPDetailError, OAuthError, Unauthorized
 from shared.http import CachedTokenAuth
 from shared.throttle import LoginThrottle
@@ -161,11 +168,17 @@ class TokenService:
     async def _api_key(
         self, form: LoginForm, api_keys: APIKeyService, throttle: LoginThrottle, client: str | None
     ) -> Issued:
-        """A service account's login with its ``ZENKEY_`` key, throttled like the password
-        grant per key (an undecodable key counts against the client only). No cookie."""
         if not form.password:
             raise HTTPDetailError(400, "API key is required.")
-        decoded = EncodedKey.decode(form.password)
+        return await self.api_key_login(form.password, api_keys, throttle, client)
+
+    async def api_key_login(
+        self, key: str, api_keys: APIKeyService, throttle: LoginThrottle, client: str | None
+    ) -> Issued:
+        """A service account's login with its ``ZENKEY_`` key, throttled like the password
+        grant per key (an undecodable key counts against the client only). No cookie.
+        The login grant's, and every service's exchange of a key presented as a bearer."""
+        decoded = EncodedKey.decode(key)
         subject = f"api-key:{decoded.id}" if decoded else None
         await throttle.check(subject, client)
         try:
@@ -270,3 +283,30 @@ class OwnServiceAuth(CachedTokenAuth):
     async def fetch(self) -> tuple[str, float]:
         token = await self._tokens.issue_for_service(self._tokens.settings.service_name)
         return token, self._tokens.settings.service_token_lifetime.total_seconds()
+
+
+class OwnKeySource:
+    """Identity's own exchange of a ``ZENKEY_`` bearer (:mod:`shared.auth.api_keys`): the
+    API-key login, in process, in a transaction of its own. The other services ask for it
+    at ``POST /internal/v1/api_key_tokens``."""
+
+    def __init__(
+        self,
+        sessionmaker: SessionMaker,
+        tokens: TokenService,
+        revocations: RevocationList,
+        throttle: LoginThrottle,
+    ) -> None:
+        self._sessionmaker = sessionmaker
+        self._tokens = tokens
+        self._revocations = revocations
+        self._throttle = throttle
+
+    async def exchange(self, api_key: str, client: str | None) -> APIKeyToken:
+        async with session_scope(self._sessionmaker) as session:
+            api_keys = APIKeyService(session, self._revocations, self._tokens.clock)
+            issued = await self._tokens.api_key_login(api_key, api_keys, self._throttle, client)
+        return APIKeyToken(
+            access_token=issued.response.access_token,
+            expires_in=issued.response.expires_in or 0,
+        )
