@@ -20,13 +20,11 @@ SHA-256, never the key, holds at most ``max_entries`` keys, and remembers a refu
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
 import hashlib
 import time
 import uuid
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
@@ -34,6 +32,7 @@ from typing import Protocol
 import httpx
 from pydantic import BaseModel, Field, ValidationError
 
+from shared.auth.cache import LoadCache
 from shared.errors import ServiceUnavailable, Unauthorized
 from shared.throttle import LoginThrottled
 
@@ -134,10 +133,10 @@ class IdentityKeySource:
 
 
 @dataclass(frozen=True)
-class _Entry:
-    expires_at: float
+class _Exchanged:
     token: str | None
     reason: str | None
+    """Why the key was refused, when ``token`` is ``None``."""
 
 
 def key_digest(api_key: str) -> bytes:
@@ -162,60 +161,36 @@ class APIKeyTokens:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.source = source
-        self.max_entries = max_entries
         self.refusal_ttl = refusal_ttl
         self.margin = margin
-        self._clock = clock
-        self._cache: OrderedDict[bytes, _Entry] = OrderedDict()
-        self._inflight: dict[bytes, asyncio.Task[_Entry]] = {}
+        self._cache: LoadCache[bytes, _Exchanged] = LoadCache(max_entries=max_entries, clock=clock)
 
     def __len__(self) -> int:
         return len(self._cache)
 
     async def token(self, api_key: str, client: str | None, *, refused: str | None = None) -> str:
         """The token for ``api_key``; a new one when none is kept, it is about to expire,
-        or it is ``refused`` (the kept token the caller just found revoked or expired).
+        or it is ``refused`` (the kept token the caller just found revoked).
         Raises :class:`APIKeyRefused` for a bad key, without asking identity when the key
         cannot even be decoded."""
         if EncodedKey.decode(api_key) is None:
             raise APIKeyRefused("error decoding API key")
         digest = key_digest(api_key)
-        entry = self._cache.get(digest)
-        if (
-            entry is None
-            or entry.expires_at <= self._clock()
-            or (refused is not None and entry.token == refused)
-        ):
-            task = self._inflight.get(digest)
-            if task is None:
-                task = asyncio.create_task(self._exchange(api_key, client))
-                self._inflight[digest] = task
-                task.add_done_callback(lambda done: self._settle(digest, done))
-            # Shielded: a caller that goes away does not cancel the others' exchange.
-            entry = await asyncio.shield(task)
+        kept = self._cache.kept(digest)
+        if kept is None or (refused is not None and kept.value.token == refused):
+            exchanged = await self._cache.load(digest, lambda: self._exchange(api_key, client))
         else:
-            self._cache.move_to_end(digest)
-        if entry.token is None:
-            raise APIKeyRefused(entry.reason or "error decoding API key")
-        return entry.token
+            exchanged = kept.value
+        if exchanged.token is None:
+            raise APIKeyRefused(exchanged.reason or "error decoding API key")
+        return exchanged.token
 
-    async def _exchange(self, api_key: str, client: str | None) -> _Entry:
+    async def _exchange(self, api_key: str, client: str | None) -> tuple[_Exchanged, float]:
         try:
             issued = await self.source.exchange(api_key, client)
         except APIKeyRefused as exc:
-            return _Entry(self._clock() + self.refusal_ttl, None, exc.reason)
+            return _Exchanged(None, exc.reason), self.refusal_ttl
         if issued.access_token is None:
-            return _Entry(self._clock() + self.refusal_ttl, None, issued.refused)
+            return _Exchanged(None, issued.refused), self.refusal_ttl
         lifetime = float(issued.expires_in)
-        keep = max(lifetime - self.margin, lifetime / 2)
-        return _Entry(self._clock() + keep, issued.access_token, None)
-
-    def _settle(self, digest: bytes, task: asyncio.Task[_Entry]) -> None:
-        if self._inflight.get(digest) is task:
-            del self._inflight[digest]
-        if task.cancelled() or task.exception() is not None:
-            return
-        self._cache[digest] = task.result()
-        self._cache.move_to_end(digest)
-        while len(self._cache) > self.max_entries:
-            self._cache.popitem(last=False)
+        return _Exchanged(issued.access_token, None), max(lifetime - self.margin, lifetime / 2)

@@ -20,9 +20,7 @@ When tracking cannot answer, the request fails with 503 (never taken for "accept
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -32,6 +30,7 @@ from uuid import UUID
 import httpx
 from pydantic import BaseModel, ValidationError
 
+from shared.auth.cache import LoadCache
 from shared.auth.tokens import VerifiedToken
 from shared.errors import NO_SUCH_ENDPOINT, ServiceUnavailable
 
@@ -159,12 +158,6 @@ def _is_platform_error(response: httpx.Response) -> bool:
     return isinstance(detail, list) and detail[1:] != [NO_SUCH_ENDPOINT]
 
 
-@dataclass(frozen=True)
-class _Entry:
-    expires_at: float
-    state: ScopeState | None
-
-
 class WorkloadScopes:
     """The on-use check of workload tokens, with each object's state cached ``ttl``
     seconds (missing objects too), at most ``max_entries`` of them. Requests that find no
@@ -181,37 +174,21 @@ class WorkloadScopes:
     ) -> None:
         self.source = source
         self.ttl = ttl
-        self.max_entries = max_entries
-        self._clock = clock
-        self._cache: OrderedDict[WorkloadScope, _Entry] = OrderedDict()
-        self._inflight: dict[WorkloadScope, asyncio.Task[ScopeState | None]] = {}
+        self._cache: LoadCache[WorkloadScope, ScopeState | None] = LoadCache(
+            max_entries=max_entries, clock=clock
+        )
 
     async def state(self, scope: WorkloadScope, *, fresh: bool = False) -> ScopeState | None:
         """The object's state, from the cache unless ``fresh`` (issuing a token asks fresh:
         it must not be issued for an object deactivated a moment ago)."""
         if not fresh:
-            entry = self._cache.get(scope)
-            if entry is not None and entry.expires_at > self._clock():
-                self._cache.move_to_end(scope)
-                return entry.state
-        task = self._inflight.get(scope)
-        if task is None or fresh:
-            task = asyncio.create_task(self.source.state(scope))
-            self._inflight[scope] = task
-            task.add_done_callback(lambda done: self._settle(scope, done))
-        # Shielded: a caller that goes away does not cancel the others' lookup.
-        return await asyncio.shield(task)
+            kept = self._cache.kept(scope)
+            if kept is not None:
+                return kept.value
+        return await self._cache.load(scope, lambda: self._lookup(scope), join=not fresh)
 
-    def _settle(self, scope: WorkloadScope, task: asyncio.Task[ScopeState | None]) -> None:
-        if self._inflight.get(scope) is task:
-            del self._inflight[scope]
-        if task.cancelled() or task.exception() is not None:
-            return
-        if self.ttl > 0:
-            self._cache[scope] = _Entry(self._clock() + self.ttl, task.result())
-            self._cache.move_to_end(scope)
-            while len(self._cache) > self.max_entries:
-                self._cache.popitem(last=False)
+    async def _lookup(self, scope: WorkloadScope) -> tuple[ScopeState | None, float]:
+        return await self.source.state(scope), self.ttl
 
     async def refusal(self, token: VerifiedToken) -> str | None:
         """Why the workload ``token`` is refused now, or ``None`` when it is accepted."""

@@ -13,6 +13,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from redis.asyncio import Redis
 
 from shared.auth import (
+    APIKeyTokens,
     RevocationList,
     ScopeKind,
     ScopeState,
@@ -122,3 +123,8 @@ class TrackingObjects:
 @pytest.fixture
 def tracking_objects() -> TrackingObjects:
     return TrackingObjects()
+
+
+def stored(tokens: APIKeyTokens) -> str:
+    """Everything ``tokens`` (a service's kept API-key exchanges) holds, spelled out."""
+    return repr(vars(tokens)) + repr(vars(tokens._cache))
