@@ -69,6 +69,8 @@ STEP_ONLY = frozenset(
     }
 )
 """Statuses a step may have and a run may not (the reference refuses them, 403)."""
+REUSED = frozenset({ExecutionStatus.CACHED, ExecutionStatus.SKIPPED})
+"""The statuses of a step that reuses its original's run: it shows the original's metadata."""
 INPUT = "input"
 MAX_RUN_NAME = 255
 OUTPUT = "output"
@@ -543,6 +545,10 @@ class StepService:
             ),
         )
         await self._link(step.id, links)
+        if request.status in REUSED and request.original_step_run_id is not None:
+            await self.runs.metadata.copy(
+                MetadataResourceTypes.STEP_RUN, request.original_step_run_id, step.id, user_id
+            )
         if isinstance(request.logs, LogsRequest):
             await self.logs.create(request.logs, user_id, step_id=step.id)
         elif request.logs is not None:

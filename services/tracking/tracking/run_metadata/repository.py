@@ -111,6 +111,19 @@ class RunMetadataRepository:
             found.setdefault(row.resource_id, {})[row.key] = json.loads(row.value)
         return found
 
+    async def copy(
+        self,
+        resource_type: MetadataResourceTypes,
+        source_id: uuid.UUID,
+        target_id: uuid.UUID,
+        user_id: uuid.UUID,
+    ) -> None:
+        """Set on ``target_id`` the values ``source_id`` has (a cached step shows its
+        original's)."""
+        params = {"resource_type": resource_type.value, "ids": [source_id]}
+        rows = (await core_execute(self.session, _VALUES, params)).all()
+        await self.put([(resource_type, target_id)], {r.key: r.value for r in rows}, user_id)
+
     async def of_steps(self, run_ids: Collection[uuid.UUID]) -> dict[uuid.UUID, dict[str, Any]]:
         """Each run's steps' metadata, keyed ``step::key`` (the reference's full metadata
         of a run)."""
