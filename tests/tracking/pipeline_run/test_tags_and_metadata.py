@@ -10,7 +10,7 @@ import httpx
 
 from tests.support.asgi import LifespanApp
 from tests.tracking.artifact.support import Headers
-from tests.tracking.pipeline_run.support import create_run, create_step
+from tests.tracking.pipeline_run.support import create_run, create_snapshot, create_step
 from tests.tracking.run_metadata.test_endpoints import METADATA, request
 from tracking.run_metadata.repository import RunMetadataRepository
 from tracking.run_metadata.schemas import MetadataResourceTypes
@@ -29,7 +29,7 @@ async def log(tracking: httpx.AsyncClient, auth: Headers, body: Json) -> None:
     assert response.status_code == 200, response.text
 
 
-async def test_a_run_takes_the_tags_of_its_request_by_name(
+async def test_a_run_takes_the_tags_of_its_request(
     tracking: httpx.AsyncClient, auth: Headers, default_project: Json
 ) -> None:
     # The client sends the pipeline configuration's tags: names or Tag objects.
@@ -139,3 +139,33 @@ async def test_deleting_a_run_takes_off_its_tags_and_its_and_its_steps_metadata(
         steps = await metadata.values(MetadataResourceTypes.STEP_RUN, [step_id])
         links = await TagService(session).for_resources("pipeline_run", [run_id])
     assert (runs, steps, links) == ({}, {}, {})
+
+
+async def test_a_tag_object_makes_its_tag_with_its_colour_and_exclusivity(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    """An exclusive tag is on one run of a pipeline; a Tag object that disagrees with the
+    tag's exclusivity is refused (a plain name is not)."""
+    snapshot = await create_snapshot(tracking, auth, default_project)
+
+    async def run_of_snapshot(tags: list[Any]) -> httpx.Response:
+        body = {
+            "project": default_project["id"],
+            "name": f"run-{uuid.uuid4().hex[:8]}",
+            "snapshot": snapshot["id"],
+            "status": "running",
+            "tags": tags,
+        }
+        return await tracking.post(RUNS, json=body, headers=auth)
+
+    solo = {"name": f"solo-{uuid.uuid4().hex[:6]}", "color": "red", "exclusive": True}
+    first = (await run_of_snapshot([solo])).json()[0]
+    (tag,) = first["resources"]["tags"]
+    assert (tag["body"]["color"], tag["body"]["exclusive"]) == ("red", True)
+    second = (await run_of_snapshot([solo["name"]])).json()[0]
+    assert tag_names(second) == [solo["name"]]
+    got = await tracking.get(f"{RUNS}/{first['id']}", headers=auth)
+    assert tag_names(got.json()) == []  # the exclusive tag moved to the newer run
+    refused = await run_of_snapshot([{"name": solo["name"], "exclusive": False}])
+    assert refused.status_code == 400, refused.text
+    assert "has been defined as an exclusive tag" in refused.text

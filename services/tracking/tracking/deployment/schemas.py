@@ -6,7 +6,7 @@ import uuid
 from enum import StrEnum
 from typing import Any, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from shared.users import NestedUser
 from tracking.artifact.schemas import TagName
@@ -20,7 +20,7 @@ from tracking.pipeline.schemas import (
     nested_snapshot,
 )
 from tracking.stack.schemas import StackResponse
-from tracking.tag.schemas import ColorVariants, TagResponse, TagRow, nested_tag
+from tracking.tag.schemas import TagResponse, TagRow, TagSpec, nested_tag
 
 
 class DeploymentStatus(StrEnum):
@@ -29,17 +29,6 @@ class DeploymentStatus(StrEnum):
     RUNNING = "running"
     ABSENT = "absent"
     ERROR = "error"
-
-
-class TagSpec(BaseModel):
-    """A tag given with its options; only the name is kept (colours follow from names)."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    name: TagName
-    color: ColorVariants | None = None
-    exclusive: bool | None = None
-    cascade: bool | None = None
 
 
 class DeploymentRequest(ScopedRequest):

@@ -20,7 +20,7 @@ from tracking.models import Pipeline, PipelineBuild, Schedule, Stack
 from tracking.pipeline.repository import PIPELINES, PipelineRepository, SnapshotRepository
 from tracking.pipeline.schemas import PipelineItem, PipelineRequest, PipelineSnapshotRequest
 from tracking.run_metadata.repository import RunMetadataRepository
-from tracking.tag.schemas import TaggableResourceTypes, tag_names
+from tracking.tag.schemas import TaggableResourceTypes
 from tracking.tag.service import TagService
 
 TAG_RESOURCE = TaggableResourceTypes.PIPELINE.value
@@ -101,7 +101,7 @@ class PipelineService(ScopedService[Pipeline]):
             user_id=user_id,
         )
         await self.insert(pipeline, project)
-        await self.tags.attach(TAG_RESOURCE, pipeline.id, tag_names(request.tags), user_id)
+        await self.tags.attach(TAG_RESOURCE, pipeline.id, request.tags or [], user_id)
         tags = await self.tags.for_resources(TAG_RESOURCE, [pipeline.id])
         return PipelineItem(pipeline, tags=tags.get(pipeline.id, ()))
 
@@ -176,7 +176,7 @@ class SnapshotService:
                 "updated": now,
             }
         )
-        names = tag_names(request.tags)
+        names = request.tags or []
         await self.tags.attach(SNAPSHOT_TAG_RESOURCE, snapshot_id, names, user_id)
         return await self.get(snapshot_id)
 

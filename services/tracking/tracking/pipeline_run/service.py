@@ -57,7 +57,6 @@ from tracking.project.repository import ProjectRef
 from tracking.run_metadata.repository import RunMetadataRepository
 from tracking.run_metadata.schemas import MetadataResourceTypes
 from tracking.store import ArtifactStores, StoreUnsupported
-from tracking.tag.schemas import tag_names
 from tracking.tag.service import TagService
 
 STEP_ONLY = frozenset(
@@ -193,7 +192,7 @@ class RunService(ScopedService[PipelineRun]):
             )
             if announced is not None:
                 await self._take(announced, request)
-                await self.tags.attach(TAG_RESOURCE, announced.id, tag_names(request.tags), user_id)
+                await self.tags.attach(TAG_RESOURCE, announced.id, request.tags or [], user_id)
                 return await self.get(announced.id), True
         existing = await self.runs.by_name(project.id, request.name)
         if existing is not None:
@@ -215,7 +214,7 @@ class RunService(ScopedService[PipelineRun]):
             user_id=user_id,
         )
         await self._run_logs(request.logs, run_id, user_id)
-        await self.tags.attach(TAG_RESOURCE, run_id, tag_names(request.tags), user_id)
+        await self.tags.attach(TAG_RESOURCE, run_id, request.tags or [], user_id)
         return await self.get(run_id), True
 
     async def _snapshot_of(self, snapshot_id: uuid.UUID, project: ProjectRef) -> Snapshot:

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
 from enum import StrEnum
 from typing import Annotated, Any, Protocol
 
@@ -70,9 +69,9 @@ class TagRequest(BaseModel):
 
 
 class TagSpec(BaseModel):
-    """A tag as a pipeline's configuration names it (the client's ``Tag``). It is
-    attached by name: a tag it introduces is made as a plain name makes it (its
-    ``color``, ``exclusive`` and ``cascade`` are not applied)."""
+    """A tag as a pipeline's configuration names it (the client's ``Tag``): a tag it
+    introduces takes its ``color`` and ``exclusive``; ``cascade`` (the client tags a
+    step's outputs with it) is accepted and not applied here."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -84,10 +83,6 @@ class TagSpec(BaseModel):
 
 TagRef = Annotated[str, Field(max_length=255)] | TagSpec
 """A tag in a run's, pipeline's or snapshot's request: a name or a :class:`TagSpec`."""
-
-
-def tag_names(tags: Sequence[str | TagSpec] | None) -> list[str]:
-    return [tag if isinstance(tag, str) else tag.name for tag in tags or []]
 
 
 class TagUpdate(BaseModel):

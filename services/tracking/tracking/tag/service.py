@@ -31,6 +31,7 @@ from tracking.tag.schemas import (
     TagRequest,
     TagResourceRequest,
     TagRow,
+    TagSpec,
     TagUpdate,
 )
 
@@ -264,14 +265,19 @@ class TagService:
         self,
         resource_type: str,
         resource_id: uuid.UUID,
-        names: Iterable[str],
+        names: Iterable[str | TagSpec],
         user_id: uuid.UUID | None,
     ) -> list[Tag]:
-        """Tag a resource, creating the tags that do not exist yet; returns its new tags.
+        """Tag a resource, creating the tags that do not exist yet (a :class:`TagSpec`'s
+        with its colour and exclusivity); returns its new tags. A spec whose exclusivity
+        differs from its existing tag's is refused (400), as the reference refuses it.
 
         Safe under concurrency: two requests introducing the same tag both succeed.
         """
-        wanted = list(dict.fromkeys(n for n in names if n))
+        given = [TagSpec(name=tag) if isinstance(tag, str) else tag for tag in names if tag]
+        specs = {spec.name: spec for spec in given if spec.name}
+        checked = {tag.name for tag in names if isinstance(tag, TagSpec)}
+        wanted = list(specs)
         if not wanted:
             return []
         now = utcnow()
@@ -281,17 +287,24 @@ class TagService:
                     {
                         "id": uuid.uuid4(),
                         "name": name,
-                        "color": tag_color(name),
-                        "exclusive": False,
+                        "color": spec.color or tag_color(name),
+                        "exclusive": bool(spec.exclusive),
                         "user_id": user_id,
                         "created": now,
                         "updated": now,
                     }
-                    for name in wanted
+                    for name, spec in specs.items()
                 ]
             )
         )
         tags = list((await self.session.exec(select(Tag).where(col(Tag.name).in_(wanted)))).all())
+        for tag in tags:
+            if tag.name in checked and bool(specs[tag.name].exclusive) != tag.exclusive:
+                raise BadRequest(
+                    f"Tag `{tag.name}` has been defined as "
+                    f"{'an exclusive' if tag.exclusive else 'a non-exclusive'} tag. Please "
+                    "update it before attaching it to resources."
+                )
         await self.session.exec(
             _insert_new(TagResource).values(
                 [
