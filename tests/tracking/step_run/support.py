@@ -22,12 +22,16 @@ def step_configuration(name: str, upstream: list[str]) -> Json:
     return {"spec": spec, "config": config}
 
 
-async def two_step_snapshot(tracking: httpx.AsyncClient, auth: Headers, project: Json) -> Json:
+async def two_step_snapshot(
+    tracking: httpx.AsyncClient, auth: Headers, project: Json, tags: list[Any] | None = None
+) -> Json:
+    """``tags``: the pipeline configuration's (``@pipeline(tags=...)``)."""
     pipeline = await create_pipeline(tracking, auth, project, f"compat-{uuid.uuid4().hex[:6]}")
+    configuration = {"name": pipeline["name"], "substitutions": {}, "tags": tags}
     body = {
         "project": project["id"],
         "run_name_template": "compat-{date}-{time}",
-        "pipeline_configuration": {"name": pipeline["name"], "substitutions": {}},
+        "pipeline_configuration": configuration,
         "step_configurations": {
             "make_number": step_configuration("make_number", []),
             "double": step_configuration("double", ["make_number"]),

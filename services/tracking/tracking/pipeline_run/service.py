@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Collection, Sequence
 from typing import Any
 
+from pydantic import ValidationError
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from shared.db import utcnow
@@ -57,6 +58,7 @@ from tracking.project.repository import ProjectRef
 from tracking.run_metadata.repository import RunMetadataRepository
 from tracking.run_metadata.schemas import MetadataResourceTypes
 from tracking.store import ArtifactStores, StoreUnsupported
+from tracking.tag.schemas import TaggableResourceTypes, TagSpec
 from tracking.tag.service import TagService
 
 STEP_ONLY = frozenset(
@@ -70,6 +72,7 @@ STEP_ONLY = frozenset(
 """Statuses a step may have and a run may not (the reference refuses them, 403)."""
 REUSED = frozenset({ExecutionStatus.CACHED, ExecutionStatus.SKIPPED})
 """The statuses of a step that reuses its original's run: it shows the original's metadata."""
+VERSION_TAG_RESOURCE = TaggableResourceTypes.ARTIFACT_VERSION.value
 INPUT = "input"
 MAX_RUN_NAME = 255
 OUTPUT = "output"
@@ -544,16 +547,39 @@ class StepService:
             ),
         )
         await self._link(step.id, links)
-        if request.status in REUSED and request.original_step_run_id is not None:
-            await self.runs.metadata.copy(
-                MetadataResourceTypes.STEP_RUN, request.original_step_run_id, step.id, user_id
-            )
+        if request.status in REUSED:
+            if request.original_step_run_id is not None:
+                await self.runs.metadata.copy(
+                    MetadataResourceTypes.STEP_RUN, request.original_step_run_id, step.id, user_id
+                )
+            await self._cascade_tags(run, links[OUTPUT], user_id)
         if isinstance(request.logs, LogsRequest):
             await self.logs.create(request.logs, user_id, step_id=step.id)
         elif request.logs is not None:
             await self.logs.attach([request.logs], step_id=step.id)
         await self.runs.follow_steps(run.id)
         return await self.get(step.id)
+
+    async def _cascade_tags(
+        self, run: Any, outputs: dict[str, list[uuid.UUID]], user_id: uuid.UUID
+    ) -> None:
+        """The pipeline configuration's cascading tags go on a reused step's outputs, as
+        the reference puts them (the client tags the outputs of the steps it runs)."""
+        snapshot = (
+            await self.runs.snapshots.snapshots.read(run.snapshot_id) if run.snapshot_id else None
+        )
+        configured = ((snapshot.pipeline_configuration or {}) if snapshot else {}).get("tags")
+        cascading = []
+        for tag in configured if isinstance(configured, list) else []:
+            if isinstance(tag, dict) and tag.get("cascade"):
+                try:
+                    cascading.append(TagSpec.model_validate(tag))
+                except ValidationError:
+                    continue  # not a tag the client could have sent
+        if not cascading:
+            return
+        for version_id in dict.fromkeys(v for ids in outputs.values() for v in ids):
+            await self.runs.tags.attach(VERSION_TAG_RESOURCE, version_id, cascading, user_id)
 
     async def _upstream_steps(self, run: Any, name: str) -> list[uuid.UUID]:
         """The run's steps that the snapshot's spec puts upstream of step ``name`` (the
