@@ -55,8 +55,15 @@ def zenml_client() -> ZenmlVenv:
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LaunchedStack]:
-    with stack_for_tests(tmp_path_factory, "compat-stack", admin_password=ADMIN_PASSWORD) as up:
+def stack(
+    tmp_path_factory: pytest.TempPathFactory, databases_of_stack: dict[str, str]
+) -> Iterator[LaunchedStack]:
+    with stack_for_tests(
+        tmp_path_factory,
+        "compat-stack",
+        admin_password=ADMIN_PASSWORD,
+        databases=databases_of_stack,
+    ) as up:
         yield up
 
 
