@@ -1,5 +1,6 @@
 """Every service's OpenAPI fuzzed through the gateway of a running stack (schemathesis):
-no generated request, however malformed, may get a 5xx from a healthy stack.
+no generated request, however malformed, may get a 5xx from a healthy stack (but for the
+operations a service documents as not implemented, whose answer is their documented 501).
 
 Each service is fuzzed as a logged-in caller (the platform's admin; the agent server's
 default account), over its coverage cases (boundaries, missing and wrong-typed values) and
@@ -68,9 +69,19 @@ def test_no_generated_request_gets_a_server_error(
         response = client.post(stack.url(entrypoint, "/api/v1/login"), data=login)
     assert response.status_code == 200, response.text
     token = response.json()["access_token"]
+    document = stack.url(entrypoint, f"/_services/{service}/openapi.json")
+    with httpx.Client(timeout=10, trust_env=False) as client:
+        schema = client.get(document).json()
+    # An operation the service documents as not implemented (its 501 is the answer).
+    refused = [
+        f"{method.upper()} {path}"
+        for path, operations in schema["paths"].items()
+        for method, operation in operations.items()
+        if "501" in operation.get("responses", {})
+    ]
     run = subprocess.run(
         [
-            str(SCHEMATHESIS), "run", stack.url(entrypoint, f"/_services/{service}/openapi.json"),
+            str(SCHEMATHESIS), "run", document,
             "--url", stack.url(entrypoint, ""),
             "-H", f"Authorization: Bearer {token}",
             "--checks", "not_a_server_error",
@@ -80,6 +91,7 @@ def test_no_generated_request_gets_a_server_error(
             "--request-timeout", "10",
             "--no-color",
             "--report-dir", str(tmp_path),
+            *(arg for name in refused for arg in ("--exclude-name", name)),
         ],
         capture_output=True,
         text=True,

@@ -76,7 +76,7 @@ async def test_unknown_ids_are_404(tracking: httpx.AsyncClient, auth: Headers) -
 async def test_a_user_filter_matches_no_flavor(tracking: httpx.AsyncClient, auth: Headers) -> None:
     # The flavors tracking knows belong to no user: a user filter, even an empty one,
     # matches none of them.
-    for value in ("", "default", str(uuid.uuid4())):
-        response = await tracking.get(FLAVORS_PATH, params={"user": value}, headers=auth)
-        assert response.status_code == 200, (value, response.text)
-        assert response.json()["items"] == [], value
+    for name, value in [("user", ""), ("user", "default"), ("scope_user", str(uuid.uuid4()))]:
+        response = await tracking.get(FLAVORS_PATH, params={name: value}, headers=auth)
+        assert response.status_code == 200, (name, value, response.text)
+        assert response.json()["items"] == [], (name, value)

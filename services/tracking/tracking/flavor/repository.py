@@ -44,7 +44,7 @@ _ROWS = values(
 F = _ROWS.c
 # Every flavor's user is NULL, from which PostgreSQL types the VALUES column as text; the
 # user filter compares it with uuids.
-_USER_ID = cast(F.user_id, Uuid())
+USER_ID = cast(F.user_id, Uuid())
 _STRINGS = ("name", "display_name", "type", "integration")
 
 FLAVOR_LIST = ListSpec(
@@ -52,12 +52,12 @@ FLAVOR_LIST = ListSpec(
     id_column=F.id,
     fields=[
         *base_fields(F.id, F.created, F.updated),
-        user_field(_USER_ID),
+        user_field(USER_ID),
         *(column_field(name, F[name], Kind.STRING) for name in _STRINGS),
     ],
     sort_keys=[
         *(SortKey(name, F[name]) for name in ("created", "updated", "id", *_STRINGS)),
-        SortKey("user", _USER_ID),
+        SortKey("user", USER_ID),
     ],
 )
 _PAGE = sa_select(F.id)

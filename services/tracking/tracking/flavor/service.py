@@ -10,7 +10,7 @@ from shared.listing import Listing
 from tracking.component.flavors import FLAVORS, Flavor
 from tracking.core.errors import ScopedNotFound
 from tracking.core.listing import scope_conditions
-from tracking.flavor.repository import F, flavor_page
+from tracking.flavor.repository import USER_ID, flavor_page
 from tracking.flavor.schemas import FlavorListQuery
 
 _BY_ID = {flavor.id: flavor for flavor in FLAVORS}
@@ -25,7 +25,7 @@ class FlavorService:
         self.session = session
 
     async def list_page(self, listing: Listing, query: FlavorListQuery) -> tuple[int, list[Flavor]]:
-        conditions = scope_conditions([(F.user_id, query.scope_user)])
+        conditions = scope_conditions([(USER_ID, query.scope_user)])
         total, ids = await flavor_page(self.session, listing, conditions)
         return total, [_BY_ID[flavor_id] for flavor_id in ids]
 

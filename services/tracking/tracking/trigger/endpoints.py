@@ -1,6 +1,5 @@
 """``/triggers``: list and get (what ``zenml trigger list`` calls). This server runs no
-triggers, so their writes answer 501 (see :class:`TriggersNotRun`) and are left out of the
-OpenAPI document, which lists only what is served."""
+triggers, so their writes answer 501 (see :class:`TriggersNotRun`)."""
 
 from __future__ import annotations
 
@@ -8,12 +7,11 @@ import uuid
 
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import BaseRoute, Route
 
 from shared.db import transaction
 from shared.listing import read_list
 from shared.pagination import Page
-from shared.routing import api_route, parse_query, path_param
+from shared.routing import ApiRoute, api_route, parse_query, path_param
 from tracking.core.auth import caller, caller_id
 from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
@@ -48,7 +46,7 @@ async def refuse(request: Request) -> Response:
     raise TriggersNotRun()
 
 
-def routes() -> list[BaseRoute]:
+def routes() -> list[ApiRoute]:
     many = "/api/v1/triggers"
     one = many + "/{trigger_id}"
     tags = ["triggers"]
@@ -81,5 +79,8 @@ def routes() -> list[BaseRoute]:
             response=TriggerResponse,
             errors=(404,),
         ),
-        *(Route(path, refuse, methods=[method], name=name) for path, method, name in writes),
+        *(
+            api_route(path, refuse, method=method, summary=summary, tags=tags, errors=(501,))
+            for path, method, summary in writes
+        ),
     ]
