@@ -775,7 +775,7 @@ def _free_port() -> int:
 @contextlib.contextmanager
 def start_reference(data_dir: Path, password: str, args: argparse.Namespace) -> Iterator[Target]:
     """The reference on ``--reference-database``, logged in."""
-    say("reference: preparing zenml[server]==0.96.3 (cached under .local/cache/) ...")
+    say("reference: preparing zenml[server]==0.96.3 (cached under ~/.cache/platform/) ...")
     try:
         venv = server_venv()
     except ZenmlEnvError as exc:

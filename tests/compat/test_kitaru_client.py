@@ -1,7 +1,7 @@
 """The unmodified kitaru 0.27.2 client (CLI and SDK) against our agent-run entrypoint.
 
 The client runs in its own cached environment (``kitaru[cli]==0.27.2``, built once under
-``.local/cache/`` with :func:`tests.support.zenml_env.ensure_venv`). Through the gateway's
+the user's cache with :func:`tests.support.zenml_env.ensure_venv`). Through the gateway's
 agent port it logs in with a password and with an API key read from stdin, runs
 ``kitaru status``, and through its SDK manages users, service accounts, API keys and a
 worker and walks the task and session lists with kitaru's own list params (``kitaru

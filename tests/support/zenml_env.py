@@ -1,6 +1,9 @@
 """The real ZenML 0.96.3 packages from PyPI, in cached virtual environments of their own.
 
-Two environments live under the git-ignored ``.local/cache/``:
+Two environments live in the user's cache (:data:`CACHE_ROOT`: ``$PLATFORM_CACHE_DIR``, else
+``$XDG_CACHE_HOME/platform``, else ``~/.cache/platform``), shared by every clone of the
+repository on the machine, as pip's and uv's caches are (a new clone's suite does not spend a
+minute installing the same pinned packages again):
 
 - ``zenml-client-0.96.3/``: the unmodified client (plain ``zenml``), which the compatibility
   tests drive against our stack and against the reference server;
@@ -42,7 +45,17 @@ import httpx
 
 ZENML_VERSION = "0.96.3"
 REPO_ROOT = Path(__file__).resolve().parents[2]
-CACHE_ROOT = REPO_ROOT / ".local" / "cache"
+
+
+def _cache_root() -> Path:
+    explicit = os.environ.get("PLATFORM_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "platform"
+
+
+CACHE_ROOT = _cache_root()
 MARKER = "zenml-env.json"
 RESULT_PREFIX = "@@zenml-env-result@@ "
 LOCK_TIMEOUT = 900.0
