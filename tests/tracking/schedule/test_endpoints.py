@@ -129,3 +129,26 @@ async def test_update_to_a_taken_name_is_409_and_of_an_unknown_schedule_404(
     assert taken.json()["detail"][0] == "EntityExistsError"
     missing = await tracking.put(f"{SCHEDULES}/{uuid.uuid4()}", json={"active": True}, headers=auth)
     assert missing.status_code == 404
+
+
+async def test_metadata_logged_on_a_schedule_shows_in_its_run_metadata(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    made = await tracking.post(SCHEDULES, json=schedule_body(default_project), headers=auth)
+    schedule_id = made.json()["id"]
+    logged = {
+        "project": default_project["id"],
+        "resources": [{"id": schedule_id, "type": "schedule"}],
+        "values": {"owner": "ops", "retries": 3},
+        "types": {"owner": "str", "retries": "int"},
+    }
+    assert (await tracking.post("/api/v1/run-metadata", json=logged, headers=auth)).is_success
+    expected = {"owner": "ops", "retries": 3}
+    got = await tracking.get(f"{SCHEDULES}/{schedule_id}", headers=auth)
+    assert got.json()["metadata"]["run_metadata"] == expected
+    renamed = await tracking.put(f"{SCHEDULES}/{schedule_id}", json={"name": "b"}, headers=auth)
+    assert renamed.json()["metadata"]["run_metadata"] == expected
+    page = await tracking.get(SCHEDULES, params={"hydrate": "true"}, headers=auth)
+    assert [s["metadata"]["run_metadata"] for s in page.json()["items"]] == [expected]
+    plain = await tracking.get(SCHEDULES, headers=auth)
+    assert [s["metadata"] for s in plain.json()["items"]] == [None]

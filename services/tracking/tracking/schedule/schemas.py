@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -64,10 +64,25 @@ class ScheduleResponse(
     pass
 
 
+class ScheduleItem(NamedTuple):
+    """A schedule's row and, read only to hydrate, the metadata logged on it."""
+
+    schedule: Any
+    run_metadata: dict[str, Any] | None = None
+
+    @property
+    def user_id(self) -> uuid.UUID | None:
+        return self.schedule.user_id  # type: ignore[no-any-return]
+
+
 SCHEDULE = EnvelopeShape(ScheduleResponse)
 
 
-def schedule_response(row: Any, hydrate: bool, user: NestedUser | None) -> dict[str, Any]:
+def schedule_response(item: ScheduleItem, hydrate: bool, user: NestedUser | None) -> dict[str, Any]:
+    row = item.schedule
     seconds = row.interval_second
     interval = dt.timedelta(seconds=seconds) if seconds is not None else None
-    return SCHEDULE(row, {"user": user}, hydrate=hydrate, body={"interval_second": interval})
+    metadata = {"run_metadata": item.run_metadata or {}} if hydrate else None
+    return SCHEDULE(
+        row, {"user": user}, hydrate=hydrate, body={"interval_second": interval}, metadata=metadata
+    )

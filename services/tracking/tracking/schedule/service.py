@@ -4,6 +4,8 @@ that is an orchestrator, a pipeline of the same project."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
+from typing import Any
 
 from sqlmodel.ext.asyncio.session import AsyncSession
 
@@ -13,13 +15,14 @@ from shared.listing import Listing
 from tracking.component.flavors import StackComponentType
 from tracking.component.service import ComponentNotFound
 from tracking.core.errors import NameTaken, ScopedNotFound
-from tracking.core.repository import ScopedRow
 from tracking.core.schemas import ScopedListQuery
 from tracking.core.service import ScopedService
 from tracking.models import Schedule, StackComponent
 from tracking.pipeline.service import PipelineService
+from tracking.run_metadata.repository import RunMetadataRepository
+from tracking.run_metadata.schemas import MetadataResourceTypes
 from tracking.schedule.repository import SCHEDULES, ScheduleRepository
-from tracking.schedule.schemas import ScheduleRequest, ScheduleUpdate
+from tracking.schedule.schemas import ScheduleItem, ScheduleRequest, ScheduleUpdate
 
 
 class ScheduleNotFound(ScopedNotFound):
@@ -39,13 +42,24 @@ class ScheduleService(ScopedService[Schedule]):
 
     async def list_page(
         self, listing: Listing, query: ScopedListQuery
-    ) -> tuple[int, list[ScopedRow]]:
-        return await self.list_rows(SCHEDULES, listing, query)
+    ) -> tuple[int, list[ScheduleItem]]:
+        total, rows = await self.list_rows(SCHEDULES, listing, query)
+        return total, await self._items(rows, hydrate=listing.hydrate)
 
-    async def get(self, schedule_id: uuid.UUID) -> ScopedRow:
-        return await self.read_row(schedule_id)
+    async def get(self, schedule_id: uuid.UUID) -> ScheduleItem:
+        (item,) = await self._items([await self.read_row(schedule_id)])
+        return item
 
-    async def update(self, schedule_id: uuid.UUID, update: ScheduleUpdate) -> ScopedRow:
+    async def _items(self, rows: Sequence[Any], *, hydrate: bool = True) -> list[ScheduleItem]:
+        """Each schedule with, hydrated, the metadata logged on it (one query)."""
+        if not hydrate:
+            return [ScheduleItem(row) for row in rows]
+        metadata = await RunMetadataRepository(self.session).values(
+            MetadataResourceTypes.SCHEDULE, [row.id for row in rows]
+        )
+        return [ScheduleItem(row, metadata.get(row.id, {})) for row in rows]
+
+    async def update(self, schedule_id: uuid.UUID, update: ScheduleUpdate) -> ScheduleItem:
         """Deactivating a schedule stops the workload tokens scoped to it (on tracking at
         the next request, elsewhere within the services' ``workload_scope_cache_ttl``)."""
         schedule = await self.get_row(schedule_id)
@@ -62,7 +76,7 @@ class ScheduleService(ScopedService[Schedule]):
     async def delete(self, schedule_id: uuid.UUID) -> None:
         await self.delete_row(schedule_id)
 
-    async def create(self, request: ScheduleRequest, user_id: uuid.UUID) -> Schedule:
+    async def create(self, request: ScheduleRequest, user_id: uuid.UUID) -> ScheduleItem:
         project = await self.project(request.project)
         if not (request.cron_expression or request.interval_second or request.run_once_start_time):
             raise BadRequest(
@@ -96,4 +110,4 @@ class ScheduleService(ScopedService[Schedule]):
             user_id=user_id,
         )
         await self.insert(schedule, project)
-        return schedule
+        return ScheduleItem(schedule, {})
