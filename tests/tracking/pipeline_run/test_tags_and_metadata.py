@@ -12,6 +12,7 @@ from tests.support.asgi import LifespanApp
 from tests.tracking.artifact.support import Headers
 from tests.tracking.pipeline_run.support import create_run, create_snapshot, create_step
 from tests.tracking.run_metadata.test_endpoints import METADATA, request
+from tests.tracking.tag.support import TAGS, create_tag
 from tracking.run_metadata.repository import RunMetadataRepository
 from tracking.run_metadata.schemas import MetadataResourceTypes
 from tracking.tag.service import TagService
@@ -61,6 +62,40 @@ async def test_an_update_adds_and_removes_tags(
     )
     assert response.status_code == 200, response.text
     assert tag_names(response.json()) == ["b", "c"]
+
+
+async def test_a_tag_given_as_a_uuid_is_the_tag_of_that_id(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    # The reference looks a UUID string up by id (never as a name): no tag is made.
+    tag = await create_tag(tracking, auth, "release")
+    run = await create_run(tracking, auth, default_project, tags=[tag["id"]])
+    assert tag_names(run) == ["release"]
+    path = f"{RUNS}/{run['id']}"
+    other = await create_tag(tracking, auth, "candidate")
+    added = await tracking.put(path, json={"add_tags": [other["id"].upper()]}, headers=auth)
+    assert tag_names(added.json()) == ["candidate", "release"]
+    removed = await tracking.put(path, json={"remove_tags": [tag["id"]]}, headers=auth)
+    assert tag_names(removed.json()) == ["candidate"]
+    listed = await tracking.get(TAGS, headers=auth)
+    assert sorted(t["name"] for t in listed.json()["items"]) == ["candidate", "release"]
+
+
+async def test_a_tag_id_that_names_no_tag_is_404_and_nothing_changes(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    run = await create_run(tracking, auth, default_project, tags=["kept"])
+    unknown = uuid.uuid4()
+    response = await tracking.put(
+        f"{RUNS}/{run['id']}", json={"add_tags": ["new", str(unknown)]}, headers=auth
+    )
+    assert response.status_code == 404, response.text
+    assert response.json()["detail"] == [
+        "KeyError",
+        f"Unable to get tag with ID '{unknown}': No tag with this ID found",
+    ]
+    got = await tracking.get(f"{RUNS}/{run['id']}", headers=auth)
+    assert tag_names(got.json()) == ["kept"]
 
 
 async def test_runs_are_filtered_by_tag_and_by_metadata(

@@ -72,6 +72,15 @@ class ExclusiveTagRefused(BadRequest):
     pass
 
 
+def _as_id(tag: str) -> uuid.UUID | None:
+    """The id a tag given as a string stands for, if the string is a UUID (the reference
+    looks such a tag up by id, never by name)."""
+    try:
+        return uuid.UUID(tag)
+    except ValueError:
+        return None
+
+
 def _check_name(name: str) -> None:
     if found := _BANNED.intersection(name):
         raise BadRequest(
@@ -269,35 +278,47 @@ class TagService:
         user_id: uuid.UUID | None,
     ) -> list[Tag]:
         """Tag a resource, creating the tags that do not exist yet (a :class:`TagSpec`'s
-        with its colour and exclusivity); returns its new tags. A spec whose exclusivity
-        differs from its existing tag's is refused (400), as the reference refuses it.
+        with its colour and exclusivity); returns its new tags. A string that is a UUID
+        names an existing tag by its id (404 if there is none), as in the reference. A
+        spec whose exclusivity differs from its existing tag's is refused (400), as the
+        reference refuses it.
 
         Safe under concurrency: two requests introducing the same tag both succeed.
         """
-        given = [TagSpec(name=tag) if isinstance(tag, str) else tag for tag in names if tag]
+        names = list(names)
+        by_id = [tag_id for tag in names if isinstance(tag, str) and (tag_id := _as_id(tag))]
+        given = [
+            TagSpec(name=tag) if isinstance(tag, str) else tag
+            for tag in names
+            if tag and not (isinstance(tag, str) and _as_id(tag))
+        ]
         specs = {spec.name: spec for spec in given if spec.name}
         checked = {tag.name for tag in names if isinstance(tag, TagSpec)}
         wanted = list(specs)
-        if not wanted:
+        if not wanted and not by_id:
             return []
         now = utcnow()
-        await self.session.exec(
-            _insert_new(Tag).values(
-                [
-                    {
-                        "id": uuid.uuid4(),
-                        "name": name,
-                        "color": spec.color or tag_color(name),
-                        "exclusive": bool(spec.exclusive),
-                        "user_id": user_id,
-                        "created": now,
-                        "updated": now,
-                    }
-                    for name, spec in specs.items()
-                ]
+        if specs:
+            await self.session.exec(
+                _insert_new(Tag).values(
+                    [
+                        {
+                            "id": uuid.uuid4(),
+                            "name": name,
+                            "color": spec.color or tag_color(name),
+                            "exclusive": bool(spec.exclusive),
+                            "user_id": user_id,
+                            "created": now,
+                            "updated": now,
+                        }
+                        for name, spec in specs.items()
+                    ]
+                )
             )
-        )
-        tags = list((await self.session.exec(select(Tag).where(col(Tag.name).in_(wanted)))).all())
+        query = select(Tag).where(col(Tag.name).in_(wanted) | col(Tag.id).in_(by_id))
+        tags = list((await self.session.exec(query)).all())
+        if missing := [tag_id for tag_id in by_id if tag_id not in {tag.id for tag in tags}]:
+            raise TagNotFound(missing[0])
         for tag in tags:
             if tag.name in checked and bool(specs[tag.name].exclusive) != tag.exclusive:
                 raise BadRequest(
@@ -327,10 +348,14 @@ class TagService:
     async def detach(
         self, resource_type: str, resource_id: uuid.UUID, names: Iterable[str]
     ) -> None:
+        """Take tags off a resource: each given by its name or, a UUID, by its id (as the
+        reference finds them); a tag not there is skipped."""
         names = list(names)
         if not names:
             return
-        tag_ids = sa_select(col(Tag.id)).where(col(Tag.name).in_(names))
+        ids = [tag_id for name in names if (tag_id := _as_id(name))]
+        by_name = [name for name in names if not _as_id(name)]
+        tag_ids = sa_select(col(Tag.id)).where(col(Tag.name).in_(by_name) | col(Tag.id).in_(ids))
         await self.session.exec(
             delete(TagResource).where(
                 col(TagResource.resource_type) == resource_type,
