@@ -76,6 +76,17 @@ async def test_finished_run_is_not_in_progress(
     assert response.json()["body"]["in_progress"] is False
 
 
+async def test_a_top_level_run_has_no_root_run_id(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    # The reference sets it on child runs only; the client refuses to resume a run that
+    # has one ("resume the parent run instead").
+    run = await create_run(tracking, auth, default_project)
+    assert run["body"]["root_run_id"] is None
+    listed = await tracking.get("/api/v1/runs", headers=auth)
+    assert [r["body"]["root_run_id"] for r in listed.json()["items"]] == [None]
+
+
 async def test_run_reaching_a_finished_status_ends_and_resuming_reopens_it(
     tracking: httpx.AsyncClient, auth: Headers, default_project: Json
 ) -> None:

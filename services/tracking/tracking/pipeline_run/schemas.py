@@ -308,7 +308,9 @@ def run_response(item: RunItem, hydrate: bool, user: NestedUser | None) -> dict[
         "log_collection": [nested_logs(logs) for logs in item.logs],
         "visualizations": [],
     }
-    body = {"in_progress": in_progress(run.status), "root_run_id": run.id}
+    # ``root_run_id`` stays null: the reference sets it on child runs only, and runs here
+    # have no parent runs (the client reads a set one as "a child run: resume its root").
+    body = {"in_progress": in_progress(run.status)}
     metadata: dict[str, Any] = {}
     if hydrate:
         metadata = {
