@@ -100,13 +100,49 @@ async def test_run_reaching_a_finished_status_ends_and_resuming_reopens_it(
     assert failed.json()["body"]["status_reason"] == "out of memory"
     ended = failed.json()["metadata"]["end_time"]
     assert ended is not None
-    # A second finished status keeps the first end: the leeway counts from there.
-    stopped = await tracking.put(path, json={"status": "stopped"}, headers=auth)
-    assert stopped.json()["metadata"]["end_time"] == ended
+    # The same finished status again keeps the first end: the leeway counts from there.
+    again = await tracking.put(path, json={"status": "failed"}, headers=auth)
+    assert again.json()["metadata"]["end_time"] == ended
     resumed = await tracking.put(path, json={"status": "resuming"}, headers=auth)
     assert resumed.json()["body"]["in_progress"] is True
     assert resumed.json()["metadata"]["end_time"] is None
     assert (await tracking.get(path, headers=auth)).json() == resumed.json()
+
+
+async def test_a_finished_run_keeps_its_status_but_a_failed_one_resumes(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    run = await create_run(tracking, auth, default_project, status="completed")
+    path = f"/api/v1/runs/{run['id']}"
+    for status in ("running", "failed", "stopped"):
+        refused = await tracking.put(path, json={"status": status}, headers=auth)
+        assert refused.status_code == 403, refused.text
+        assert refused.json()["detail"] == [
+            "IllegalOperationError",
+            "Cannot update the status of a finished run.",
+        ]
+    resumed = await tracking.put(path, json={"status": "resuming"}, headers=auth)
+    assert resumed.status_code == 403
+    assert resumed.json()["detail"][1] == "Only failed or paused runs can be resumed."
+    assert (await tracking.get(path, headers=auth)).json()["body"]["status"] == "completed"
+    failed = await create_run(tracking, auth, default_project, "failed", status="failed")
+    failed_path = f"/api/v1/runs/{failed['id']}"
+    stopped = await tracking.put(failed_path, json={"status": "stopped"}, headers=auth)
+    assert stopped.status_code == 403
+    assert (await tracking.put(failed_path, json={"status": "resuming"}, headers=auth)).is_success
+
+
+async def test_only_a_paused_or_failed_run_resumes(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    run = await create_run(tracking, auth, default_project)
+    path = f"/api/v1/runs/{run['id']}"
+    refused = await tracking.put(path, json={"status": "resuming"}, headers=auth)
+    assert refused.status_code == 403
+    assert refused.json()["detail"][1] == "Only failed or paused runs can be resumed."
+    assert (await tracking.put(path, json={"status": "paused"}, headers=auth)).is_success
+    resumed = await tracking.put(path, json={"status": "resuming"}, headers=auth)
+    assert resumed.json()["body"]["status"] == "resuming"
 
 
 async def test_updating_an_unknown_run_is_404_and_a_bad_status_422(

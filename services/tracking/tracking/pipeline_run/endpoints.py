@@ -172,7 +172,7 @@ def routes() -> list[ApiRoute]:
             tags=["runs"],
             body=PipelineRunUpdate,
             response=PipelineRunResponse,
-            errors=(404,),
+            errors=(403, 404),
         ),
         api_route(
             f"{runs}/{{run_id}}",

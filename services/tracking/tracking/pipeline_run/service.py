@@ -70,6 +70,9 @@ STEP_ONLY = frozenset(
     }
 )
 """Statuses a step may have and a run may not (the reference refuses them, 403)."""
+RESUMABLE = frozenset({ExecutionStatus.PAUSED, ExecutionStatus.FAILED})
+"""The statuses a run may be resumed from."""
+STOPPING_OR_STOPPED = frozenset({ExecutionStatus.STOPPING, ExecutionStatus.STOPPED})
 REUSED = frozenset({ExecutionStatus.CACHED, ExecutionStatus.SKIPPED})
 """The statuses of a step that reuses its original's run: it shows the original's metadata."""
 VERSION_TAG_RESOURCE = TaggableResourceTypes.ARTIFACT_VERSION.value
@@ -317,16 +320,25 @@ class RunService(ScopedService[PipelineRun]):
         """A run that reaches a finished status ends now (``end_time``), which starts the
         leeway of the workload tokens scoped to it; one that leaves it (resumed) has not
         ended. ``provisioning`` applies only to an announced run (the orchestrator may
-        have taken it first); a static pipeline's run follows its steps."""
+        have taken it first); a static pipeline's run follows its steps. As in the
+        reference, only a paused or failed run is resumed, and a finished run keeps its
+        status (403), but for a failed one resumed."""
         status = update.status
+        run = await self.get_row(run_id)
         if status in STEP_ONLY:
             raise Forbidden(f"Execution status `{status.value}` is not valid for pipeline runs.")
-        run = await self.get_row(run_id)
+        current = ExecutionStatus(run.status)
+        if status == ExecutionStatus.RESUMING and current not in RESUMABLE:
+            raise Forbidden("Only failed or paused runs can be resumed.")
         run.updated = utcnow()
-        if status == ExecutionStatus.PROVISIONING and run.status != ExecutionStatus.INITIALIZING:
+        if status == ExecutionStatus.PROVISIONING and current != ExecutionStatus.INITIALIZING:
             status = None
         if status is not None:
-            self._set_status(run, await self._derived(run, status))
+            new = await self._derived(run, status)
+            resumed = current == ExecutionStatus.FAILED and new == ExecutionStatus.RESUMING
+            if not in_progress(current) and new != current and not resumed:
+                raise Forbidden("Cannot update the status of a finished run.")
+            self._set_status(run, new)
         if update.status_reason is not None:
             run.status_reason = update.status_reason
         if update.orchestrator_run_id is not None:
@@ -342,10 +354,15 @@ class RunService(ScopedService[PipelineRun]):
 
     async def _derived(self, run: PipelineRun, requested: ExecutionStatus) -> ExecutionStatus:
         """The status a run of a static pipeline gets from its steps' (a snapshot with
-        no step configurations, or a dynamic one, keeps what it is told)."""
+        no step configurations, or a dynamic one, keeps what it is told, but for a
+        dynamic run stopping or stopped that fails: it is stopped)."""
         snapshot = await self.snapshots.snapshots.read(run.snapshot_id) if run.snapshot_id else None
         steps = len(snapshot.step_configurations or {}) if snapshot is not None else 0
-        if snapshot is None or snapshot.is_dynamic or steps == 0:
+        if snapshot is not None and snapshot.is_dynamic:
+            if requested == ExecutionStatus.FAILED and run.status in STOPPING_OR_STOPPED:
+                return ExecutionStatus.STOPPED
+            return requested
+        if snapshot is None or steps == 0:
             return requested
         return derived_status(requested, await self.runs.step_statuses(run.id), steps)
 
