@@ -6,7 +6,7 @@ import httpx
 
 from tests.tracking.artifact.support import Headers
 from tests.tracking.artifact_version.support import Json
-from tests.tracking.pipeline_run.support import create_run
+from tests.tracking.pipeline_run.support import create_pipeline, create_run, default_stack_id
 
 
 async def test_a_status_only_steps_have_is_refused_for_a_run_with_403(
@@ -22,3 +22,36 @@ async def test_a_status_only_steps_have_is_refused_for_a_run_with_403(
             f"Execution status `{status}` is not valid for pipeline runs.",
         ]
     assert (await tracking.get(path, headers=auth)).json()["body"]["status"] == "running"
+
+
+async def test_a_dynamic_run_stopping_that_fails_is_stopped(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    # The reference keeps a stopped dynamic run stopped (its steps' failure is the stop).
+    pipeline = await create_pipeline(tracking, auth, default_project, "dynamic")
+    snapshot = await tracking.post(
+        "/api/v1/pipeline_snapshots",
+        json={
+            "project": default_project["id"],
+            "run_name_template": "run-{date}",
+            "pipeline_configuration": {"name": pipeline["name"]},
+            "stack": await default_stack_id(tracking, auth),
+            "pipeline": pipeline["id"],
+            "is_dynamic": True,
+        },
+        headers=auth,
+    )
+    assert snapshot.status_code == 200, snapshot.text
+    body = {
+        "project": default_project["id"],
+        "name": "dynamic-run",
+        "snapshot": snapshot.json()["id"],
+        "status": "stopping",
+    }
+    created = await tracking.post("/api/v1/runs", json=body, headers=auth)
+    path = f"/api/v1/runs/{created.json()[0]['id']}"
+    failed = await tracking.put(path, json={"status": "failed"}, headers=auth)
+    assert failed.status_code == 200, failed.text
+    assert failed.json()["body"]["status"] == "stopped"
+    again = await tracking.put(path, json={"status": "failed"}, headers=auth)
+    assert again.json()["body"]["status"] == "stopped"
