@@ -39,6 +39,7 @@ async def create_snapshot(
     project: Json,
     pipeline: Json | None = None,
     run_name_template: str = "run-{date}",
+    **extra: Any,
 ) -> Json:
     pipeline = pipeline or await create_pipeline(tracking, auth, project, uuid.uuid4().hex[:8])
     body = {
@@ -47,6 +48,7 @@ async def create_snapshot(
         "pipeline_configuration": {"name": pipeline["name"]},
         "stack": await default_stack_id(tracking, auth),
         "pipeline": pipeline["id"],
+        **extra,
     }
     created: Json = await _post(tracking, auth, "/api/v1/pipeline_snapshots", body)
     return created

@@ -6,7 +6,7 @@ import httpx
 
 from tests.tracking.artifact.support import Headers
 from tests.tracking.artifact_version.support import Json
-from tests.tracking.pipeline_run.support import create_pipeline, create_run, default_stack_id
+from tests.tracking.pipeline_run.support import create_run, create_snapshot
 
 
 async def test_a_status_only_steps_have_is_refused_for_a_run_with_403(
@@ -28,24 +28,11 @@ async def test_a_dynamic_run_stopping_that_fails_is_stopped(
     tracking: httpx.AsyncClient, auth: Headers, default_project: Json
 ) -> None:
     # The reference keeps a stopped dynamic run stopped (its steps' failure is the stop).
-    pipeline = await create_pipeline(tracking, auth, default_project, "dynamic")
-    snapshot = await tracking.post(
-        "/api/v1/pipeline_snapshots",
-        json={
-            "project": default_project["id"],
-            "run_name_template": "run-{date}",
-            "pipeline_configuration": {"name": pipeline["name"]},
-            "stack": await default_stack_id(tracking, auth),
-            "pipeline": pipeline["id"],
-            "is_dynamic": True,
-        },
-        headers=auth,
-    )
-    assert snapshot.status_code == 200, snapshot.text
+    snapshot = await create_snapshot(tracking, auth, default_project, is_dynamic=True)
     body = {
         "project": default_project["id"],
         "name": "dynamic-run",
-        "snapshot": snapshot.json()["id"],
+        "snapshot": snapshot["id"],
         "status": "stopping",
     }
     created = await tracking.post("/api/v1/runs", json=body, headers=auth)
