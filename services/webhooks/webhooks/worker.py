@@ -24,6 +24,7 @@ from shared import redis_pipe
 from shared.db import Clock, create_engine, create_sessionmaker, utcnow
 from shared.http import create_http_client, service_auth
 from shared.logging import configure_logging
+from shared.metrics import start_metrics_server
 from webhooks.event.batch_worker import BatchWorker
 from webhooks.event.dispatch import SnapshotRunner, TrackingSnapshotRunner
 from webhooks.event.queue import PROCESS_EVENT, RETRY_EXECUTION, deserializer, serializer
@@ -136,6 +137,8 @@ def main(argv: list[str] | None = None) -> None:
     # logged by the consumer instead.
     logging.getLogger("arq.worker").setLevel(logging.WARNING)
     logger.info("webhooks worker consuming %s", settings.queue_name)
+    if settings.metrics_port:
+        start_metrics_server(settings.metrics_port, settings.metrics_host)
     asyncio.set_event_loop(asyncio.new_event_loop())  # arq's Worker adopts the current loop
     create_worker(settings, batch_claims=not args.arq_claims).run()
 

@@ -1,0 +1,16 @@
+"""Read this process's Prometheus metrics as a scraper would: the exposition, parsed."""
+
+from __future__ import annotations
+
+from prometheus_client import REGISTRY, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+
+def sample(name: str, **labels: str) -> float:
+    """The value of the sample ``name`` with exactly ``labels`` (0 when absent)."""
+    exposition = generate_latest(REGISTRY).decode()
+    for family in text_string_to_metric_families(exposition):
+        for found in family.samples:
+            if found.name == name and found.labels == labels:
+                return found.value
+    return 0.0
