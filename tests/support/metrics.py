@@ -6,8 +6,9 @@ from prometheus_client import REGISTRY, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 
-def sample(name: str, **labels: str) -> float:
+def sample(name: str, labels: dict[str, str] | None = None, /, **more: str) -> float:
     """The value of the sample ``name`` with exactly ``labels`` (0 when absent)."""
+    labels = {**(labels or {}), **more}
     exposition = generate_latest(REGISTRY).decode()
     for family in text_string_to_metric_families(exposition):
         for found in family.samples:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import logging
 import time
 import uuid
@@ -16,6 +17,7 @@ from sqlalchemy.exc import DBAPIError
 from shared.errors import HTTPDetailError, ServiceUnavailable
 from shared.secret_box import SecretUnreadable
 from webhooks.core.live import Counted, LiveState, Outcome
+from webhooks.core.metrics import WEBHOOK_DELIVERIES
 from webhooks.event.queue import encode, event_id_for, utc_text
 from webhooks.intake.cache import CachedWebhook, WebhookCache
 from webhooks.intake.providers import Delivery, PayloadError, Provider
@@ -123,9 +125,11 @@ class IntakeService:
     def _record(
         self, webhook: CachedWebhook, outcome: Counted, now_us: int, error: str = ""
     ) -> asyncio.Future[Outcome]:
-        return self.live.record(
+        recorded = self.live.record(
             webhook.id, webhook.version, outcome, now_us, error=error[:MAX_ERROR_SUMMARY]
         )
+        recorded.add_done_callback(functools.partial(_count, webhook.webhook_type, outcome))
+        return recorded
 
     def _accept(
         self,
@@ -155,7 +159,7 @@ class IntakeService:
             "body": base64.b64encode(body).decode(),
         }
         job = encode(message, job_id=job_id, now_ms=now_us // 1000)
-        return self.live.record(
+        recorded = self.live.record(
             webhook.id,
             webhook.version,
             "accepted",
@@ -163,3 +167,18 @@ class IntakeService:
             # The job id is the hash of webhook and key: a replay's job is this one.
             job=job,
         )
+        recorded.add_done_callback(functools.partial(_count, webhook.webhook_type, "accepted"))
+        return recorded
+
+
+def _count(provider: str, outcome: Counted, recorded: asyncio.Future[Outcome]) -> None:
+    """The intake metric, by the stats' categories (``none`` is an inactive webhook's
+    delivery; a replay counts as ``duplicate``); a stale decision, taken again, is not
+    counted."""
+    if recorded.cancelled() or recorded.exception() is not None:
+        return
+    result = recorded.result()
+    if result is Outcome.STALE:
+        return
+    label = "duplicate" if result is Outcome.DUPLICATE else outcome
+    WEBHOOK_DELIVERIES.labels(provider, label).inc()
