@@ -15,8 +15,15 @@ def sample(
 ) -> float:
     """The value of the sample ``name`` with exactly ``labels`` (0 when absent) in
     ``registry``'s exposition."""
+    return sample_of(generate_latest(registry).decode(), name, labels, **more)
+
+
+def sample_of(
+    exposition: str, name: str, labels: dict[str, str] | None = None, /, **more: str
+) -> float:
+    """The value of the sample ``name`` with exactly ``labels`` in ``exposition`` (0 when
+    absent): what a process's ``/metrics`` answered."""
     labels = {**(labels or {}), **more}
-    exposition = generate_latest(registry).decode()
     for family in text_string_to_metric_families(exposition):
         for found in family.samples:
             if found.name == name and found.labels == labels:
