@@ -71,12 +71,26 @@ def status_class(status: int) -> str:
     return f"{status // 100}xx"
 
 
+# (method, route, status // 100) -> its two series: labels() costs more than the update
+# itself. Bounded: a few methods, the routes' templates, five classes.
+_SERIES: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+
+
 def observe_request(method: str, route: str, status: int, seconds: float) -> None:
     """Count one answered request (a path that answers without the ASGI stack, as the
     webhook intake's direct one, calls this itself)."""
-    method = method if method in _METHODS else "OTHER"
-    HTTP_REQUESTS.labels(method, route, status_class(status)).inc()
-    HTTP_LATENCY.labels(method, route).observe(seconds)
+    key = (method, route, status // 100)
+    series = _SERIES.get(key)
+    if series is None:
+        label = method if method in _METHODS else "OTHER"
+        series = (
+            HTTP_REQUESTS.labels(label, route, status_class(status)),
+            HTTP_LATENCY.labels(label, route),
+        )
+        if method in _METHODS:  # any other method shares OTHER's series, uncached
+            _SERIES[key] = series
+    series[0].inc()
+    series[1].observe(seconds)
 
 
 def route_template(scope: Scope) -> str:
@@ -151,6 +165,16 @@ class TimedRedis(Redis):
         try:
             return await super().execute_command(*args, **options)  # type: ignore[no-untyped-call]
         finally:
-            name = args[0] if args else "?"
-            command = name.decode() if isinstance(name, bytes) else str(name)
-            REDIS_COMMAND_LATENCY.labels(command.upper()).observe(time.perf_counter() - begun)
+            _redis_series(args[0] if args else "?").observe(time.perf_counter() - begun)
+
+
+_REDIS_SERIES: dict[str | bytes, Any] = {}
+
+
+def _redis_series(name: str | bytes) -> Any:
+    """The latency series of the command ``name`` (the code's own names: a bounded set)."""
+    series = _REDIS_SERIES.get(name)
+    if series is None:
+        command = name.decode() if isinstance(name, bytes) else str(name)
+        series = _REDIS_SERIES[name] = REDIS_COMMAND_LATENCY.labels(command.upper())
+    return series
