@@ -11,6 +11,7 @@ routed by the gateway. The names and their meaning: ``docs/operations.md``.
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
@@ -19,6 +20,8 @@ from redis.asyncio import Redis
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+logger = logging.getLogger(__name__)
 
 UNMATCHED = "<unmatched>"
 """The route label of a request no route matched (raw paths would be unbounded)."""
@@ -60,10 +63,17 @@ REDIS_COMMAND_LATENCY = Histogram(
 )
 
 
-def start_metrics_server(port: int, host: str) -> None:
+def start_metrics_server(port: int, host: str) -> bool:
     """Serve this process's metrics at ``http://host:port/metrics`` from a daemon thread
-    (nothing to stop: it ends with the process)."""
-    start_http_server(port, addr=host)
+    (nothing to stop: it ends with the process). A port already taken (a second copy of a
+    process, started with its environment) is logged, and the process runs without its
+    metrics rather than not at all: ``False`` then."""
+    try:
+        start_http_server(port, addr=host)
+    except OSError as exc:
+        logger.error("metrics not served: %s:%s: %s", host, port, exc.strerror or exc)
+        return False
+    return True
 
 
 def status_class(status: int) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import urllib.request
 import uuid
 from collections.abc import AsyncIterator
@@ -118,10 +119,19 @@ async def test_login_throttles_and_redis_commands_are_counted(
 
 def test_the_metrics_server_serves_the_exposition_on_its_own_port():
     port = free_port()
-    start_metrics_server(port, "127.0.0.1")
+    assert start_metrics_server(port, "127.0.0.1") is True
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
         text = answer.read().decode()
     assert "# TYPE platform_http_requests_total counter" in text
+
+
+def test_a_taken_metrics_port_is_logged_and_the_process_goes_on(caplog):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert start_metrics_server(port, "127.0.0.1") is False
+    assert f"metrics not served: 127.0.0.1:{port}" in caplog.text
 
 
 def test_metrics_port_is_off_by_default():
