@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import functools
 import logging
 import time
 import uuid
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from redis.exceptions import RedisError
 from sqlalchemy.exc import DBAPIError
@@ -104,32 +103,32 @@ class IntakeService:
         if auth_error is not None:
             # Failures count only on active webhooks (an inactive one is not listening).
             outcome: Counted = "auth_failed" if webhook.active else "none"
-            if await self._record(webhook, outcome, now_us, auth_error) is Outcome.STALE:
+            recorded = await self._record(webhook, outcome, now_us, auth_error)
+            if _stale(provider.name, outcome, recorded):
                 return None
             raise IntakeError(401, "Invalid webhook authentication.")
         if not webhook.active:
-            if await self._record(webhook, "none", now_us) is Outcome.STALE:
+            if _stale(provider.name, "none", await self._record(webhook, "none", now_us)):
                 return None
             raise IntakeError(409, "Webhook is inactive.")
         try:
             delivery, _payload = provider.parse(body, headers)
         except PayloadError as exc:
-            if await self._record(webhook, "invalid_payload", now_us, str(exc)) is Outcome.STALE:
+            recorded = await self._record(webhook, "invalid_payload", now_us, str(exc))
+            if _stale(provider.name, "invalid_payload", recorded):
                 return None
             raise IntakeError(400, str(exc)) from None
         recorded = await self._accept(webhook, delivery, headers, body, now_us)
-        if recorded is Outcome.STALE:
+        if _stale(provider.name, "accepted", recorded):
             return None
         return Answer(delivery.status_code, delivery.text)
 
     def _record(
         self, webhook: CachedWebhook, outcome: Counted, now_us: int, error: str = ""
     ) -> asyncio.Future[Outcome]:
-        recorded = self.live.record(
+        return self.live.record(
             webhook.id, webhook.version, outcome, now_us, error=error[:MAX_ERROR_SUMMARY]
         )
-        recorded.add_done_callback(functools.partial(_count, webhook.webhook_type, outcome))
-        return recorded
 
     def _accept(
         self,
@@ -159,7 +158,7 @@ class IntakeService:
             "body": base64.b64encode(body).decode(),
         }
         job = encode(message, job_id=job_id, now_ms=now_us // 1000)
-        recorded = self.live.record(
+        return self.live.record(
             webhook.id,
             webhook.version,
             "accepted",
@@ -167,18 +166,21 @@ class IntakeService:
             # The job id is the hash of webhook and key: a replay's job is this one.
             job=job,
         )
-        recorded.add_done_callback(functools.partial(_count, webhook.webhook_type, "accepted"))
-        return recorded
 
 
-def _count(provider: str, outcome: Counted, recorded: asyncio.Future[Outcome]) -> None:
-    """The intake metric, by the stats' categories (``none`` is an inactive webhook's
-    delivery; a replay counts as ``duplicate``); a stale decision, taken again, is not
-    counted."""
-    if recorded.cancelled() or recorded.exception() is not None:
-        return
-    result = recorded.result()
-    if result is Outcome.STALE:
-        return
-    label = "duplicate" if result is Outcome.DUPLICATE else outcome
-    WEBHOOK_DELIVERIES.labels(provider, label).inc()
+# (provider, outcome) -> its series: labels() costs more than the update.
+_DELIVERIES: dict[tuple[str, str], Any] = {}
+
+
+def _stale(provider: str, outcome: Counted, recorded: Outcome) -> bool:
+    """Whether the decision was taken on a stale webhook (taken again, not counted);
+    else the delivery is counted by the stats' categories (``none``: an inactive
+    webhook's; a replay is a ``duplicate``)."""
+    if recorded is Outcome.STALE:
+        return True
+    label = "duplicate" if recorded is Outcome.DUPLICATE else outcome
+    series = _DELIVERIES.get((provider, label))
+    if series is None:
+        series = _DELIVERIES[provider, label] = WEBHOOK_DELIVERIES.labels(provider, label)
+    series.inc()
+    return False
