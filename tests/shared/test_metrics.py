@@ -9,13 +9,14 @@ from collections.abc import AsyncIterator
 
 import httpx
 import pytest
+from prometheus_client import CollectorRegistry
 from redis.asyncio import Redis
 from sqlalchemy import text
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from shared.app import create_service_app
-from shared.metrics import UNMATCHED, start_metrics_server
+from shared.metrics import UNMATCHED, Timings, start_metrics_server
 from shared.redis import Keys
 from shared.routing import api_route, path_param
 from shared.settings import ServiceSettings
@@ -136,3 +137,24 @@ def test_a_taken_metrics_port_is_logged_and_the_process_goes_on(caplog):
 
 def test_metrics_port_is_off_by_default():
     assert ServiceSettings().metrics_port == 0
+
+
+def test_timings_are_a_histogram_in_the_exposition_summed_over_the_labels_not_kept():
+    registry = CollectorRegistry()
+    timings = Timings(
+        "t_seconds", "Times.", ("a", "b"), keep=1, count_name="t_total", registry=registry
+    )
+    for labels, seconds in ((("x", "1"), 0.003), (("x", "2"), 0.2), (("x", "1"), 20.0)):
+        timings.observe(labels, seconds)
+
+    def value(name: str, **labels: str) -> float:
+        return sample(name, registry=registry, **labels)
+
+    assert [value("t_seconds_bucket", a="x", le=le) for le in ("0.005", "0.25", "10.0")] == [
+        1,
+        2,
+        2,
+    ]
+    assert value("t_seconds_bucket", a="x", le="+Inf") == value("t_seconds_count", a="x") == 3
+    assert value("t_seconds_sum", a="x") == pytest.approx(20.203)
+    assert (value("t_total", a="x", b="1"), value("t_total", a="x", b="2")) == (2, 1)

@@ -36,7 +36,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from shared.http_protocol import DIRECT_ROUTE, DirectAnswer, DirectHandler, send_answer
 from shared.idempotency import read_body
 from shared.logging import PRE_REDACTED
-from shared.metrics import HTTP_IN_FLIGHT, observe_request
+from shared.metrics import HTTP, observe_request
 from shared.middleware import ServiceMiddleware, access_logger
 from shared.responses import ErrorStyle
 from webhooks.intake.endpoints import deliver
@@ -193,13 +193,13 @@ class IntakeFastPath:
     async def answer(self, scope: Scope, receive: Receive) -> DirectAnswer | None:
         # Counted here: this path skips the stack's MetricsMiddleware.
         begun = time.perf_counter()
-        HTTP_IN_FLIGHT.inc()
+        HTTP.in_flight += 1
         answer = None
         try:
             answer = await self.intake.answer(scope, receive, intake_answer)
             return answer
         finally:
-            HTTP_IN_FLIGHT.dec()
+            HTTP.in_flight -= 1
             status = 499 if answer is None else answer.status  # None: the client went away
             observe_request("POST", PATH, status, time.perf_counter() - begun)
 
