@@ -93,6 +93,8 @@ class Service:
     client_max_body_size: str | None = None
     replicas: int = 1
     """How many processes run it (the launcher's ``--replicas`` overrides it)."""
+    metrics_port: int | None = None
+    """The local stack's port of its (first replica's) Prometheus metrics, if served."""
 
     def replica_names(self) -> tuple[str, ...]:
         """The name of each replica's process: the service's own when it runs once,
@@ -106,6 +108,14 @@ class Service:
         if self.port is None:
             return ()
         base = self.port + offset
+        return tuple(base + k * REPLICA_PORT_STRIDE for k in range(self.replicas))
+
+    def replica_metrics_ports(self, offset: int = 0) -> tuple[int, ...]:
+        """The local stack's metrics port of each replica, ``offset`` added (spaced as
+        :meth:`replica_ports`); none when it serves no metrics."""
+        if self.metrics_port is None:
+            return ()
+        base = self.metrics_port + offset
         return tuple(base + k * REPLICA_PORT_STRIDE for k in range(self.replicas))
 
 
@@ -258,6 +268,7 @@ _SERVICE_KEYS = {
     "env_prefix",
     "client_max_body_size",
     "replicas",
+    "metrics_port",
 }
 
 
@@ -326,6 +337,7 @@ def _extras(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
     _check_replicas(replicas, where)
     return {
         "replicas": replicas,
+        "metrics_port": _port(raw, where, "metrics_port") if "metrics_port" in raw else None,
         "env_prefix": prefix,
         "env": _env_table(raw.get("env", {}), f"{where} env"),
         "passthrough": passthrough,
@@ -338,7 +350,8 @@ def _check_references(stack: Stack) -> None:
     _unique([e.name for e in stack.entrypoints], "entrypoint name")
     _unique([s.name for s in stack.services], "service name")
     ports = [e.port for e in stack.entrypoints] + [stack.valkey_port, stack.postgres_port]
-    _unique(ports + [p for s in stack.web_services for p in s.replica_ports()], "port")
+    ports += [p for s in stack.web_services for p in s.replica_ports()]
+    _unique(ports + [p for s in stack.services for p in s.replica_metrics_ports()], "port")
     if not stack.entrypoints:
         raise StackConfigError("at least one [[entrypoint]] is needed")
     issuers = [s.name for s in stack.services if s.issuer]
@@ -450,10 +463,10 @@ def _name(raw: Mapping[str, Any], where: str) -> str:
     return name
 
 
-def _port(raw: Mapping[str, Any], where: str) -> int:
-    port = _get(raw, "port", int, where)
+def _port(raw: Mapping[str, Any], where: str, key: str = "port") -> int:
+    port = _get(raw, key, int, where)
     if not 1 <= port <= 65535:
-        raise StackConfigError(f"{where}: port {port} is outside 1-65535")
+        raise StackConfigError(f"{where}: {key} {port} is outside 1-65535")
     return port
 
 

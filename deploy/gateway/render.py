@@ -324,8 +324,13 @@ def _server(stack: Stack, entrypoint: Entrypoint, target: Target) -> list[str]:
         reply = _json_reply(501, _error_body(entrypoint, "NotImplementedError", sentence))
         for match in (f"= {prefix}", f"{prefix}/"):
             lines += [f"    location {match} {{", *(f"        {r}" for r in reply), "    }"]
+    not_found = _error_body(entrypoint, "KeyError", NO_SUCH_ENDPOINT, "Not Found")
+    # Even where a service takes every path: metrics are scraped at each process's port.
+    lines += ["", "    # each process's /metrics is scraped at its own port, never here"]
+    for match in ("= /metrics", "/metrics/"):
+        reply = _json_reply(404, not_found)
+        lines += [f"    location {match} {{", *(f"        {r}" for r in reply), "    }"]
     if not any("/" in s.routes for s in services):
-        not_found = _error_body(entrypoint, "KeyError", NO_SUCH_ENDPOINT, "Not Found")
         lines += ["", "    location / {"]
         lines += [f"        {line}" for line in _json_reply(404, not_found)]
         lines.append("    }")

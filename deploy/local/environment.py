@@ -108,6 +108,16 @@ def passthrough_value(prefix: str, name: str, launcher_environ: Mapping[str, str
     return None
 
 
+def metrics_environment(options: Options, service: Service, process: str) -> dict[str, str]:
+    """``METRICS_PORT`` (with the service's prefix) of one replica's process, if it serves
+    metrics: each replica has a port of its own."""
+    port = options.ports.metrics.get(process)
+    if port is None:
+        return {}
+    prefix = service.env_prefix or options.stack.service(service.owner).env_prefix
+    return {f"{prefix}METRICS_PORT": str(port)}
+
+
 def service_environment(
     options: Options,
     service: Service,

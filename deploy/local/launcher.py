@@ -34,6 +34,7 @@ from deploy.local.environment import (
     connect_host,
     database_url,
     embedded_postgres,
+    metrics_environment,
     own_database_variable,
     passthrough_value,
     pgdata,
@@ -291,8 +292,9 @@ async def _start_processes(
                     for service in services:
                         env = service_environment(options, service, secrets, environ)
                         for name in service.replica_names():
+                            own = env | metrics_environment(options, service, name)
                             group.create_task(
-                                _start_web(supervisor, options, service, name, env, client)
+                                _start_web(supervisor, options, service, name, own, client)
                             )
             except ExceptionGroup as failures:
                 raise failures.exceptions[0] from None
@@ -302,7 +304,7 @@ async def _start_processes(
             await supervisor.spawn(
                 name,
                 [sys.executable, "-m", worker.module],
-                env=env,
+                env=env | metrics_environment(options, worker, name),
                 cwd=REPO_ROOT,
                 stage=STAGE_SERVICES,
             )
@@ -479,6 +481,14 @@ def _banner(options: Options, plan: Plan, environ: Mapping[str, str], fresh: set
         lines += _login_lines(options, entrypoint, environ, fresh)
     lines.append(f"  data: {options.data_dir}")
     lines.append(f"  database: {_database_line(options, environ)}")
+    metrics = [
+        f"{name} :{options.ports.metrics[name]}"
+        for s in [*plan.web, *plan.workers]
+        for name in s.replica_names()
+        if name in options.ports.metrics
+    ]
+    if metrics:
+        lines.append(f"  metrics (/metrics, not through the gateway): {', '.join(metrics)}")
     replicated = [_replicas_text(options, s) for s in [*plan.web, *plan.workers] if s.replicas > 1]
     if replicated:
         lines.append(f"  replicas: {'; '.join(replicated)}")

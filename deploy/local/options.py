@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from deploy.config import DEFAULT_STACK_FILE, Service, Stack, StackConfigError, load_stack
@@ -37,6 +37,8 @@ class PortPlan:
     entrypoints: Mapping[str, int]
     processes: Mapping[str, int]
     """Web service process (``tracking``, or ``tracking#2`` of several replicas) → port."""
+    metrics: Mapping[str, int] = field(default_factory=dict)
+    """Process (web or worker replica) → the port of its Prometheus metrics."""
 
     def labelled(self) -> list[tuple[str, int]]:
         """(what, port) pairs, for checks and messages."""
@@ -44,6 +46,7 @@ class PortPlan:
             ("valkey", self.valkey),
             ("postgres", self.postgres),
             *((f"service {name}", port) for name, port in self.processes.items()),
+            *((f"metrics of {name}", port) for name, port in self.metrics.items()),
             *((f"gateway entrypoint {name}", port) for name, port in self.entrypoints.items()),
         ]
 
@@ -183,6 +186,11 @@ def plan_ports(stack: Stack, offset: int, entrypoints: Mapping[str, int]) -> Por
             name: port
             for s in stack.web_services
             for name, port in zip(s.replica_names(), s.replica_ports(offset), strict=True)
+        },
+        metrics={
+            name: port
+            for s in stack.services
+            for name, port in zip(s.replica_names(), s.replica_metrics_ports(offset), strict=False)
         },
     )
     seen: dict[int, str] = {}

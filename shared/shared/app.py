@@ -53,6 +53,7 @@ from shared.errors import NO_SUCH_ENDPOINT, NotFound, PlatformError
 from shared.health import health_routes
 from shared.http import create_http_client, service_auth
 from shared.idempotency import IdempotencyMiddleware
+from shared.metrics import MetricsMiddleware
 from shared.middleware import ServiceMiddleware, current_request_id
 from shared.openapi import build_openapi
 from shared.redis import Keys, create_redis
@@ -268,6 +269,7 @@ def create_service_app(
         cookie_name=settings.session_cookie_name, kinds=token_kinds
     )
     middleware = [
+        Middleware(MetricsMiddleware),
         Middleware(
             ServiceMiddleware,
             server_header=str(settings.server_id),

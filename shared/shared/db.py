@@ -25,6 +25,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from starlette.requests import HTTPConnection
 
 from shared.greenlets import run_sync
+from shared.metrics import instrument_engine
 
 SessionMaker = async_sessionmaker[AsyncSession]
 Named = TypeVar("Named", bound=SQLModel)
@@ -47,13 +48,15 @@ def new_id() -> uuid.UUID:
 
 def create_engine(url: str, *, pool_size: int = 10, echo: bool = False) -> AsyncEngine:
     """The service's engine on the PostgreSQL database at ``url`` (asyncpg)."""
-    return create_async_engine(
+    engine = create_async_engine(
         url,
         echo=echo,
         pool_size=pool_size,
         max_overflow=pool_size,
         pool_pre_ping=True,
     )
+    instrument_engine(engine)
+    return engine
 
 
 def create_sessionmaker(engine: AsyncEngine) -> SessionMaker:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from redis.asyncio import Redis
 
+from shared.metrics import TimedRedis
+
 
 def create_redis(url: str, *, timeout: float = 2.0) -> Redis:
     """A pooled client; commands time out instead of hanging when Redis is gone."""
-    client: Redis = Redis.from_url(
+    client: Redis = TimedRedis.from_url(
         url,
         socket_timeout=timeout,
         socket_connect_timeout=timeout,

@@ -13,6 +13,7 @@ import uvicorn
 from shared import redis_pipe
 from shared.http_protocol import HttpProtocol
 from shared.logging import configure_logging
+from shared.metrics import start_metrics_server
 from shared.settings import ServiceSettings
 
 GC_YOUNG = 5000
@@ -52,6 +53,13 @@ def main(
         print(f"invalid settings: {exc}", file=sys.stderr)  # noqa: T201
         raise SystemExit(2) from None
     configure_logging(settings.log_level, json_output=settings.log_json)
+    if settings.metrics_port:
+        if args.workers > 1:
+            # Each worker process has its own metrics, and only one could take the port:
+            # run replicas of one worker each instead.
+            print("METRICS_PORT needs --workers 1", file=sys.stderr)  # noqa: T201
+            raise SystemExit(2)
+        start_metrics_server(settings.metrics_port, settings.metrics_host)
     if args.no_redis_pipe:
         redis_pipe.DIRECT = False
     # Everything imported so far (the frameworks, the models, the app's modules) lives as

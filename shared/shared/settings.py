@@ -74,6 +74,10 @@ class ServiceSettings(BaseSettings):
     # Addresses whose X-Forwarded-For/-Proto uvicorn trusts: the gateway's. Only the
     # gateway may name the client address that login throttling counts.
     forwarded_allow_ips: str = "127.0.0.1"
+    # This process's Prometheus metrics at http://metrics_host:metrics_port/metrics
+    # (0: not served). Never routed by the gateway.
+    metrics_port: int = Field(default=0, ge=0, le=65535)
+    metrics_host: str = "127.0.0.1"
     log_level: str = "INFO"
     log_json: bool = True
 

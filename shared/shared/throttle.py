@@ -38,6 +38,7 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from shared.errors import HTTPDetailError, ServiceUnavailable
+from shared.metrics import LOGIN_THROTTLES
 from shared.redis import Keys
 
 T = TypeVar("T")
@@ -165,6 +166,7 @@ class LoginThrottle:
             del waits["account"]
         longest = max(waits.values(), default=0)
         if longest > 0:
+            LOGIN_THROTTLES.inc()
             raise LoginThrottled(math.ceil(longest / 1000))
 
     async def failed(self, account: str | None, client: str | None) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from deploy.local.environment import service_environment
+from deploy.local.environment import metrics_environment, service_environment
 from deploy.local.launcher import Plan, _banner, plan_processes
 from deploy.local.options import Options, parse_options
 from deploy.local.secrets import StackSecrets
@@ -121,6 +121,27 @@ def test_the_banner_lists_the_replicas_of_services_run_more_than_once(tmp_path):
     assert "  replicas: tracking#1-#2 on ports 8102, 8202; webhooks-worker#1-#3\n" in text
     once = options(tmp_path)
     assert "replicas:" not in "\n".join(_banner(once, plan_processes(once), {}, set()))
+
+
+def test_the_banner_lists_each_processs_metrics_port(tmp_path):
+    given = options(tmp_path, "--replicas", "tracking=2")
+    text = "\n".join(_banner(given, plan_processes(given), {}, set()))
+    assert (
+        "  metrics (/metrics, not through the gateway): identity :9101, tracking#1 :9102, "
+        "tracking#2 :9202, webhooks :9103, agent-accounts :9104, webhooks-worker :9105\n"
+    ) in text
+
+
+def test_each_replica_gets_its_own_metrics_port_with_the_services_prefix(tmp_path):
+    given = options(tmp_path, "--replicas", "webhooks-worker=2", "--port-offset", "5")
+    stack = given.stack
+    worker = stack.service("webhooks-worker")
+    assert [metrics_environment(given, worker, n) for n in worker.replica_names()] == [
+        {"METRICS_PORT": "9110"},
+        {"METRICS_PORT": "9210"},
+    ]
+    agent = stack.service("agent-accounts")
+    assert metrics_environment(given, agent, "agent-accounts") == {"SERVICE_METRICS_PORT": "9109"}
 
 
 def test_other_services_call_a_replicated_service_at_its_first_replica(tmp_path):

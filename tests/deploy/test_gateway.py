@@ -230,6 +230,24 @@ def test_gateway_errors_are_json(tmp_path):
     assert isinstance(agent_down.json()["detail"], str)
 
 
+def test_no_entrypoint_routes_metrics(tmp_path):
+    """Not even the agent entrypoint, whose service takes every other path."""
+    with (
+        gateway_without_upstreams(tmp_path / "gw") as ports,
+        httpx.Client(timeout=5, trust_env=False) as client,
+    ):
+        answers = {
+            (name, path): client.get(f"http://127.0.0.1:{port}{path}")
+            for name, port in ports.items()
+            for path in ("/metrics", "/metrics/", "/metrics/x")
+        }
+    assert {key: answer.status_code for key, answer in answers.items()} == dict.fromkeys(
+        answers, 404
+    )
+    assert answers["platform", "/metrics"].json() == {"detail": ["KeyError", NO_SUCH_ENDPOINT]}
+    assert answers["agent", "/metrics"].json() == {"detail": "Not Found"}
+
+
 NOT_SERVED = "/api/v1/secrets is not implemented by this server."
 AGENTS = "/api/v1/agents is not implemented by this server."
 

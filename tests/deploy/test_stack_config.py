@@ -174,6 +174,25 @@ def test_each_replica_of_a_web_service_listens_100_ports_above_the_one_before():
     assert plan.processes["identity"] == 9101
 
 
+def test_every_process_has_a_metrics_port_spaced_per_replica_as_its_port():
+    stack = STACK.with_replicas({"tracking": 2, "webhooks-worker": 2})
+    plan = plan_ports(stack, 1000, {"platform": 8080, "agent": 8090})
+    assert plan.metrics == {
+        "identity": 10101,
+        "tracking#1": 10102,
+        "tracking#2": 10202,
+        "webhooks": 10103,
+        "webhooks-worker#1": 10105,
+        "webhooks-worker#2": 10205,
+        "agent-accounts": 10104,
+    }
+
+
+def test_a_metrics_port_colliding_with_a_gateway_port_is_refused():
+    with pytest.raises(UsageError, match="metrics of identity would both listen on port 9101"):
+        plan_ports(STACK, 0, {"platform": 9101, "agent": 8090})
+
+
 def test_a_replica_port_colliding_with_a_gateway_port_is_refused():
     with pytest.raises(UsageError, match="service tracking#2 would both listen on port 8202"):
         plan_ports(STACK.with_replicas({"tracking": 2}), 0, {"platform": 8202, "agent": 8090})

@@ -27,6 +27,7 @@ import redis
 from schemathesis.specs.openapi.definitions import OPENAPI_31
 
 from shared.errors import NO_SUCH_ENDPOINT
+from tests.support.metrics import sample_of
 from tests.support.processes import (
     LaunchedStack,
     live_processes,
@@ -43,6 +44,7 @@ STACK = tomllib.loads((REPO_ROOT / "deploy" / "stack.toml").read_text())
 WEB_SERVICES = [s for s in STACK["service"] if s["kind"] == "web"]
 ADMIN_PASSWORD = f"E2e-{secrets.token_urlsafe(12)}"
 START_TIMEOUT = 60.0
+REQUESTS = "platform_http_requests_total"
 STOP_TIMEOUT = 20.0
 
 
@@ -162,6 +164,28 @@ def test_request_id_crosses_the_gateway(stack, client):
         stack.url("platform", "/api/v1/info"), headers={"X-Request-ID": "e2e0c0de"}
     )
     assert response.headers["x-request-id"] == "e2e0c0de"
+
+
+def test_each_process_serves_its_metrics_on_its_own_port_not_through_the_gateway(stack, client):
+    def info_requests() -> float:
+        text = client.get(f"http://127.0.0.1:{stack.metrics_ports['identity'][0]}/metrics").text
+        return sample_of(text, REQUESTS, method="GET", route="/api/v1/info", status="2xx")
+
+    before = info_requests()
+    for _ in range(3):
+        assert client.get(stack.url("platform", "/api/v1/info")).status_code == 200
+    assert info_requests() == before + 3
+    worker = f"http://127.0.0.1:{stack.metrics_ports['webhooks-worker'][0]}/metrics"
+
+    def queue_read() -> bool:  # the worker starts after the web services
+        try:
+            return sample_of(client.get(worker).text, "platform_queue_up") == 1
+        except httpx.TransportError:
+            return False
+
+    _wait_for(queue_read, "the worker's metrics, reading the queue")
+    for entrypoint in ("platform", "agent"):
+        assert client.get(stack.url(entrypoint, "/metrics")).status_code == 404
 
 
 def test_agent_entrypoint_reaches_agent_accounts(stack, client):

@@ -72,3 +72,33 @@ def test_bad_settings_are_one_line_and_exit_2(
     assert exited.value.code == 2
     assert capsys.readouterr().err == "invalid settings: database_url: not a URL\n"
     assert ran == {}
+
+
+def test_metrics_are_served_before_uvicorn_starts_and_refuse_several_workers(
+    ran: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    started: list[tuple[int, str]] = []
+    monkeypatch.setattr(
+        serve, "start_metrics_server", lambda port, host: started.append((port, host))
+    )
+
+    def settings() -> Settings:
+        key = Fernet.generate_key().decode()
+        return Settings(webhook_secret_keys=key, metrics_port=9103, metrics_host="0.0.0.0")  # noqa: S104
+
+    serve.main(
+        app_factory="webhooks.app:create_app", settings_factory=settings, default_port=1, argv=[]
+    )
+    assert started == [(9103, "0.0.0.0")]  # noqa: S104
+    assert ran["app"] == "webhooks.app:create_app"
+    ran.clear()
+    with pytest.raises(SystemExit) as exited:
+        serve.main(
+            app_factory="webhooks.app:create_app",
+            settings_factory=settings,
+            default_port=1,
+            argv=["--workers", "2"],
+        )
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == "METRICS_PORT needs --workers 1\n"
+    assert (ran, started) == ({}, [(9103, "0.0.0.0")])  # noqa: S104

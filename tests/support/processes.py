@@ -49,6 +49,8 @@ class LaunchedStack:
     children: dict[str, int]
     replica_ports: dict[str, tuple[int, ...]] = field(default_factory=dict)
     """Web service name → the port of each of its processes (replicas), first first."""
+    metrics_ports: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    """Service (web or worker) name → each process's Prometheus metrics port."""
 
     def url(self, entrypoint: str, path: str) -> str:
         return f"http://127.0.0.1:{self.ports[entrypoint]}{path}"
@@ -117,19 +119,23 @@ REPLICA_PORT_STRIDE = 100
 
 
 def web_ports(
-    stack_file: Path = STACK_FILE, replicas: Mapping[str, int] | None = None
+    stack_file: Path = STACK_FILE,
+    replicas: Mapping[str, int] | None = None,
+    *,
+    key: str = "port",
 ) -> dict[str, tuple[int, ...]]:
-    """Each web service's replica ports before ``--port-offset``, with ``replicas``
-    replacing the stack file's counts (as ``--replicas`` does)."""
+    """Each service's replica ports before ``--port-offset``, with ``replicas``
+    replacing the stack file's counts (as ``--replicas`` does): those of ``key``, the web
+    services' ``port`` or every process's ``metrics_port``."""
     stack = tomllib.loads(stack_file.read_text())
     counts = replicas or {}
     return {
         s["name"]: tuple(
-            s["port"] + REPLICA_PORT_STRIDE * k
+            s[key] + REPLICA_PORT_STRIDE * k
             for k in range(counts.get(s["name"], s.get("replicas", 1)))
         )
         for s in stack["service"]
-        if s["kind"] == "web"
+        if key in s
     }
 
 
@@ -144,6 +150,10 @@ def pick_stack_ports(
     """
     stack = tomllib.loads(stack_file.read_text())
     web = web_ports(stack_file, replicas)
+    web |= {
+        f"{name} metrics": p
+        for name, p in web_ports(stack_file, replicas, key="metrics_port").items()
+    }
     internal = [stack["valkey"]["port"], *(p for ports in web.values() for p in ports)]
     span = max([*internal, *(e["port"] + 3 for e in stack["entrypoint"])]) + 1
     for _ in range(200):
@@ -218,7 +228,19 @@ def launch_stack(
         name: tuple(port + offset for port in web)
         for name, web in web_ports(replicas=replicas).items()
     }
-    running = LaunchedStack(process, data_dir, log, ports, children={}, replica_ports=replica_ports)
+    metrics_ports = {
+        name: tuple(port + offset for port in each)
+        for name, each in web_ports(replicas=replicas, key="metrics_port").items()
+    }
+    running = LaunchedStack(
+        process,
+        data_dir,
+        log,
+        ports,
+        children={},
+        replica_ports=replica_ports,
+        metrics_ports=metrics_ports,
+    )
     try:
         _wait_for_platform(running, start_timeout)
         with contextlib.suppress(OSError, ValueError):

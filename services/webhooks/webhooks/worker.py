@@ -19,11 +19,14 @@ from typing import Any
 import httpx
 from arq.connections import RedisSettings
 from arq.worker import func
+from prometheus_client import REGISTRY
 
 from shared import redis_pipe
 from shared.db import Clock, create_engine, create_sessionmaker, utcnow
 from shared.http import create_http_client, service_auth
 from shared.logging import configure_logging
+from shared.metrics import start_metrics_server
+from webhooks.core.metrics import QueueCollector
 from webhooks.event.batch_worker import BatchWorker
 from webhooks.event.dispatch import SnapshotRunner, TrackingSnapshotRunner
 from webhooks.event.queue import PROCESS_EVENT, RETRY_EXECUTION, deserializer, serializer
@@ -136,6 +139,9 @@ def main(argv: list[str] | None = None) -> None:
     # logged by the consumer instead.
     logging.getLogger("arq.worker").setLevel(logging.WARNING)
     logger.info("webhooks worker consuming %s", settings.queue_name)
+    if settings.metrics_port:
+        REGISTRY.register(QueueCollector(settings.redis_url, settings.queue_name))
+        start_metrics_server(settings.metrics_port, settings.metrics_host)
     asyncio.set_event_loop(asyncio.new_event_loop())  # arq's Worker adopts the current loop
     create_worker(settings, batch_claims=not args.arq_claims).run()
 

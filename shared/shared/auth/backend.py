@@ -32,6 +32,7 @@ from shared.auth.tokens import TokenKind, VerifiedToken
 from shared.auth.verifier import InvalidToken, TokenVerifier
 from shared.auth.workload import WorkloadScopes
 from shared.errors import AuthorizationFailed, Forbidden, HTTPDetailError, Unauthorized
+from shared.metrics import TOKEN_VERIFICATIONS
 
 
 class Principal(BaseUser):
@@ -250,9 +251,11 @@ class JWTAuthBackend(ScopeAuthenticationBackend):
         try:
             token = await verifier.verify(raw, kinds=self.kinds)
         except InvalidToken as exc:
+            TOKEN_VERIFICATIONS.labels(exc.outcome).inc()
             return AuthCredentials([]), InvalidCredentials(exc.message)
         revocations: RevocationList | None = state.get("revocations")
         if revocations is not None and await revocations.is_revoked(token, now=verifier.clock()):
+            TOKEN_VERIFICATIONS.labels("revoked").inc()
             return AuthCredentials([]), InvalidCredentials(REVOKED)
         if token.kind == TokenKind.WORKLOAD:
             checker: WorkloadScopes | None = state.get("workload_scopes")
@@ -262,7 +265,9 @@ class JWTAuthBackend(ScopeAuthenticationBackend):
                 else await checker.refusal(token)
             )
             if reason is not None:
+                TOKEN_VERIFICATIONS.labels("workload_refused").inc()
                 return AuthCredentials([]), InvalidCredentials(reason)
+        TOKEN_VERIFICATIONS.labels("accepted").inc()
         scopes = ["authenticated", f"kind:{token.kind}"]
         if token.is_admin:
             scopes.append("admin")

@@ -15,7 +15,7 @@ import logging
 import re
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 from typing import Any, NoReturn
@@ -66,9 +66,22 @@ class InvalidToken(Unauthorized):
 
     default_headers = {"WWW-Authenticate": 'Bearer error="invalid_token"'}
 
+    outcome = "invalid"
+    """Why, as one word of a bounded set (the token verification metric's outcome)."""
 
-def _reject(reason: str) -> NoReturn:
-    raise InvalidToken(reason)
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        outcome: str = "invalid",
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(message, headers=headers)
+        self.outcome = outcome
+
+
+def _reject(reason: str, outcome: str = "invalid") -> NoReturn:
+    raise InvalidToken(reason, outcome=outcome)
 
 
 def _duplicate_checking_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -255,7 +268,7 @@ class TokenVerifier:
         kid = header["kid"]
         key = await self.keys.get(kid)
         if key is None:
-            _reject("token was signed by an unknown key")
+            _reject("token was signed by an unknown key", "unknown_key")
         if key.algorithm_name != alg or key.key_type != KEY_TYPES[alg]:
             _reject("token algorithm does not match its key")
 
@@ -277,6 +290,8 @@ class TokenVerifier:
                     "verify_iat": False,
                 },
             )
+        except jwt.InvalidSignatureError as exc:
+            _reject(_pyjwt_reason(exc), "bad_signature")
         except jwt.PyJWTError as exc:
             _reject(_pyjwt_reason(exc))
         except (TypeError, ValueError, OverflowError) as exc:
@@ -295,10 +310,10 @@ class TokenVerifier:
         now = self.clock().timestamp()
         issued_at, not_before = _timestamp(claims, "iat"), _timestamp(claims, "nbf")
         if any(t is not None and t > now + self.leeway for t in (issued_at, not_before)):
-            _reject("token is not valid yet")
+            _reject("token is not valid yet", "not_yet_valid")
         expires = _timestamp(claims, "exp")
         if expires is not None and expires <= now - self.leeway:
-            _reject("token has expired")
+            _reject("token has expired", "expired")
 
     def _cached(self, token: str) -> tuple[dict[str, Any], str] | None:
         entry = self._verified_cache.get(token)
@@ -342,7 +357,7 @@ class TokenVerifier:
             if not isinstance(value, str) or not value:
                 _reject(f"token claim '{name}' must be a non-empty string")
         if kind not in kinds:
-            _reject(f"token kind {kind} not accepted here")
+            _reject(f"token kind {kind} not accepted here", "wrong_kind")
         issued_at = _numeric_date(claims, "iat")
         if issued_at is None:
             _reject("token lacks the required 'iat' claim")

@@ -12,9 +12,11 @@ from tests.agent_accounts.conftest import (
     bearer,
     register_worker,
 )
+from tests.support.metrics import sample
 from tests.support.tokens import padded
 
 ME = "/api/v1/accounts/me"
+VERIFICATIONS = "platform_token_verifications_total"
 
 
 async def test_logout_revokes_the_session_it_is_called_with(
@@ -25,10 +27,16 @@ async def test_logout_revokes_the_session_it_is_called_with(
     response = await client.post("/api/v1/logout", headers=bearer(ended))
     assert response.status_code == 204
     assert response.content == b""
+    revoked, accepted = (
+        (VERIFICATIONS, {"outcome": "revoked"}),
+        (VERIFICATIONS, {"outcome": "accepted"}),
+    )
+    before = sample(*revoked), sample(*accepted)
     refused = await client.get(ME, headers=bearer(ended))
     assert refused.status_code == 401
     assert refused.json() == {"detail": "Invalid session token."}
     assert (await client.get(ME, headers=bearer(kept))).status_code == 200
+    assert (sample(*revoked), sample(*accepted)) == (before[0] + 1, before[1] + 1)
 
 
 async def test_logout_without_a_session_is_204_and_ends_nothing(

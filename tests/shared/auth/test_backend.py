@@ -41,6 +41,7 @@ from shared.redis import Keys, create_redis
 from shared.responses import error_response
 from tests.shared.auth.conftest import TrackingObjects
 from tests.support.asgi import client_for
+from tests.support.metrics import sample
 from tests.support.redis_server import free_port
 
 COOKIE = "zenml-server-test"
@@ -116,6 +117,11 @@ async def client(
         yield client
 
 
+def verifications(outcome: str) -> float:
+    """Token verifications of ``outcome`` so far, as this process's metrics show them."""
+    return sample("platform_token_verifications_total", outcome=outcome)
+
+
 def bearer(token: str, scheme: str = "Bearer") -> dict[str, str]:
     return {"Authorization": f"{scheme} {token}"}
 
@@ -144,10 +150,12 @@ async def test_anonymous_request_gets_not_authenticated(client: httpx.AsyncClien
 
 async def test_bearer_token_authenticates(client: httpx.AsyncClient, issue: Any) -> None:
     user_id = str(uuid4())
+    accepted = verifications("accepted")
 
     response = await client.get("/me", headers=bearer(issue(subject=user_id)))
 
     assert response.status_code == 200
+    assert verifications("accepted") == accepted + 1
     assert response.json() == {
         "subject": user_id,
         "kind": "access",
@@ -202,21 +210,25 @@ async def test_forged_token_gets_credentials_not_valid(
         extra={"admin": True},
     )
 
+    bad_signatures = verifications("bad_signature")
     response = await client.get("/me", headers=bearer(forged))
 
     assert_credentials_not_valid(response, forged)
     assert response.json()["detail"][1] == "Authentication error: token signature is invalid"
+    assert verifications("bad_signature") == bad_signatures + 1
 
 
 async def test_expired_token_gets_credentials_not_valid(
     client: httpx.AsyncClient, issue: Any
 ) -> None:
     token = issue(lifetime=timedelta(minutes=1), now=datetime.now(UTC) - timedelta(hours=1))
+    expired = verifications("expired")
 
     response = await client.get("/me", headers=cookie(token))
 
     assert_credentials_not_valid(response, token)
     assert response.json()["detail"][1] == "Authentication error: token has expired"
+    assert verifications("expired") == expired + 1
 
 
 async def test_revoked_token_gets_credentials_not_valid(
@@ -225,20 +237,24 @@ async def test_revoked_token_gets_credentials_not_valid(
     token = issue()
     verified = await verifier.verify(token, kinds=BACKEND_KINDS)
     await revocations.revoke_token(verified.jti, verified.expires_at)
+    revoked = verifications("revoked")
 
     response = await client.get("/me", headers=bearer(token))
 
     assert_credentials_not_valid(response, token)
     assert response.json()["detail"][1] == "Authentication error: token has been revoked"
+    assert verifications("revoked") == revoked + 1
 
 
 async def test_token_of_a_kind_the_service_does_not_accept_is_not_valid(
     client: httpx.AsyncClient, issue: Any
 ) -> None:
+    wrong_kinds = verifications("wrong_kind")
     response = await client.get("/me", headers=bearer(issue(kind=TokenKind.DOWNLOAD)))
 
     assert_credentials_not_valid(response)
     assert "token kind download not accepted here" in response.json()["detail"][1]
+    assert verifications("wrong_kind") == wrong_kinds + 1
 
 
 def workload(issue: Any, scope: WorkloadScope) -> str:

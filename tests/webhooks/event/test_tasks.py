@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from sqlmodel import select
 
 from shared.db import session_scope
+from tests.support.metrics import sample
 from tests.tracking.pipeline_run.support import create_snapshot
 from tests.webhooks.event.support import (
     TRIGGERS,
@@ -21,6 +22,18 @@ from tests.webhooks.event.support import (
 from tests.webhooks.support import SnapshotRuns, deliver_custom, job_key, push_body
 from webhooks.event.batch_worker import TOMBSTONE
 from webhooks.models import TriggerExecution, WebhookEvent
+
+DELIVERIES = "platform_webhook_deliveries_total"
+JOBS = "platform_worker_jobs_total"
+# (name, labels) of the metrics a delivery moves, as the exposition shows them.
+METRICS: list[tuple[str, dict[str, str]]] = [
+    (DELIVERIES, {"provider": "codehost", "outcome": "accepted"}),
+    (DELIVERIES, {"provider": "codehost", "outcome": "duplicate"}),
+    (JOBS, {"function": "process_event", "outcome": "done"}),
+    (JOBS, {"function": "process_event", "outcome": "retry"}),
+    (JOBS, {"function": "process_event", "outcome": "dead_letter"}),
+    ("platform_worker_executions_waiting_on_tracking_total", {}),
+]
 
 
 async def test_a_matching_event_starts_one_run_of_the_snapshot_in_tracking(
@@ -194,8 +207,17 @@ async def test_tracking_unavailable_is_retried_until_the_run_is_requested(
 ):
     hook, trigger = wired
     snapshot_runs.fail_next = 2
+    before = [sample(*series) for series in METRICS]
     await deliver(client, hook, push_body("main"), "d-retry")
     await drain()
+    assert [sample(*series) - was for series, was in zip(METRICS, before, strict=True)] == [
+        1,  # accepted
+        0,  # duplicate
+        1,  # done
+        2,  # retried
+        0,  # dead letters
+        2,  # waiting on tracking
+    ]
     (execution,) = await executions(client, auth, trigger)
     assert execution["status"] == "dispatched"
     assert execution["attempts"] == 3
@@ -229,8 +251,10 @@ async def test_tracking_unavailable_past_the_horizon_is_recorded_as_failed(
 ):
     hook, trigger = wired
     snapshot_runs.fail_next = 100
+    given_up = sample("platform_worker_executions_given_up_total")
     await deliver(client, hook, push_body("main"), "d-down")
     await drain(clock=MovableClock(timedelta(hours=24, seconds=1)))
+    assert sample("platform_worker_executions_given_up_total") == given_up + 1
     (execution,) = await executions(client, auth, trigger)
     assert execution["status"] == "failed"
     assert execution["error"] == (

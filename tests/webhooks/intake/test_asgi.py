@@ -17,6 +17,7 @@ import pytest
 from shared.http_protocol import HttpProtocol
 from tests.shared.test_app import json_log, log_records
 from tests.support.asgi import HostRouter, running, served
+from tests.support.metrics import sample
 from tests.support.redis_server import free_port
 from tests.webhooks.support import (
     chat_headers,
@@ -26,13 +27,15 @@ from tests.webhooks.support import (
     tasks_headers,
 )
 from webhooks.app import create_app
-from webhooks.intake.asgi import IntakeFastPath
+from webhooks.intake.asgi import PATH, IntakeFastPath
 from webhooks.settings import Settings
 
 Send = Callable[[httpx.AsyncClient], Awaitable[httpx.Response]]
 # Answer headers whose values differ from one answer to the next.
 VARYING = {"date"}
 SAME_ID = {"X-Request-ID": "same-id"}
+REQUESTS = "platform_http_requests_total"
+DELIVERIES = "platform_webhook_deliveries_total"
 
 
 def without_fast_path(settings: Settings, transport: httpx.AsyncBaseTransport) -> Any:
@@ -328,3 +331,39 @@ async def test_served_deliveries_take_the_direct_route_and_log_the_forwarded_cli
     errors = next(r for r in records if r.get("status") == 401)
     # uvicorn's proxy-headers rewrite, applied when the line needed the client.
     assert (errors["client"], errors["request_id"]) == ("203.0.113.9", "bad-2")
+
+
+async def test_deliveries_are_counted_by_route_provider_and_outcome_on_either_path(
+    webhooks_settings, router, create_webhook
+):
+    hook = await create_webhook("custom")
+    path = f"/api/v1/webhooks/custom/{hook['id']}/events"
+    series = [
+        *((REQUESTS, {"method": "POST", "route": PATH, "status": s}) for s in ("2xx", "4xx")),
+        *(
+            (DELIVERIES, {"provider": "custom", "outcome": outcome})
+            for outcome in ("accepted", "duplicate", "auth_failed", "invalid_payload")
+        ),
+    ]
+    before = [sample(*each) for each in series]
+
+    async def deliver(client: httpx.AsyncClient, body: bytes, **extra: str) -> int:
+        headers = {**custom_headers(hook["secret"], body), **extra}
+        return (await client.post(path, content=body, headers=headers)).status_code
+
+    bad = {"X-ZenML-Signature-256": "sha256=" + "0" * 64}
+    async with running(create_app(webhooks_settings, http_transport=router)) as app:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as through_asgi:
+            assert await deliver(through_asgi, b'{"a": 1}') == 202
+            assert await deliver(through_asgi, b'{"a": 1}') == 202  # a replay
+            assert await deliver(through_asgi, b'{"a": 1}', **bad) == 401
+    async with (
+        served(create_app(webhooks_settings, http_transport=router)) as url,
+        httpx.AsyncClient(base_url=url) as direct,
+    ):
+        assert await deliver(direct, b'{"a": 2}') == 202
+        assert await deliver(direct, b"not json") == 400
+
+    counted = [sample(*each) - was for each, was in zip(series, before, strict=True)]
+    assert counted == [3, 2, 2, 1, 1, 1]

@@ -39,6 +39,7 @@ from shared.auth import (
 )
 from shared.db import Clock, SessionMaker, session_scope
 from shared.errors import Forbidden, Unauthorized
+from shared.metrics import TOKEN_VERIFICATIONS
 from shared.secret_hash import matches
 
 logger = logging.getLogger(__name__)
@@ -254,10 +255,14 @@ class _Resolver:
     async def from_token(self, raw: str, *, kinds: tuple[TokenKind, ...]) -> BaseUser:
         try:
             token = await self.verifier.verify(raw, kinds=kinds)
-        except InvalidToken:
+        except InvalidToken as exc:
+            TOKEN_VERIFICATIONS.labels(exc.outcome).inc()
             return InvalidCredentials("Invalid bearer credential.")
         if await self.revocations.is_revoked(token):
+            TOKEN_VERIFICATIONS.labels("revoked").inc()
             return InvalidCredentials("Invalid session token.")
+        # (Whether its account, key, device or task still back it is checked below.)
+        TOKEN_VERIFICATIONS.labels("accepted").inc()
         claims = token.claims
         if token.kind == TokenKind.SESSION:
             account_id = _subject_id(token, "account")

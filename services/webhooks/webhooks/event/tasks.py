@@ -31,6 +31,7 @@ from arq.worker import Retry
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from shared.db import Clock, SessionMaker, session_scope, utcnow
+from webhooks.core.metrics import EXECUTIONS_GIVEN_UP, EXECUTIONS_WAITING, WORKER_JOBS
 from webhooks.event.dispatch import SnapshotRunner, TransientDispatchError, UpstreamEvent
 from webhooks.event.queue import EventMessage, RetryMessage
 from webhooks.event.repository import EventRepository
@@ -292,7 +293,9 @@ class Consumer:
             delay = self.retries.delay(job_try, now, start)
             if delay is not None:
                 await self._note_attempt(execution.id, str(exc), now + delay)
+                EXECUTIONS_WAITING.inc()
                 raise Retry(defer=delay) from exc
+            EXECUTIONS_GIVEN_UP.inc()
             run_id, error = None, self.retries.gave_up(str(exc))
         async with session_scope(self.sessionmaker) as session:
             row = await session.get(TriggerExecution, execution.id)
@@ -329,6 +332,7 @@ async def process_event(ctx: dict[str, Any], raw: dict[str, Any]) -> str:
         functools.partial(consumer.process, message, ctx["job_try"]),
         functools.partial(consumer.give_up, event_id=message.event_id),
         {"event_id": str(message.event_id)},
+        "process_event",
     )
 
 
@@ -343,6 +347,7 @@ async def retry_execution(ctx: dict[str, Any], raw: dict[str, Any]) -> str:
         functools.partial(consumer.retry, message, ctx["job_try"]),
         functools.partial(consumer.give_up, execution_id=message.execution_id),
         {"execution_id": str(message.execution_id)},
+        "retry_execution",
     )
 
 
@@ -352,6 +357,7 @@ async def _attempt(
     work: Callable[[], Awaitable[str]],
     give_up: Callable[[str], Awaitable[None]],
     about: dict[str, str],
+    function: str,
 ) -> str:
     """One try of a job. arq fails a job for good on any exception but ``Retry`` (a
     timeout included), which would drop the event; so every failure becomes a retry,
@@ -361,18 +367,23 @@ async def _attempt(
     consumer: Consumer = ctx["consumer"]
     try:
         async with asyncio.timeout(ctx["job_budget"]):
-            return await work()
+            result = await work()
     except Retry:
+        WORKER_JOBS.labels(function, "retry").inc()
         raise
     except Exception as exc:
         extra = {**about, "error": repr(exc)}
         delay = consumer.retries.delay(ctx["job_try"], consumer.clock(), start)
         if delay is not None:
             logger.warning("event processing failed; retrying", extra=extra)
+            WORKER_JOBS.labels(function, "retry").inc()
             raise Retry(defer=delay) from exc
         logger.error("event dropped: its retry horizon passed", extra=extra)
+        WORKER_JOBS.labels(function, "dead_letter").inc()
         try:
             await give_up(consumer.retries.gave_up(repr(exc)))
         except Exception:
             logger.exception("could not record the dropped event as failed", extra=extra)
         return FAILED
+    WORKER_JOBS.labels(function, "done").inc()
+    return result

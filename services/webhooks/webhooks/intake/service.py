@@ -8,7 +8,7 @@ import base64
 import logging
 import time
 import uuid
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from redis.exceptions import RedisError
 from sqlalchemy.exc import DBAPIError
@@ -16,6 +16,7 @@ from sqlalchemy.exc import DBAPIError
 from shared.errors import HTTPDetailError, ServiceUnavailable
 from shared.secret_box import SecretUnreadable
 from webhooks.core.live import Counted, LiveState, Outcome
+from webhooks.core.metrics import WEBHOOK_DELIVERIES
 from webhooks.event.queue import encode, event_id_for, utc_text
 from webhooks.intake.cache import CachedWebhook, WebhookCache
 from webhooks.intake.providers import Delivery, PayloadError, Provider
@@ -102,21 +103,23 @@ class IntakeService:
         if auth_error is not None:
             # Failures count only on active webhooks (an inactive one is not listening).
             outcome: Counted = "auth_failed" if webhook.active else "none"
-            if await self._record(webhook, outcome, now_us, auth_error) is Outcome.STALE:
+            recorded = await self._record(webhook, outcome, now_us, auth_error)
+            if _stale(provider.name, outcome, recorded):
                 return None
             raise IntakeError(401, "Invalid webhook authentication.")
         if not webhook.active:
-            if await self._record(webhook, "none", now_us) is Outcome.STALE:
+            if _stale(provider.name, "none", await self._record(webhook, "none", now_us)):
                 return None
             raise IntakeError(409, "Webhook is inactive.")
         try:
             delivery, _payload = provider.parse(body, headers)
         except PayloadError as exc:
-            if await self._record(webhook, "invalid_payload", now_us, str(exc)) is Outcome.STALE:
+            recorded = await self._record(webhook, "invalid_payload", now_us, str(exc))
+            if _stale(provider.name, "invalid_payload", recorded):
                 return None
             raise IntakeError(400, str(exc)) from None
         recorded = await self._accept(webhook, delivery, headers, body, now_us)
-        if recorded is Outcome.STALE:
+        if _stale(provider.name, "accepted", recorded):
             return None
         return Answer(delivery.status_code, delivery.text)
 
@@ -163,3 +166,21 @@ class IntakeService:
             # The job id is the hash of webhook and key: a replay's job is this one.
             job=job,
         )
+
+
+# (provider, outcome) -> its series: labels() costs more than the update.
+_DELIVERIES: dict[tuple[str, str], Any] = {}
+
+
+def _stale(provider: str, outcome: Counted, recorded: Outcome) -> bool:
+    """Whether the decision was taken on a stale webhook (taken again, not counted);
+    else the delivery is counted by the stats' categories (``none``: an inactive
+    webhook's; a replay is a ``duplicate``)."""
+    if recorded is Outcome.STALE:
+        return True
+    label = "duplicate" if recorded is Outcome.DUPLICATE else outcome
+    series = _DELIVERIES.get((provider, label))
+    if series is None:
+        series = _DELIVERIES[provider, label] = WEBHOOK_DELIVERIES.labels(provider, label)
+    series.inc()
+    return False
