@@ -47,6 +47,10 @@ CALLS = {
     "agent-accounts": set(),
 }
 PLATFORM_COMPONENTS = ("web", "worker", "gateway")
+# Where Prometheus runs: the only namespace admitted to the pods' metrics port.
+MONITORING_NAMESPACE = "monitoring"
+# OpenTelemetry's own variables, read by its SDK as it names them: not settings, no prefix.
+OPENTELEMETRY_VARIABLE = re.compile(r"^OTEL_[A-Z_]+$")
 
 Object = dict[str, Any]
 
@@ -183,7 +187,8 @@ def test_platform_pods_write_only_to_a_private_tmp(objects):
 def test_web_services_probe_health_and_ready_and_drain_before_stopping(objects):
     for name, deployment in web_deployments(objects).items():
         spec = container(deployment)
-        assert {p["name"]: p["containerPort"] for p in spec["ports"]} == {"http": 8000}
+        ports = {p["name"]: p["containerPort"] for p in spec["ports"]}
+        assert ports == {"http": 8000, "metrics": metrics_port(objects, deployment)}
         for probe, path in (
             ("startupProbe", "/health"),
             ("livenessProbe", "/health"),
@@ -339,6 +344,73 @@ def test_the_gateway_runs_no_more_nginx_workers_than_its_cpu_limit(objects):
     assert int(workers.group(1)) <= max(1, cores)
 
 
+def metrics_port(objects: list[Object], workload: Object) -> int:
+    """The ``METRICS_PORT`` a platform container's settings give it (with its prefix)."""
+    environment: dict[str, str] = {}
+    config_maps = of_kind(objects, "ConfigMap")
+    spec = container(workload)
+    for source in spec.get("envFrom", []):
+        environment |= config_maps[source["configMapRef"]["name"]]["data"]
+    environment |= {e["name"]: e["value"] for e in spec.get("env", []) if "value" in e}
+    name = workload["metadata"]["name"]
+    prefix = STACK.service(name).env_prefix
+    assert environment[f"{prefix}METRICS_HOST"] == "0.0.0.0", name  # noqa: S104
+    return int(environment[f"{prefix}METRICS_PORT"])
+
+
+def test_every_platform_process_serves_metrics_on_the_port_its_annotations_name(objects):
+    deployments = of_kind(objects, "Deployment")
+    for service in STACK.services:
+        deployment = deployments[service.name]
+        port = metrics_port(objects, deployment)
+        annotations = deployment["spec"]["template"]["metadata"]["annotations"]
+        assert annotations["prometheus.io/scrape"] == "true", service.name
+        assert annotations["prometheus.io/port"] == str(port), service.name
+        assert annotations["prometheus.io/path"] == "/metrics", service.name
+        ports = {p["name"]: p["containerPort"] for p in container(deployment)["ports"]}
+        assert ports["metrics"] == port, service.name
+    # The gateway has none, and publishes none: /metrics is never routed.
+    gateway = deployments["gateway"]
+    assert "prometheus.io/scrape" not in gateway["spec"]["template"]["metadata"].get(
+        "annotations", {}
+    )
+    service_ports = {
+        p["port"] for s in of_kind(objects, "Service").values() for p in s["spec"]["ports"]
+    }
+    assert not service_ports & {metrics_port(objects, deployments[s.name]) for s in STACK.services}
+
+
+def namespace_rules(objects: list[Object], pod: Object) -> list[tuple[Object, list[int]]]:
+    """The ingress rules admitting ``pod`` from other namespaces: each peer and its ports."""
+    found = []
+    for policy in policies(objects):
+        if not selects(policy["spec"]["podSelector"], pod_labels(pod)):
+            continue
+        for rule in policy["spec"].get("ingress", []):
+            for peer in rule.get("from", []):
+                if "namespaceSelector" in peer:
+                    found.append((peer, [p["port"] for p in rule["ports"]]))
+    return found
+
+
+def test_only_the_monitoring_namespace_reaches_the_metrics_port_and_nothing_else(objects):
+    monitoring = {"kubernetes.io/metadata.name": MONITORING_NAMESPACE}
+    for name, workload in workloads(objects).items():
+        rules = namespace_rules(objects, workload)
+        if component(workload) not in ("web", "worker"):
+            assert not rules, name
+            continue
+        assert rules == [
+            ({"namespaceSelector": {"matchLabels": monitoring}}, [metrics_port(objects, workload)])
+        ], name
+    # No pod of the platform is a scraper: the metrics port stays closed inside it.
+    deployments = of_kind(objects, "Deployment")
+    ports = {metrics_port(objects, deployments[s.name]) for s in STACK.services}
+    for workload in workloads(objects).values():
+        for port in ports:
+            assert allowed_peers(objects, "ingress", workload, port) == set()
+
+
 # --- consistency with deploy/stack.toml and docker-compose.yml ---
 
 
@@ -424,6 +496,8 @@ def test_compose_and_kubernetes_give_a_service_the_same_settings(rendered, servi
     for overlay, objects in rendered.items():
         assert kubernetes_environment(objects, service) == in_compose, overlay
     for name in in_compose:
+        if OPENTELEMETRY_VARIABLE.match(name):
+            continue
         assert name.startswith(service.env_prefix), name
         field = name.removeprefix(service.env_prefix).lower()
         assert field in fields, f"{name} is not a setting of {service.name}"
