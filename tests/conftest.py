@@ -8,17 +8,26 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from tests.support.databases import Databases
 from tests.support.postgres_server import postgres_for_tests
 from tests.support.processes import stack_databases
 from tests.support.redis_server import redis_for_tests
+from tests.support.tracing import recording
 
 
 @pytest.fixture(scope="session")
 def redis_url() -> Iterator[str]:
     with redis_for_tests() as url:
         yield url
+
+
+@pytest.fixture
+def spans() -> Iterator[InMemorySpanExporter]:
+    """Tracing on for the test (:mod:`shared.tracing`), its spans kept in memory."""
+    with recording() as exporter:
+        yield exporter
 
 
 @pytest.fixture

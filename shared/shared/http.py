@@ -2,8 +2,9 @@
 
 Clients made here have connect/read timeouts, retry idempotent requests a bounded number
 of times on connection errors and 502/503/504 (with a short backoff), and carry the
-current request's ``X-Request-ID``. Tests inject ``httpx.MockTransport`` or an
-``ASGITransport`` through ``transport``.
+current request's ``X-Request-ID`` and, while tracing is on, a ``traceparent`` (each call
+is a client span, its tries included: :mod:`shared.tracing`). Tests inject
+``httpx.MockTransport`` or an ``ASGITransport`` through ``transport``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 import httpx
 
+from shared import tracing
 from shared.logging import request_id_var
 from shared.settings import ServiceSettings
 
@@ -39,6 +41,15 @@ class RetryTransport(httpx.AsyncBaseTransport):
         self.sleep = sleep
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if tracing.tracer is None:
+            return await self._send(request)
+        url = str(request.url.copy_with(query=None, fragment=None))  # a query may hold a secret
+        with tracing.client_span(request.method, url, request.headers) as span:
+            response = await self._send(request)
+            span.set_attribute("http.response.status_code", response.status_code)
+            return response
+
+    async def _send(self, request: httpx.Request) -> httpx.Response:
         attempts = self.retries + 1 if request.method in IDEMPOTENT_METHODS else 1
         for attempt in range(attempts):
             last = attempt == attempts - 1

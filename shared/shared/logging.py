@@ -1,8 +1,9 @@
 """Structured JSON logging that never prints secrets.
 
 Each record is one JSON object on stderr with the request id of the request being served
-(see :mod:`shared.middleware`). Values under secret-looking keys and anything that looks
-like a bearer token, JWT or API key inside a message are masked before they are written.
+(see :mod:`shared.middleware`) and, while tracing is on, its trace id. Values under
+secret-looking keys and anything that looks like a bearer token, JWT or API key inside a
+message are masked before they are written.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ from typing import Any
 request_id_var: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "request_id", default=None
 )
+trace_id_var: contextvars.ContextVar[str | None] = contextvars.ContextVar("trace_id", default=None)
+"""The trace id (32 hex digits) of the current span, while tracing is on
+(:mod:`shared.tracing`)."""
 
 SECRET_KEY_PATTERN = re.compile(
     r"pass(word)?|secret|token|api[_-]?key|authorization|cookie|credential|code|signature",
@@ -161,6 +165,9 @@ class JSONFormatter(logging.Formatter):
         request_id = request_id_var.get()
         if request_id:
             payload["request_id"] = request_id
+        trace_id = trace_id_var.get()
+        if trace_id:
+            payload["trace_id"] = trace_id
         payload.update(_extras(record))
         if record.exc_info:
             payload["exc"] = redact_text(self.formatException(record.exc_info))
@@ -171,8 +178,11 @@ class TextFormatter(logging.Formatter):
     """Readable lines for a terminal, with the same masking."""
 
     def format(self, record: logging.LogRecord) -> str:
-        request_id = request_id_var.get()
-        prefix = f"[{request_id}] " if request_id else ""
+        request_id, trace_id = request_id_var.get(), trace_id_var.get()
+        ids = [request_id] if request_id else []
+        if trace_id:
+            ids.append(f"trace={trace_id}")
+        prefix = f"[{' '.join(ids)}] " if ids else ""
         extras = _extras(record)
         tail = f" {extras}" if extras else ""
         line = f"{record.levelname:<7} {record.name}: {prefix}{_message(record)}"

@@ -35,9 +35,12 @@ from prometheus_client.metrics_core import (
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 from redis.asyncio import Redis
+from redis.asyncio.client import Pipeline
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from shared import tracing
 
 logger = logging.getLogger(__name__)
 
@@ -203,8 +206,10 @@ def route_template(scope: Scope) -> str:
 
 class MetricsMiddleware:
     """Counts every HTTP request by route template and status class, times it and keeps
-    the in-flight gauge. Outermost in :func:`shared.app.create_service_app`, so answers
-    the inner middleware gives itself (413, 500) count too."""
+    the in-flight gauge; while tracing is on, serves it inside its span
+    (:func:`shared.tracing.server_span`). Outermost in
+    :func:`shared.app.create_service_app`, so answers the inner middleware gives itself
+    (413, 500) count too, and their log lines carry the trace id."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -213,6 +218,15 @@ class MetricsMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        if tracing.tracer is not None:
+            with tracing.server_span(scope) as span:
+                status = await self._observed(scope, receive, send)
+                tracing.end_server_span(span, scope, route_template(scope), status)
+            return
+        await self._observed(scope, receive, send)
+
+    async def _observed(self, scope: Scope, receive: Receive, send: Send) -> int:
+        """Serve the request, counted and timed; its answer's status."""
         status = 500
         begun = time.perf_counter()
 
@@ -230,6 +244,7 @@ class MetricsMiddleware:
             observe_request(
                 scope["method"], route_template(scope), status, time.perf_counter() - begun
             )
+        return status
 
 
 def instrument_engine(engine: AsyncEngine) -> None:
@@ -258,8 +273,12 @@ def instrument_engine(engine: AsyncEngine) -> None:
 
 
 class TimedRedis(Redis):
-    """redis-py's client, timing each command it sends (redis-py has no hooks). Commands
-    sent in a pipeline, and those :mod:`shared.redis_pipe` writes itself, are not timed."""
+    """redis-py's client, timing each command it sends (redis-py has no hooks); a
+    pipeline is timed as one command, ``MULTI`` (a transaction) or ``PIPELINE``. The
+    commands :mod:`shared.redis_pipe` writes itself are not timed."""
+
+    def pipeline(self, transaction: bool = True, shard_hint: str | None = None) -> Pipeline:
+        return TimedPipeline(self.connection_pool, self.response_callbacks, transaction, shard_hint)
 
     async def execute_command(self, *args: Any, **options: Any) -> Any:
         begun = time.perf_counter()
@@ -268,6 +287,18 @@ class TimedRedis(Redis):
         finally:
             name = args[0] if args else "?"
             command = _COMMANDS.get(name) or _command(name)
+            REDIS_COMMAND_LATENCY.observe((command,), time.perf_counter() - begun)
+
+
+class TimedPipeline(Pipeline):
+    """redis-py's pipeline, timed as one command when it is sent (:class:`TimedRedis`)."""
+
+    async def execute(self, raise_on_error: bool = True) -> list[Any]:
+        begun = time.perf_counter()
+        try:
+            return await super().execute(raise_on_error)
+        finally:
+            command = "MULTI" if self.is_transaction else "PIPELINE"
             REDIS_COMMAND_LATENCY.observe((command,), time.perf_counter() - begun)
 
 

@@ -15,6 +15,7 @@ from shared.http_protocol import HttpProtocol
 from shared.logging import configure_logging
 from shared.metrics import start_metrics_server
 from shared.settings import ServiceSettings
+from shared.tracing import configure_tracing
 
 GC_YOUNG = 5000
 # On SIGTERM uvicorn stops accepting and lets requests in flight finish: for at most this
@@ -53,6 +54,7 @@ def main(
         print(f"invalid settings: {exc}", file=sys.stderr)  # noqa: T201
         raise SystemExit(2) from None
     configure_logging(settings.log_level, json_output=settings.log_json)
+    configure_tracing(settings.service_name)
     if settings.metrics_port:
         if args.workers > 1:
             # Each worker process has its own metrics, and only one could take the port:

@@ -15,18 +15,17 @@ from sqlalchemy import text
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from shared.app import create_service_app
 from shared.metrics import UNMATCHED, Timings, start_metrics_server
 from shared.redis import Keys
-from shared.routing import api_route, path_param
+from shared.routing import path_param
 from shared.settings import ServiceSettings
 from shared.throttle import LoginThrottle, LoginThrottled, LoginThrottleSettings
-from tests.support.asgi import client_for
+from tests.shared.conftest import GADGET, gadget_routes, service_client
 from tests.support.databases import Databases
 from tests.support.metrics import sample
 from tests.support.redis_server import free_port
 
-ROUTE = "/api/v1/gadgets/{gadget_id}"
+ROUTE = GADGET
 REQUESTS = "platform_http_requests_total"
 
 
@@ -37,30 +36,13 @@ async def get_gadget(request: Request) -> Response:
     return JSONResponse({"id": str(gadget_id)})
 
 
-async def gadget_boom(_request: Request) -> Response:
-    raise RuntimeError("boom")
-
-
-ROUTES = [
-    api_route(ROUTE, get_gadget, method="GET", summary="Get"),
-    api_route("/api/v1/gadget-boom", gadget_boom, method="GET", summary="Boom"),
-]
+ROUTES = gadget_routes(get_gadget)
 
 
 @pytest.fixture(scope="module")
 async def client(databases: Databases, redis_url: str) -> AsyncIterator[httpx.AsyncClient]:
-    async with databases.postgres(None) as url:
-        settings = ServiceSettings(
-            database_url=url,
-            redis_url=redis_url,
-            redis_namespace=f"test-{uuid.uuid4().hex[:12]}",
-            jwks_url="http://127.0.0.1:9/.well-known/jwks.json",
-        )
-        app = create_service_app(
-            settings, title="gadgets", version="1", routes=ROUTES, migrations=None
-        )
-        async with client_for(app) as client:
-            yield client
+    async with service_client(databases, redis_url, ROUTES) as client:
+        yield client
 
 
 async def test_requests_count_by_route_template_and_status_class(client):
@@ -116,6 +98,25 @@ async def test_login_throttles_and_redis_commands_are_counted(
         await throttle.check("alice", "10.0.0.2")
     assert sample("platform_login_throttled_total") == throttled + 1
     assert sample("platform_redis_command_duration_seconds_count", command="GET") == commands + 1
+
+
+async def test_a_pipeline_is_timed_as_one_command(redis_client: Redis, redis_namespace: str):
+    def count(command: str) -> float:
+        return sample("platform_redis_command_duration_seconds_count", command=command)
+
+    before = count("MULTI"), count("PIPELINE"), count("SET")
+    async with redis_client.pipeline(transaction=True) as tr:
+        tr.set(f"{redis_namespace}:a", 1)
+        tr.set(f"{redis_namespace}:b", 2)
+        assert await tr.execute() == [True, True]
+    async with redis_client.pipeline(transaction=False) as pipe:
+        pipe.get(f"{redis_namespace}:a")
+        assert await pipe.execute() == [b"1"]
+    assert (count("MULTI"), count("PIPELINE"), count("SET")) == (
+        before[0] + 1,
+        before[1] + 1,
+        before[2],
+    )
 
 
 def test_the_metrics_server_serves_the_exposition_on_its_own_port():

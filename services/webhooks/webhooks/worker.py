@@ -26,6 +26,7 @@ from shared.db import Clock, create_engine, create_sessionmaker, utcnow
 from shared.http import create_http_client, service_auth
 from shared.logging import configure_logging
 from shared.metrics import start_metrics_server
+from shared.tracing import configure_tracing
 from webhooks.core.metrics import QueueCollector
 from webhooks.event.batch_worker import BatchWorker
 from webhooks.event.dispatch import SnapshotRunner, TrackingSnapshotRunner
@@ -135,6 +136,7 @@ def main(argv: list[str] | None = None) -> None:
         redis_pipe.DIRECT = False
     settings = Settings()
     configure_logging(settings.log_level, json_output=settings.log_json)
+    configure_tracing(f"{settings.service_name}-worker")
     # arq logs two lines per job with its arguments (the event's payload); failures are
     # logged by the consumer instead.
     logging.getLogger("arq.worker").setLevel(logging.WARNING)

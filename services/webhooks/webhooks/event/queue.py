@@ -14,6 +14,7 @@ from arq.constants import job_key_prefix
 from pydantic import BaseModel
 from redis.asyncio import Redis
 
+from shared import tracing
 from shared.responses import dumps
 from webhooks.core.live import QueuedJob
 
@@ -55,6 +56,7 @@ class EventMessage(BaseModel):
     received_at: dt.datetime
     content_type: str | None = None
     body: str  # base64 of the exact bytes received
+    traceparent: str | None = None  # the intake's span, while tracing is on
 
     @property
     def raw_body(self) -> bytes:
@@ -106,6 +108,7 @@ class RetryMessage(BaseModel):
 
     execution_id: uuid.UUID
     requested_at: dt.datetime
+    traceparent: str | None = None  # the admin's request's span, while tracing is on
 
 
 def retry_job_id(execution_id: uuid.UUID) -> str:
@@ -124,7 +127,11 @@ class JobQueue:
         self.expires_ms = expires_ms
 
     async def retry_execution(self, execution_id: uuid.UUID, requested_at: dt.datetime) -> None:
-        message = RetryMessage(execution_id=execution_id, requested_at=requested_at)
+        message = RetryMessage(
+            execution_id=execution_id,
+            requested_at=requested_at,
+            traceparent=tracing.current_traceparent(),
+        )
         now_ms = int(requested_at.timestamp() * 1000)
         job = encode(
             message.model_dump(mode="json"),

@@ -30,6 +30,7 @@ from typing import Any
 from arq.worker import Retry
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from shared import tracing
 from shared.db import Clock, SessionMaker, session_scope, utcnow
 from webhooks.core.metrics import EXECUTIONS_GIVEN_UP, EXECUTIONS_WAITING, WORKER_JOBS
 from webhooks.event.dispatch import SnapshotRunner, TransientDispatchError, UpstreamEvent
@@ -333,6 +334,7 @@ async def process_event(ctx: dict[str, Any], raw: dict[str, Any]) -> str:
         functools.partial(consumer.give_up, event_id=message.event_id),
         {"event_id": str(message.event_id)},
         "process_event",
+        message.traceparent,
     )
 
 
@@ -348,6 +350,7 @@ async def retry_execution(ctx: dict[str, Any], raw: dict[str, Any]) -> str:
         functools.partial(consumer.give_up, execution_id=message.execution_id),
         {"execution_id": str(message.execution_id)},
         "retry_execution",
+        message.traceparent,
     )
 
 
@@ -358,32 +361,36 @@ async def _attempt(
     give_up: Callable[[str], Awaitable[None]],
     about: dict[str, str],
     function: str,
+    traceparent: str | None,
 ) -> str:
-    """One try of a job. arq fails a job for good on any exception but ``Retry`` (a
-    timeout included), which would drop the event; so every failure becomes a retry,
-    within a time budget under the job timeout, until the horizon counted from
+    """One try of a job, in a span continuing the trace of the request that queued it
+    (``traceparent``; while tracing is on). arq fails a job for good on any exception but
+    ``Retry`` (a timeout included), which would drop the event; so every failure becomes
+    a retry, within a time budget under the job timeout, until the horizon counted from
     ``start``; past it the job ends, logged as a dead letter, after ``give_up`` recorded
     the failure where it could."""
     consumer: Consumer = ctx["consumer"]
-    try:
-        async with asyncio.timeout(ctx["job_budget"]):
-            result = await work()
-    except Retry:
-        WORKER_JOBS.labels(function, "retry").inc()
-        raise
-    except Exception as exc:
-        extra = {**about, "error": repr(exc)}
-        delay = consumer.retries.delay(ctx["job_try"], consumer.clock(), start)
-        if delay is not None:
-            logger.warning("event processing failed; retrying", extra=extra)
-            WORKER_JOBS.labels(function, "retry").inc()
-            raise Retry(defer=delay) from exc
-        logger.error("event dropped: its retry horizon passed", extra=extra)
-        WORKER_JOBS.labels(function, "dead_letter").inc()
+    attributes = {**about, "job_try": ctx["job_try"]}
+    with tracing.consumer_span(function, traceparent, attributes):
         try:
-            await give_up(consumer.retries.gave_up(repr(exc)))
-        except Exception:
-            logger.exception("could not record the dropped event as failed", extra=extra)
-        return FAILED
-    WORKER_JOBS.labels(function, "done").inc()
-    return result
+            async with asyncio.timeout(ctx["job_budget"]):
+                result = await work()
+        except Retry:
+            WORKER_JOBS.labels(function, "retry").inc()
+            raise
+        except Exception as exc:
+            extra = {**about, "error": repr(exc)}
+            delay = consumer.retries.delay(ctx["job_try"], consumer.clock(), start)
+            if delay is not None:
+                logger.warning("event processing failed; retrying", extra=extra)
+                WORKER_JOBS.labels(function, "retry").inc()
+                raise Retry(defer=delay) from exc
+            logger.error("event dropped: its retry horizon passed", extra=extra)
+            WORKER_JOBS.labels(function, "dead_letter").inc()
+            try:
+                await give_up(consumer.retries.gave_up(repr(exc)))
+            except Exception:
+                logger.exception("could not record the dropped event as failed", extra=extra)
+            return FAILED
+        WORKER_JOBS.labels(function, "done").inc()
+        return result

@@ -33,6 +33,7 @@ from collections import Counter
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from shared import tracing
 from shared.http_protocol import DIRECT_ROUTE, DirectAnswer, DirectHandler, send_answer
 from shared.idempotency import read_body
 from shared.logging import PRE_REDACTED
@@ -188,7 +189,7 @@ class IntakeFastPath:
         if params is None:
             return None
         scope["path_params"] = {"webhook_type": params[0], "webhook_id": params[1]}
-        return self.answer
+        return self.answer if tracing.tracer is None else self.traced_answer
 
     async def answer(self, scope: Scope, receive: Receive) -> DirectAnswer | None:
         # Counted here: this path skips the stack's MetricsMiddleware.
@@ -203,9 +204,19 @@ class IntakeFastPath:
             status = 499 if answer is None else answer.status  # None: the client went away
             observe_request("POST", PATH, status, time.perf_counter() - begun)
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.route(scope) is not None:
+    async def traced_answer(self, scope: Scope, receive: Receive) -> DirectAnswer | None:
+        """:meth:`answer` in the request's span, while tracing is on (this path skips the
+        stack's MetricsMiddleware, which traces the others)."""
+        with tracing.server_span(scope) as span:
             answer = await self.answer(scope, receive)
+            status = 499 if answer is None else answer.status
+            tracing.end_server_span(span, scope, PATH, status)
+            return answer
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        handler = self.route(scope)
+        if handler is not None:
+            answer = await handler(scope, receive)
             if answer is not None:
                 await send_answer(answer, send)
             return

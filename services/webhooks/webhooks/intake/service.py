@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 from redis.exceptions import RedisError
 from sqlalchemy.exc import DBAPIError
 
+from shared import tracing
 from shared.errors import HTTPDetailError, ServiceUnavailable
 from shared.secret_box import SecretUnreadable
 from webhooks.core.live import Counted, LiveState, Outcome
@@ -157,6 +158,8 @@ class IntakeService:
             "content_type": headers.get("content-type"),
             "body": base64.b64encode(body).decode(),
         }
+        if tracing.tracer is not None:  # the worker's span continues this request's
+            message["traceparent"] = tracing.current_traceparent()
         job = encode(message, job_id=job_id, now_ms=now_us // 1000)
         return self.live.record(
             webhook.id,
