@@ -9,6 +9,7 @@ from tests.agent_accounts.conftest import (
     ADMIN_PASSWORD,
     Login,
     NewKey,
+    NewUser,
     bearer,
     register_worker,
 )
@@ -37,6 +38,22 @@ async def test_logout_revokes_the_session_it_is_called_with(
     assert refused.json() == {"detail": "Invalid session token."}
     assert (await client.get(ME, headers=bearer(kept))).status_code == 200
     assert (sample(*revoked), sample(*accepted)) == (before[0] + 1, before[1] + 1)
+
+
+async def test_a_token_whose_account_was_deactivated_counts_as_revoked(
+    client: httpx.AsyncClient, admin: dict[str, str], new_user: NewUser
+):
+    user, headers = await new_user()
+    revoked, accepted = (
+        (VERIFICATIONS, {"outcome": "revoked"}),
+        (VERIFICATIONS, {"outcome": "accepted"}),
+    )
+    assert (await client.get(ME, headers=headers)).status_code == 200
+    response = await client.post(f"/api/v1/users/{user['id']}/deactivate", headers=admin)
+    assert response.status_code == 200, response.text
+    before = sample(*revoked), sample(*accepted)
+    assert (await client.get(ME, headers=headers)).status_code == 401
+    assert (sample(*revoked), sample(*accepted)) == (before[0] + 1, before[1])
 
 
 async def test_logout_without_a_session_is_204_and_ends_nothing(

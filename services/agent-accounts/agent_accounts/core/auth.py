@@ -261,15 +261,22 @@ class _Resolver:
         if await self.revocations.is_revoked(token):
             TOKEN_VERIFICATIONS.labels("revoked").inc()
             return InvalidCredentials("Invalid session token.")
-        # (Whether its account, key, device or task still back it is checked below.)
-        TOKEN_VERIFICATIONS.labels("accepted").inc()
-        claims = token.claims
         if token.kind == TokenKind.SESSION:
             account_id = _subject_id(token, "account")
         else:
-            account_id = _uuid(claims.get("account_id"))
+            account_id = _uuid(token.claims.get("account_id"))
         if account_id is None:
+            TOKEN_VERIFICATIONS.labels("invalid").inc()
             return InvalidCredentials("Invalid session token: the subject claim is missing.")
+        caller = await self._caller(token, account_id)
+        # A token its account, key, device, worker or task no longer backs is revoked.
+        TOKEN_VERIFICATIONS.labels("accepted" if caller.is_authenticated else "revoked").inc()
+        return caller
+
+    async def _caller(self, token: VerifiedToken, account_id: uuid.UUID) -> BaseUser:
+        """Who ``token`` (signed, unexpired, not on the revocation list) speaks for, if its
+        account and whatever else it names still back it."""
+        claims = token.claims
         async with session_scope(self.sessionmaker) as session:
             account = await session.get(Account, account_id)
             if account is None or not _valid_for(account, token):
