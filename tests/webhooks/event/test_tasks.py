@@ -264,6 +264,20 @@ async def test_tracking_unavailable_past_the_horizon_is_recorded_as_failed(
     assert len(snapshot_runs.calls) == 1
 
 
+async def test_an_event_failing_past_its_horizon_is_a_dead_letter(client, wired, drain):
+    """The worker's own database out of reach when the event's horizon has passed: the
+    job ends, counted and logged as a dead letter (its failure cannot be recorded)."""
+    hook, _ = wired
+    await deliver(client, hook, push_body("main"), "d-dead")
+    dead = (JOBS, {"function": "process_event", "outcome": "dead_letter"})
+    before = sample(*dead)
+    await drain(
+        clock=MovableClock(timedelta(hours=24, seconds=1)),
+        database_url="postgresql+asyncpg://postgres@127.0.0.1:9/unreachable",
+    )
+    assert sample(*dead) == before + 1
+
+
 async def test_a_waiting_execution_shows_its_last_error_and_next_try(
     client, auth, wired, drain, snapshot_runs, webhooks_settings
 ):
