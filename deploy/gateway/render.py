@@ -194,6 +194,12 @@ def _http_settings(stack: Stack, target: Target) -> list[str]:
         '    "~^[A-Za-z0-9._:-]{1,64}$" $http_x_request_id;',
         "    default $request_id;",
         "}",
+        "# A W3C traceparent is passed on as it came (the services continue its trace); its",
+        "# trace id is logged, to find the request's spans.",
+        "map $http_traceparent $gateway_trace_id {",
+        '    "~^[0-9a-f]{2}-(?<trace>[0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}" $trace;',
+        '    default "-";',
+        "}",
         "# HTTP/1.0 clients may send no Host; the services (h11) require one.",
         "map $http_host $gateway_host {",
         '    "" $server_addr:$server_port;',
@@ -205,7 +211,7 @@ def _http_settings(stack: Stack, target: Target) -> list[str]:
         "log_format gateway '$remote_addr [$time_local] \"$request_method $gateway_log_uri "
         "$server_protocol\" $status $body_bytes_sent $request_time '",
         "                   'upstream=$upstream_addr $upstream_response_time "
-        "rid=$gateway_request_id';",
+        "rid=$gateway_request_id trace=$gateway_trace_id';",
         "# Lines written in batches (32 KB, or a second after the first), as the services",
         "# write theirs: a write per request cost the gateway a system call per request.",
         f"access_log {target.access_log} gateway buffer=32k flush=1s;",

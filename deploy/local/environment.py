@@ -164,6 +164,13 @@ def service_environment(
     for place, value in places.items():
         settings = {k: v.replace(place, value) for k, v in settings.items()}
     env = {k: v for k, v in launcher_environ.items() if k in SYSTEM_VARIABLES}
+    # OpenTelemetry's own variables, unprefixed as its SDK reads them (tracing is on when
+    # one names a collector), except the service name: each process names itself.
+    env |= {
+        k: v
+        for k, v in launcher_environ.items()
+        if k.startswith("OTEL_") and k != "OTEL_SERVICE_NAME"
+    }
     env["PYTHONUNBUFFERED"] = "1"  # lines reach the terminal as they are written
     return env | {f"{prefix}{name}": value for name, value in settings.items()}
 

@@ -149,3 +149,16 @@ def test_other_services_call_a_replicated_service_at_its_first_replica(tmp_path)
     env = environment_of(given, "webhooks", {})
     assert env["TRACKING_URL"] == "http://127.0.0.1:8102"
     assert env["JWKS_URL"] == "http://127.0.0.1:8101/.well-known/jwks.json"
+
+
+@pytest.mark.parametrize("name", ["tracking", "webhooks-worker", "agent-accounts"])
+def test_opentelemetry_settings_reach_every_process_but_its_name(tmp_path, name):
+    environ = {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318",
+        "OTEL_TRACES_SAMPLER": "parentbased_traceidratio",
+        "OTEL_SERVICE_NAME": "everything",
+    }
+    env = environment_of(options(tmp_path), name, environ)
+    assert env["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://127.0.0.1:4318"
+    assert env["OTEL_TRACES_SAMPLER"] == "parentbased_traceidratio"
+    assert "OTEL_SERVICE_NAME" not in env

@@ -340,6 +340,25 @@ def test_access_log_masks_secret_query_values(tmp_path):
     assert "GET /api/v1/login?Token=***&token=*** HTTP/1.1" in log
 
 
+def test_access_log_names_the_trace_a_request_brought(tmp_path):
+    trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+    sent = {
+        "/api/v1/runs?n=1": f"00-{trace}-00f067aa0ba902b7-01",
+        "/api/v1/runs?n=2": "00-nonsense",
+        "/api/v1/runs?n=3": None,
+    }
+    with (
+        gateway_without_upstreams(tmp_path / "gw") as ports,
+        httpx.Client(timeout=5, trust_env=False) as client,
+    ):
+        for path, traceparent in sent.items():
+            headers = {"traceparent": traceparent} if traceparent else {}
+            client.get(f"http://127.0.0.1:{ports['platform']}{path}", headers=headers)
+    lines = (tmp_path / "gw" / "access.log").read_text().splitlines()
+    logged = {path: line.rsplit(" trace=", 1)[1] for path in sent for line in lines if path in line}
+    assert logged == {"/api/v1/runs?n=1": trace, "/api/v1/runs?n=2": "-", "/api/v1/runs?n=3": "-"}
+
+
 @pytest.mark.parametrize(
     "service", [s for s in STACK.web_services if "/" in s.routes], ids=lambda s: s.name
 )

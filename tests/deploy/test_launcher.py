@@ -118,6 +118,9 @@ routes = ["/"]
 """
 
 
+TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+
 def write_fake_stack(path: Path, *, crash_tracking: bool = False) -> dict[str, int]:
     """A fake stack file on seven consecutive free ports (and tracking's second replica's,
     100 above its own, free too); returns the ports."""
@@ -251,7 +254,12 @@ def test_probe_routes_reach_each_service(launched, client):
 def test_forwarding_headers_are_set_by_the_gateway(launched, client):
     seen = client.get(
         launched.url("platform", "/api/v1/runs"),
-        headers={"X-Forwarded-For": "203.0.113.9", "X-Request-ID": "abcd1234"},
+        headers={
+            "X-Forwarded-For": "203.0.113.9",
+            "X-Request-ID": "abcd1234",
+            "traceparent": TRACEPARENT,
+            "tracestate": "vendor=1",
+        },
     ).json()["headers"]
     # A client cannot pretend to come from elsewhere: the gateway replaces the header.
     assert seen["x-forwarded-for"] == "127.0.0.1"
@@ -259,6 +267,8 @@ def test_forwarding_headers_are_set_by_the_gateway(launched, client):
     assert seen["x-forwarded-host"] == seen["host"] == f"127.0.0.1:{launched.ports['platform']}"
     assert seen["x-request-id"] == "abcd1234"
     assert seen.get("connection") is None  # cleared, so upstream connections are kept alive
+    # The client's trace goes on to the service as it came.
+    assert (seen["traceparent"], seen["tracestate"]) == (TRACEPARENT, "vendor=1")
 
 
 def test_gateway_makes_a_request_id_when_missing_or_malformed(launched, client):
