@@ -34,6 +34,7 @@ from tests.support.processes import (
     process_environment,
     stack_for_tests,
 )
+from tests.support.tracing import Collected, collector
 from tests.webhooks.support import job_key
 
 pytestmark = pytest.mark.e2e
@@ -46,11 +47,21 @@ ADMIN_PASSWORD = f"E2e-{secrets.token_urlsafe(12)}"
 START_TIMEOUT = 60.0
 REQUESTS = "platform_http_requests_total"
 STOP_TIMEOUT = 20.0
+DELIVERY_TRACE = "0af7651916cd43dd8448eb211c80319c"
+
+
+@pytest.fixture(scope="module")
+def traces() -> Iterator[tuple[str, Collected]]:
+    """Where the stack's processes export their spans (tracing on for the whole module)."""
+    with collector() as received:
+        yield received
 
 
 @pytest.fixture(scope="module")
 def stack(
-    tmp_path_factory: pytest.TempPathFactory, databases_of_stack: dict[str, str]
+    tmp_path_factory: pytest.TempPathFactory,
+    databases_of_stack: dict[str, str],
+    traces: tuple[str, Collected],
 ) -> Iterator[LaunchedStack]:
     with stack_for_tests(
         tmp_path_factory,
@@ -59,6 +70,8 @@ def stack(
         start_timeout=START_TIMEOUT,
         stop_timeout=STOP_TIMEOUT,
         databases=databases_of_stack,
+        # Spans sent every 0.2 s instead of 5 s.
+        extra_env={"OTEL_EXPORTER_OTLP_ENDPOINT": traces[0], "OTEL_BSP_SCHEDULE_DELAY": "200"},
     ) as up:
         yield up
 
@@ -335,10 +348,11 @@ def _wait_for(check: Callable[[], bool], what: str, within: float = 30.0) -> Non
         time.sleep(0.25)
 
 
-def test_a_signed_delivery_runs_the_triggers_snapshot_in_tracking_once(stack, client):
+def test_a_signed_delivery_runs_the_triggers_snapshot_in_tracking_once(stack, client, traces):
     """Intake (webhooks) → Valkey → the worker process matches the trigger → tracking (its
-    own process, through its service token) starts the run; the event delivered again
-    after the replay window is processed again and runs nothing twice."""
+    own process, through its service token) starts the run, all in the trace the sender
+    started; the event delivered again after the replay window is processed again and
+    runs nothing twice."""
     headers = {"Authorization": f"Bearer {_login(client, stack)}"}
     client.cookies.clear()
 
@@ -374,6 +388,7 @@ def test_a_signed_delivery_runs_the_triggers_snapshot_in_tracking_once(stack, cl
         "X-ZenML-Event": "build.finished",
         "X-ZenML-Delivery": "e2e-delivery-1",
         "X-ZenML-Signature-256": signature,
+        "traceparent": f"00-{DELIVERY_TRACE}-b7ad6b7169203331-01",
     }
     intake = api(f"webhooks/custom/{hook['id']}/events")
 
@@ -405,6 +420,24 @@ def test_a_signed_delivery_runs_the_triggers_snapshot_in_tracking_once(stack, cl
             "event": {"type": "build.finished"},
         }
     }
+
+    # One trace through the gateway, the intake, the queue, the worker and tracking, each
+    # process exporting its own spans; tracking's log line of the run names the trace.
+    runs_route = "POST /api/v1/pipeline_snapshots/{snapshot_id}/runs"
+    expected = {
+        ("webhooks", "POST /api/v1/webhooks/{webhook_type}/{webhook_id}/events"),
+        ("webhooks-worker", "process_event"),
+        ("webhooks-worker", "POST"),
+        ("tracking", runs_route),
+    }
+
+    def traced() -> set[tuple[str, str]]:
+        spans = traces[1].spans()
+        return {(s, name) for s, name, trace, _ in spans if trace == DELIVERY_TRACE}
+
+    _wait_for(lambda: expected <= traced(), "the delivery's spans exported")
+    logged = rf'(trace=|"trace_id": ?"){DELIVERY_TRACE}'  # text or JSON lines
+    assert re.search(logged, stack.output()), stack.log_tail()
 
     # The processed event's job key stays as its replay marker (empty) for the window;
     # the window over (the marker dropped from Valkey), the sender's retry is accepted and

@@ -6,14 +6,11 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import httpx
 import pytest
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.trace import SpanKind, StatusCode
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -25,7 +22,7 @@ from shared.routing import path_param
 from shared.settings import ServiceSettings
 from tests.shared.conftest import GADGET, gadget_routes, service_client
 from tests.support.databases import Databases
-from tests.support.tracing import named, parent_id, span_id, trace_id
+from tests.support.tracing import collector, named, parent_id, span_id, trace_id
 
 ROUTE = GADGET
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -210,47 +207,19 @@ def test_without_an_endpoint_tracing_stays_off():
     assert tracing.tracer is None
 
 
-class Collector(BaseHTTPRequestHandler):
-    received: list[tuple[str, bytes]] = []
-
-    def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers["content-length"]))
-        Collector.received.append((self.path, body))
-        self.send_response(200)
-        self.send_header("content-type", "application/x-protobuf")
-        self.send_header("content-length", "0")
-        self.end_headers()
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
 def test_spans_reach_the_configured_collector_over_otlp(monkeypatch):
-    server = HTTPServer(("127.0.0.1", 0), Collector)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{server.server_port}")
     monkeypatch.delenv("OTEL_SERVICE_NAME", raising=False)
-    Collector.received.clear()
-    try:
-        provider = tracing.configure_tracing("gadgets")
-        assert provider is not None
-        assert tracing.tracer is not None
-        with tracing.consumer_span("process_event", TRACEPARENT, {"event_id": "e-1"}):
-            pass
-        provider.force_flush()  # type: ignore[attr-defined]
-        provider.shutdown()  # type: ignore[attr-defined]
-    finally:
-        tracing.use(None)
-        server.shutdown()
-        server.server_close()
-    ((path, body),) = Collector.received
-    assert path == "/v1/traces"
-    request = ExportTraceServiceRequest.FromString(body)
-    (resource_spans,) = request.resource_spans
-    service = {a.key: a.value.string_value for a in resource_spans.resource.attributes}
-    assert service["service.name"] == "gadgets"
-    (span,) = [s for scope in resource_spans.scope_spans for s in scope.spans]
-    assert span.name == "process_event"
-    assert span.trace_id.hex() == TRACE
-    assert span.parent_span_id.hex() == PARENT
+    with collector() as (url, collected):
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", url)
+        try:
+            provider = tracing.configure_tracing("gadgets")
+            assert provider is not None
+            assert tracing.tracer is not None
+            with tracing.consumer_span("process_event", TRACEPARENT, {"event_id": "e-1"}):
+                pass
+            provider.force_flush()  # type: ignore[attr-defined]
+            provider.shutdown()  # type: ignore[attr-defined]
+        finally:
+            tracing.use(None)
+    assert [path for path, _ in collected.exports] == ["/v1/traces"]
+    assert collected.spans() == [("gadgets", "process_event", TRACE, PARENT)]
