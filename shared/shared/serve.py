@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
+import os
 import sys
 from collections.abc import Callable
 
@@ -16,6 +17,7 @@ from shared.logging import configure_logging
 from shared.metrics import start_metrics_server
 from shared.settings import ServiceSettings
 from shared.tracing import configure_tracing
+from shared.tracing import endpoint as tracing_endpoint
 
 GC_YOUNG = 5000
 # On SIGTERM uvicorn stops accepting and lets requests in flight finish: for at most this
@@ -54,6 +56,11 @@ def main(
         print(f"invalid settings: {exc}", file=sys.stderr)  # noqa: T201
         raise SystemExit(2) from None
     configure_logging(settings.log_level, json_output=settings.log_json)
+    if args.workers > 1 and tracing_endpoint(os.environ) is not None:
+        # uvicorn's worker processes start the app without this function: they would not
+        # trace. Run replicas of one worker each instead.
+        print("OTEL_EXPORTER_OTLP_ENDPOINT needs --workers 1", file=sys.stderr)  # noqa: T201
+        raise SystemExit(2)
     configure_tracing(settings.service_name)
     if settings.metrics_port:
         if args.workers > 1:

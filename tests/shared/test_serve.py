@@ -102,3 +102,23 @@ def test_metrics_are_served_before_uvicorn_starts_and_refuse_several_workers(
     assert exited.value.code == 2
     assert capsys.readouterr().err == "METRICS_PORT needs --workers 1\n"
     assert (ran, started) == ({}, [(9103, "0.0.0.0")])  # noqa: S104
+
+
+def test_tracing_refuses_several_workers(
+    ran: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+
+    def settings() -> Settings:
+        return Settings(webhook_secret_keys=Fernet.generate_key().decode())
+
+    with pytest.raises(SystemExit) as exited:
+        serve.main(
+            app_factory="webhooks.app:create_app",
+            settings_factory=settings,
+            default_port=1,
+            argv=["--workers", "2"],
+        )
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == "OTEL_EXPORTER_OTLP_ENDPOINT needs --workers 1\n"
+    assert ran == {}
