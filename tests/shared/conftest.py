@@ -38,7 +38,12 @@ async def redis_client(redis_url: str, redis_namespace: str) -> AsyncIterator[Re
 
 @asynccontextmanager
 async def service_client(
-    databases: Databases, redis_url: str, routes: Sequence[BaseRoute]
+    databases: Databases,
+    redis_url: str,
+    routes: Sequence[BaseRoute],
+    *,
+    title: str = "gadgets",
+    version: str = "1",
 ) -> AsyncIterator[httpx.AsyncClient]:
     """A client of a service app serving ``routes`` behind the shared middleware, on a
     database of its own (no migrations), its lifespan run."""
@@ -50,7 +55,7 @@ async def service_client(
             jwks_url="http://127.0.0.1:9/.well-known/jwks.json",
         )
         app = create_service_app(
-            settings, title="gadgets", version="1", routes=list(routes), migrations=None
+            settings, title=title, version=version, routes=list(routes), migrations=None
         )
         async with client_for(app) as client:
             yield client

@@ -19,12 +19,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Mount
 
-from shared.app import create_service_app
 from shared.openapi import build_openapi, iter_api_routes
 from shared.pagination import Page, PageParams
 from shared.routing import ApiRoute, api_route
-from shared.settings import ServiceSettings
-from tests.support.asgi import client_for
+from tests.shared.conftest import service_client
 from tests.support.databases import Databases
 
 METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
@@ -131,18 +129,10 @@ ROUTES = [
 
 @pytest.fixture(scope="module")
 async def document(databases: Databases, redis_url: str) -> dict[str, Any]:
-    async with databases.postgres(None) as database_url:
-        settings = ServiceSettings(
-            database_url=database_url,
-            redis_url=redis_url,
-            redis_namespace=f"test-{uuid.uuid4().hex[:12]}",
-            jwks_url="http://127.0.0.1:9/.well-known/jwks.json",
-        )
-        app = create_service_app(
-            settings, title="widgets", version="4.5.6", routes=ROUTES, migrations=None
-        )
-        async with client_for(app) as client:
-            response = await client.get("/openapi.json")
+    async with service_client(
+        databases, redis_url, ROUTES, title="widgets", version="4.5.6"
+    ) as client:
+        response = await client.get("/openapi.json")
     assert response.status_code == 200
     result: dict[str, Any] = response.json()
     return result

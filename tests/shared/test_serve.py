@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -74,6 +74,18 @@ def test_bad_settings_are_one_line_and_exit_2(
     assert ran == {}
 
 
+def with_two_workers(settings: Callable[[], Settings]) -> object:
+    """The exit code of the webhooks service started with ``--workers 2``."""
+    with pytest.raises(SystemExit) as exited:
+        serve.main(
+            app_factory="webhooks.app:create_app",
+            settings_factory=settings,
+            default_port=1,
+            argv=["--workers", "2"],
+        )
+    return exited.value.code
+
+
 def test_metrics_are_served_before_uvicorn_starts_and_refuse_several_workers(
     ran: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -92,14 +104,7 @@ def test_metrics_are_served_before_uvicorn_starts_and_refuse_several_workers(
     assert started == [(9103, "0.0.0.0")]  # noqa: S104
     assert ran["app"] == "webhooks.app:create_app"
     ran.clear()
-    with pytest.raises(SystemExit) as exited:
-        serve.main(
-            app_factory="webhooks.app:create_app",
-            settings_factory=settings,
-            default_port=1,
-            argv=["--workers", "2"],
-        )
-    assert exited.value.code == 2
+    assert with_two_workers(settings) == 2
     assert capsys.readouterr().err == "METRICS_PORT needs --workers 1\n"
     assert (ran, started) == ({}, [(9103, "0.0.0.0")])  # noqa: S104
 
@@ -112,13 +117,6 @@ def test_tracing_refuses_several_workers(
     def settings() -> Settings:
         return Settings(webhook_secret_keys=Fernet.generate_key().decode())
 
-    with pytest.raises(SystemExit) as exited:
-        serve.main(
-            app_factory="webhooks.app:create_app",
-            settings_factory=settings,
-            default_port=1,
-            argv=["--workers", "2"],
-        )
-    assert exited.value.code == 2
+    assert with_two_workers(settings) == 2
     assert capsys.readouterr().err == "OTEL_EXPORTER_OTLP_ENDPOINT needs --workers 1\n"
     assert ran == {}
