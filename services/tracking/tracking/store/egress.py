@@ -117,14 +117,14 @@ class Refused(Exception):
 
 
 def _host_port(authority: str, default_port: int) -> tuple[str, int]:
-    parts = urlsplit(f"//{authority}")
-    if not parts.hostname:
-        raise Refused(f"no host in {authority!r}")
     try:
-        port = parts.port or default_port
+        parts = urlsplit(f"//{authority}")
+        host, port = parts.hostname, parts.port or default_port
     except ValueError as exc:
-        raise Refused(f"bad port in {authority!r}") from exc
-    return parts.hostname, port
+        raise Refused(f"bad authority {authority[:200]!r}") from exc
+    if not host:
+        raise Refused(f"no host in {authority[:200]!r}")
+    return host, port
 
 
 class EgressProxy:
@@ -210,7 +210,7 @@ class EgressProxy:
                     raise Refused(f"not a proxy request: {lines[0][:200]!r}")
                 host, port = _host_port(parts.netloc, 80)
             upstream_reader, upstream = await self.open(host, port)
-        except Refused as exc:
+        except (Refused, ValueError) as exc:  # ValueError: a target urlsplit cannot read
             log.warning("artifact store connection refused: %s", exc)
             writer.write(
                 b"HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
