@@ -8,7 +8,9 @@ continue its key with ``/``.
 
 The client is ``obstore`` (Rust's ``object_store``): its coroutines run on its own runtime,
 so nothing here blocks the event loop, and an object's body is pulled in chunks as the
-response is sent.
+response is sent. Every client connects through the process's
+:class:`~tracking.store.egress.EgressProxy` (which refuses internal addresses) and signs
+with the store's own credentials or not at all; every failure is one generic 502.
 """
 
 from __future__ import annotations
