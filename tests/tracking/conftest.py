@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
+from ipaddress import IPv4Network
 from pathlib import Path
 from typing import Any
 
@@ -33,10 +34,12 @@ from tests.support.databases import Databases
 from tests.support.s3_server import S3Server, s3_server
 from tracking.app import create_app
 from tracking.settings import Settings
+from tracking.store.egress import AddressPolicy, EgressProxy
 
 IDENTITY_URL = "http://identity"
 TRACKING_URL = "http://tracking"
 COMPONENT_SECRET_KEYS = Fernet.generate_key().decode()
+LOOPBACK = [IPv4Network("127.0.0.0/8")]
 
 
 def tracking_settings_for(
@@ -56,6 +59,8 @@ def tracking_settings_for(
         # A store that does not answer fails fast.
         "artifact_store_connect_timeout": timedelta(seconds=2),
         "artifact_store_retries": 1,
+        # The tests' S3 server listens on loopback, which user stores may not reach.
+        "artifact_store_allowed_networks": LOOPBACK,
         "workload_scope_cache_ttl": timedelta(0),
         "environment": "test",
         "log_json": False,
@@ -69,6 +74,17 @@ def s3() -> Iterator[S3Server]:
     """An S3-compatible server of this test process (buckets: one per test)."""
     with s3_server() as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+async def egress() -> AsyncIterator[EgressProxy]:
+    """The proxy S3 clients of store-level tests connect through, letting them reach the
+    tests' S3 server on loopback (as the apps' settings do with
+    ``artifact_store_allowed_networks``)."""
+    proxy = EgressProxy(AddressPolicy(LOOPBACK), connect_timeout=2.0)
+    await proxy.start()
+    yield proxy
+    await proxy.close()
 
 
 @pytest.fixture

@@ -38,6 +38,7 @@ from tracking.settings import Settings
 from tracking.stack import endpoints as stack_endpoints
 from tracking.step_run import endpoints as step_run_endpoints
 from tracking.store import ArtifactStores
+from tracking.store.egress import AddressPolicy, EgressProxy
 from tracking.store.s3 import S3Options
 from tracking.tag import endpoints as tag_endpoints
 from tracking.trigger import endpoints as trigger_endpoints
@@ -89,21 +90,31 @@ async def _lifespan(app: Starlette, state: State) -> AsyncIterator[State]:
         ttl=0,
     )
     component_secrets = ComponentSecrets(settings.secret_box())
+    egress = EgressProxy(
+        AddressPolicy(settings.artifact_store_allowed_networks),
+        settings.artifact_store_connect_timeout.total_seconds(),
+    )
+    await egress.start()
     artifact_stores = ArtifactStores(
         component_secrets,
         S3Options(
             connect_timeout=settings.artifact_store_connect_timeout,
             request_timeout=settings.artifact_store_request_timeout,
             retries=settings.artifact_store_retries,
+            proxy_url=egress.url,
         ),
+        settings.local_store_roots(),
     )
-    yield {
-        "users": create_user_directory(settings, state["http"]),
-        "downloads": downloads,
-        "workload_scopes": workload_scopes,
-        "component_secrets": component_secrets,
-        "artifact_stores": artifact_stores,
-    }
+    try:
+        yield {
+            "users": create_user_directory(settings, state["http"]),
+            "downloads": downloads,
+            "workload_scopes": workload_scopes,
+            "component_secrets": component_secrets,
+            "artifact_stores": artifact_stores,
+        }
+    finally:
+        await egress.close()
 
 
 def create_app(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from ipaddress import IPv4Network, IPv6Network
 from pathlib import Path
 
 from pydantic import Field, SecretStr, field_validator, model_validator
@@ -47,6 +48,14 @@ class Settings(ServiceSettings):
     artifact_store_connect_timeout: timedelta = timedelta(seconds=5)
     artifact_store_request_timeout: timedelta = timedelta(hours=1)
     artifact_store_retries: int = Field(default=2, ge=0, le=10)
+    # The directories whose files the server reads, streams and deletes for `local`
+    # artifact stores (a store elsewhere is registered, but its files are refused). Unset:
+    # `artifact_store_root` alone. Links are resolved before the check.
+    local_artifact_store_roots: list[Path] | None = None
+    # Addresses the server may reach for S3 stores although they are loopback, private,
+    # link-local or otherwise not public (networks, e.g. `10.1.0.0/16` for an in-cluster
+    # MinIO). A cloud metadata address must be listed on its own to be reached.
+    artifact_store_allowed_networks: list[IPv4Network | IPv6Network] = Field(default_factory=list)
 
     @field_validator("download_token_secret")
     @classmethod
@@ -71,6 +80,12 @@ class Settings(ServiceSettings):
                 "fields are stored encrypted with it"
             )
         return self
+
+    def local_store_roots(self) -> list[Path]:
+        """The directories local artifact stores may read from."""
+        if self.local_artifact_store_roots is None:
+            return [self.artifact_store_root]
+        return list(self.local_artifact_store_roots)
 
     def secret_box(self) -> SecretBox | None:
         """The box of components' secret fields (``None`` without keys)."""

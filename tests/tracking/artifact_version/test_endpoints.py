@@ -21,7 +21,9 @@ from tests.tracking.artifact_version.support import (
     version_body,
     versions_of,
 )
+from tests.tracking.conftest import tracking_settings_for
 from tests.tracking.pipeline_run.support import create_run, create_step
+from tracking.settings import Settings
 
 
 async def _run_with_step(
@@ -489,32 +491,48 @@ async def test_delete_from_store_outside_its_root_is_refused_and_keeps_everythin
     assert (await tracking.get(f"{VERSIONS}/{version['id']}", headers=auth)).status_code == 200
 
 
-async def test_data_the_store_cannot_delete_is_500_and_keeps_the_version(
-    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
-) -> None:
-    # /proc cannot be deleted from, not even by root: a real filesystem refusal.
-    store = await tracking.post(
-        "/api/v1/components",
-        json={
-            "name": "procfs",
-            "type": "artifact_store",
-            "flavor": "local",
-            "configuration": {"path": "/proc/self"},
-        },
-        headers=auth,
-    )
-    assert store.status_code == 200, store.text
-    uri = "/proc/self/fdinfo"
-    version = await create_version(
-        tracking, auth, default_project, uri=uri, artifact_store_id=store.json()["id"]
-    )
-    response = await tracking.delete(
-        f"{VERSIONS}/{version['id']}?delete_from_artifact_store=true", headers=auth
-    )
-    assert response.status_code == 500
-    assert response.json()["detail"][0] == "RuntimeError"
-    assert f"Artifact data at '{uri}' could not be deleted." in response.json()["detail"][1]
-    assert (await tracking.get(f"{VERSIONS}/{version['id']}", headers=auth)).status_code == 200
+class TestWithProcAnAllowedRoot:
+    """/proc cannot be deleted from, not even by root: a real filesystem refusal, once the
+    operator lets local stores there."""
+
+    @pytest.fixture
+    def tracking_settings(
+        self, database_url: str, redis_url: str, redis_namespace: str, tmp_path: Path
+    ) -> Settings:
+        artifacts = tmp_path / "artifacts"
+        return tracking_settings_for(
+            database_url,
+            redis_url,
+            redis_namespace,
+            artifacts,
+            local_artifact_store_roots=[artifacts, Path("/proc")],
+        )
+
+    async def test_data_the_store_cannot_delete_is_500_and_keeps_the_version(
+        self, tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+    ) -> None:
+        store = await tracking.post(
+            "/api/v1/components",
+            json={
+                "name": "procfs",
+                "type": "artifact_store",
+                "flavor": "local",
+                "configuration": {"path": "/proc/self"},
+            },
+            headers=auth,
+        )
+        assert store.status_code == 200, store.text
+        uri = "/proc/self/fdinfo"
+        version = await create_version(
+            tracking, auth, default_project, uri=uri, artifact_store_id=store.json()["id"]
+        )
+        response = await tracking.delete(
+            f"{VERSIONS}/{version['id']}?delete_from_artifact_store=true", headers=auth
+        )
+        assert response.status_code == 500
+        assert response.json()["detail"][0] == "RuntimeError"
+        assert f"Artifact data at '{uri}' could not be deleted." in response.json()["detail"][1]
+        assert (await tracking.get(f"{VERSIONS}/{version['id']}", headers=auth)).status_code == 200
 
 
 async def test_deleting_the_artifact_deletes_its_versions(

@@ -156,3 +156,35 @@ async def test_a_steps_logs_are_read_from_the_artifact_store_they_were_written_t
     assert (await tracking.post("/api/v1/logs", json=in_log_store, headers=auth)).status_code == 200
     unread = await tracking.get(path, params={"source": "otel"}, headers=auth)
     assert unread.status_code == 501
+
+
+async def test_logs_in_a_local_store_outside_the_allowed_roots_are_refused(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    created = await tracking.post(
+        "/api/v1/components",
+        json={
+            "name": "root",
+            "type": "artifact_store",
+            "flavor": "local",
+            "configuration": {"path": "/"},
+        },
+        headers=auth,
+    )
+    assert created.status_code == 200, created.text
+    snapshot = await two_step_snapshot(tracking, auth, default_project)
+    run, _ = await post_run(tracking, auth, snapshot, status="running")
+    step = await post_step(tracking, auth, run, "make_number")
+    body = logs_body(default_project, created.json()["id"], source="step", step_run_id=step["id"])
+    body["uri"] = "/proc/self/environ"
+    assert (await tracking.post("/api/v1/logs", json=body, headers=auth)).status_code == 200
+    read = await tracking.get(
+        f"/api/v1/steps/{step['id']}/logs", params={"source": "step"}, headers=auth
+    )
+    assert read.status_code == 403
+    assert read.json() == {
+        "detail": [
+            "IllegalOperationError",
+            "Files in a local artifact store cannot be accessed from the server.",
+        ]
+    }

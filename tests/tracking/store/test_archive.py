@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tracking.store.archive import tar_gz
 from tracking.store.base import CHUNK, ArtifactStore
-from tracking.store.local import LocalArtifactStore
+from tracking.store.local import LocalArtifactStore, real_roots
 
 
 async def archived(store: ArtifactStore, uri: str) -> list[bytes]:
@@ -23,7 +23,7 @@ async def test_archive_of_a_tree_reads_back(tmp_path: Path) -> None:
     (root / "a" / "x.txt").write_text("x")
     (root / "a" / "b" / "y.txt").write_text("yy")
     (root / "a" / "empty").touch()
-    store = LocalArtifactStore("local", root)
+    store = LocalArtifactStore("local", root, real_roots([root]))
     data = b"".join(await archived(store, "a"))
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
         names = archive.getnames()
@@ -39,7 +39,7 @@ async def test_a_large_file_streams_in_bounded_chunks(tmp_path: Path) -> None:
     root.mkdir()
     payload = os.urandom(3 * 1024 * 1024)  # incompressible
     (root / "big.bin").write_bytes(payload)
-    store = LocalArtifactStore("local", root)
+    store = LocalArtifactStore("local", root, real_roots([root]))
     chunks = await archived(store, "big.bin")
     assert len(chunks) > 10
     # No chunk holds much more than one read block (plus the compressor's overhead).
@@ -54,7 +54,7 @@ async def test_archive_ends_on_a_record_boundary(tmp_path: Path) -> None:
     root = tmp_path / "root"
     root.mkdir()
     (root / "f").write_bytes(b"abc")
-    store = LocalArtifactStore("local", root)
+    store = LocalArtifactStore("local", root, real_roots([root]))
     raw = gzip.decompress(b"".join(await archived(store, "f")))
     assert len(raw) % tarfile.RECORDSIZE == 0
 
@@ -64,7 +64,7 @@ async def test_members_keep_the_size_they_were_walked_with(tmp_path: Path) -> No
     root.mkdir()
     (root / "grows").write_bytes(b"abc")
     (root / "shrinks").write_bytes(b"abcdef")
-    store = LocalArtifactStore("local", root)
+    store = LocalArtifactStore("local", root, real_roots([root]))
     entries = [e async for e in store.walk(".")]
     (root / "grows").write_bytes(b"abc" * 1000)
     (root / "shrinks").write_bytes(b"ab")

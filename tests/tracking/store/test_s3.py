@@ -22,10 +22,10 @@ from tracking.store.base import (
     RootNotDeletable,
     TooLarge,
 )
-from tracking.store.local import LocalArtifactStore
-from tracking.store.s3 import S3ArtifactStore, S3Options, StoreUnreachable, s3_client
+from tracking.store.egress import EgressProxy
+from tracking.store.local import LocalArtifactStore, real_roots
+from tracking.store.s3 import S3ArtifactStore, S3Options, StoreFailed, s3_client
 
-OPTIONS = S3Options(timedelta(seconds=2), timedelta(seconds=30), retries=1)
 TREE = {
     "a/x.txt": b"x",
     "a/z": b"zzz",
@@ -35,10 +35,11 @@ TREE = {
 }
 
 
-def open_store(endpoint: str, path: str) -> S3ArtifactStore:
+def open_store(endpoint: str, path: str, egress: EgressProxy) -> S3ArtifactStore:
     configuration = {"path": path, "client_kwargs": {"endpoint_url": endpoint}}
     secrets = {"key": ACCESS_KEY, "secret": SECRET_KEY}
-    return S3ArtifactStore("s3store", path, s3_client(configuration, secrets, OPTIONS))
+    options = S3Options(timedelta(seconds=2), timedelta(seconds=30), 1, egress.url)
+    return S3ArtifactStore("s3store", path, s3_client(configuration, secrets, options))
 
 
 @pytest.fixture
@@ -50,8 +51,8 @@ def bucket(s3: S3Server) -> str:
 
 
 @pytest.fixture
-def store(s3: S3Server, bucket: str) -> S3ArtifactStore:
-    return open_store(s3.endpoint, f"s3://{bucket}/store")
+def store(s3: S3Server, bucket: str, egress: EgressProxy) -> S3ArtifactStore:
+    return open_store(s3.endpoint, f"s3://{bucket}/store", egress)
 
 
 @pytest.mark.parametrize(
@@ -81,8 +82,10 @@ async def test_uris_inside_the_prefix_are_accepted(store: S3ArtifactStore, bucke
     assert store.key(f"s3://{bucket}/store/a/x.txt") == "store/a/x.txt"
 
 
-async def test_a_store_at_the_bucket_root_holds_every_key(s3: S3Server, bucket: str) -> None:
-    store = open_store(s3.endpoint, f"s3://{bucket}")
+async def test_a_store_at_the_bucket_root_holds_every_key(
+    s3: S3Server, bucket: str, egress: EgressProxy
+) -> None:
+    store = open_store(s3.endpoint, f"s3://{bucket}", egress)
     assert store.key(f"s3://{bucket}/store2/a/x.txt") == "store2/a/x.txt"
     assert await store.exists(f"s3://{bucket}/store2/a")
 
@@ -102,7 +105,7 @@ async def test_the_walk_is_the_local_stores_walk(store: S3ArtifactStore, tmp_pat
     for key, body in TREE.items():
         (tmp_path / key).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / key).write_bytes(body)
-    local = LocalArtifactStore("local", tmp_path)
+    local = LocalArtifactStore("local", tmp_path, real_roots([tmp_path]))
 
     async def walked(of: ArtifactStore, uri: str) -> list[tuple[str, bool, int]]:
         return [(e.name, e.is_dir, e.size) async for e in of.walk(uri)]
@@ -174,9 +177,13 @@ async def test_a_large_object_streams_in_bounded_chunks(
         assert member.read() == payload
 
 
-async def test_an_unreachable_store_is_a_clear_503(bucket: str) -> None:
-    store = open_store(f"http://127.0.0.1:{free_port()}", f"s3://{bucket}/store")
-    with pytest.raises(StoreUnreachable) as raised:
+async def test_an_unreachable_store_is_a_502_that_says_nothing_of_why(
+    bucket: str, egress: EgressProxy
+) -> None:
+    store = open_store(f"http://127.0.0.1:{free_port()}", f"s3://{bucket}/store", egress)
+    with pytest.raises(StoreFailed) as raised:
         await store.exists(f"s3://{bucket}/store/a")
-    assert raised.value.status_code == 503
-    assert raised.value.message.startswith("Artifact store 's3store' could not be reached: ")
+    assert raised.value.status_code == 502
+    assert raised.value.message == (
+        "The server could not complete the request to the artifact store."
+    )

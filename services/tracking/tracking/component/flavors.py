@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import PurePosixPath
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
@@ -114,6 +115,37 @@ _URL_SCHEME = re.compile(r"^([a-z0-9]+://)")
 _CREDENTIALS_IN_CLIENT_KWARGS = ("aws_access_key_id", "aws_secret_access_key", "aws_session_token")
 
 
+def s3_endpoint(url: Any) -> str:
+    """An s3 store's ``endpoint_url`` without its trailing ``/``, when it is only
+    ``http[s]://host[:port][/path]``: a query, a fragment or user info would let the
+    caller bend the object URLs the server builds on it (``http://host/x?`` turns the
+    bucket and key into a query string). ``ValueError`` otherwise."""
+    scheme = _URL_SCHEME.search(url) if isinstance(url, str) else None
+    if scheme is None or scheme.group() not in ("https://", "http://"):
+        raise ValueError(
+            f"Invalid URL for endpoint url: {url}. Should be in the form "
+            "https://hostname[:port] or http://hostname[:port]."
+        )
+    parts = urlsplit(url)
+    try:
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError:
+        port_ok = False
+    if (
+        not parts.hostname
+        or not port_ok
+        or "?" in url
+        or "#" in url
+        or "@" in parts.netloc
+        or any(c.isspace() or ord(c) < 32 or c == "\\" for c in url)
+    ):
+        raise ValueError(
+            f"Invalid URL for endpoint url: {url}. Should be in the form "
+            "https://hostname[:port][/path], without user info, query or fragment."
+        )
+    return str(url).rstrip("/")
+
+
 class S3ArtifactStoreConfig(BaseModel):
     """An S3 bucket (or a prefix in one), on AWS or any S3-compatible server."""
 
@@ -180,12 +212,7 @@ class S3ArtifactStoreConfig(BaseModel):
             return value
         url = value.get("endpoint_url")
         if url:
-            scheme = _URL_SCHEME.search(url) if isinstance(url, str) else None
-            if scheme is None or scheme.group() not in ("https://", "http://"):
-                raise ValueError(
-                    f"Invalid URL for endpoint url: {url}. Should be in the form "
-                    "https://hostname[:port] or http://hostname[:port]."
-                )
+            s3_endpoint(url)
         given = [k for k in _CREDENTIALS_IN_CLIENT_KWARGS if k in value]
         if given:
             raise ValueError(

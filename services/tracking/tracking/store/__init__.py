@@ -2,7 +2,10 @@
 component that describes the store.
 
 :class:`ArtifactStores` (one per process, in the app's state) opens the store a component
-describes; it is the only place that looks at a component's flavor. S3 clients are kept
+describes; it is the only place that looks at a component's flavor. What the server
+touches for a user is bounded here: a local store only inside the operator's roots
+(:mod:`tracking.store.local`), an S3 store only at addresses the operator's policy allows
+(:mod:`tracking.store.egress`) and with the store's own credentials. S3 clients are kept
 per component and configuration (its ``updated`` time), so requests share their
 connections and a changed component gets a new client.
 """
@@ -10,6 +13,7 @@ connections and a changed component gets a new client.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +22,14 @@ from obstore.store import S3Store
 
 from shared.errors import PlatformError
 from tracking.component.secrets import ComponentSecrets
-from tracking.store.base import ArtifactStore, Entry, MissingFile, OutsideStore
-from tracking.store.local import LocalArtifactStore
+from tracking.store.base import (
+    ArtifactStore,
+    Entry,
+    LocalFilesRefused,
+    MissingFile,
+    OutsideStore,
+)
+from tracking.store.local import LocalArtifactStore, real_roots
 from tracking.store.s3 import S3ArtifactStore, S3Options, s3_client
 
 ARTIFACT_STORE = "artifact_store"
@@ -34,15 +44,20 @@ class StoreUnsupported(PlatformError):
 
 
 class ArtifactStores:
-    def __init__(self, secrets: ComponentSecrets, options: S3Options) -> None:
+    def __init__(
+        self, secrets: ComponentSecrets, options: S3Options, local_roots: Sequence[Path]
+    ) -> None:
+        """``local_roots``: the directories local stores may read (the operator's)."""
         self.secrets = secrets
         self.options = options
+        self.local_roots = real_roots(local_roots)
         self._clients: OrderedDict[tuple[Any, ...], S3Store] = OrderedDict()
 
     def open(self, component: Any) -> ArtifactStore:
         """The store a component (its row) describes (501 when this server cannot open it)."""
         if component.type == ARTIFACT_STORE and component.flavor == "local":
-            return LocalArtifactStore(component.name, Path(component.configuration["path"]))
+            path = Path(component.configuration["path"])
+            return LocalArtifactStore(component.name, path, self.local_roots)
         if component.type == ARTIFACT_STORE and component.flavor == "s3":
             path = component.configuration["path"]
             return S3ArtifactStore(component.name, path, self._s3_client(component))
@@ -76,6 +91,7 @@ __all__ = [
     "ArtifactStores",
     "Entry",
     "LocalArtifactStore",
+    "LocalFilesRefused",
     "MissingFile",
     "OutsideStore",
     "S3ArtifactStore",

@@ -24,6 +24,14 @@ class OutsideStore(Forbidden):
         super().__init__(f"File `{uri}` is outside of artifact store bounds `{root}`.")
 
 
+class LocalFilesRefused(Forbidden):
+    """A local store outside every root the operator allowed (its files, or a path one of
+    its links leads to): the reference's answer when a server may not read local files."""
+
+    def __init__(self) -> None:
+        super().__init__("Files in a local artifact store cannot be accessed from the server.")
+
+
 class MissingFile(DoesNotExist):
     def __init__(self, uri: str, store_name: str) -> None:
         super().__init__(f"File '{uri}' does not exist in artifact store '{store_name}'.")

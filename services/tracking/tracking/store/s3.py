@@ -8,11 +8,14 @@ continue its key with ``/``.
 
 The client is ``obstore`` (Rust's ``object_store``): its coroutines run on its own runtime,
 so nothing here blocks the event loop, and an object's body is pulled in chunks as the
-response is sent.
+response is sent. Every client connects through the process's
+:class:`~tracking.store.egress.EgressProxy` (which refuses internal addresses) and signs
+with the store's own credentials or not at all; every failure is one generic 502.
 """
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from contextlib import aclosing, contextmanager
@@ -21,10 +24,11 @@ from datetime import timedelta
 from typing import Any
 
 import obstore
-from obstore.exceptions import BaseError, PermissionDeniedError, UnauthenticatedError
+from obstore.exceptions import BaseError
 from obstore.store import S3Store
 
-from shared.errors import PlatformError, ServiceUnavailable
+from shared.errors import BadRequest, PlatformError
+from tracking.component.flavors import s3_endpoint
 from tracking.store.base import (
     CHUNK,
     ArtifactStore,
@@ -35,24 +39,22 @@ from tracking.store.base import (
     TooLarge,
 )
 
+log = logging.getLogger(__name__)
+
 SCHEME = "s3://"
 LIST_CHUNK = 1000  # S3's page size and its bulk delete's batch
 
 
-class StoreUnreachable(ServiceUnavailable):
-    """The store did not answer (connection refused, timeout, 5xx): 503, try again."""
-
-    def __init__(self, name: str, reason: str) -> None:
-        super().__init__(f"Artifact store '{name}' could not be reached: {reason}")
-
-
-class StoreRefused(PlatformError):
-    """The store refused the server's credentials: 502, the store's configuration is wrong."""
+class StoreFailed(PlatformError):
+    """A request to the store failed, whatever the cause: 502 with one sentence, the same
+    for a refused address, a closed port, a server that does not speak HTTP, a timeout or
+    refused credentials, and the same for every store, so the answer tells a caller
+    nothing about the network behind the server. The cause goes to the log."""
 
     status_code = 502
 
-    def __init__(self, name: str, reason: str) -> None:
-        super().__init__(f"Artifact store '{name}' refused the server's request: {reason}")
+    def __init__(self) -> None:
+        super().__init__("The server could not complete the request to the artifact store.")
 
 
 def _reason(exc: BaseError) -> str:
@@ -69,18 +71,27 @@ def split_path(path: str) -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class S3Options:
-    """How the server reaches S3 stores (the settings), applied to every store."""
+    """How the server reaches S3 stores (the settings), applied to every store.
+    ``proxy_url`` is the :class:`~tracking.store.egress.EgressProxy` every request goes
+    through."""
 
     connect_timeout: timedelta
     request_timeout: timedelta
     retries: int
+    proxy_url: str
 
 
 def s3_client(
     configuration: dict[str, Any], secrets: dict[str, str], options: S3Options
 ) -> S3Store:
     """An ``obstore`` client for an s3 artifact store's configuration (see
-    docs/artifact-stores.md for which fields it honours)."""
+    docs/artifact-stores.md for which fields it honours).
+
+    It signs with the store's own ``key``/``secret``/``token`` or, without them, not at
+    all: obstore's own credential chain (environment variables, files, web identity,
+    container and instance metadata) would lend the server's credentials to whoever
+    registered the store, so it is never consulted. 400 for an ``endpoint_url`` that is
+    not ``http[s]://host[:port][/path]`` (one stored before that rule)."""
     bucket, _ = split_path(configuration["path"])
     client_kwargs = configuration.get("client_kwargs") or {}
     config_kwargs = configuration.get("config_kwargs") or {}
@@ -88,17 +99,24 @@ def s3_client(
     config: dict[str, Any] = {}
     endpoint = client_kwargs.get("endpoint_url")
     if endpoint:
-        config["endpoint"] = str(endpoint).rstrip("/")
+        try:
+            config["endpoint"] = s3_endpoint(endpoint)
+        except ValueError as exc:
+            raise BadRequest(str(exc)) from None
     region = client_kwargs.get("region_name") or config_kwargs.get("region_name")
     if region:
         config["region"] = str(region)
-    for field, option in (
-        ("key", "access_key_id"),
-        ("secret", "secret_access_key"),
-        ("token", "session_token"),
-    ):
-        if field in secrets:
-            config[option] = secrets[field]
+    credential_provider = None
+    if "key" in secrets and "secret" in secrets:
+        credential: dict[str, Any] = {
+            "access_key_id": secrets["key"],
+            "secret_access_key": secrets["secret"],
+            "token": secrets.get("token"),
+            "expires_at": None,
+        }
+        credential_provider = lambda: credential  # noqa: E731
+    else:
+        config["skip_signature"] = True
     style = (config_kwargs.get("s3") or {}).get("addressing_style")
     if style in ("virtual", "path"):
         config["virtual_hosted_style_request"] = style == "virtual"
@@ -111,6 +129,7 @@ def s3_client(
         "allow_http": bool(endpoint) and str(endpoint).startswith("http://"),
         "connect_timeout": connect_timeout,
         "timeout": options.request_timeout,
+        "proxy_url": options.proxy_url,
     }
     if client_kwargs.get("verify") is False:
         client_options["allow_invalid_certificates"] = True
@@ -123,6 +142,7 @@ def s3_client(
         config=config,  # type: ignore[arg-type]
         client_options=client_options,  # type: ignore[arg-type]
         retry_config=retry_config,  # type: ignore[arg-type]
+        credential_provider=credential_provider,  # type: ignore[arg-type]
     )
 
 
@@ -139,10 +159,9 @@ class S3ArtifactStore(ArtifactStore):
         raises as ``FileNotFoundError``, passes through)."""
         try:
             yield
-        except (PermissionDeniedError, UnauthenticatedError) as exc:
-            raise StoreRefused(self.name, _reason(exc)) from None
         except BaseError as exc:
-            raise StoreUnreachable(self.name, _reason(exc)) from None
+            log.warning("artifact store %r failed: %s", self.name, _reason(exc))
+            raise StoreFailed() from None
 
     def key(self, uri: str) -> str:
         """The object key of ``uri`` (403 when it is not inside the store)."""
