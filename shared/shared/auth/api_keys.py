@@ -66,11 +66,16 @@ class EncodedKey(BaseModel):
 
 
 class APIKeyRefused(Unauthorized):
-    """The key is refused (401 ``CredentialsNotValid``, the API-key login's reasons)."""
+    """The key is refused (401 ``CredentialsNotValid``, the API-key login's reasons).
 
-    def __init__(self, reason: str) -> None:
+    ``key_id`` is the id of the stored key the login named, when there is one: what a log
+    line may say about the attempt (the rest of what was presented could be a secret).
+    """
+
+    def __init__(self, reason: str, *, key_id: uuid.UUID | None = None) -> None:
         super().__init__(f"Authentication error: {reason}")
         self.reason = reason
+        self.key_id = key_id
 
 
 class APIKeyExchange(BaseModel):
