@@ -37,8 +37,10 @@ from starlette.routing import BaseRoute, Match, Mount, Route
 from starlette.types import ASGIApp, Scope
 
 from shared.auth import (
+    APIKeySource,
     APIKeyTokens,
     AuthMiddleware,
+    ExchangeLimit,
     IdentityKeySource,
     JWKSClient,
     JWTAuthBackend,
@@ -129,6 +131,16 @@ def _workload_scopes(
     )
 
 
+def api_key_tokens(settings: ServiceSettings, source: APIKeySource) -> APIKeyTokens:
+    """``ZENKEY_`` bearers exchanged with ``source``, remembered and limited as
+    ``settings`` say."""
+    return APIKeyTokens(
+        source,
+        refusal_ttl=settings.api_key_refusal_memory.total_seconds(),
+        limit=ExchangeLimit(settings.api_key_exchanges_per_minute),
+    )
+
+
 def _api_key_tokens(
     settings: ServiceSettings, http: httpx.AsyncClient, auth: httpx.Auth | None
 ) -> APIKeyTokens | None:
@@ -136,7 +148,7 @@ def _api_key_tokens(
     refused) without service credentials. Identity replaces it."""
     if auth is None:
         return None
-    return APIKeyTokens(IdentityKeySource(http, settings.identity_url, auth))
+    return api_key_tokens(settings, IdentityKeySource(http, settings.identity_url, auth))
 
 
 @asynccontextmanager

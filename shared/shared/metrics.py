@@ -151,6 +151,12 @@ TOKEN_VERIFICATIONS = Counter(
     "Bearer tokens checked, by outcome (accepted, expired, revoked, bad_signature, ...).",
     ["outcome"],
 )
+API_KEY_EXCHANGES = Counter(
+    "platform_api_key_exchanges_total",
+    "ZENKEY_ bearers not known to this process: asked about (identity's API-key login), or"
+    " limited (429 from the per-address limit, identity not asked).",
+    ["outcome"],
+)
 LOGIN_THROTTLES = Counter(
     "platform_login_throttled_total", "Logins refused by the login throttle (429)."
 )

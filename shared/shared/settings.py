@@ -66,6 +66,14 @@ class ServiceSettings(BaseSettings):
     tracking_url: str = "http://127.0.0.1:8102"
     workload_scope_cache_ttl: timedelta = timedelta(seconds=5)
 
+    # ZENKEY_ bearers (API keys in place of a token) are exchanged at identity, once per
+    # process and key. A refused key is not asked about again for this long; a client
+    # address may start this many exchanges a minute per process (in bursts of as many),
+    # and none while identity throttles it: random keys from one address stop reaching
+    # identity.
+    api_key_refusal_memory: timedelta = timedelta(seconds=10)
+    api_key_exchanges_per_minute: int = Field(default=30, ge=1)
+
     http_timeout: timedelta = timedelta(seconds=10)
     http_connect_timeout: timedelta = timedelta(seconds=3)
     http_retries: int = Field(default=2, ge=0, le=10)

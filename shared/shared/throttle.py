@@ -87,6 +87,7 @@ class LoginThrottled(HTTPDetailError):
     """429 ``{"detail": "Too many failed login attempts. ..."}`` with ``Retry-After``."""
 
     def __init__(self, retry_after: int) -> None:
+        self.retry_after = retry_after
         super().__init__(
             429,
             f"Too many failed login attempts. Try again in {retry_after} seconds.",

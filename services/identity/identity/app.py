@@ -24,8 +24,8 @@ from identity.settings import Settings
 from identity.signing_key.service import KeyRing, SigningKeyService
 from identity.user import endpoints as user_endpoints
 from identity.user.service import UserService
-from shared.app import LifespanHook, State, create_service_app
-from shared.auth import APIKeyTokens, TokenVerifier, TrackingScopeSource, WorkloadScopes
+from shared.app import LifespanHook, State, api_key_tokens, create_service_app
+from shared.auth import TokenVerifier, TrackingScopeSource, WorkloadScopes
 from shared.db import Clock, session_scope, take_turns, utcnow
 from shared.passwords import announce_generated_password
 from shared.settings import PLATFORM_VERSION
@@ -87,13 +87,14 @@ def _lifespan(clock: Clock) -> LifespanHook:
                 "verifier": verifier,
                 "workload_scopes": workload_scopes,
                 # ZENKEY_ bearers: identity logs in with the key itself.
-                "api_key_tokens": APIKeyTokens(
+                "api_key_tokens": api_key_tokens(
+                    settings,
                     OwnKeySource(
                         state["sessionmaker"],
                         tokens,
                         state["revocations"],
                         LoginThrottle(state["redis"], state["keys"], settings),
-                    )
+                    ),
                 ),
                 "clock": clock,
             }

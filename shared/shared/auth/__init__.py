@@ -17,9 +17,11 @@ the :class:`RevocationList` (and, for workload tokens, their object through
 from shared.auth.api_keys import (
     API_KEY_PREFIX,
     APIKeyRefused,
+    APIKeySource,
     APIKeyToken,
     APIKeyTokens,
     EncodedKey,
+    ExchangeLimit,
     IdentityKeySource,
 )
 from shared.auth.backend import (
@@ -59,10 +61,12 @@ from shared.auth.workload import (
 __all__ = [
     "API_KEY_PREFIX",
     "APIKeyRefused",
+    "APIKeySource",
     "APIKeyToken",
     "APIKeyTokens",
     "AuthMiddleware",
     "EncodedKey",
+    "ExchangeLimit",
     "IdentityKeySource",
     "InvalidCredentials",
     "InvalidToken",

@@ -16,6 +16,19 @@ The exchange is the API-key login's: same checks, same reasons, same login throt
 counted against the key and the caller's own address. The cache is keyed by the key's
 SHA-256, never the key, holds at most ``max_entries`` keys, and remembers a refusal
 ``refusal_ttl`` seconds so that a wrong key does not cost a call to identity per request.
+
+Keys never seen before cost a call each, so exchanges are also limited per client address
+(:class:`ExchangeLimit`): a bucket of exchanges a minute, and identity's own 429 (its
+login throttle locked the address or the key out) remembered until its ``Retry-After``.
+Past either, the caller gets the same 429 with ``Retry-After`` without identity being
+asked. A key whose token is kept is not limited: its requests ask nobody.
+
+All of this is per process, deliberately: what it remembers is a copy of decisions whose
+truth is shared already (the keys and identity's login throttle, in identity's database and
+Redis), and its purpose is to spare identity and Redis a round trip per request. Shared
+through Redis it would cost the round trip it saves. A process learns each refusal or
+throttle once for itself, so with ``n`` replicas identity is asked at most ``n`` times
+where one would do.
 """
 
 from __future__ import annotations
@@ -23,8 +36,10 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import math
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
@@ -34,6 +49,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from shared.auth.cache import LoadCache
 from shared.errors import ServiceUnavailable, Unauthorized
+from shared.metrics import API_KEY_EXCHANGES
 from shared.throttle import LoginThrottled
 
 API_KEY_PREFIX = "ZENKEY_"
@@ -66,11 +82,16 @@ class EncodedKey(BaseModel):
 
 
 class APIKeyRefused(Unauthorized):
-    """The key is refused (401 ``CredentialsNotValid``, the API-key login's reasons)."""
+    """The key is refused (401 ``CredentialsNotValid``, the API-key login's reasons).
 
-    def __init__(self, reason: str) -> None:
+    ``key_id`` is the id of the stored key the login named, when there is one: what a log
+    line may say about the attempt (the rest of what was presented could be a secret).
+    """
+
+    def __init__(self, reason: str, *, key_id: uuid.UUID | None = None) -> None:
         super().__init__(f"Authentication error: {reason}")
         self.reason = reason
+        self.key_id = key_id
 
 
 class APIKeyExchange(BaseModel):
@@ -144,12 +165,76 @@ def key_digest(api_key: str) -> bytes:
     return hashlib.sha256(api_key.encode()).digest()
 
 
+@dataclass
+class _Allowance:
+    tokens: float
+    at: float
+    blocked_until: float = 0.0
+
+
+class ExchangeLimit:
+    """The exchanges each client address may start, in this process: ``per_minute``, in
+    bursts of as many (a token bucket, full at first), and none while identity's 429 for
+    it lasts (:meth:`block`). ``None`` is one address, that of callers without one. At
+    most ``max_clients`` addresses are remembered (least recently seen dropped first)."""
+
+    def __init__(
+        self,
+        per_minute: int,
+        *,
+        max_clients: int = 10000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if per_minute < 1:
+            raise ValueError("per_minute must be at least 1")
+        self.capacity = float(per_minute)
+        self.rate = per_minute / 60.0
+        self.max_clients = max_clients
+        self._clock = clock
+        self._clients: OrderedDict[str | None, _Allowance] = OrderedDict()
+
+    def _allowance(self, client: str | None, now: float) -> _Allowance:
+        allowance = self._clients.get(client)
+        if allowance is None:
+            allowance = self._clients[client] = _Allowance(self.capacity, now)
+            while len(self._clients) > self.max_clients:
+                self._clients.popitem(last=False)
+        else:
+            self._clients.move_to_end(client)
+            refill = (now - allowance.at) * self.rate
+            allowance.tokens = min(self.capacity, allowance.tokens + refill)
+            allowance.at = now
+        return allowance
+
+    def admit(self, client: str | None) -> None:
+        """Count one exchange for ``client``, or raise :class:`LoginThrottled` (429) with
+        the seconds until it may start one."""
+        now = self._clock()
+        allowance = self._allowance(client, now)
+        if allowance.blocked_until > now:
+            wait = allowance.blocked_until - now
+        elif allowance.tokens < 1:
+            wait = (1 - allowance.tokens) / self.rate
+        else:
+            allowance.tokens -= 1
+            return
+        API_KEY_EXCHANGES.labels("limited").inc()
+        raise LoginThrottled(max(1, math.ceil(wait)))
+
+    def block(self, client: str | None, seconds: float) -> None:
+        """No exchange for ``client`` for ``seconds`` (identity said to retry after)."""
+        now = self._clock()
+        allowance = self._allowance(client, now)
+        allowance.blocked_until = max(allowance.blocked_until, now + seconds)
+
+
 class APIKeyTokens:
     """Each key's token, exchanged once per process and kept until ``margin`` seconds
     before it expires (half its lifetime when shorter); a refusal is kept
     ``refusal_ttl`` seconds. At most ``max_entries`` keys (least recently used dropped
-    first); requests presenting the same key at once share one exchange. ``clock``
-    (monotonic seconds) is injectable for tests."""
+    first); requests presenting the same key at once share one exchange. Exchanges are
+    started within ``limit`` (default: :class:`ExchangeLimit` of 30 a minute per
+    address). ``clock`` (monotonic seconds) is injectable for tests."""
 
     def __init__(
         self,
@@ -158,11 +243,13 @@ class APIKeyTokens:
         max_entries: int = 10000,
         refusal_ttl: float = 10.0,
         margin: float = 30.0,
+        limit: ExchangeLimit | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.source = source
         self.refusal_ttl = refusal_ttl
         self.margin = margin
+        self.limit = limit or ExchangeLimit(30, clock=clock)
         self._cache: LoadCache[bytes, _Exchanged] = LoadCache(max_entries=max_entries, clock=clock)
 
     def __len__(self) -> int:
@@ -178,6 +265,8 @@ class APIKeyTokens:
         digest = key_digest(api_key)
         kept = self._cache.kept(digest)
         if kept is None or (refused is not None and kept.value.token == refused):
+            if not self._cache.loading(digest):
+                self.limit.admit(client)
             exchanged = await self._cache.load(digest, lambda: self._exchange(api_key, client))
         else:
             exchanged = kept.value
@@ -186,10 +275,14 @@ class APIKeyTokens:
         return exchanged.token
 
     async def _exchange(self, api_key: str, client: str | None) -> tuple[_Exchanged, float]:
+        API_KEY_EXCHANGES.labels("asked").inc()
         try:
             issued = await self.source.exchange(api_key, client)
         except APIKeyRefused as exc:
             return _Exchanged(None, exc.reason), self.refusal_ttl
+        except LoginThrottled as exc:
+            self.limit.block(client, exc.retry_after)
+            raise
         if issued.access_token is None:
             return _Exchanged(None, issued.refused), self.refusal_ttl
         lifetime = float(issued.expires_in)

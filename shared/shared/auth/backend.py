@@ -253,6 +253,11 @@ class JWTAuthBackend(ScopeAuthenticationBackend):
         except InvalidToken as exc:
             TOKEN_VERIFICATIONS.labels(exc.outcome).inc()
             return AuthCredentials([]), InvalidCredentials(exc.message)
+        if token.kind == TokenKind.DEVICE and token.device_id is None:
+            # A device's token lives only as long as its device: without the id, neither
+            # locking nor deleting the device could end it. Identity never issues one.
+            TOKEN_VERIFICATIONS.labels("invalid").inc()
+            return AuthCredentials([]), InvalidCredentials("device token lacks its device id")
         revocations: RevocationList | None = state.get("revocations")
         if revocations is not None and await revocations.is_revoked(token, now=verifier.clock()):
             TOKEN_VERIFICATIONS.labels("revoked").inc()

@@ -46,6 +46,10 @@ class LoadCache(Generic[K, V]):
         self._kept.move_to_end(key)
         return kept
 
+    def loading(self, key: K) -> bool:
+        """Whether a load of ``key`` is under way (a caller may join it)."""
+        return key in self._inflight
+
     async def load(self, key: K, loader: Loader[V], *, join: bool = True) -> V:
         """``key``'s value loaded now, by the load already under way unless ``join`` is
         false (a value that must be newer than this call)."""

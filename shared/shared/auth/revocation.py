@@ -9,8 +9,11 @@ revoke a token (all under ``<namespace>:revoked:``):
   at ``exp`` plus :data:`EXPIRY_MARGIN` (longer than any verifier leeway), or after
   :data:`NO_EXPIRY_TTL` for tokens without ``exp``.
 - ``subject:<sub>``: a cutoff (Unix seconds, with microseconds). Every token of that
-  subject issued at or before it is revoked (user deactivated or deleted, password
-  changed). No TTL: tokens without expiry may have been issued before it.
+  subject issued at or before it is revoked (user deactivated, password changed). No
+  TTL: tokens without expiry may have been issued before it. ``deleted`` in its place
+  revokes every token of the subject whenever it was issued (the account was deleted):
+  a validly signed token of it, even one signed after the deletion with a stolen key, is
+  refused without a lookup of the account. Cutoffs never replace it.
 - ``device:<id>``: tokens carrying that ``device_id`` claim (device locked or deleted),
   until :meth:`RevocationList.restore_device`. No TTL.
 - ``device-cutoff:<id>``: a cutoff like the subject's, for the tokens of one device
@@ -60,6 +63,9 @@ CACHE_MAX_ENTRIES = 100_000
 
 T = TypeVar("T")
 
+DELETED = b"deleted"
+"""The ``subject:`` entry of a deleted account (see the module)."""
+
 EXPIRY_MARGIN = timedelta(minutes=5)
 """How long a revoked token's entry outlives its ``exp``; covers any verifier leeway."""
 
@@ -76,7 +82,8 @@ line of defence.
 # deactivation and a password change) must leave the later cutoff in place.
 _RAISE_CUTOFF = """
 local current = redis.call('GET', KEYS[1])
-if (not current) or tonumber(current) < tonumber(ARGV[1]) then
+-- A value that is not a number ("deleted") revokes everything already: it stays.
+if (not current) or (tonumber(current) and tonumber(current) < tonumber(ARGV[1])) then
     redis.call('SET', KEYS[1], ARGV[1])
 end
 return 1
@@ -172,6 +179,12 @@ class RevocationList:
         cutoff's second: the safe side of the ambiguity.
         """
         await self._set_cutoff(self._subject_key(subject), before)
+
+    async def revoke_deleted_subject(self, subject: str) -> None:
+        """Revoke every token of ``subject``, issued before or after now: the account is
+        gone, and no token of it may stand again (ids are never reused)."""
+        key = self._subject_key(subject)
+        await self._call(lambda: self._redis.set(key, DELETED))
 
     async def revoke_device_before(
         self, device_id: str | UUID, *, before: datetime | None = None
@@ -300,7 +313,8 @@ def _api_key_refuses(token: VerifiedToken, entry: str | None, now: datetime) -> 
 
 
 def _issued_by(token: VerifiedToken, cutoff: str | None) -> bool:
-    """Whether ``token`` was issued at or before ``cutoff`` (``None``: no cutoff)."""
+    """Whether ``token`` was issued at or before ``cutoff`` (``None``: no cutoff; not a
+    number, as ``deleted``: every token)."""
     if cutoff is None:
         return False
     try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 from datetime import UTC, datetime, timedelta
 
 import httpx
@@ -327,3 +328,33 @@ async def test_issued_token_claims_are_bound_to_issuer_audience_and_kind(login: 
     assert claims["kind"] == TokenKind.ACCESS
     assert claims["exp"] > claims["iat"]
     assert json.dumps(claims).find(ADMIN_PASSWORD) == -1
+
+
+async def test_failed_logins_log_no_submitted_value(
+    identity: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+):
+    # A password typed into the name field, a key, a client secret in the client id.
+    typed = "correct horse battery staple 9"
+    key = (
+        "ZENKEY_"
+        + base64.b64encode(
+            json.dumps({"id": "8a3a4a36-8f73-4b8e-9a0c-0d3b5d3c9d11", "key": typed}).encode()
+        ).decode()
+    )
+    caplog.set_level(logging.DEBUG)
+    attempts = [
+        {"username": typed, "password": "x"},
+        {"username": ADMIN, "password": typed},
+        {"grant_type": "zenml-api-key", "password": key},
+        {"grant_type": "client_credentials", "client_id": typed, "client_secret": typed},
+    ]
+    for form in attempts:
+        assert (await identity.post("/api/v1/login", data=form)).status_code in (400, 401)
+
+    logged = [record.getMessage() + repr(record.__dict__) for record in caplog.records]
+    assert not any(typed in line or key in line for line in logged)
+    failed = [r.__dict__ for r in caplog.records if r.getMessage() == "login failed"]
+    assert [(r["user_id"] is not None, r["reason"]) for r in failed] == [
+        (False, "unknown user"),
+        (True, "wrong password or inactive"),
+    ]

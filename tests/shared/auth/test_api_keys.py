@@ -11,7 +11,14 @@ import uuid
 import httpx
 import pytest
 
-from shared.auth import APIKeyRefused, APIKeyToken, APIKeyTokens, EncodedKey, IdentityKeySource
+from shared.auth import (
+    APIKeyRefused,
+    APIKeyToken,
+    APIKeyTokens,
+    EncodedKey,
+    ExchangeLimit,
+    IdentityKeySource,
+)
 from shared.errors import ServiceUnavailable
 from shared.throttle import LoginThrottled
 from tests.shared.auth.conftest import stored
@@ -28,12 +35,15 @@ class Source:
         self.lifetime = lifetime
         self.asked: list[tuple[str, str | None]] = []
         self.refuse: str | None = None
+        self.throttle: int | None = None
         self.gate: asyncio.Event | None = None
 
     async def exchange(self, api_key: str, client: str | None) -> APIKeyToken:
         self.asked.append((api_key, client))
         if self.gate is not None:
             await self.gate.wait()
+        if self.throttle is not None:
+            raise LoginThrottled(self.throttle)
         if self.refuse is not None:
             raise APIKeyRefused(self.refuse)
         return APIKeyToken(access_token=f"token-{len(self.asked)}", expires_in=self.lifetime)
@@ -132,6 +142,81 @@ async def test_requests_with_the_same_key_at_once_share_one_exchange(
     source.gate.set()
     assert set(await asyncio.gather(*waiting)) == {"token-1"}
     assert len(source.asked) == 1
+
+
+def limited(source: Source, clock: Monotonic, per_minute: int) -> APIKeyTokens:
+    return APIKeyTokens(source, limit=ExchangeLimit(per_minute, clock=clock), clock=clock)
+
+
+async def test_random_keys_from_one_address_stop_reaching_identity(
+    source: Source, clock: Monotonic
+):
+    tokens = limited(source, clock, per_minute=5)
+    source.refuse = "error retrieving API key"
+    for attempt in range(20):
+        with pytest.raises((APIKeyRefused, LoginThrottled)) as refused:
+            await tokens.token(a_key(), "10.0.0.1")
+        if attempt >= 5:
+            assert isinstance(refused.value, LoginThrottled)
+            assert refused.value.headers["Retry-After"] == "12"  # one exchange per 12 s
+    assert len(source.asked) == 5
+    # Another address has its own allowance; this one regains one exchange in 12 s.
+    with pytest.raises(APIKeyRefused):
+        await tokens.token(a_key(), "10.0.0.2")
+    clock.now += 12
+    with pytest.raises(APIKeyRefused):
+        await tokens.token(a_key(), "10.0.0.1")
+    with pytest.raises(LoginThrottled):
+        await tokens.token(a_key(), "10.0.0.1")
+    assert len(source.asked) == 7
+
+
+async def test_identity_throttling_an_address_is_remembered_until_its_retry_after(
+    tokens: APIKeyTokens, source: Source, clock: Monotonic
+):
+    key = a_key()
+    source.throttle = 30
+    for waited in range(100):
+        with pytest.raises(LoginThrottled) as throttled:
+            await tokens.token(key if waited % 2 else a_key(), "10.0.0.1")
+        assert int(throttled.value.headers["Retry-After"]) == 30 - waited // 4
+        clock.now += 0.25
+    assert len(source.asked) == 1
+    # The address, not the key, was throttled: elsewhere the key is asked about.
+    with pytest.raises(LoginThrottled):
+        await tokens.token(key, "10.0.0.2")
+    assert len(source.asked) == 2
+    source.throttle = None
+    clock.now += 5
+    assert await tokens.token(key, "10.0.0.1") == "token-3"
+
+
+async def test_a_kept_token_is_not_limited(source: Source, clock: Monotonic):
+    tokens = limited(source, clock, per_minute=1)
+    key = a_key()
+    assert await tokens.token(key, "10.0.0.1") == "token-1"
+    with pytest.raises(LoginThrottled):
+        await tokens.token(a_key(), "10.0.0.1")
+    assert await tokens.token(key, "10.0.0.1") == "token-1"
+
+
+async def test_requests_sharing_an_exchange_count_as_one(source: Source, clock: Monotonic):
+    tokens = limited(source, clock, per_minute=1)
+    key = a_key()
+    source.gate = asyncio.Event()
+    waiting = [asyncio.create_task(tokens.token(key, "10.0.0.1")) for _ in range(5)]
+    await asyncio.sleep(0)
+    source.gate.set()
+    assert set(await asyncio.gather(*waiting)) == {"token-1"}
+
+
+def test_the_limit_remembers_a_bounded_number_of_addresses(clock: Monotonic):
+    limit = ExchangeLimit(1, max_clients=2, clock=clock)
+    for client in ("a", "b", "c"):
+        limit.admit(client)
+    with pytest.raises(LoginThrottled):
+        limit.admit("c")
+    limit.admit("a")  # forgotten, so it starts full again
 
 
 def identity_answering(handler: httpx.MockTransport) -> IdentityKeySource:

@@ -45,7 +45,7 @@ from tests.support.metrics import sample
 from tests.support.redis_server import free_port
 
 COOKIE = "zenml-server-test"
-BACKEND_KINDS = {TokenKind.ACCESS, TokenKind.GENERIC, TokenKind.WORKLOAD}
+BACKEND_KINDS = {TokenKind.ACCESS, TokenKind.DEVICE, TokenKind.GENERIC, TokenKind.WORKLOAD}
 
 
 async def me(request: Request) -> Response:
@@ -244,6 +244,24 @@ async def test_revoked_token_gets_credentials_not_valid(
     assert_credentials_not_valid(response, token)
     assert response.json()["detail"][1] == "Authentication error: token has been revoked"
     assert verifications("revoked") == revoked + 1
+
+
+async def test_device_token_without_its_device_id_is_not_valid(
+    client: httpx.AsyncClient, issue: Any
+) -> None:
+    # Without the claim, neither locking nor deleting the device would revoke it.
+    token = issue(kind=TokenKind.DEVICE)
+    invalid = verifications("invalid")
+
+    response = await client.get("/me", headers=bearer(token))
+
+    assert_credentials_not_valid(response, token)
+    assert response.json()["detail"][1] == (
+        "Authentication error: device token lacks its device id"
+    )
+    assert verifications("invalid") == invalid + 1
+    with_device = issue(kind=TokenKind.DEVICE, extra={"device_id": str(uuid4())})
+    assert (await client.get("/me", headers=bearer(with_device))).status_code == 200
 
 
 async def test_token_of_a_kind_the_service_does_not_accept_is_not_valid(

@@ -150,6 +150,31 @@ async def test_subject_cutoff_has_no_ttl(
     assert await redis_client.ttl(f"{redis_namespace}:revoked:subject:alice") == -1
 
 
+async def test_deleted_subject_revokes_its_tokens_issued_before_and_after(
+    revocations: RevocationList,
+) -> None:
+    deleted_at = datetime.now(UTC)
+
+    await revocations.revoke_deleted_subject("alice")
+
+    # Signed after the deletion: only a stolen key could have made it, and it must not stand.
+    for issued_at in (deleted_at - timedelta(hours=1), deleted_at + timedelta(days=1)):
+        assert await revocations.is_revoked(token(issued_at=issued_at)) is True
+    assert await revocations.is_revoked(token(subject="bob")) is False
+
+
+async def test_a_cutoff_never_replaces_a_deletion(
+    revocations: RevocationList, redis_client: Redis, redis_namespace: str
+) -> None:
+    await revocations.revoke_subject("alice")
+    await revocations.revoke_deleted_subject("alice")
+    await revocations.revoke_subject("alice", before=datetime.now(UTC) + timedelta(hours=1))
+
+    later = token(issued_at=datetime.now(UTC) + timedelta(days=1))
+    assert await revocations.is_revoked(later) is True
+    assert await redis_client.ttl(f"{redis_namespace}:revoked:subject:alice") == -1
+
+
 async def test_revoked_device_revokes_its_tokens_until_restored(
     revocations: RevocationList,
 ) -> None:

@@ -218,17 +218,21 @@ class APIKeyService:
         current = matches(api_key.key_hash, secret)
         previous = matches(api_key.previous_key_hash, secret) and until is not None and now < until
         if not (current or previous):
-            raise APIKeyRefused(f"could not verify key value for API key {api_key.name}")
+            raise APIKeyRefused(
+                f"could not verify key value for API key {api_key.name}", key_id=api_key.id
+            )
         account = await self.accounts.repository.get(api_key.service_account_id)
         if account is None or not account.active:
             name = account.name if account else api_key.service_account_id
             raise APIKeyRefused(
-                f"service account {name} associated with API key {api_key.name} is not active"
+                f"service account {name} associated with API key {api_key.name} is not active",
+                key_id=api_key.id,
             )
         if not api_key.active:
             raise APIKeyRefused(
                 f"API key {api_key.name} associated with service account {account.name} "
-                "is not active"
+                "is not active",
+                key_id=api_key.id,
             )
         api_key.last_login = now
         self.repository.add(api_key)

@@ -152,7 +152,16 @@ class TokenService:
         await throttle.check(subject, client)
         user = await users.authenticate(form.username, form.password or "")
         if user is None:
-            logger.info("login failed", extra={"username": form.username, "client": client})
+            # Never the name typed: a password typed into the name field would be logged.
+            named = await users.repository.by_name(form.username)
+            logger.info(
+                "login failed",
+                extra={
+                    "user_id": str(named.id) if named else None,
+                    "reason": "wrong password or inactive" if named else "unknown user",
+                    "client": client,
+                },
+            )
             await throttle.failed(subject, client)
             raise InvalidCredentials()
         await throttle.succeeded(subject, client)
@@ -185,8 +194,16 @@ class TokenService:
             if decoded is None:
                 raise APIKeyRefused("error decoding API key")
             logged_in = await api_keys.authenticate(decoded.id, decoded.key)
-        except APIKeyRefused:
-            logger.info("api key login failed", extra={"api_key": subject, "client": client})
+        except APIKeyRefused as exc:
+            # The id of a stored key only: what was presented could be anything secret.
+            logger.info(
+                "api key login failed",
+                extra={
+                    "api_key_id": str(exc.key_id) if exc.key_id else None,
+                    "reason": "refused" if exc.key_id else "unknown key",
+                    "client": client,
+                },
+            )
             await throttle.failed(subject, client)
             raise
         await throttle.succeeded(f"api-key:{decoded.id}", client)
@@ -261,7 +278,11 @@ class TokenService:
         # Compare against something even for an unknown client, in constant time.
         reference = expected.get_secret_value().encode() if expected else b"\0" * 32
         if expected is None or not hmac.compare_digest(reference, supplied):
-            logger.info("client authentication failed", extra={"client_id": form.client_id})
+            # The client id only when it is one we know: a secret may be typed in its place.
+            logger.info(
+                "client authentication failed",
+                extra={"client_id": form.client_id if expected else None, "client": client},
+            )
             raise OAuthError("invalid_client", "Client authentication failed.", status_code=401)
         lifetime = self.settings.service_token_lifetime
         token = await self.issue_for_service(form.client_id or "")

@@ -48,9 +48,6 @@ class ServiceAccountRepository:
     def add(self, account: User) -> None:
         self.session.add(account)
 
-    async def delete(self, account: User) -> None:
-        await self.session.delete(account)
-
     async def list(self, listing: Listing) -> tuple[int, list[User]]:
         return await fetch_page(
             self.session, SERVICE_ACCOUNTS, listing, select(User), scope=[IS_SERVICE_ACCOUNT]

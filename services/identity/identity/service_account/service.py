@@ -3,7 +3,7 @@ which log in with their API keys only.
 
 Any user's token may read them; only an admin creates, updates or deletes them (the
 reference without RBAC). Deactivating or deleting an account revokes every token it holds,
-on every service (the subject's cutoff in the shared revocation list, as for a user), and
+on every service (the subject's entry in the shared revocation list, as for a user), and
 its API keys stop logging in.
 """
 
@@ -108,7 +108,4 @@ class ServiceAccountService:
     async def delete_for(self, caller: Principal, name_or_id: str) -> None:
         """Delete the account and, with it (a cascade), its API keys."""
         await self.users.admin(caller, "delete service accounts")
-        account = await self.get(name_or_id)
-        await self.revocations.revoke_subject(str(account.id), before=self.clock())
-        await self.repository.delete(account)
-        await self.repository.session.flush()
+        await self.users.remove(await self.get(name_or_id))

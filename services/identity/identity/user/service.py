@@ -298,9 +298,17 @@ class UserService:
         if str(user.id) == actor:
             raise Forbidden("An account cannot delete itself.")
         await self._keep_an_admin(user, "deleted")
-        await self._revoke_all(user)
+        await self.remove(user)
+
+    async def remove(self, user: User) -> None:
+        """Delete the account (a user or service account, whoever may) and refuse every
+        token of it from now on, on every service, whenever it was issued."""
         await self.repository.delete(user)
         await self.repository.session.flush()
+        # After the delete has reached the database, so that an account left in place by
+        # a failed delete is not refused for good; Redis failing rolls the delete back.
+        if self.revocations is not None:
+            await self.revocations.revoke_deleted_subject(str(user.id))
 
     # An operator's recovery (``python -m identity reset-password|make-admin``), for when
     # no admin can log in to do it through the API.
