@@ -87,8 +87,11 @@ def test_every_local_service_believes_only_the_gateways_address(tmp_path):
 def test_compose_services_believe_only_the_gateway_container():
     compose = yaml.safe_load((REPO_ROOT / "docker-compose.yml").read_text())
     gateway = compose["services"]["gateway"]["networks"]["default"]["ipv4_address"]
-    subnet = compose["networks"]["default"]["ipam"]["config"][0]["subnet"]
-    assert ipaddress.ip_address(gateway) in ipaddress.ip_network(subnet)
+    (network,) = compose["networks"]["default"]["ipam"]["config"]
+    address = ipaddress.ip_address(gateway)
+    # Its own: in the subnet, outside the range other containers are given addresses from.
+    assert address in ipaddress.ip_network(network["subnet"])
+    assert address not in ipaddress.ip_network(network["ip_range"])
     for name in ("identity", "tracking", "webhooks", "webhooks-worker", "agent-accounts"):
         environment = compose["services"][name]["environment"]
         trusted = {k: v for k, v in environment.items() if k.endswith("FORWARDED_ALLOW_IPS")}
