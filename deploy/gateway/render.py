@@ -38,6 +38,10 @@ from shared.logging import MASK, SECRET_KEY_PATTERN
 COMPOSE_SERVICE_PORT = 8000
 # Docker's embedded DNS server, for re-resolving service names when containers move.
 COMPOSE_RESOLVER = "127.0.0.11"
+# The local gateway connects to the services from this loopback address of its own (all
+# of 127.0.0.0/8 is loopback on Linux), the only peer they believe X-Forwarded-For from:
+# every other local process connects from 127.0.0.1.
+LOCAL_SOURCE_ADDRESS = "127.0.0.2"
 # Where the gateway image (deploy/gateway/Dockerfile) keeps the docs it built.
 IMAGE_DOCS_ROOT = "/usr/share/platform/docs"
 PROBES = ("health", "ready", "openapi.json")
@@ -96,6 +100,10 @@ class Target:
     temp_dir: str | None = None
     """Where nginx buffers bodies (a writable directory, for a read-only root file system);
     ``None`` keeps nginx's compiled-in paths (under its ``-p`` prefix)."""
+    source_address: str | None = None
+    """The address nginx connects to the services from (``proxy_bind``), which they
+    believe ``X-Forwarded-For`` from; ``None``: the system's choice (in containers the
+    gateway's own address is already its alone)."""
 
 
 def local_target(
@@ -105,9 +113,11 @@ def local_target(
     ports: Mapping[str, int] | None = None,
     listen_address: str | None = None,
     user: str | None = None,
+    source_address: str | None = LOCAL_SOURCE_ADDRESS,
 ) -> Target:
     """The local stack: each replica of a service on ``127.0.0.1`` at its replica port plus
-    ``port_offset`` (:meth:`~deploy.config.Service.replica_ports`)."""
+    ``port_offset`` (:meth:`~deploy.config.Service.replica_ports`), reached from
+    ``source_address``."""
     return Target(
         upstreams={
             s.name: tuple(f"127.0.0.1:{port}" for port in s.replica_ports(port_offset))
@@ -123,6 +133,7 @@ def local_target(
         source="local stack",
         # The launcher writes them beside nginx.conf at each start.
         docs_root="docs",
+        source_address=source_address,
     )
 
 
@@ -225,6 +236,11 @@ def _http_settings(stack: Stack, target: Target) -> list[str]:
         "",
         *_PROXY_DIRECTIVES,
     ]
+    if target.source_address:
+        lines += [
+            "# The services believe X-Forwarded-For only from this address.",
+            f"proxy_bind {target.source_address};",
+        ]
     if target.resolver:
         lines += ["", f"resolver {target.resolver} valid=10s ipv6=off;"]
     if target.temp_dir:

@@ -14,11 +14,14 @@ the embedded PostgreSQL (:func:`database_url`).
 
 from __future__ import annotations
 
+import functools
 import json
+import socket
 from collections.abc import Mapping
 from pathlib import Path
 
 from deploy.config import Service, Stack
+from deploy.gateway.render import LOCAL_SOURCE_ADDRESS
 from deploy.local import postgres
 from deploy.local.options import Options
 from deploy.local.secrets import StackSecrets
@@ -82,6 +85,20 @@ def service_url(options: Options, name: str) -> str:
     return f"http://127.0.0.1:{options.ports.services[name]}"
 
 
+@functools.cache
+def gateway_source_address() -> str | None:
+    """The loopback address the gateway connects to the services from, and the only peer
+    they believe ``X-Forwarded-For`` from, if this machine has it (Linux has all of
+    127.0.0.0/8; macOS only 127.0.0.1 unless an alias is added). Without it the services
+    believe no one: every client is the gateway's 127.0.0.1 to them."""
+    with socket.socket() as probe:
+        try:
+            probe.bind((LOCAL_SOURCE_ADDRESS, 0))
+        except OSError:
+            return None
+    return LOCAL_SOURCE_ADDRESS
+
+
 def redis_url(options: Options) -> str:
     return f"redis://127.0.0.1:{options.ports.valkey}/0"
 
@@ -137,6 +154,7 @@ def service_environment(
         "IDENTITY_URL": issuer_url,
         "JWKS_URL": f"{issuer_url}/.well-known/jwks.json",
         "LOG_JSON": "true" if options.log_json else settings.get("LOG_JSON", "false"),
+        "FORWARDED_ALLOW_IPS": gateway_source_address() or "",
     }
     # Where each web service of this stack listens (TRACKING_URL …), so services that call
     # one another follow --port-offset.

@@ -21,7 +21,7 @@ import httpx
 from deploy.config import Service
 from deploy.gateway.docs import DocsError, fetch_documents, write_site
 from deploy.gateway.render import local_target, render
-from deploy.local.environment import service_url
+from deploy.local.environment import gateway_source_address, service_url
 from deploy.local.options import Options
 from deploy.local.probes import StartupError
 
@@ -62,6 +62,7 @@ def write_config(options: Options) -> tuple[Path, Path]:
         ports=options.ports.entrypoints,
         listen_address=options.listen,
         user=worker_user(),
+        source_address=gateway_source_address(),
     )
     config = prefix / "nginx.conf"
     config.write_text(render(options.stack, target), encoding="utf-8")

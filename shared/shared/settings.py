@@ -7,6 +7,7 @@ Each service subclasses :class:`ServiceSettings`, adds its own fields and is bui
 
 from __future__ import annotations
 
+import ipaddress
 import uuid
 from datetime import timedelta
 from typing import Literal
@@ -79,9 +80,13 @@ class ServiceSettings(BaseSettings):
     http_retries: int = Field(default=2, ge=0, le=10)
 
     max_body_size: int = Field(default=10 * 1024 * 1024, ge=1024)
-    # Addresses whose X-Forwarded-For/-Proto uvicorn trusts: the gateway's. Only the
-    # gateway may name the client address that login throttling counts.
-    forwarded_allow_ips: str = "127.0.0.1"
+    # Peers whose X-Forwarded-For/-Proto are believed: the gateway's addresses (or the
+    # network only it reaches the service from), comma-separated addresses and CIDR
+    # networks. Only the gateway may name the client address that login throttling,
+    # logs and metrics see; empty (the default) believes nobody, so every request's
+    # client is its TCP peer. The local stack, compose and Kubernetes set it
+    # (docs/deployment.md).
+    forwarded_allow_ips: str = ""
     # This process's Prometheus metrics at http://metrics_host:metrics_port/metrics
     # (0: not served). Never routed by the gateway.
     metrics_port: int = Field(default=0, ge=0, le=65535)
@@ -103,6 +108,24 @@ class ServiceSettings(BaseSettings):
             f"{scheme}:// is not supported: the platform runs on PostgreSQL only"
             " (postgresql://user@host:port/database)"
         )
+
+    @field_validator("forwarded_allow_ips")
+    @classmethod
+    def _proxy_addresses(cls, value: str) -> str:
+        """Addresses and networks only: uvicorn would take anything else (a host name, a
+        typo) for a literal that never matches, and ``*`` would let every peer name its
+        own address."""
+        entries = [entry.strip() for entry in value.split(",") if entry.strip()]
+        for entry in entries:
+            try:
+                ipaddress.ip_network(entry)
+            except ValueError:
+                raise ValueError(
+                    f"{entry!r} is neither an IP address nor a network such as 10.244.0.0/16:"
+                    " list the gateway's addresses (or the network only it reaches the"
+                    " services from)"
+                ) from None
+        return ",".join(entries)
 
     @property
     def session_cookie_name(self) -> str:

@@ -190,3 +190,30 @@ async def register_worker(
     assert response.status_code == 200, response.text
     registered: dict[str, Any] = response.json()
     return registered
+
+
+ME = "/api/v1/accounts/me"
+
+
+async def change_password(
+    client: httpx.AsyncClient, account: dict[str, Any], headers: dict[str, str], old: str
+) -> None:
+    """The account changes its own password (from ``old``) to ``a-brand-new-password``."""
+    response = await client.patch(
+        f"/api/v1/users/{account['id']}",
+        json={"password": "a-brand-new-password", "old_password": old},
+        headers=headers,
+    )
+    assert response.status_code == 200, response.text
+
+
+async def new_user_with_password(
+    client: httpx.AsyncClient, admin: dict[str, str], name: str
+) -> tuple[dict[str, Any], str]:
+    """A user the admin creates with a password: the account and its password."""
+    password = f"{name}-first-password"
+    response = await client.post(
+        "/api/v1/users", json={"name": name, "password": password}, headers=admin
+    )
+    assert response.status_code == 201, response.text
+    return response.json(), password

@@ -172,13 +172,17 @@ def test_the_gateways_body_limit_on_a_service_is_the_services_own(service):
 
 
 @contextlib.contextmanager
-def gateway_without_upstreams(prefix: Path) -> Iterator[dict[str, int]]:
-    """Real nginx on the local config, no service running behind it; yields the ports of
-    its entrypoints. Stopped gracefully (SIGQUIT), so its access log is flushed."""
+def gateway_without_upstreams(
+    prefix: Path, port_offset: int | None = None
+) -> Iterator[dict[str, int]]:
+    """Real nginx on the local config, no service running behind it (unless the caller
+    runs one at ``port_offset``); yields the ports of its entrypoints. Stopped gracefully
+    (SIGQUIT), so its access log is flushed."""
     ports = {"platform": free_port(), "agent": free_port()}
     target = local_target(
         STACK,
-        port_offset=free_offset(),  # nothing listens there
+        # By default a range nothing listens on.
+        port_offset=free_offset() if port_offset is None else port_offset,
         ports=ports,
         user=worker_user(),
     )

@@ -31,6 +31,7 @@ import asyncpg
 import httpx
 import pytest
 
+from deploy.gateway.render import LOCAL_SOURCE_ADDRESS
 from tests.support.databases import Databases
 from tests.support.processes import (
     LaunchedStack,
@@ -298,10 +299,20 @@ def test_login_failures_spread_over_both_replicas_reach_the_lockout(
 ):
     """The failures of one client address count in Valkey, not per process: half of them
     on each replica lock the address out on both. (The address is a test-net one given as
-    X-Forwarded-For, which a replica trusts from loopback, so this lockout is the test's
-    own.)"""
+    X-Forwarded-For from the gateway's own address, the only peer a replica believes it
+    from, so this lockout is the test's own.)"""
     address = {"X-Forwarded-For": f"198.51.100.{secrets.randbelow(250) + 1}"}
     account = f"nobody-{secrets.token_hex(4)}"
+    as_gateway = httpx.HTTPTransport(local_address=LOCAL_SOURCE_ADDRESS)
+    with httpx.Client(timeout=10.0, trust_env=False, transport=as_gateway) as gateway:
+        _lock_out(stack, gateway, address, account)
+    # Another address is not locked out.
+    assert login(http, stack, 2, "default", ADMIN_PASSWORD)
+
+
+def _lock_out(
+    stack: LaunchedStack, http: httpx.Client, address: dict[str, str], account: str
+) -> None:
     for attempt in range(CLIENT_FAILURE_THRESHOLD):
         response = http.post(
             stack.replica_url("identity", 1 + attempt % 2, "/api/v1/login"),
@@ -317,8 +328,6 @@ def test_login_failures_spread_over_both_replicas_reach_the_lockout(
         )
         assert refused.status_code == 429, refused.text
         assert int(refused.headers["retry-after"]) >= 1
-    # Another address is not locked out.
-    assert login(http, stack, 2, "default", ADMIN_PASSWORD)
 
 
 def test_an_idempotency_key_replayed_on_the_other_tracking_replica_gets_the_first_answer(

@@ -59,8 +59,12 @@ class CountedProtocol(HttpProtocol):
 
 
 @contextlib.asynccontextmanager
-async def connection(port: int) -> AsyncIterator[tuple[asyncio.StreamReader, asyncio.StreamWriter]]:
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+async def connection(
+    port: int, source: str | None = None
+) -> AsyncIterator[tuple[asyncio.StreamReader, asyncio.StreamWriter]]:
+    """A connection to the server, from the loopback address ``source`` if given."""
+    local = (source, 0) if source is not None else None
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, local_addr=local)
     try:
         yield reader, writer
     finally:
@@ -133,14 +137,19 @@ class Direct:
 
 
 @pytest.fixture
-async def direct_server() -> AsyncIterator[tuple[int, Direct, uvicorn.Server]]:
+async def direct_server(
+    request: pytest.FixtureRequest,
+) -> AsyncIterator[tuple[int, Direct, uvicorn.Server]]:
+    """The protocol serving :class:`Direct`, believing X-Forwarded-For from 127.0.0.1 (or
+    the addresses given as the fixture's parameter)."""
+    trusted = getattr(request, "param", "127.0.0.1")
     direct = Direct()
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     config = uvicorn.Config(
         direct, host="127.0.0.1", port=port, http=CountedProtocol, log_config=None,
-        access_log=False, proxy_headers=True, forwarded_allow_ips="127.0.0.1",
+        access_log=False, proxy_headers=True, forwarded_allow_ips=trusted,
     )  # fmt: skip
     uvicorn_server = uvicorn.Server(config)
     task = asyncio.create_task(uvicorn_server.serve())
@@ -290,3 +299,21 @@ async def test_the_forwarded_client_is_resolved_when_asked(
     assert (scope["client"][0], scope["scheme"]) == ("203.0.113.7", "https")
     resolve_proxy(scope)  # once only
     assert scope["client"][0] == "203.0.113.7"
+
+
+@pytest.mark.parametrize("direct_server", ["127.0.0.2"], indirect=True)
+async def test_the_forwarded_client_is_believed_only_from_a_trusted_peer(
+    direct_server: tuple[int, Direct, uvicorn.Server],
+) -> None:
+    """Another local process (127.0.0.1) names no client; the gateway (127.0.0.2) does."""
+    port, direct, _ = direct_server
+    forwarded = "X-Forwarded-For: 203.0.113.7\r\nX-Forwarded-Proto: https\r\n"
+    for source in ("127.0.0.1", "127.0.0.2"):
+        async with connection(port, source) as (reader, writer):
+            writer.write(_post("/direct/p", b"", forwarded))
+            await _response(reader)
+    local, gateway = direct.seen
+    for scope in (local, gateway):
+        resolve_proxy(scope)
+    assert (local["client"][0], local["scheme"]) == ("127.0.0.1", "http")
+    assert (gateway["client"][0], gateway["scheme"]) == ("203.0.113.7", "https")

@@ -65,3 +65,27 @@ def poll(client: httpx.AsyncClient) -> Poll:
         )
 
     return _poll
+
+
+async def logged_in_device(
+    authorize: Authorize, approve: Approve, poll: Poll, **approval: Any
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An approved device and the token answer of its first poll."""
+    device = await authorize()
+    assert (await approve(device, **approval)).status_code == 200
+    response = await poll(device)
+    assert response.status_code == 200, response.text
+    return device, response.json()
+
+
+LoggedIn = Callable[..., Awaitable[tuple[dict[str, Any], dict[str, Any]]]]
+
+
+@pytest.fixture
+def logged_in(authorize: Authorize, approve: Approve, poll: Poll) -> LoggedIn:
+    """:func:`logged_in_device`, approved with the given ``headers``."""
+
+    async def _logged_in(**approval: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        return await logged_in_device(authorize, approve, poll, **approval)
+
+    return _logged_in

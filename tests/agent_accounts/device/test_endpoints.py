@@ -4,14 +4,13 @@ its error codes, sessions that re-check their device, and device management."""
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import httpx
 import jwt
 import pytest
 
 from tests.agent_accounts.conftest import Clock, NewUser, bearer, stored_rows
-from tests.agent_accounts.device.conftest import Approve, Authorize, Poll
+from tests.agent_accounts.device.conftest import Approve, Authorize, Poll, logged_in_device
 
 ME = "/api/v1/accounts/me"
 USER_CODE = re.compile(r"^[34679ACDEFGHJKLMNPQRTUVWXY]{4}-[34679ACDEFGHJKLMNPQRTUVWXY]{4}$")
@@ -24,17 +23,6 @@ def grant_error(response: httpx.Response) -> str:
     assert body["detail"]
     error: str = body["error"]
     return error
-
-
-async def logged_in_device(
-    authorize: Authorize, approve: Approve, poll: Poll, **approval: Any
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """An approved device and the token answer of its first poll."""
-    device = await authorize()
-    assert (await approve(device, **approval)).status_code == 200
-    response = await poll(device)
-    assert response.status_code == 200, response.text
-    return device, response.json()
 
 
 async def test_device_authorization_returns_both_codes_once_with_the_verification_uri(
@@ -309,7 +297,9 @@ async def test_deactivating_the_approving_account_ends_the_device_login(
     assert (await client.post(f"/api/v1/users/{user['id']}/deactivate", headers=admin)).is_success
 
     assert (await client.get(ME, headers=bearer(token["access_token"]))).status_code == 401
-    assert grant_error(await poll(device)) == "access_denied"
+    # The device is gone with the account's other logins, not only locked out while the
+    # account is inactive: its code refreshes nothing after an activation either.
+    assert grant_error(await poll(device)) == "invalid_grant"
 
 
 async def test_devices_are_listed_read_and_managed_by_their_account_only(

@@ -3,6 +3,12 @@
 Trusted-team model: every authenticated account reads everything. Only admins create
 accounts, grant admin, deactivate users and update service accounts. Nobody changes their
 own admin flag; service accounts are never admins; accounts are never deleted.
+
+A password change ends every session of the account but the one that made it: the other
+sessions (password, API-key and device logins), worker and task tokens, and the devices'
+refresh (the devices go). An admin's reset (deactivate, then the owner activates with a
+new password) ends them all. API keys stay: they are credentials the owner manages one by
+one, not logins, and the workers that hold one renew their worker tokens with it.
 """
 
 from __future__ import annotations
@@ -19,11 +25,13 @@ from agent_accounts.account.schemas import (
     UserCreateRequest,
     UserUpdateRequest,
 )
-from agent_accounts.core.auth import AccountCaller, aware, ensure_admin
+from agent_accounts.core.auth import AccountCaller, aware, ensure_admin, token_device_id
 from agent_accounts.core.credentials import new_secret
 from agent_accounts.core.listing import ListQuery
+from agent_accounts.device.repository import DeviceRepository
 from agent_accounts.models import Account
 from agent_accounts.settings import Settings
+from shared.auth import VerifiedToken
 from shared.db import Clock
 from shared.errors import Forbidden, NotFound
 from shared.passwords import generate_password, hash_password, verify_password
@@ -48,6 +56,7 @@ class ActivationTokenIncorrect(Forbidden):
 class AccountService:
     def __init__(self, session: AsyncSession, settings: Settings, clock: Clock) -> None:
         self.repository = AccountRepository(session)
+        self.devices = DeviceRepository(session)
         self.settings = settings
         self.clock = clock
 
@@ -76,6 +85,16 @@ class AccountService:
 
     async def list(self, query: ListQuery) -> tuple[list[Account], str | None]:
         return await self.repository.list(query)
+
+    async def _end_sessions(self, account: Account, keep: VerifiedToken | None = None) -> None:
+        """End every token of ``account`` issued so far (the cutoff on its row, which every
+        request of every replica reads) and drop the devices it approved (their device
+        codes refresh no more), but ``keep``, the session making the change, and its
+        device."""
+        account.tokens_valid_after = self.clock()
+        account.tokens_kept_jti = keep.jti if keep is not None else None
+        device = token_device_id(keep) if keep is not None else None
+        await self.devices.delete_of_account(account.id, keep=device)
 
     def _new_activation(self, account: Account) -> str:
         token = new_secret()
@@ -122,6 +141,7 @@ class AccountService:
             ):
                 raise Forbidden("The old password is incorrect.")
             account.password_hash = await hash_password(request.password)
+            await self._end_sessions(account, keep=caller.token)
         if request.is_admin is not None and request.is_admin != account.is_admin:
             self._local_only()
             ensure_admin(caller, "account:set_admin")
@@ -147,22 +167,22 @@ class AccountService:
         account.password_hash = await hash_password(request.password)
         account.active = True
         account.activation_token_hash = None
+        await self._end_sessions(account)
         account.activation_expires_at = None
         account.updated = self.clock()
         return await self.repository.add(account)
 
     async def deactivate(self, account_id: uuid.UUID, caller: AccountCaller) -> tuple[Account, str]:
-        """Locks the user out (its live tokens die with the cutoff) and returns a fresh
-        activation token."""
+        """Locks the user out (its live tokens die with the cutoff, its devices go) and
+        returns a fresh activation token."""
         self._local_only()
         ensure_admin(caller, "account:deactivate")
         if account_id == caller.account_id:
             raise Forbidden("An account cannot deactivate itself.")
         account = await self._user(account_id)
-        now = self.clock()
         account.active = False
-        account.tokens_valid_after = now
-        account.updated = now
+        await self._end_sessions(account)
+        account.updated = self.clock()
         token = self._new_activation(account)
         return await self.repository.add(account), token
 
@@ -194,7 +214,7 @@ class AccountService:
         if request.active is not None and request.active != account.active:
             account.active = request.active
             if not request.active:
-                account.tokens_valid_after = now
+                await self._end_sessions(account)
         if request.metadata is not None:
             account.account_metadata = request.metadata
         account.updated = now

@@ -4,10 +4,12 @@
 The backend never refuses a request itself; handlers ask for the caller they need with
 :func:`require_account`, :func:`require_worker` or :func:`require_task`. Every request
 reloads the account behind its credential and requires it to be active, so deactivating an
-account ends its sessions, worker and task tokens on the next request; a deactivation also
-sets a cutoff (``tokens_valid_after``), so tokens issued before it stay dead after the
-account is activated again. A token obtained with an API key names the key, and stops
-working when the key is deactivated or deleted.
+account ends its sessions, worker and task tokens on the next request, on every replica. A
+deactivation, an activation and a password change also set a cutoff on the account row
+(``tokens_valid_after``): tokens issued before it stay dead, after the account is activated
+again too, except the session that changed its own password (``tokens_kept_jti``). A token
+obtained with an API key names the key, and stops working when the key is deactivated or
+deleted.
 """
 
 from __future__ import annotations
@@ -300,7 +302,7 @@ class _Resolver:
         """A session obtained with the device flow lives only as long as its device is
         active, unlocked, unexpired and still the account's; its ``last_login`` is kept
         (at most one write per minute)."""
-        device_id = _uuid(token.claims.get("device_id"))
+        device_id = token_device_id(token)
         now = self.clock()
         async with session_scope(self.sessionmaker) as session:
             device = await session.get(Device, device_id) if device_id is not None else None
@@ -342,6 +344,11 @@ class _Resolver:
         )
 
 
+def token_device_id(token: VerifiedToken) -> uuid.UUID | None:
+    """The device a session token was obtained with (the device flow), if any."""
+    return _uuid(token.claims.get("device_id")) if "device_id" in token.claims else None
+
+
 def _uuids(values: Any) -> list[uuid.UUID]:
     if not isinstance(values, list):
         return []
@@ -357,7 +364,9 @@ def _valid_for(account: Account, token: VerifiedToken) -> bool:
     if not account.active:
         return False
     cutoff = account.tokens_valid_after
-    return cutoff is None or token.issued_at > aware(cutoff)
+    if cutoff is None or token.issued_at > aware(cutoff):
+        return True
+    return account.tokens_kept_jti is not None and token.jti == account.tokens_kept_jti
 
 
 @dataclass(frozen=True)

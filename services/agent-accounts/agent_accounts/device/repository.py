@@ -54,3 +54,10 @@ class DeviceRepository:
         """Drop devices past their expiry (abandoned authorizations, expired devices)."""
         expired = col(Device.expires).is_not(None) & (col(Device.expires) <= now)
         await self.session.exec(delete(Device).where(expired))
+
+    async def delete_of_account(self, account_id: uuid.UUID, *, keep: uuid.UUID | None) -> None:
+        """Drop every device the account approved, but ``keep``."""
+        owned = col(Device.account_id) == account_id
+        if keep is not None:
+            owned &= col(Device.id) != keep
+        await self.session.exec(delete(Device).where(owned))

@@ -13,9 +13,11 @@ from shared.db import new_id, utcnow
 class Account(SQLModel, table=True):
     """A user (logs in with a password) or a service account (API keys only).
 
-    Accounts are never deleted. ``tokens_valid_after`` is the cutoff a deactivation sets:
-    every token of the account issued before it (session, worker and task tokens) is
-    refused, even after the account is activated again.
+    Accounts are never deleted. ``tokens_valid_after`` is the cutoff a deactivation, an
+    activation or a password change sets: every token of the account issued before it
+    (session, worker and task tokens) is refused, even after the account is activated
+    again, except the one token ``tokens_kept_jti`` names (the session that changed the
+    account's own password).
     """
 
     __tablename__ = "accounts"
@@ -36,5 +38,6 @@ class Account(SQLModel, table=True):
     )
     created_by: uuid.UUID | None = None
     tokens_valid_after: dt.datetime | None = None
+    tokens_kept_jti: str | None = Field(default=None, max_length=64)
     created: dt.datetime = Field(default_factory=utcnow, index=True)
     updated: dt.datetime = Field(default_factory=utcnow, index=True)
