@@ -319,7 +319,8 @@ async def _start_processes(
 async def _start_postgres(supervisor: Supervisor, options: Options) -> None:
     data = pgdata(options)
     account = postgres.server_account()
-    if account is not None:  # PostgreSQL's own user must get through to its data
+    inside = data.is_relative_to(options.data_dir)
+    if account is not None and inside:  # PostgreSQL's own user must get through to its data
         options.data_dir.chmod(options.data_dir.stat().st_mode | stat.S_IXOTH)
     stopped = await asyncio.to_thread(postgres.stop_leftover, data)
     if stopped is not None:
@@ -328,6 +329,13 @@ async def _start_postgres(supervisor: Supervisor, options: Options) -> None:
         )
     if await asyncio.to_thread(postgres.initialize, data):
         supervisor.say("stack", f"created a PostgreSQL cluster in {data}")
+    if account is not None and not inside:
+        blocked = postgres.blocking_directory(options.data_dir, account.uid)
+        supervisor.say(
+            "stack",
+            f"PostgreSQL's cluster is kept in {data}: its user ({account.name}; PostgreSQL "
+            f"does not run as root) cannot get through {blocked} to the data dir",
+        )
 
     async def accepting_connections(child: Child) -> None:
         async def accepts() -> str | None:
