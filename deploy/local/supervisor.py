@@ -262,6 +262,11 @@ class Supervisor:
 
     async def _watch(self, child: Child) -> int:
         code = await self._exited(child)
+        if self.restarts and not self.stopping:
+            # Whatever the dead process left in its group (nginx workers holding the port
+            # and its output pipe, PostgreSQL backends holding shared memory) would stop
+            # the new one from starting.
+            child.kill_group()
         if child.pump is not None:
             # Orphaned grandchildren may hold the pipe open; do not wait for them forever.
             with contextlib.suppress(TimeoutError):
@@ -305,9 +310,6 @@ class Supervisor:
 
     async def _restart(self, dead: Child, delay: float, failed_starts: int) -> None:
         """Start ``dead``'s recipe again after ``delay``, unless the stack stops first."""
-        # Whatever the dead process left in its group (nginx workers holding the port,
-        # PostgreSQL backends holding shared memory) would stop the new one from starting.
-        dead.kill_group()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._stop_restarting.wait(), delay)
         if self.stopping:
