@@ -67,12 +67,13 @@ def copy_work_tree(target: Path) -> None:
 
 def user_environment() -> dict[str, str]:
     """This environment as a user's shell would have it: no stack settings, databases or
-    passwords of the caller's, no outer make's job server, and a ``uv`` on ``PATH``
-    (working offline: the packages are in uv's cache since this work tree's sync)."""
+    passwords of the caller's, no outer make's job server or virtual environment, and a
+    ``uv`` on ``PATH`` (working offline: the packages are in uv's cache, the one this work
+    tree's sync used, since that sync)."""
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("STACK_", "MAKE", "MFLAGS", "VIRTUAL_ENV", "UV_"))
+        if not k.startswith(("STACK_", "MAKE", "MFLAGS", "VIRTUAL_ENV"))
         and not k.endswith("_DATABASE_URL")
         and k not in PASSWORDS
         and k != "TEST_DATABASE_URL"
