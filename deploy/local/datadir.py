@@ -5,7 +5,10 @@ Layout (default ``<repo>/.local``, git-ignored)::
     secrets.json          generated once, mode 0600 (see deploy.local.secrets)
     postgres/             the embedded PostgreSQL's cluster (deploy.local.postgres): one
                           database per web service; run as root, it is owned by the
-                          server's own user, and the data dir lets others through (o+x)
+                          server's own user, and the data dir lets others through (o+x);
+                          when a directory above the data dir does not, the cluster is
+                          kept in /var/lib/platform-embedded-postgres/clusters instead
+                          (postgres/ then stays empty)
     valkey/               Valkey's append-only files
     gateway/              nginx prefix: rendered nginx.conf, pid, temp files, access.log
     run/processes.json    pids of the running launcher and its children

@@ -76,8 +76,10 @@ def embedded_postgres(options: Options, launcher_environ: Mapping[str, str]) -> 
 
 
 def pgdata(options: Options) -> Path:
-    """The embedded server's data directory."""
-    return options.data_dir / "postgres"
+    """The embedded server's data directory: ``postgres/`` in the data dir, or, when root
+    starts it and its user cannot get through to the data dir, the one
+    :func:`~deploy.local.postgres.cluster_directory` names."""
+    return postgres.cluster_directory(options.data_dir / "postgres")
 
 
 def service_url(options: Options, name: str) -> str:

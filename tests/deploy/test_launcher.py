@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -25,7 +26,7 @@ import httpx
 import pytest
 import redis
 
-from deploy.local import postgres
+from deploy.local import postgres, supervisor
 from shared.errors import NO_SUCH_ENDPOINT
 from tests.support.postgres_server import embedded_server, scratch_directory
 from tests.support.processes import (
@@ -121,15 +122,20 @@ routes = ["/"]
 TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
 
-def write_fake_stack(path: Path, *, crash_tracking: bool = False) -> dict[str, int]:
+def write_fake_stack(
+    path: Path, *, crash_tracking: bool = False, crash_tracking_if: Path | None = None
+) -> dict[str, int]:
     """A fake stack file on seven consecutive free ports (and tracking's second replica's,
-    100 above its own, free too); returns the ports."""
+    100 above its own, free too); returns the ports. Tracking crashes at start always
+    (``crash_tracking``) or while ``crash_tracking_if`` exists."""
     for _ in range(200):
         base = below_ephemeral_ports(7 + REPLICA_PORT_STRIDE)
         names = ["base", "identity", "tracking", "agent_accounts", "platform", "agent", "postgres"]
         ports = {name: base + i for i, name in enumerate(names)}
         if all(port_free(p) for p in [*ports.values(), ports["tracking"] + REPLICA_PORT_STRIDE]):
             extra = ', FAKE_CRASH = "1"' if crash_tracking else ""
+            if crash_tracking_if is not None:
+                extra += f", FAKE_CRASH_IF = {json.dumps(str(crash_tracking_if))}"
             path.write_text(FAKE_STACK.format(**ports, tracking_extra=extra))
             return ports
     raise AssertionError("no free ports")
@@ -405,11 +411,11 @@ def test_a_service_that_crashes_at_start_fails_the_launch_with_its_log(scratch):
 
 
 def start_launcher(
-    tmp_path: Path, *extra: str
+    tmp_path: Path, *extra: str, crash_tracking_if: Path | None = None
 ) -> tuple[subprocess.Popen[bytes], Path, dict[str, int]]:
     """Start a fake stack (with ``extra`` flags) and wait until it is up; returns the
     process, its log and the children's process groups."""
-    write_fake_stack(tmp_path / "stack.toml")
+    write_fake_stack(tmp_path / "stack.toml", crash_tracking_if=crash_tracking_if)
     log = tmp_path / "launcher.log"
     with log.open("wb") as output:
         process = subprocess.Popen(
@@ -519,11 +525,13 @@ def test_a_busy_replica_port_is_one_line_and_exit_2(tmp_path):
     assert f"port(s) already in use: {second} (service tracking#2)" in result.stdout
 
 
-def test_every_replica_serves_on_its_port_and_the_death_of_one_stops_the_stack(scratch):
+def test_every_replica_serves_on_its_port_and_a_killed_process_comes_back(scratch):
+    """Once the stack is up, a dead process (a replica, the gateway, Valkey, PostgreSQL)
+    is started again on its port, and processes.json names the new one."""
     process, log, children = start_launcher(scratch, "--replicas", "tracking=2,tracking-worker=2")
     try:
-        ports = tomllib.loads((scratch / "stack.toml").read_text())
-        tracking = _service_port(ports, "tracking")
+        stack = tomllib.loads((scratch / "stack.toml").read_text())
+        tracking = _service_port(stack, "tracking")
         first, second = tracking, tracking + REPLICA_PORT_STRIDE
         names = {"identity", "tracking#1", "tracking#2", "tracking-worker#1", "tracking-worker#2"}
         assert names <= set(children)
@@ -531,21 +539,85 @@ def test_every_replica_serves_on_its_port_and_the_death_of_one_stops_the_stack(s
         assert f"tracking#2 is ready on port {second}" in output
         assert f"replicas: tracking#1-#2 on ports {first}, {second}; tracking-worker#1-#2" in output
         assert "tracking-worker#2 | fake worker up (client tracking)" in output
+        gateway = f"http://127.0.0.1:{stack['entrypoint'][0]['port']}/api/v1/runs"
         with httpx.Client(timeout=5.0, trust_env=False) as client:
             direct = client.get(f"http://127.0.0.1:{second}/api/v1/runs").json()
             assert (direct["service"], direct["port"]) == ("tracking", second)
-            gateway = f"http://127.0.0.1:{ports['entrypoint'][0]['port']}/api/v1/runs"
             served = {client.get(gateway).json()["port"] for _ in range(4)}
         assert served == {first, second}  # the gateway takes turns
 
-        os.kill(children["tracking#2"], signal.SIGKILL)
-        assert process.wait(timeout=20) == 1, log.read_text()
+        for name in ("tracking#2", "gateway", "valkey", "postgres", "tracking-worker#1"):
+            children = kill_and_wait_for_restart(process, log, children, name)
+        assert process.poll() is None, log.read_text()
+
+        with httpx.Client(timeout=5.0, trust_env=False) as client:
+            served = {client.get(gateway).json()["port"] for _ in range(4)}
+        assert served == {first, second}
+        valkey = redis.Redis(port=stack["valkey"]["port"])
+        try:
+            assert valkey.ping()
+        finally:
+            valkey.close()
+        tracking_db = postgres.server_url(stack["postgres"]["port"], "tracking")
+        assert asyncio.run(database_answers(tracking_db)) == "tracking"
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=20) == 0, log.read_text()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert live_processes(set(children.values()), str(scratch / "data")) == []
+
+
+def kill_and_wait_for_restart(
+    process: subprocess.Popen[bytes], log: Path, children: dict[str, int], name: str
+) -> dict[str, int]:
+    """SIGKILL the child ``name`` and wait until the launcher says it runs again; returns
+    the process list the launcher then wrote."""
+    start = log.stat().st_size
+    os.kill(children[name], signal.SIGKILL)
+    deadline = time.monotonic() + 20
+    while f"| {name} is running again" not in (output := log.read_text()[start:]):
+        assert process.poll() is None, log.read_text()
+        assert time.monotonic() < deadline, log.read_text()
+        time.sleep(0.1)
+    # Killed within its first seconds, a process has failed its start once (not later).
+    assert re.search(
+        rf"\| {re.escape(name)} exited with signal SIGKILL (after [0-9]+s|[0-9.]+s after its "
+        rf"start \(failed start 1 of {supervisor.MAX_START_FAILURES} in a row\)); restarting "
+        rf"it in {supervisor.FIRST_BACKOFF:g}s\n",
+        output,
+    ), output
+    now: dict[str, int] = json.loads((log.parent / "data/run/processes.json").read_text())[
+        "children"
+    ]
+    assert now.keys() == children.keys()
+    assert re.findall(rf"restarted {re.escape(name)} \(pid (\d+)\)", output) == [str(now[name])]
+    assert now[name] != children[name]
+    return now
+
+
+def test_a_process_that_keeps_failing_at_start_stops_the_stack(scratch):
+    crash = scratch / "crash-tracking"
+    process, log, children = start_launcher(scratch, crash_tracking_if=crash)
+    try:
+        crash.touch()
+        os.kill(children["tracking"], signal.SIGKILL)
+        assert process.wait(timeout=30) == 1, log.read_text()
     finally:
         if process.poll() is None:
             process.kill()
             process.wait()
     output = log.read_text()
-    assert "error: tracking#2 exited unexpectedly with signal SIGKILL; stopping the stack" in output
+    limit = supervisor.MAX_START_FAILURES
+    for attempt in range(1, limit):
+        assert f"(failed start {attempt} of {limit} in a row)" in output
+    assert (
+        f"error: tracking failed at start {limit} times in a row (the last time it exited with "
+        "code 3 after "
+    ) in output
+    assert "giving up; stopping the stack" in output
+    assert "crashing on purpose" in output.split("last lines of tracking:")[1]
     assert live_processes(set(children.values()), str(scratch / "data")) == []
 
 

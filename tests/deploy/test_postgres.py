@@ -152,3 +152,35 @@ def test_the_server_runs_as_its_own_user_when_started_by_root_and_stops_fast(pgd
         assert int(uid) == (account.uid if account is not None else os.getuid())
     assert server.returncode == 0
     assert "received fast shutdown request" in (tmp_path / "log").read_text()
+
+
+def test_a_directory_that_only_its_owner_may_enter_blocks_other_users(scratch):
+    locked = scratch / "locked"
+    (locked / "inner").mkdir(parents=True)
+    locked.chmod(0o700)
+    try:
+        assert postgres.blocking_directory(locked / "inner" / "data", None) == locked
+        assert postgres.blocking_directory(locked / "inner" / "data", locked.stat().st_uid) is None
+        locked.chmod(0o711)
+        assert postgres.blocking_directory(locked / "inner" / "data", None) is None
+        # Not made yet: whoever makes it chooses its mode.
+        assert postgres.blocking_directory(scratch / "new" / "more" / "data", None) is None
+    finally:
+        locked.chmod(0o700)
+
+
+def test_a_cluster_is_kept_outside_a_data_dir_postgresql_cannot_reach_only_as_root(scratch):
+    locked = scratch / "locked"
+    (locked / "clone" / ".local").mkdir(parents=True)
+    locked.chmod(0o700)
+    wanted = locked / "clone" / ".local" / "postgres"
+    elsewhere = postgres.cluster_directory(wanted)
+    if os.geteuid() != 0:  # the server runs as the caller, who reaches it
+        assert elsewhere == wanted
+        return
+    assert elsewhere.parent == postgres.SHARED_ROOT / "clusters"
+    assert elsewhere.name.startswith("local-")
+    assert postgres.cluster_directory(wanted) == elsewhere  # the same one at every start
+    assert postgres.cluster_directory(locked / "other" / ".local" / "postgres") != elsewhere
+    locked.chmod(0o711)
+    assert postgres.cluster_directory(wanted) == wanted

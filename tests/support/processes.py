@@ -6,9 +6,9 @@ import contextlib
 import json
 import os
 import random
+import shutil
 import signal
 import socket
-import stat
 import subprocess
 import sys
 import time
@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
+from deploy.local import postgres
 from tests.support.databases import Databases
 from tests.support.postgres_server import scratch_directory
 from tests.support.redis_server import free_port
@@ -206,8 +207,6 @@ def launch_stack(
     if admin_password is not None:
         env["DEFAULT_ADMIN_PASSWORD"] = admin_password
     env.update(extra_env or {})
-    if databases is None:
-        _let_postgres_through(data_dir.parent)
     for name, url in (databases or {}).items():
         env[f"{name.upper().replace('-', '_')}_DATABASE_URL"] = url
     argv = [sys.executable, "-m", "deploy.local", "--data-dir", str(data_dir),
@@ -242,7 +241,7 @@ def launch_stack(
         metrics_ports=metrics_ports,
     )
     try:
-        _wait_for_platform(running, start_timeout)
+        wait_for_platform(running, start_timeout)
         with contextlib.suppress(OSError, ValueError):
             pids = json.loads((data_dir / "run" / "processes.json").read_text())
             running.children = dict(pids["children"])
@@ -258,13 +257,17 @@ def launch_stack(
         for pid in running.children.values():
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pid, signal.SIGKILL)
+        if databases is None:
+            remove_relocated_cluster(data_dir)
 
 
-def _let_postgres_through(directory: Path) -> None:
-    """As root, the embedded PostgreSQL runs as a user of its own, who must get through
-    ``directory`` to the data dir (a temporary directory is root's alone)."""
-    if os.geteuid() == 0:
-        directory.chmod(directory.stat().st_mode | stat.S_IXOTH)
+def remove_relocated_cluster(data_dir: Path) -> None:
+    """Remove the embedded PostgreSQL's cluster of a stopped stack with ``data_dir`` when it
+    was kept outside it (root, behind a root-only directory: see
+    :func:`deploy.local.postgres.cluster_directory`)."""
+    cluster = postgres.cluster_directory(data_dir / "postgres")
+    if not cluster.is_relative_to(data_dir):
+        shutil.rmtree(cluster, ignore_errors=True)
 
 
 @contextlib.contextmanager
@@ -308,7 +311,9 @@ async def stack_databases(
         }
 
 
-def _wait_for_platform(stack: LaunchedStack, timeout: float) -> None:
+def wait_for_platform(stack: LaunchedStack, timeout: float) -> None:
+    """Wait until the stack's gateway answers ``/health`` (:class:`StackStartError` with
+    the log's tail when the launcher exits or ``timeout`` passes first)."""
     deadline = time.monotonic() + timeout
     with httpx.Client(timeout=2.0, trust_env=False) as client:
         while time.monotonic() < deadline:

@@ -5,10 +5,11 @@ Run as ``python -m fake_service --host H --port P`` with ``FAKE_NAME`` set. It a
 with JSON naming itself, the port it listens on (which replica), the path it saw and the
 headers the gateway sent, so tests can check the route table and forwarding headers
 without the real services.
-``FAKE_CRASH=1`` makes it exit with code 3 right away. ``python -m fake_service command
-ARGS ...`` (a service's operator command, as ``deploy.local exec`` runs it) prints its
-arguments, working directory, standard input and environment as JSON, and exits with the
-code given as ``--exit N`` (default 0).
+``FAKE_CRASH=1`` makes it exit with code 3 right away, as does ``FAKE_CRASH_IF=PATH``
+when ``PATH`` exists (a test creates it to make the next restart fail). ``python -m
+fake_service command ARGS ...`` (a service's operator command, as ``deploy.local exec``
+runs it) prints its arguments, working directory, standard input and environment as
+JSON, and exits with the code given as ``--exit N`` (default 0).
 """
 
 from __future__ import annotations
@@ -71,7 +72,8 @@ def main() -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
     args = parser.parse_args()
-    if os.environ.get("FAKE_CRASH"):
+    crash_if = os.environ.get("FAKE_CRASH_IF")
+    if os.environ.get("FAKE_CRASH") or (crash_if and os.path.exists(crash_if)):
         sys.stdout.write("fake service: crashing on purpose\n")
         sys.exit(3)
     server = ThreadingHTTPServer((args.host, args.port), Handler)
