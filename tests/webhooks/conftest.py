@@ -22,7 +22,7 @@ from pydantic import SecretStr
 
 from identity.app import create_app as create_identity_app
 from shared.db import Clock, utcnow
-from tests.identity.conftest import TRACKING_SECRET, WEBHOOKS_SECRET, make_settings
+from tests.identity.conftest import TRACKING_SECRET, WEBHOOKS_SECRET, bearer, make_settings
 from tests.support.asgi import HostRouter, LifespanApp, running
 from tests.support.databases import Databases
 from tests.tracking import conftest as tracking_fixtures
@@ -36,6 +36,7 @@ from webhooks.worker import create_worker
 IDENTITY_URL = "http://identity"
 TRACKING_URL = "http://tracking"
 SERVER_API_URL = "https://platform.example/api/v1"
+MEMBER_PASSWORD = "a long enough password"
 
 # The admin's token from this module's identity app, as tracking's tests get theirs.
 token = tracking_fixtures.token
@@ -209,3 +210,18 @@ async def wired(client, auth, create_webhook, project):
     response = await client.post("/api/v1/webhook_triggers", json=body, headers=auth)
     assert response.status_code == 200, response.text
     return hook, response.json()
+
+
+@pytest.fixture
+async def member_auth(identity_app, auth) -> dict[str, str]:
+    """A token of a user who is not an admin."""
+    transport = httpx.ASGITransport(app=identity_app)
+    async with httpx.AsyncClient(transport=transport, base_url=IDENTITY_URL) as identity:
+        user = {"name": "member", "is_admin": False, "password": MEMBER_PASSWORD, "active": True}
+        created = await identity.post("/api/v1/users", json=user, headers=auth)
+        assert created.status_code == 200, created.text
+        login = await identity.post(
+            "/api/v1/login", data={"username": "member", "password": MEMBER_PASSWORD}
+        )
+        assert login.status_code == 200, login.text
+    return bearer(login.json()["access_token"])

@@ -6,18 +6,13 @@ import uuid
 from datetime import timedelta
 from typing import Any
 
-import httpx
 import pytest
 from redis.asyncio import Redis
 
-from tests.identity.conftest import bearer
 from tests.support.redis_server import free_port
-from tests.webhooks.conftest import IDENTITY_URL
 from tests.webhooks.event.support import MovableClock, deliver, executions
 from tests.webhooks.support import push_body
 from webhooks.event.queue import JobQueue
-
-PASSWORD = "a long enough password"
 
 TRIGGERS = "/api/v1/webhook_triggers"
 
@@ -154,21 +149,6 @@ async def test_executions_of_an_unknown_trigger_answer_404(client, auth):
     assert response.status_code == 404
 
 
-@pytest.fixture
-async def member_auth(identity_app, auth) -> dict[str, str]:
-    """A token of a user who is not an admin."""
-    transport = httpx.ASGITransport(app=identity_app)
-    async with httpx.AsyncClient(transport=transport, base_url=IDENTITY_URL) as identity:
-        user = {"name": "member", "is_admin": False, "password": PASSWORD, "active": True}
-        created = await identity.post("/api/v1/users", json=user, headers=auth)
-        assert created.status_code == 200, created.text
-        login = await identity.post(
-            "/api/v1/login", data={"username": "member", "password": PASSWORD}
-        )
-        assert login.status_code == 200, login.text
-    return bearer(login.json()["access_token"])
-
-
 def retry_path(trigger: dict[str, Any], execution: dict[str, Any]) -> str:
     return f"{TRIGGERS}/{trigger['id']}/executions/{execution['id']}/retry"
 
@@ -276,3 +256,39 @@ async def test_a_retry_redis_cannot_take_changes_nothing(client, auth, failed, w
     assert response.headers["retry-after"] == "5"
     (unchanged,) = await executions(client, auth, trigger)
     assert unchanged == execution
+
+
+async def test_only_the_creator_or_an_admin_changes_archives_or_deletes_a_trigger(
+    client, auth, member_auth, create_webhook, trigger_body
+):
+    hook = await create_webhook("codehost")
+    admins = (await client.post(TRIGGERS, json=trigger_body(hook), headers=auth)).json()
+    path = f"{TRIGGERS}/{admins['id']}"
+    change = {"snapshot_id": str(uuid.uuid4()), "active": False}
+    for attempt, action in [
+        (client.put(path, json=change, headers=member_auth), "change it"),
+        (client.delete(path, headers=member_auth), "archive it"),
+        (client.delete(path, params={"soft": "false"}, headers=member_auth), "delete it"),
+    ]:
+        response = await attempt
+        assert response.status_code == 403, response.text
+        assert response.json()["detail"] == [
+            "IllegalOperationError",
+            f"Only the webhook trigger's creator or an admin may {action}.",
+        ]
+    unchanged = (await client.get(path, headers=auth)).json()["body"]
+    assert unchanged == admins["body"] | {"updated": unchanged["updated"]}
+    assert unchanged["updated"] == admins["body"]["updated"]
+
+    # The member's own trigger: the member may change it, and so may an admin.
+    body = trigger_body(hook, name="members")
+    members = (await client.post(TRIGGERS, json=body, headers=member_auth)).json()
+    own = f"{TRIGGERS}/{members['id']}"
+    changed = await client.put(own, json=change, headers=member_auth)
+    assert changed.status_code == 200, changed.text
+    assert changed.json()["body"]["snapshot_id"] == change["snapshot_id"]
+    assert (await client.put(own, json={"active": True}, headers=auth)).status_code == 200
+    assert (
+        await client.delete(own, params={"soft": "false"}, headers=member_auth)
+    ).status_code == 200
+    assert (await client.delete(path, params={"soft": "false"}, headers=auth)).status_code == 200

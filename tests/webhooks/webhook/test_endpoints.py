@@ -290,3 +290,36 @@ async def test_openapi_declares_every_webhook_route(client):
 async def test_health_and_ready(client):
     assert (await client.get("/health")).status_code == 200
     assert (await client.get("/ready")).status_code == 200
+
+
+async def test_only_the_creator_or_an_admin_changes_rotates_or_deletes_a_webhook(
+    client, auth, member_auth, create_webhook, project
+):
+    hook = await create_webhook("custom")
+    path = f"{WEBHOOKS}/{hook['id']}"
+    for attempt, action in [
+        (client.put(path, json={"active": False}, headers=member_auth), "change it"),
+        (client.put(path, json={"name": "taken"}, headers=member_auth), "change it"),
+        (client.put(f"{path}/secret", json={}, headers=member_auth), "rotate its secret"),
+        (client.delete(path, headers=member_auth), "delete it"),
+    ]:
+        response = await attempt
+        assert response.status_code == 403, response.text
+        assert response.json()["detail"] == [
+            "IllegalOperationError",
+            f"Only the webhook's creator or an admin may {action}.",
+        ]
+        assert hook["secret"] not in response.text
+    unchanged = (await client.get(path, headers=auth)).json()
+    assert (unchanged["name"], unchanged["body"]["active"]) == (hook["name"], True)
+    await deliver_custom(client, hook, b'{"build": 1}', "d-old-secret")  # the secret still signs
+
+    body = {"project": project["id"], "name": "members", "webhook_type": "custom"}
+    members = (await client.post(WEBHOOKS, json=body, headers=member_auth)).json()
+    own = f"{WEBHOOKS}/{members['id']}"
+    assert (await client.put(own, json={"active": False}, headers=member_auth)).status_code == 200
+    rotated = await client.put(f"{own}/secret", json={}, headers=member_auth)
+    assert rotated.status_code == 200, rotated.text
+    assert (await client.put(f"{own}/secret", json={}, headers=auth)).status_code == 200
+    assert (await client.delete(own, headers=auth)).status_code == 200
+    assert (await client.delete(path, headers=auth)).status_code == 200

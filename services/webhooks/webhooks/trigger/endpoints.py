@@ -8,14 +8,13 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from starlette.requests import Request
 from starlette.responses import Response
 
-from shared.auth import require_admin
 from shared.db import transaction
 from shared.listing import page_of, read_list
 from shared.pagination import Page
 from shared.responses import render, render_null
 from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
 from shared.users import users_by_id
-from webhooks.core.auth import MANAGING_KINDS, acting_user
+from webhooks.core.auth import acting_user
 from webhooks.core.projects import resolve_project
 from webhooks.models import TriggerExecution, WebhookTrigger
 from webhooks.trigger.repository import EXECUTIONS, TRIGGERS
@@ -65,11 +64,11 @@ async def _one(request: Request, trigger: WebhookTrigger) -> Response:
 
 
 async def create(request: Request) -> Response:
-    user_id = acting_user(request)
+    actor = acting_user(request)
     body = await parse_json(request, WebhookTriggerRequest)
     project = await resolve_project(request, body.project)
     async with transaction(request) as session:
-        trigger = await _service(request, session).create(body, user_id, project)
+        trigger = await _service(request, session).create(body, actor.user_id, project)
     return await _one(request, trigger)
 
 
@@ -96,21 +95,23 @@ async def get(request: Request) -> Response:
 
 
 async def update(request: Request) -> Response:
-    acting_user(request)
+    actor = acting_user(request)
     trigger_id = path_param(request, TRIGGER_ID, uuid.UUID)
     body = await parse_json(request, WebhookTriggerUpdate)
     async with transaction(request) as session:
-        trigger = await _service(request, session).update(trigger_id, body)
+        trigger = await _service(request, session).update(trigger_id, body, actor)
     return await _one(request, trigger)
 
 
 async def delete(request: Request) -> Response:
-    acting_user(request)
+    actor = acting_user(request)
     trigger_id = path_param(request, TRIGGER_ID, uuid.UUID)
     query = parse_query(request, DeleteQuery)
     async with transaction(request) as session:
         service = _service(request, session)
-        await (service.archive(trigger_id) if query.soft else service.delete(trigger_id))
+        await (
+            service.archive(trigger_id, actor) if query.soft else service.delete(trigger_id, actor)
+        )
     return render_null()
 
 
@@ -128,12 +129,12 @@ async def executions(request: Request) -> Response:
 
 
 async def retry_execution(request: Request) -> Response:
-    require_admin(request, action="retry a webhook trigger execution", kinds=MANAGING_KINDS)
+    actor = acting_user(request)
     trigger_id = path_param(request, TRIGGER_ID, uuid.UUID)
     execution_id = path_param(request, "execution_id", uuid.UUID)
     async with transaction(request) as session:
         row = await _service(request, session).retry_execution(
-            trigger_id, execution_id, request.state.jobs
+            trigger_id, execution_id, request.state.jobs, actor
         )
     return render(_execution(row), status_code=202)
 
@@ -181,7 +182,7 @@ def routes() -> list[ApiRoute]:
             tags=tags,
             body=WebhookTriggerUpdate,
             response=WebhookTriggerResponse,
-            errors=(404, 409, 422),
+            errors=(403, 404, 409, 422),
         ),
         api_route(
             one,
@@ -190,7 +191,7 @@ def routes() -> list[ApiRoute]:
             summary="Archive or Delete Webhook Trigger",
             tags=tags,
             query=DeleteQuery,
-            errors=(404,),
+            errors=(403, 404),
         ),
         api_route(
             one + "/executions",

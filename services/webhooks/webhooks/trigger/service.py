@@ -11,6 +11,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from shared.db import flush_unique, utcnow
 from shared.errors import Conflict, NotFound, ServiceUnavailable
 from shared.listing import Listing
+from webhooks.core.auth import Actor, require_admin, require_owner
 from webhooks.core.projects import Project
 from webhooks.event.queue import JobQueue
 from webhooks.intake.providers import Provider
@@ -73,6 +74,9 @@ class RetryNotQueued(ServiceUnavailable):
 
 
 class TriggerService:
+    """Changing, archiving and deleting a trigger are for its creator or an admin;
+    retrying an execution is for admins (:mod:`webhooks.core.auth`)."""
+
     def __init__(self, session: AsyncSession, providers: Mapping[str, Provider]) -> None:
         self.session = session
         self.providers = providers
@@ -122,12 +126,13 @@ class TriggerService:
         return await self.repository.executions(listing, trigger_id)
 
     async def retry_execution(
-        self, trigger_id: uuid.UUID, execution_id: uuid.UUID, jobs: JobQueue
+        self, trigger_id: uuid.UUID, execution_id: uuid.UUID, jobs: JobQueue, actor: Actor
     ) -> TriggerExecution:
         """A failed execution of the trigger pending again, its retry queued (once per
-        execution). The job goes to Redis inside the transaction: Redis out of reach
-        fails the request and rolls the change back, and the job waits for the commit
-        (:func:`webhooks.event.tasks.retry_execution`)."""
+        execution; admins only). The job goes to Redis inside the transaction: Redis out
+        of reach fails the request and rolls the change back, and the job waits for the
+        commit (:func:`webhooks.event.tasks.retry_execution`)."""
+        require_admin(actor, "retry a webhook trigger execution")
         await self.get(trigger_id)
         execution = await self.repository.execution(trigger_id, execution_id)
         if execution is None:
@@ -143,8 +148,16 @@ class TriggerService:
         await self.session.refresh(execution)
         return execution
 
-    async def update(self, trigger_id: uuid.UUID, update: WebhookTriggerUpdate) -> WebhookTrigger:
+    async def _owned(self, trigger_id: uuid.UUID, actor: Actor, action: str) -> WebhookTrigger:
+        """The trigger, if ``actor`` may ``action`` it (its creator or an admin)."""
         trigger = await self.get(trigger_id)
+        require_owner(actor, trigger.user_id, "webhook trigger", action)
+        return trigger
+
+    async def update(
+        self, trigger_id: uuid.UUID, update: WebhookTriggerUpdate, actor: Actor
+    ) -> WebhookTrigger:
+        trigger = await self._owned(trigger_id, actor, "change it")
         if trigger.is_archived:
             raise TriggerArchived()
         if update.configuration is not None:
@@ -164,13 +177,13 @@ class TriggerService:
         await self.session.flush()
         return trigger
 
-    async def archive(self, trigger_id: uuid.UUID) -> None:
-        trigger = await self.get(trigger_id)
+    async def archive(self, trigger_id: uuid.UUID, actor: Actor) -> None:
+        trigger = await self._owned(trigger_id, actor, "archive it")
         trigger.is_archived = True
         trigger.active = False
         trigger.updated = utcnow()
         await self.session.flush()
 
-    async def delete(self, trigger_id: uuid.UUID) -> None:
-        await self.session.delete(await self.get(trigger_id))
+    async def delete(self, trigger_id: uuid.UUID, actor: Actor) -> None:
+        await self.session.delete(await self._owned(trigger_id, actor, "delete it"))
         await self.session.flush()

@@ -97,11 +97,11 @@ async def _one(request: Request, webhook: Webhook, *, hydrate: bool = True) -> W
 
 
 async def create(request: Request) -> Response:
-    user_id = acting_user(request)
+    actor = acting_user(request)
     body = await parse_json(request, WebhookRequest)
     project = await resolve_project(request, body.project)
     async with transaction(request) as session:
-        webhook, secret = await _service(request, session).create(body, user_id, project)
+        webhook, secret = await _service(request, session).create(body, actor.user_id, project)
     await request.state.live.publish(webhook.id, webhook.version)
     response = await _one(request, webhook)
     created = WebhookCreateResponse(**response.model_dump(), secret=secret)
@@ -134,32 +134,32 @@ async def get(request: Request) -> Response:
 
 
 async def update(request: Request) -> Response:
-    acting_user(request)
+    actor = acting_user(request)
     query = parse_query(request, WebhookLookupQuery)
     body = await parse_json(request, WebhookUpdate)
     project_id = await _project_id(request, query.project)
     async with transaction(request) as session:
         service = _service(request, session)
         webhook = await service.get(request.path_params[REFERENCE], project_id)
-        webhook = await service.update(webhook, body)
+        webhook = await service.update(webhook, body, actor)
     await request.state.live.publish(webhook.id, webhook.version)
     return render(await _one(request, webhook))
 
 
 async def delete(request: Request) -> Response:
-    acting_user(request)
+    actor = acting_user(request)
     query = parse_query(request, WebhookLookupQuery)
     project_id = await _project_id(request, query.project)
     async with transaction(request) as session:
         service = _service(request, session)
         webhook = await service.get(request.path_params[REFERENCE], project_id)
-        await service.delete(webhook)
+        await service.delete(webhook, actor)
     await request.state.live.drop(webhook.id)
     return render_null()
 
 
 async def rotate_secret(request: Request) -> Response:
-    acting_user(request)
+    actor = acting_user(request)
     query = parse_query(request, WebhookLookupQuery)
     body = await parse_json(request, WebhookRotateSecretRequest)
     project_id = await _project_id(request, query.project)
@@ -167,7 +167,7 @@ async def rotate_secret(request: Request) -> Response:
     async with transaction(request) as session:
         service = _service(request, session)
         webhook = await service.get(request.path_params[REFERENCE], project_id)
-        secret = await service.rotate_secret(webhook, chosen)
+        secret = await service.rotate_secret(webhook, chosen, actor)
     await request.state.live.publish(webhook.id, webhook.version)
     return render(WebhookSecretResponse(secret=secret), headers={"Cache-Control": "no-store"})
 
@@ -226,7 +226,7 @@ def routes() -> list[ApiRoute]:
             query=WebhookLookupQuery,
             body=WebhookUpdate,
             response=WebhookResponse,
-            errors=(400, 404, 409),
+            errors=(400, 403, 404, 409),
         ),
         api_route(
             one,
@@ -235,7 +235,7 @@ def routes() -> list[ApiRoute]:
             summary="Delete Webhook",
             tags=tags,
             query=WebhookLookupQuery,
-            errors=(400, 404, 409),
+            errors=(400, 403, 404, 409),
         ),
         api_route(
             one + "/secret",
@@ -246,7 +246,7 @@ def routes() -> list[ApiRoute]:
             query=WebhookLookupQuery,
             body=WebhookRotateSecretRequest,
             response=WebhookSecretResponse,
-            errors=(400, 404),
+            errors=(400, 403, 404),
         ),
         api_route(
             one + "/events/raw",

@@ -11,6 +11,7 @@ from shared.db import flush_unique, utcnow
 from shared.errors import BadRequest, Conflict, NotFound, Unprocessable
 from shared.listing import Listing
 from shared.secret_box import SecretBox
+from webhooks.core.auth import Actor, require_owner
 from webhooks.core.live import LiveState
 from webhooks.core.projects import Project
 from webhooks.intake.providers import WebhookType
@@ -53,9 +54,11 @@ class WebhookInUse(Conflict):
 
 
 class WebhookService:
-    """Every change the intake must see at once (active, secret, deletion) bumps the
-    row's version and clears the live version in Redis inside the transaction, so a
-    Redis failure rolls the change back rather than leaving the intake on the old one."""
+    """Changes and deletion are for the webhook's creator or an admin
+    (:func:`~webhooks.core.auth.require_owner`). Every change the intake must see at once
+    (active, secret, deletion) bumps the row's version and clears the live version in
+    Redis inside the transaction, so a Redis failure rolls the change back rather than
+    leaving the intake on the old one."""
 
     def __init__(self, session: AsyncSession, box: SecretBox, live: LiveState) -> None:
         self.session = session
@@ -97,7 +100,8 @@ class WebhookService:
     ) -> tuple[int, list[Webhook]]:
         return await self.repository.page(listing, project_id, scope_user)
 
-    async def update(self, webhook: Webhook, update: WebhookUpdate) -> Webhook:
+    async def update(self, webhook: Webhook, update: WebhookUpdate, actor: Actor) -> Webhook:
+        require_owner(actor, webhook.user_id, "webhook", "change it")
         if update.name is not None and update.name != webhook.name:
             webhook.name = update.name
             webhook.updated = utcnow()
@@ -108,14 +112,16 @@ class WebhookService:
             await self._changed(webhook)
         return webhook
 
-    async def rotate_secret(self, webhook: Webhook, secret: str | None) -> str:
+    async def rotate_secret(self, webhook: Webhook, secret: str | None, actor: Actor) -> str:
         """The new secret; the old one stops verifying when this commits."""
+        require_owner(actor, webhook.user_id, "webhook", "rotate its secret")
         new = secret or new_secret()
         webhook.secret_ciphertext = self.box.encrypt(new)
         await self._changed(webhook)
         return new
 
-    async def delete(self, webhook: Webhook) -> None:
+    async def delete(self, webhook: Webhook, actor: Actor) -> None:
+        require_owner(actor, webhook.user_id, "webhook", "delete it")
         if await self.repository.has_live_triggers(webhook.id):
             raise WebhookInUse()
         await self.repository.detach_archived_triggers(webhook.id)
