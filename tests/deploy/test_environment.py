@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from deploy.local import postgres
 from deploy.local.environment import metrics_environment, service_environment
 from deploy.local.launcher import Plan, _banner, plan_processes
 from deploy.local.options import Options, parse_options
@@ -88,10 +89,12 @@ def test_the_banner_after_a_first_start_says_where_the_password_was_printed(tmp_
 
 
 def test_the_banner_names_the_embedded_postgresql_and_where_its_data_is(tmp_path):
+    # As root, with a data dir its user cannot get through to, the cluster is kept
+    # elsewhere (deploy.local.postgres.cluster_directory): the banner names where.
     text = banner(tmp_path, {}, fresh=set())
     assert (
         "  database: the embedded PostgreSQL at postgresql://postgres@127.0.0.1:5499/postgres "
-        f"(data in {tmp_path}/postgres)"
+        f"(data in {postgres.cluster_directory(tmp_path / 'postgres')})"
     ) in text
 
 

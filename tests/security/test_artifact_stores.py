@@ -25,13 +25,13 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.processes import LaunchedStack, stack_for_tests
+from tests.security.support import ADMIN_PASSWORD, bearer, login
+from tests.support.processes import LaunchedStack
 from tests.support.redis_server import free_port
 from tests.tracking.artifact_version.support import DATA_TYPE, MATERIALIZER, VERSIONS
 
 pytestmark = pytest.mark.e2e
 
-ADMIN_PASSWORD = f"Sec-{secrets.token_urlsafe(12)}"
 USER_PASSWORD = f"User-{secrets.token_urlsafe(12)}"
 LOCAL_REFUSED = [
     "IllegalOperationError",
@@ -40,26 +40,13 @@ LOCAL_REFUSED = [
 GENERIC = ["RuntimeError", "The server could not complete the request to the artifact store."]
 
 
-@pytest.fixture(scope="module")
-def stack(
-    tmp_path_factory: pytest.TempPathFactory, databases_of_stack: dict[str, str]
-) -> Iterator[LaunchedStack]:
-    with stack_for_tests(
-        tmp_path_factory,
-        "stores",
-        admin_password=ADMIN_PASSWORD,
-        databases=databases_of_stack,
-    ) as up:
-        yield up
-
-
 class Api:
     """The platform API through the gateway, as one user."""
 
     def __init__(self, stack: LaunchedStack, client: httpx.Client, token: str) -> None:
         self.stack = stack
         self.client = client
-        self.headers = {"Authorization": f"Bearer {token}"}
+        self.headers = bearer(token)
 
     def call(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         url = self.stack.url("platform", path)
@@ -71,27 +58,16 @@ class Api:
         return response.json()
 
 
-def _login(stack: LaunchedStack, client: httpx.Client, name: str, password: str) -> str:
-    response = client.post(
-        stack.url("platform", "/api/v1/login"), data={"username": name, "password": password}
-    )
-    assert response.status_code == 200, response.text
-    client.cookies.clear()
-    token: str = response.json()["access_token"]
-    return token
-
-
 @pytest.fixture(scope="module")
-def mallory(stack: LaunchedStack) -> Iterator[Api]:
+def mallory(stack: LaunchedStack, http: httpx.Client) -> Api:
     """A logged-in user who is not an admin."""
-    with httpx.Client(timeout=30.0, trust_env=False) as client:
-        admin = Api(stack, client, _login(stack, client, "default", ADMIN_PASSWORD))
-        admin.ok(
-            "POST",
-            "/api/v1/users",
-            json={"name": "mallory", "is_admin": False, "password": USER_PASSWORD, "active": True},
-        )
-        yield Api(stack, client, _login(stack, client, "mallory", USER_PASSWORD))
+    admin = Api(stack, http, login(http, stack, "default", ADMIN_PASSWORD))
+    admin.ok(
+        "POST",
+        "/api/v1/users",
+        json={"name": "mallory", "is_admin": False, "password": USER_PASSWORD, "active": True},
+    )
+    return Api(stack, http, login(http, stack, "mallory", USER_PASSWORD))
 
 
 def _store(api: Api, flavor: str, configuration: dict[str, Any]) -> str:

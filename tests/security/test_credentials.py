@@ -18,7 +18,7 @@ import json
 import secrets
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -36,11 +36,11 @@ from shared.auth import (
     generate_signing_key,
     private_key_from_pem,
 )
-from tests.support.processes import LaunchedStack, stack_for_tests
+from tests.security.support import ADMIN_PASSWORD, bearer, login
+from tests.support.processes import LaunchedStack
 
 pytestmark = pytest.mark.e2e
 
-ADMIN_PASSWORD = f"Sec-{secrets.token_urlsafe(12)}"
 # An authenticated read on each web service of the platform entrypoint.
 PROTECTED = {
     "identity": "/api/v1/current-user",
@@ -48,40 +48,6 @@ PROTECTED = {
     "webhooks": "/api/v1/webhooks",
 }
 EXCHANGE_ROUTE = "/internal/v1/api_key_tokens"
-
-
-@pytest.fixture(scope="module")
-def stack(
-    tmp_path_factory: pytest.TempPathFactory, databases_of_stack: dict[str, str]
-) -> Iterator[LaunchedStack]:
-    with stack_for_tests(
-        tmp_path_factory,
-        "security-credentials",
-        admin_password=ADMIN_PASSWORD,
-        start_timeout=60.0,
-        databases=databases_of_stack,
-    ) as up:
-        yield up
-
-
-@pytest.fixture(scope="module")
-def http(stack: LaunchedStack) -> Iterator[httpx.Client]:
-    with httpx.Client(timeout=10.0, trust_env=False) as client:
-        yield client
-
-
-def bearer(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
-
-
-def login(http: httpx.Client, stack: LaunchedStack, name: str, password: str) -> str:
-    response = http.post(
-        stack.url("platform", "/api/v1/login"), data={"username": name, "password": password}
-    )
-    assert response.status_code == 200, response.text
-    token: str = response.json()["access_token"]
-    http.cookies.clear()
-    return token
 
 
 def statuses(http: httpx.Client, stack: LaunchedStack, token: str) -> dict[str, int]:

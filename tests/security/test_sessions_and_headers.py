@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 import secrets
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -24,12 +24,11 @@ import pytest
 
 from deploy.gateway.render import LOCAL_SOURCE_ADDRESS
 from shared.throttle import LoginThrottleSettings
-from tests.support.processes import LaunchedStack, stack_for_tests
+from tests.security.support import ADMIN_PASSWORD, AGENT_PASSWORD, bearer
+from tests.support.processes import LaunchedStack
 
 pytestmark = pytest.mark.e2e
 
-ADMIN_PASSWORD = f"Sec-{secrets.token_urlsafe(12)}"
-AGENT_PASSWORD = f"Agent-{secrets.token_urlsafe(12)}"
 DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
 # A local process with an address of its own (all of 127.0.0.0/8 is loopback on Linux):
 # neither the test's usual 127.0.0.1 nor the gateway's.
@@ -46,31 +45,6 @@ ROUTE_FAMILIES = [
     ("GET", "/api/v1/tasks"),
     ("GET", "/api/v1/sessions"),
 ]
-
-
-@pytest.fixture(scope="module")
-def stack(
-    tmp_path_factory: pytest.TempPathFactory, databases_of_stack: dict[str, str]
-) -> Iterator[LaunchedStack]:
-    with stack_for_tests(
-        tmp_path_factory,
-        "security-sessions",
-        admin_password=ADMIN_PASSWORD,
-        databases=databases_of_stack,
-        extra_env={"SERVER_DEFAULT_ACCOUNT_PASSWORD": AGENT_PASSWORD},
-    ) as up:
-        yield up
-
-
-@pytest.fixture
-def http(stack: LaunchedStack) -> Iterator[httpx.Client]:
-    assert stack.process.poll() is None, f"the launcher is gone:\n{stack.log_tail()}"
-    with httpx.Client(timeout=10.0, trust_env=False) as client:
-        yield client
-
-
-def bearer(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
 
 
 class Agent:

@@ -10,39 +10,18 @@ import hmac
 import json
 import secrets
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.support.processes import LaunchedStack, stack_for_tests
+from tests.security.support import ADMIN_PASSWORD, bearer, login
+from tests.support.processes import LaunchedStack
 
 pytestmark = pytest.mark.e2e
 
-ADMIN_PASSWORD = f"Owners-{secrets.token_urlsafe(12)}"
 MEMBER_PASSWORD = f"Member-{secrets.token_urlsafe(12)}"
-START_TIMEOUT = 60.0
-
-
-@pytest.fixture(scope="module")
-def stack(
-    tmp_path_factory: pytest.TempPathFactory, databases_of_stack: dict[str, str]
-) -> Iterator[LaunchedStack]:
-    with stack_for_tests(
-        tmp_path_factory,
-        "webhook-owners",
-        admin_password=ADMIN_PASSWORD,
-        start_timeout=START_TIMEOUT,
-        databases=databases_of_stack,
-    ) as up:
-        yield up
-
-
-@pytest.fixture(scope="module")
-def client(stack: LaunchedStack) -> Iterator[httpx.Client]:
-    with httpx.Client(timeout=30.0, trust_env=False) as http:
-        yield http
 
 
 @pytest.fixture(scope="module")
@@ -54,57 +33,48 @@ def api(stack: LaunchedStack) -> Callable[[str], str]:
     return _api
 
 
-def _login(
-    client: httpx.Client, api: Callable[[str], str], name: str, password: str
-) -> dict[str, str]:
-    response = client.post(api("login"), data={"username": name, "password": password})
-    assert response.status_code == 200, response.text
-    client.cookies.clear()  # each request names its user by its bearer alone
-    return {"Authorization": f"Bearer {response.json()['access_token']}"}
-
-
 @pytest.fixture(scope="module")
-def admin(client: httpx.Client, api: Callable[[str], str]) -> dict[str, str]:
-    return _login(client, api, "default", ADMIN_PASSWORD)
+def admin(http: httpx.Client, stack: LaunchedStack) -> dict[str, str]:
+    return bearer(login(http, stack, "default", ADMIN_PASSWORD))
 
 
 @pytest.fixture(scope="module")
 def member(
-    client: httpx.Client, api: Callable[[str], str], admin: dict[str, str]
+    http: httpx.Client, stack: LaunchedStack, api: Callable[[str], str], admin: dict[str, str]
 ) -> dict[str, str]:
     """A user who is not an admin."""
     body = {"name": "mallory", "password": MEMBER_PASSWORD, "active": True, "is_admin": False}
-    created = client.post(api("users"), json=body, headers=admin)
+    created = http.post(api("users"), json=body, headers=admin)
     assert created.status_code == 200, created.text
-    return _login(client, api, "mallory", MEMBER_PASSWORD)
+    return bearer(login(http, stack, "mallory", MEMBER_PASSWORD))
 
 
 @pytest.fixture(scope="module")
-def project(client: httpx.Client, api: Callable[[str], str], admin: dict[str, str]) -> str:
-    found = client.get(api("projects/default"), headers=admin)
+def project(http: httpx.Client, api: Callable[[str], str], admin: dict[str, str]) -> str:
+    found = http.get(api("projects/default"), headers=admin)
     assert found.status_code == 200, found.text
     project_id: str = found.json()["id"]
     return project_id
 
 
-def _post(client: httpx.Client, url: str, headers: dict[str, str], body: dict[str, Any]) -> Any:
-    response = client.post(url, json=body, headers=headers)
+def _post(http: httpx.Client, url: str, headers: dict[str, str], body: dict[str, Any]) -> Any:
+    response = http.post(url, json=body, headers=headers)
     assert response.status_code == 200, response.text
     return response.json()
 
 
 def _webhook(
-    client: httpx.Client, api: Callable[[str], str], headers: dict[str, str], project: str
+    http: httpx.Client, api: Callable[[str], str], headers: dict[str, str], project: str
 ) -> tuple[dict[str, Any], str]:
     """A new custom webhook of the user ``headers`` names, and its secret."""
     secret = secrets.token_urlsafe(24)
     name = f"owned-{secrets.token_hex(4)}"
     body = {"project": project, "name": name, "webhook_type": "custom", "secret": secret}
-    return _post(client, api("webhooks"), headers, body), secret
+    return _post(http, api("webhooks"), headers, body), secret
 
 
 def _deliver(
-    client: httpx.Client, api: Callable[[str], str], hook: dict[str, Any], secret: str
+    http: httpx.Client, api: Callable[[str], str], hook: dict[str, Any], secret: str
 ) -> int:
     """The intake's status for a fresh delivery signed with ``secret``."""
     body = json.dumps({"build": secrets.token_hex(8)}).encode()
@@ -114,9 +84,7 @@ def _deliver(
         "X-ZenML-Event": "build.finished",
         "X-ZenML-Signature-256": signature,
     }
-    response = client.post(
-        api(f"webhooks/custom/{hook['id']}/events"), content=body, headers=headers
-    )
+    response = http.post(api(f"webhooks/custom/{hook['id']}/events"), content=body, headers=headers)
     return response.status_code
 
 
@@ -129,32 +97,32 @@ def _refused(response: httpx.Response, thing: str, action: str) -> None:
 
 
 def test_a_member_cannot_rotate_deactivate_rename_or_delete_the_admins_webhook(
-    client, api, admin, member, project
+    http, api, admin, member, project
 ):
-    hook, secret = _webhook(client, api, admin, project)
+    hook, secret = _webhook(http, api, admin, project)
     path = api(f"webhooks/{hook['id']}")
-    before = client.get(path, headers=admin).json()
+    before = http.get(path, headers=admin).json()
 
-    rotated = client.put(path + "/secret", json={}, headers=member)
+    rotated = http.put(path + "/secret", json={}, headers=member)
     _refused(rotated, "webhook", "rotate its secret")
     assert "secret" not in rotated.json()
-    chosen = client.put(path + "/secret", json={"secret": "mallory-knows-this"}, headers=member)
+    chosen = http.put(path + "/secret", json={"secret": "mallory-knows-this"}, headers=member)
     _refused(chosen, "webhook", "rotate its secret")
-    _refused(client.put(path, json={"active": False}, headers=member), "webhook", "change it")
-    _refused(client.put(path, json={"name": "renamed"}, headers=member), "webhook", "change it")
-    _refused(client.delete(path, headers=member), "webhook", "delete it")
+    _refused(http.put(path, json={"active": False}, headers=member), "webhook", "change it")
+    _refused(http.put(path, json={"name": "renamed"}, headers=member), "webhook", "change it")
+    _refused(http.delete(path, headers=member), "webhook", "delete it")
 
-    after = client.get(path, headers=admin).json()
+    after = http.get(path, headers=admin).json()
     assert (after["name"], after["body"]) == (before["name"], before["body"])
     # The secret is the admin's still: her choice does not sign, the old one does.
-    assert _deliver(client, api, hook, "mallory-knows-this") == 401
-    assert _deliver(client, api, hook, secret) == 202
+    assert _deliver(http, api, hook, "mallory-knows-this") == 401
+    assert _deliver(http, api, hook, secret) == 202
 
 
 def test_a_member_cannot_change_archive_or_delete_the_admins_trigger(
-    client, api, admin, member, project
+    http, api, admin, member, project
 ):
-    hook, _ = _webhook(client, api, admin, project)
+    hook, _ = _webhook(http, api, admin, project)
     body = {
         "project": project,
         "name": f"owned-{secrets.token_hex(4)}",
@@ -162,36 +130,36 @@ def test_a_member_cannot_change_archive_or_delete_the_admins_trigger(
         "snapshot_id": str(uuid.uuid4()),
         "configuration": {"target_events": []},
     }
-    trigger = _post(client, api("webhook_triggers"), admin, body)
+    trigger = _post(http, api("webhook_triggers"), admin, body)
     path = api(f"webhook_triggers/{trigger['id']}")
     change = {"snapshot_id": str(uuid.uuid4()), "active": False}
 
-    _refused(client.put(path, json=change, headers=member), "webhook trigger", "change it")
-    _refused(client.delete(path, headers=member), "webhook trigger", "archive it")
-    hard = client.delete(path, params={"soft": "false"}, headers=member)
+    _refused(http.put(path, json=change, headers=member), "webhook trigger", "change it")
+    _refused(http.delete(path, headers=member), "webhook trigger", "archive it")
+    hard = http.delete(path, params={"soft": "false"}, headers=member)
     _refused(hard, "webhook trigger", "delete it")
 
-    after = client.get(path, headers=admin).json()["body"]
+    after = http.get(path, headers=admin).json()["body"]
     assert after == trigger["body"]
 
 
-def test_the_creator_and_an_admin_may_change_rotate_and_delete(client, api, admin, member, project):
-    own, secret = _webhook(client, api, member, project)
+def test_the_creator_and_an_admin_may_change_rotate_and_delete(http, api, admin, member, project):
+    own, secret = _webhook(http, api, member, project)
     path = api(f"webhooks/{own['id']}")
-    rotated = client.put(path + "/secret", json={}, headers=member)
+    rotated = http.put(path + "/secret", json={}, headers=member)
     assert rotated.status_code == 200, rotated.text
     new_secret = rotated.json()["secret"]
-    assert _deliver(client, api, own, secret) == 401
-    assert _deliver(client, api, own, new_secret) == 202
-    deactivated = client.put(path, json={"active": False}, headers=member)
+    assert _deliver(http, api, own, secret) == 401
+    assert _deliver(http, api, own, new_secret) == 202
+    deactivated = http.put(path, json={"active": False}, headers=member)
     assert deactivated.status_code == 200, deactivated.text
     assert deactivated.json()["body"]["active"] is False
 
     # An admin may act on the member's webhook, and on her own.
-    by_admin = client.put(path + "/secret", json={}, headers=admin)
+    by_admin = http.put(path + "/secret", json={}, headers=admin)
     assert by_admin.status_code == 200, by_admin.text
-    assert client.put(path, json={"active": True}, headers=admin).status_code == 200
-    assert _deliver(client, api, own, by_admin.json()["secret"]) == 202
-    assert client.delete(path, headers=admin).status_code == 200
-    admins, _ = _webhook(client, api, admin, project)
-    assert client.delete(api(f"webhooks/{admins['id']}"), headers=admin).status_code == 200
+    assert http.put(path, json={"active": True}, headers=admin).status_code == 200
+    assert _deliver(http, api, own, by_admin.json()["secret"]) == 202
+    assert http.delete(path, headers=admin).status_code == 200
+    admins, _ = _webhook(http, api, admin, project)
+    assert http.delete(api(f"webhooks/{admins['id']}"), headers=admin).status_code == 200
