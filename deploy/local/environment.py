@@ -167,6 +167,9 @@ def service_environment(
     }
     if owner.issuer:
         settings["SERVICE_CLIENTS"] = json.dumps(secrets.clients, sort_keys=True)
+        # Where users reach the platform's API and dashboard (its entrypoint at the gateway,
+        # filled in below): identity's /info tells clients.
+        settings["SERVER_URL"] = "{public_url}"
     else:
         settings["SERVICE_CLIENT_ID"] = owner.name
         settings["SERVICE_CLIENT_SECRET"] = secrets.clients[owner.name]

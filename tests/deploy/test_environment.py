@@ -61,6 +61,14 @@ def test_a_server_api_url_set_for_the_launcher_wins(tmp_path):
     assert env["SERVER_API_URL"] == "https://platform.example/api/v1"
 
 
+def test_identity_names_the_gateways_platform_url_as_the_server_and_dashboard_url(tmp_path):
+    shifted = options(tmp_path, "--platform-port", "18080", "--listen", "0.0.0.0")  # noqa: S104
+    env = environment_of(shifted, "identity", {})
+    assert env["SERVER_URL"] == "http://127.0.0.1:18080"
+    assert "DASHBOARD_URL" not in env  # the server's, unless an operator sets it apart
+    assert "SERVER_URL" not in environment_of(shifted, "tracking", {})
+
+
 def banner(tmp_path: Path, environ: dict[str, str], fresh: set[str]) -> str:
     return "\n".join(_banner(options(tmp_path), Plan(), environ, fresh))
 

@@ -12,13 +12,25 @@ from pathlib import Path
 import httpx
 from starlette.applications import Starlette
 
-from identity import api_key, api_token, auth, device, server, service_account, user
+from identity import (
+    api_key,
+    api_token,
+    auth,
+    device,
+    server,
+    server_settings,
+    service_account,
+    user,
+)
 from identity.api_key import endpoints as api_key_endpoints
 from identity.api_token import endpoints as api_token_endpoints
 from identity.auth import endpoints as auth_endpoints
 from identity.auth.service import OwnKeySource, OwnServiceAuth, TokenService
 from identity.device import endpoints as device_endpoints
 from identity.server import endpoints as server_endpoints
+from identity.server_settings import endpoints as server_settings_endpoints
+from identity.server_settings.repository import ServerSettingsRepository
+from identity.server_settings.service import TrackingOnboarding, initial_settings
 from identity.service_account import endpoints as service_account_endpoints
 from identity.settings import Settings
 from identity.signing_key.service import KeyRing, SigningKeyService
@@ -42,6 +54,7 @@ __all__ = [
     "create_app",
     "device",
     "server",
+    "server_settings",
     "service_account",
     "user",
 ]
@@ -55,6 +68,7 @@ def _lifespan(clock: Clock) -> LifespanHook:
             # Replicas starting together on an empty database: one creates the first admin.
             await take_turns(session, "identity:start-up")
             reencrypted = await SigningKeyService(session, settings, clock).reencrypt()
+            await ServerSettingsRepository(session).ensure(initial_settings(settings, clock()))
             password = settings.default_admin_password
             generated = await UserService(session, clock=clock).ensure_default_admin(
                 settings.default_admin_name, password.get_secret_value() if password else None
@@ -80,12 +94,14 @@ def _lifespan(clock: Clock) -> LifespanHook:
             TrackingScopeSource(state["http"], settings.tracking_url, own_auth),
             ttl=settings.workload_scope_cache_ttl.total_seconds(),
         )
+        onboarding = TrackingOnboarding(state["http"], settings.tracking_url, own_auth)
         refresher = asyncio.create_task(keyring.run(), name="signing-key-refresh")
         try:
             yield {
                 "keyring": keyring,
                 "verifier": verifier,
                 "workload_scopes": workload_scopes,
+                "onboarding": onboarding,
                 # ZENKEY_ bearers: identity logs in with the key itself.
                 "api_key_tokens": api_key_tokens(
                     settings,
@@ -124,6 +140,7 @@ def create_app(
         ),
         routes=[
             *server_endpoints.routes(),
+            *server_settings_endpoints.routes(),
             *auth_endpoints.routes(),
             *device_endpoints.routes(),
             *api_token_endpoints.routes(),

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from shared.settings import ServiceSettings
@@ -57,7 +58,14 @@ class Settings(ServiceSettings, LoginThrottleSettings):
     # client_id -> secret of the services allowed the client-credentials grant.
     service_clients: dict[str, SecretStr] = Field(default_factory=dict)
 
+    # The server's name, announcements and update notices in the dashboard: the values a
+    # new server starts with; an admin changes them later (PUT /api/v1/settings).
     server_name: str = "platform"
+    display_announcements: bool = False
+    display_updates: bool = False
+    # Where clients reach the platform's API and the dashboard (the gateway's platform
+    # entrypoint): /info tells them, the CLI links runs and devices there. The dashboard's
+    # defaults to the server's, as the reference's does.
     server_url: str = ""
     dashboard_url: str = ""
     cookie_secure: bool = False
@@ -68,6 +76,21 @@ class Settings(ServiceSettings, LoginThrottleSettings):
         if not [k for k in value.get_secret_value().split(",") if k.strip()]:
             raise ValueError("at least one Fernet key is required")
         return value
+
+    @field_validator("server_url", "dashboard_url")
+    @classmethod
+    def _web_address(cls, value: str) -> str:
+        # Clients append paths ("/devices/verify", "/projects/..."): no trailing slash.
+        value = value.strip().rstrip("/")
+        if value and urlsplit(value).scheme not in ("http", "https"):
+            raise ValueError("must be an http or https URL")
+        return value
+
+    @model_validator(mode="after")
+    def _dashboard_at_server(self) -> Settings:
+        if not self.dashboard_url:
+            self.dashboard_url = self.server_url
+        return self
 
     def fernet_keys(self) -> list[bytes]:
         return [

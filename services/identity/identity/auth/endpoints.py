@@ -9,6 +9,7 @@ from identity.api_key.service import APIKeyService
 from identity.auth.schemas import LoginForm, OAuthTokenResponse
 from identity.auth.service import TokenService
 from identity.device.service import DeviceService, Refused, record_device_use
+from identity.server_settings.service import record_user_activity
 from identity.settings import Settings
 from identity.user.schemas import UserQuery, UserResponse, UserUpdate, user_response
 from identity.user.service import UserService
@@ -68,10 +69,12 @@ async def get_current_user(request: Request) -> Response:
     caller = require_principal(request)
     async with transaction(request) as session:
         user = await UserService(session, clock=request.state.clock).current(caller)
+    # The zenml client and the dashboard ask who they are at the start of every session:
+    # the moment a user is active, and a device "used" (its last_login). Writes of their
+    # own, after the read.
+    await record_user_activity(request.state.sessionmaker, request.state.clock())
     device_id = caller.token.device_id
     if device_id is not None:
-        # The zenml client asks who it is at the start of every session: the moment a
-        # device is "used", as its last_login shows. A write of its own, after the read.
         await record_device_use(request.state.sessionmaker, device_id, request.state.clock())
     return render(user_response(user, hydrate=query.hydrate))
 

@@ -34,6 +34,8 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from identity.device.repository import DeviceRepository
 from identity.device.schemas import OAuthDeviceUpdate, OAuthDeviceVerificationRequest
 from identity.models import DeviceStatus, OAuthDevice, User
+from identity.server_settings.repository import ServerSettingsRepository
+from identity.server_settings.schemas import OnboardingStep
 from identity.settings import Settings
 from shared.auth import RevocationList
 from shared.db import Clock, SessionMaker, session_scope
@@ -233,6 +235,9 @@ class DeviceService:
         device.user_id = user.id
         device.failed_auth_attempts = 0
         device.trusted_device = request.trusted_device
+        await ServerSettingsRepository(self.repository.session).complete_steps(
+            {OnboardingStep.DEVICE_VERIFIED}, self.clock()
+        )
         return await self._save(device)
 
     async def redeem(self, client_id: uuid.UUID, device_code: str) -> OAuthDevice | Refused:

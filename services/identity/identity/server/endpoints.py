@@ -9,7 +9,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from identity.server.schemas import AuthScheme, ServerModel
+from identity.server_settings.service import ServerSettingsService
 from identity.settings import Settings
+from shared.db import transaction
 from shared.responses import render
 from shared.routing import ApiRoute, api_route
 from shared.settings import PLATFORM_VERSION
@@ -21,14 +23,19 @@ class JWKS(BaseModel):
 
 async def info(request: Request) -> Response:
     settings: Settings = request.state.settings
+    async with transaction(request) as session:
+        current = await ServerSettingsService(session, request.state.clock).get()
+    # The name and analytics are the admin's current settings, as the reference's.
     return render(
         ServerModel(
             id=settings.server_id,
-            name=settings.server_name,
+            name=current.server_name,
             version=PLATFORM_VERSION,
             auth_scheme=AuthScheme.OAUTH2_PASSWORD_BEARER,
             server_url=settings.server_url,
             dashboard_url=settings.dashboard_url,
+            analytics_enabled=current.enable_analytics,
+            last_user_activity=current.last_user_activity,
         )
     )
 

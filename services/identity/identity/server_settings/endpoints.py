@@ -1,0 +1,83 @@
+"""``/settings`` (any user reads them, an admin changes them) and ``/onboarding_state``."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from identity.server_settings.schemas import (
+    ServerSettingsQuery,
+    ServerSettingsResponse,
+    ServerSettingsUpdate,
+    settings_response,
+)
+from identity.server_settings.service import ServerSettingsService, onboarding_state
+from identity.settings import Settings
+from identity.user.service import UserService
+from shared.auth import require_principal
+from shared.db import transaction
+from shared.responses import render
+from shared.routing import ApiRoute, api_route, parse_json, parse_query
+
+
+async def get(request: Request) -> Response:
+    query = parse_query(request, ServerSettingsQuery)
+    caller = require_principal(request)
+    settings: Settings = request.state.settings
+    async with transaction(request) as session:
+        await UserService(session, clock=request.state.clock).acting(caller)
+        row = await ServerSettingsService(session, request.state.clock).get()
+    return render(settings_response(row, settings.server_id, hydrate=query.hydrate))
+
+
+async def update(request: Request) -> Response:
+    body = await parse_json(request, ServerSettingsUpdate)
+    caller = require_principal(request)
+    settings: Settings = request.state.settings
+    async with transaction(request) as session:
+        user = await UserService(session, clock=request.state.clock).acting(caller)
+        row = await ServerSettingsService(session, request.state.clock).update_for(user, body)
+    return render(settings_response(row, settings.server_id, hydrate=True))
+
+
+async def get_onboarding_state(request: Request) -> Response:
+    caller = require_principal(request)
+    async with transaction(request) as session:
+        await UserService(session, clock=request.state.clock).acting(caller)
+    steps = await onboarding_state(
+        request.state.sessionmaker, request.state.onboarding, request.state.clock
+    )
+    return render(steps)
+
+
+def routes() -> list[ApiRoute]:
+    tags = ["server"]
+    return [
+        api_route(
+            "/api/v1/settings",
+            get,
+            method="GET",
+            summary="Get Settings",
+            tags=tags,
+            query=ServerSettingsQuery,
+            response=ServerSettingsResponse,
+        ),
+        api_route(
+            "/api/v1/settings",
+            update,
+            method="PUT",
+            summary="Update Server Settings",
+            tags=tags,
+            body=ServerSettingsUpdate,
+            response=ServerSettingsResponse,
+            errors=(403,),
+        ),
+        api_route(
+            "/api/v1/onboarding_state",
+            get_onboarding_state,
+            method="GET",
+            summary="Get Onboarding State",
+            tags=tags,
+            response=list[str],
+        ),
+    ]

@@ -1,0 +1,117 @@
+"""Server settings and onboarding steps in the reference's shapes (``ServerSettings*``)."""
+
+from __future__ import annotations
+
+import uuid
+from enum import StrEnum
+from typing import Any
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from identity.models import ServerSettings
+from identity.user.schemas import valid_name
+from shared.types import WireDatetime
+
+
+class OnboardingStep(StrEnum):
+    """The steps the dashboard's checklist shows (zenml's ``OnboardingStep``)."""
+
+    DEVICE_VERIFIED = "device_verified"
+    PROJECT_CREATED = "project_created"
+    PIPELINE_RUN = "pipeline_run"
+    STACK_WITH_REMOTE_ORCHESTRATOR_CREATED = "stack_with_remote_orchestrator_created"
+    STACK_WITH_REMOTE_ARTIFACT_STORE_CREATED = "stack_with_remote_artifact_store_created"
+    PIPELINE_RUN_WITH_REMOTE_ORCHESTRATOR = "pipeline_run_with_remote_orchestrator"
+    PIPELINE_RUN_WITH_REMOTE_ARTIFACT_STORE = "pipeline_run_with_remote_artifact_store"
+    PIPELINE_DEPLOYED = "pipeline_deployed"
+    OSS_ONBOARDING_COMPLETED = "oss_onboarding_completed"
+    PRO_ONBOARDING_COMPLETED = "pro_onboarding_completed"
+
+
+IDENTITY_STEPS = frozenset({OnboardingStep.DEVICE_VERIFIED})
+"""The steps identity sees happen itself (a user approving a device)."""
+TRACKING_STEPS = frozenset(OnboardingStep) - IDENTITY_STEPS
+"""The steps that follow from tracking's data (projects, stacks, runs, deployments)."""
+
+
+def valid_logo_url(value: str | None) -> str | None:
+    # The dashboard puts it in an <img src>: a web address, nothing a browser would run.
+    if value and urlsplit(value).scheme not in ("http", "https"):
+        raise ValueError("the logo URL must be an http or https URL")
+    return value
+
+
+class ServerSettingsUpdate(BaseModel):
+    """What an admin may change. A field left out, or null, is left as it is, except
+    ``logo_url``: null or an empty string removes the logo."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    server_name: str | None = Field(default=None, max_length=255)
+    logo_url: str | None = Field(default=None, max_length=2048)
+    enable_analytics: bool | None = None
+    display_announcements: bool | None = None
+    display_updates: bool | None = None
+
+    _name = field_validator("server_name")(valid_name)
+    _logo = field_validator("logo_url")(valid_logo_url)
+
+    def changes(self) -> dict[str, Any]:
+        """The fields this update sets (the reference's test of who may send it)."""
+        values = self.model_dump(exclude_unset=True)
+        changes = {name: value for name, value in values.items() if value is not None}
+        if "logo_url" in values:
+            changes["logo_url"] = values["logo_url"] or None
+        return changes
+
+
+class ServerSettingsResponseBody(BaseModel):
+    server_id: uuid.UUID
+    server_name: str
+    logo_url: str | None = None
+    active: bool
+    enable_analytics: bool
+    display_announcements: bool | None
+    display_updates: bool | None
+    last_user_activity: WireDatetime
+    updated: WireDatetime
+
+
+class ServerSettingsResponseMetadata(BaseModel):
+    pass
+
+
+class ServerSettingsResponseResources(BaseModel):
+    pass
+
+
+class ServerSettingsResponse(BaseModel):
+    body: ServerSettingsResponseBody | None = None
+    metadata: ServerSettingsResponseMetadata | None = None
+    resources: ServerSettingsResponseResources | None = None
+
+
+class ServerSettingsQuery(BaseModel):
+    hydrate: bool = True
+
+
+def settings_response(
+    row: ServerSettings, server_id: uuid.UUID, *, hydrate: bool
+) -> ServerSettingsResponse:
+    """As the reference renders them: resources always, metadata when hydrated."""
+    return ServerSettingsResponse(
+        body=ServerSettingsResponseBody(
+            server_id=server_id,
+            server_name=row.server_name,
+            logo_url=row.logo_url,
+            active=True,
+            enable_analytics=row.enable_analytics,
+            display_announcements=row.display_announcements,
+            display_updates=row.display_updates,
+            last_user_activity=row.last_user_activity,
+            updated=row.updated,
+        ),
+        metadata=ServerSettingsResponseMetadata() if hydrate else None,
+        resources=ServerSettingsResponseResources(),
+    )
