@@ -30,7 +30,7 @@ from identity.device import endpoints as device_endpoints
 from identity.server import endpoints as server_endpoints
 from identity.server_settings import endpoints as server_settings_endpoints
 from identity.server_settings.repository import ServerSettingsRepository
-from identity.server_settings.service import TrackingOnboarding, initial_settings
+from identity.server_settings.service import TrackingOnboarding, UserActivity, initial_settings
 from identity.service_account import endpoints as service_account_endpoints
 from identity.settings import Settings
 from identity.signing_key.service import KeyRing, SigningKeyService
@@ -102,6 +102,7 @@ def _lifespan(clock: Clock) -> LifespanHook:
                 "verifier": verifier,
                 "workload_scopes": workload_scopes,
                 "onboarding": onboarding,
+                "user_activity": UserActivity(state["sessionmaker"]),
                 # ZENKEY_ bearers: identity logs in with the key itself.
                 "api_key_tokens": api_key_tokens(
                     settings,

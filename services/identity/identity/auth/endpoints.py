@@ -9,7 +9,6 @@ from identity.api_key.service import APIKeyService
 from identity.auth.schemas import LoginForm, OAuthTokenResponse
 from identity.auth.service import TokenService
 from identity.device.service import DeviceService, Refused, record_device_use
-from identity.server_settings.service import record_user_activity
 from identity.settings import Settings
 from identity.user.schemas import UserQuery, UserResponse, UserUpdate, user_response
 from identity.user.service import UserService
@@ -72,7 +71,7 @@ async def get_current_user(request: Request) -> Response:
     # The zenml client and the dashboard ask who they are at the start of every session:
     # the moment a user is active, and a device "used" (its last_login). Writes of their
     # own, after the read.
-    await record_user_activity(request.state.sessionmaker, request.state.clock())
+    await request.state.user_activity.seen(request.state.clock())
     device_id = caller.token.device_id
     if device_id is not None:
         await record_device_use(request.state.sessionmaker, device_id, request.state.clock())

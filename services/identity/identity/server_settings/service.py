@@ -139,13 +139,25 @@ async def onboarding_state(
     return [step.value for step in OnboardingStep if step in recorded]
 
 
-async def record_user_activity(sessionmaker: SessionMaker, now: dt.datetime) -> None:
-    """Move ``last_user_activity`` to ``now`` (at most every :data:`ACTIVITY_PRECISION`).
+class UserActivity:
+    """Moves ``last_user_activity`` to the time a user is seen, at most every
+    :data:`ACTIVITY_PRECISION`: a replica that wrote it less than that ago does not ask the
+    database again (as the reference's server process), and the write itself is
+    conditional, so replicas seeing users at the same time write it about once.
 
     Best effort, in its own short transaction, like a device's last use: a busy database
     must not fail the request the user made."""
-    try:
-        async with session_scope(sessionmaker) as session:
-            await ServerSettingsRepository(session).record_activity(now, ACTIVITY_PRECISION)
-    except SQLAlchemyError:
-        logger.warning("could not record the last user activity")
+
+    def __init__(self, sessionmaker: SessionMaker) -> None:
+        self._sessionmaker = sessionmaker
+        self._written: dt.datetime | None = None
+
+    async def seen(self, now: dt.datetime) -> None:
+        if self._written is not None and now - self._written < ACTIVITY_PRECISION:
+            return
+        self._written = now
+        try:
+            async with session_scope(self._sessionmaker) as session:
+                await ServerSettingsRepository(session).record_activity(now, ACTIVITY_PRECISION)
+        except SQLAlchemyError:
+            logger.warning("could not record the last user activity")
