@@ -25,9 +25,10 @@ from agent_accounts.account.schemas import (
     UserCreateRequest,
     UserUpdateRequest,
 )
-from agent_accounts.core.auth import AccountCaller, aware, ensure_admin, token_device_id
+from agent_accounts.core.auth import AccountCaller, ensure_admin, token_device_id
 from agent_accounts.core.credentials import new_secret
 from agent_accounts.core.listing import ListQuery
+from agent_accounts.core.schemas import aware_utc
 from agent_accounts.device.repository import DeviceRepository
 from agent_accounts.models import Account
 from agent_accounts.settings import Settings
@@ -161,7 +162,7 @@ class AccountService:
         if (
             not matches(account.activation_token_hash, request.activation_token)
             or expires is None
-            or self.clock() >= aware(expires)
+            or self.clock() >= aware_utc(expires)
         ):
             raise ActivationTokenIncorrect()
         account.password_hash = await hash_password(request.password)
