@@ -83,6 +83,32 @@ async def test_user_created_with_a_password_is_active(client: httpx.AsyncClient,
     assert "activation_token" not in body
 
 
+async def test_activation_then_login_as_the_kitaru_ui_does_it(
+    client: httpx.AsyncClient, admin, clock: Clock
+):
+    # The UI's members page, then the activation link's page: activate without a
+    # session, then log in with a form that names no grant.
+    created = await client.post(
+        "/api/v1/users", json={"name": "carol", "email": None, "is_admin": False}, headers=admin
+    )
+    user = created.json()
+    activated = await client.post(
+        f"/api/v1/users/{user['id']}/activate",
+        json={"activation_token": user["activation_token"], "password": "carol-pass-1"},
+    )
+    assert activated.status_code == 200, activated.text
+    # The UI's next request, a moment later (activation ends every earlier token).
+    clock.advance(milliseconds=50)
+    login = await client.post(
+        "/api/v1/login", data={"username": activated.json()["name"], "password": "carol-pass-1"}
+    )
+
+    assert login.status_code == 200, login.text
+    me = await client.get("/api/v1/accounts/me", headers=bearer(login.json()["access_token"]))
+    assert me.json()["name"] == "carol"
+    assert me.json()["active"] is True
+
+
 async def test_user_created_without_password_gets_a_one_time_activation_token(
     client: httpx.AsyncClient, admin, login: Login
 ):
