@@ -165,10 +165,16 @@ class AccountService:
             or self.clock() >= aware_utc(expires)
         ):
             raise ActivationTokenIncorrect()
+        # An inactive account's tokens already died with its deactivation (a new user has
+        # none), so no new cutoff: one here would also kill the session the kitaru UI logs
+        # in with right after, on a replica whose clock is a few milliseconds behind. Only
+        # an account made active again meanwhile (the default admin, at start-up) still
+        # has live tokens, and a new password ends them.
+        if account.active:
+            await self._end_sessions(account)
         account.password_hash = await hash_password(request.password)
         account.active = True
         account.activation_token_hash = None
-        await self._end_sessions(account)
         account.activation_expires_at = None
         account.updated = self.clock()
         return await self.repository.add(account)
