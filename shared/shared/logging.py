@@ -35,7 +35,7 @@ _SECRET_VALUE_PATTERNS = [
     # JWTs: three base64url segments, the first two starting with '{"' encoded.
     re.compile(r"eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*"),
     re.compile(r"(?i)(bearer\s+)[^\s\"',;]+"),
-    re.compile(r"\b(ZENKEY|SVCKEY)_[A-Za-z0-9_\-=+/]+"),
+    re.compile(r"\b(ZENKEY|SVCKEY|KITKEY)_[A-Za-z0-9_\-=+/]+"),
     re.compile(
         r"(?i)((?:password|secret|token|api_key|code)=)[^&\s\"']+",
     ),

@@ -3,11 +3,12 @@
 The client runs in its own cached environment (``kitaru[cli]==0.27.2``, built once under
 the user's cache with :func:`tests.support.zenml_env.ensure_venv`). Through the gateway's
 agent port it logs in with a password and with an API key read from stdin, runs
-``kitaru status``, and through its SDK manages users, service accounts, API keys and a
-worker and walks the task and session lists with kitaru's own list params (``kitaru
-session list`` too); every result is checked here. The interactive device login runs the CLI under a
-pty (``script``), approves the device through the API, and checks what the CLI stored
-and that its device session works until the device is locked.
+``kitaru status`` with each stored credential, and through its SDK manages users, service
+accounts, API keys and a worker and walks the task and session lists with kitaru's own
+list params (``kitaru session list`` too); every result is checked here. The interactive
+device login runs the CLI under a pty (``script``), approves the device through the API,
+and checks what the CLI stored and that its device session works until the device is
+locked.
 """
 
 from __future__ import annotations
@@ -146,7 +147,7 @@ def test_kitaru_client_against_our_agent_entrypoint(
     assert service["active"] is True
 
     key = steps["create api key"]
-    assert key["key"].startswith("SVCKEY_")
+    assert key["key"].startswith("KITKEY_")
     rotated = steps["rotate api key"]
     assert rotated["key"] != key["key"]
     assert rotated["last_rotated"] is not None
@@ -185,15 +186,16 @@ def test_kitaru_client_against_our_agent_entrypoint(
     assert refused.returncode != 0
     assert "cursor" in json.loads(refused.stderr)["error"]["message"], refused.stderr
 
-    # The CLI logs in with an API key from stdin (it checks the key with the api-key grant).
-    # kitaru 0.27.2 re-reads a stored key as a bearer only when it starts with KITKEY_; ours
-    # start with SVCKEY_, so `status` then uses the key through KITARU_API_KEY, which the CLI
-    # documents as taking precedence over stored credentials.
+    # The CLI logs in with an API key from stdin (it checks the key with the api-key grant)
+    # and stores it; later commands send the stored key as their bearer, which kitaru
+    # 0.27.2 does only for a key starting with KITKEY_ (any other, it says ok, then 401s).
+    fresh = steps["fresh key"]
     key_env = environment(tmp_path / "key")
-    login_out = cli(kitaru_client, ["login", url, "--api-key-stdin"], key_env,
-                    stdin=steps["fresh key"] + "\n")  # fmt: skip
-    assert steps["fresh key"] not in json.dumps(login_out)
-    status = cli(kitaru_client, ["status"], {**key_env, "KITARU_API_KEY": steps["fresh key"]})
+    login_out = cli(kitaru_client, ["login", url, "--api-key-stdin"], key_env, stdin=fresh + "\n")
+    assert fresh not in json.dumps(login_out)
+    [entry] = json.loads((tmp_path / "key" / "config" / "credentials.json").read_text()).values()
+    assert entry["api_key"] == fresh
+    status = cli(kitaru_client, ["status"], key_env)
     assert status.get("item", status)["authentication"] == "authenticated", status
 
 

@@ -1,19 +1,107 @@
-"""The agent-accounts service's settings (environment prefix SERVICE_, as kitaru's
-KITARU_SERVER_)."""
+"""The agent-accounts service's settings: environment prefix ``SERVICE_``, and kitaru's
+own ``KITARU_SERVER_*`` names for the settings the two servers share, so that a kitaru
+operator's environment works unchanged. When a setting is given under both names, the
+``SERVICE_`` one wins (the launcher and the deployments set those)."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import os
+from collections.abc import Callable, Mapping
 from datetime import timedelta
-from typing import Literal
+from typing import Any, Literal
 
 from cryptography.fernet import Fernet, MultiFernet
 from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import SettingsConfigDict
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from shared.settings import ServiceSettings
 from shared.throttle import LoginThrottleSettings
 
 AuthScheme = Literal["none", "local"]
+
+
+KITARU_PREFIX = "KITARU_SERVER_"
+
+
+def _seconds(raw: str) -> timedelta | str:
+    """kitaru counts these in seconds; anything else is left for validation to refuse."""
+    try:
+        return timedelta(seconds=float(raw))
+    except ValueError:
+        return raw
+
+
+def _derived_key(raw: str) -> str:
+    """32 bytes derived from a secret string, as base64url: kitaru hashes its free-form
+    keys with SHA-256 the same way."""
+    return base64.urlsafe_b64encode(hashlib.sha256(raw.encode()).digest()).decode("ascii")
+
+
+def _fernet_keys(raw: str) -> str:
+    """Fernet keys are taken as they are; kitaru's free-form key string becomes one."""
+    try:
+        for key in raw.split(","):
+            Fernet(key.strip())
+    except ValueError:
+        return _derived_key(raw)
+    return raw
+
+
+def _kitaru_names() -> dict[str, tuple[str, Callable[[str], Any]]]:
+    """kitaru's setting name (after ``KITARU_SERVER_``) -> (our field, conversion)."""
+    same = {
+        name.removeprefix("server_").upper(): name
+        for name in Settings.model_fields
+        if name.startswith("server_") and name not in ("server_url", "server_id")
+    }
+    names: dict[str, tuple[str, Callable[[str], Any]]] = {
+        kitaru: (field, str) for kitaru, field in same.items()
+    }
+    names.update(
+        {
+            "SERVER_URL": ("server_url", str),
+            "SERVER_ID": ("server_id", str),
+            "DASHBOARD_URL": ("dashboard_url", str),
+            "DATABASE_URL": ("database_url", str),
+            "JWT_ISSUER": ("jwt_issuer", str),
+            "JWT_AUDIENCE": ("jwt_audience", str),
+            "MAX_BLOB_SIZE_BYTES": ("max_blob_size_bytes", str),
+            "JWT_LIFETIME_SECONDS": ("session_token_lifetime", _seconds),
+            "WORKER_TOKEN_LIFETIME_SECONDS": ("worker_token_lifetime", _seconds),
+            "TASK_TOKEN_EXPIRY_LEEWAY_SECONDS": ("task_token_expiry_leeway", _seconds),
+            # kitaru signs with one HS256 secret; an Ed25519 key is derived from it, the
+            # same on every replica.
+            "JWT_SIGNING_KEY": ("jwt_signing_keys", lambda raw: _derived_key(raw).rstrip("=")),
+            "SECRET_ENCRYPTION_KEY": ("server_secret_encryption_key", _fernet_keys),
+        }
+    )
+    return names
+
+
+class KitaruEnvironment(PydanticBaseSettingsSource):
+    """The ``KITARU_SERVER_*`` variables of ``environ`` (the process environment unless
+    given), as the fields they name."""
+
+    def __init__(
+        self, settings_cls: type[BaseSettings], environ: Mapping[str, str] | None = None
+    ) -> None:
+        super().__init__(settings_cls)
+        source = os.environ if environ is None else environ
+        self.environ = {key.upper(): value for key, value in source.items()}
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        values: dict[str, Any] = {}
+        for kitaru, (field, convert) in _kitaru_names().items():
+            raw = self.environ.get(KITARU_PREFIX + kitaru)
+            if raw is not None:
+                values[field] = convert(raw)
+        return values
 
 
 class Settings(ServiceSettings, LoginThrottleSettings):
@@ -88,6 +176,24 @@ class Settings(ServiceSettings, LoginThrottleSettings):
                 except ValueError:
                     raise ValueError(f"key #{position} is not a Fernet key") from None
         return value
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Earlier sources win: SERVICE_* before KITARU_SERVER_*.
+        return (
+            init_settings,
+            env_settings,
+            KitaruEnvironment(settings_cls),
+            dotenv_settings,
+            file_secret_settings,
+        )
 
     def secret_cipher(self) -> MultiFernet | None:
         """The cipher of secret-carrying idempotent answers, when keys are configured."""

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import json
 import uuid
 from typing import Any
@@ -11,7 +12,15 @@ from argon2 import PasswordHasher
 
 from agent_accounts.app import create_app
 from agent_accounts.settings import Settings
-from tests.agent_accounts.conftest import ADMIN, Clock, Login, NewUser, bearer, stored_rows
+from tests.agent_accounts.conftest import (
+    ADMIN,
+    ADMIN_PASSWORD,
+    Clock,
+    Login,
+    NewUser,
+    bearer,
+    stored_rows,
+)
 from tests.support.asgi import client_for, running_together
 
 
@@ -81,6 +90,61 @@ async def test_user_created_with_a_password_is_active(client: httpx.AsyncClient,
     body = response.json()
     assert body["active"] is True
     assert "activation_token" not in body
+
+
+async def test_activation_then_login_as_the_kitaru_ui_does_it(
+    client: httpx.AsyncClient, admin, agent_settings: Settings, clock: Clock
+):
+    # The UI's members page, then the activation link's page: activate without a
+    # session, then log in with a form that names no grant.
+    created = await client.post(
+        "/api/v1/users", json={"name": "carol", "email": None, "is_admin": False}, headers=admin
+    )
+    user = created.json()
+    activated = await client.post(
+        f"/api/v1/users/{user['id']}/activate",
+        json={"activation_token": user["activation_token"], "password": "carol-pass-1"},
+    )
+    assert activated.status_code == 200, activated.text
+    # The UI's next requests may reach another replica, whose clock is a little behind.
+    behind = Clock()
+    behind.now = clock.now - dt.timedelta(milliseconds=20)
+    async with client_for(create_app(agent_settings, clock=behind)) as replica:
+        login = await replica.post(
+            "/api/v1/login",
+            data={"username": activated.json()["name"], "password": "carol-pass-1"},
+        )
+        assert login.status_code == 200, login.text
+        me = await replica.get("/api/v1/accounts/me", headers=bearer(login.json()["access_token"]))
+
+    assert me.status_code == 200, me.text
+    assert me.json()["name"] == "carol"
+    assert me.json()["active"] is True
+
+
+async def test_activating_an_account_made_active_again_at_start_up_ends_its_sessions(
+    client: httpx.AsyncClient, agent_settings: Settings, clock: Clock, new_user: NewUser
+):
+    _, other_admin = await new_user(is_admin=True)
+    me = (await client.get("/api/v1/accounts/me", headers=other_admin)).json()
+    default = (await client.get("/api/v1/accounts", headers=other_admin)).json()["items"]
+    [default_id] = [a["id"] for a in default if a["name"] == ADMIN and a["id"] != me["id"]]
+    deactivated = await client.post(f"/api/v1/users/{default_id}/deactivate", headers=other_admin)
+    token = deactivated.json()["activation_token"]
+    clock.advance(seconds=1)
+    # A restart makes the default admin active again, its activation token still unused.
+    async with client_for(create_app(agent_settings, clock=clock)) as restarted:
+        form = {"username": ADMIN, "password": ADMIN_PASSWORD}
+        session = (await restarted.post("/api/v1/login", data=form)).json()["access_token"]
+        clock.advance(seconds=1)
+        activated = await restarted.post(
+            f"/api/v1/users/{default_id}/activate",
+            json={"activation_token": token, "password": "a-new-password"},
+        )
+        assert activated.status_code == 200, activated.text
+        ended = await restarted.get("/api/v1/accounts/me", headers=bearer(session))
+
+    assert ended.status_code == 401
 
 
 async def test_user_created_without_password_gets_a_one_time_activation_token(

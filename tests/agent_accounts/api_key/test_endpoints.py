@@ -7,6 +7,8 @@ import uuid
 import httpx
 import pytest
 
+from agent_accounts.core.credentials import new_secret
+from shared.logging import redact_text
 from tests.agent_accounts.conftest import (
     Clock,
     NewKey,
@@ -24,13 +26,37 @@ async def test_key_is_shown_once_and_authenticates_as_bearer(client: httpx.Async
     assert created.status_code == 201
     assert created.headers["cache-control"] == "no-store"
     body = created.json()
-    assert body["key"].startswith("SVCKEY_")
+    assert body["key"].startswith("KITKEY_")
     assert len(body["key"]) == 171
     assert (await client.get(ME, headers=bearer(body["key"]))).json()["name"] == "default"
     listed = (await client.get("/api/v1/api-keys", headers=admin)).json()
     assert [k["name"] for k in listed["items"]] == ["ci"]
     assert "key" not in listed["items"][0]
     assert "key" not in (await client.get(f"/api/v1/api-keys/{body['id']}", headers=admin)).json()
+
+
+async def test_new_keys_start_with_kitkey_and_svckey_keys_issued_before_still_work(
+    client: httpx.AsyncClient, new_key: NewKey
+):
+    issued = (await new_key())["key"]
+    # A key issued before KITKEY_ became the prefix: the same id and secret (the stored
+    # hash covers only the secret) under the old prefix.
+    earlier = "SVCKEY_" + issued.removeprefix("KITKEY_")
+
+    assert issued.startswith("KITKEY_")
+    for key in (issued, earlier):
+        assert (await client.get(ME, headers=bearer(key))).json()["name"] == "default"
+        exchanged = await client.post(
+            "/api/v1/login", data={"grant_type": "api-key"}, headers=bearer(key)
+        )
+        assert exchanged.status_code == 200, exchanged.text
+
+
+def test_a_kitkey_key_is_masked_in_log_text():
+    payload = json.dumps({"id": str(uuid.uuid4()), "key": new_secret()})
+    encoded = base64.b64encode(payload.encode()).decode()
+
+    assert encoded not in redact_text(f"login with KITKEY_{encoded} failed")
 
 
 async def test_keys_are_stored_as_hashes_only(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import httpx
+import pytest
 
 from tests.agent_accounts.conftest import (
     ADMIN,
@@ -94,8 +95,45 @@ async def test_api_key_grant_exchanges_the_bearer_key_for_a_session(
     assert without_key.status_code == 401
 
 
+async def test_login_without_grant_type_infers_the_password_grant(client: httpx.AsyncClient):
+    # What the kitaru UI's login form posts.
+    response = await client.post(
+        "/api/v1/login", data={"username": ADMIN, "password": ADMIN_PASSWORD}
+    )
+
+    assert response.status_code == 200, response.text
+    session = response.json()["access_token"]
+    assert (await client.get(ME, headers=bearer(session))).json()["name"] == ADMIN
+    wrong = await client.post("/api/v1/login", data={"username": ADMIN, "password": "nope"})
+    assert wrong.status_code == 401
+    assert wrong.json() == {"detail": "Invalid username or password."}
+
+
+async def test_login_without_grant_type_never_infers_the_api_key_grant(
+    client: httpx.AsyncClient, new_key: NewKey
+):
+    key = (await new_key())["key"]
+
+    response = await client.post("/api/v1/login", data={}, headers=bearer(key))
+
+    assert response.status_code == 400
+    assert response.json()["error"] == "invalid_request"
+
+
+@pytest.mark.parametrize("settings_overrides", [{"server_auth_scheme": "none"}])
+async def test_login_without_grant_type_or_user_under_the_none_scheme_is_invalid_request(
+    client: httpx.AsyncClient,
+):
+    bare = await client.post("/api/v1/login", data={})
+    with_user = await client.post("/api/v1/login", data={"username": ADMIN, "password": "x"})
+
+    assert bare.status_code == with_user.status_code == 400
+    assert bare.json()["error"] == "invalid_request"
+    assert with_user.json()["error"] == "unsupported_grant_type"
+
+
 async def test_grant_errors_are_400_with_an_oauth_error_code(client: httpx.AsyncClient):
-    missing = await client.post("/api/v1/login", data={"username": ADMIN})
+    missing = await client.post("/api/v1/login", data={"password": ADMIN_PASSWORD})
     unknown = await client.post("/api/v1/login", data={"grant_type": "magic"})
     incomplete = await client.post("/api/v1/login", data={"grant_type": "password"})
 

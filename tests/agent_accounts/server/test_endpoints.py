@@ -31,3 +31,18 @@ async def test_liveness_answers_as_kitaru_doctor_expects(client: httpx.AsyncClie
     response = await client.get("/health/live")
     assert response.status_code == 200
     assert response.json() == {"status": "ok"}
+
+
+async def test_kitaru_session_routes_not_served_here_answer_501_with_a_sentence(
+    client: httpx.AsyncClient,
+):
+    session = "/api/v1/sessions/0190a3c2-0000-7000-8000-000000000000"
+    calls = [
+        ("GET", f"{session}/nodes", "/api/v1/sessions/{session_id}/nodes"),
+        ("POST", f"{session}/nodes", "/api/v1/sessions/{session_id}/nodes"),
+        ("POST", f"{session}/evaluations", "/api/v1/sessions/{session_id}/evaluations"),
+    ]
+    for method, path, route in calls:
+        response = await client.request(method, path)
+        assert response.status_code == 501, (method, path)
+        assert response.json() == {"detail": f"{route} is not implemented by this server."}

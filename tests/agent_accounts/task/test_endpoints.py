@@ -101,6 +101,15 @@ async def test_blob_upload_and_download_round_trip(client: httpx.AsyncClient, ad
     assert downloaded.content == content
 
 
+async def test_blob_content_route_downloads_the_blob(client: httpx.AsyncClient, admin):
+    blob = await _upload(client, b"kitaru's download route", admin)
+
+    downloaded = await client.get(f"/api/v1/blobs/{blob['id']}/content", headers=admin)
+
+    assert downloaded.status_code == 200
+    assert downloaded.content == b"kitaru's download route"
+
+
 @pytest.mark.parametrize("settings_overrides", [{"max_blob_size_bytes": 16}])
 async def test_blob_above_the_size_limit_is_413_and_not_stored(
     client: httpx.AsyncClient, admin, agent_settings

@@ -25,9 +25,10 @@ from agent_accounts.account.schemas import (
     UserCreateRequest,
     UserUpdateRequest,
 )
-from agent_accounts.core.auth import AccountCaller, aware, ensure_admin, token_device_id
+from agent_accounts.core.auth import AccountCaller, ensure_admin, token_device_id
 from agent_accounts.core.credentials import new_secret
 from agent_accounts.core.listing import ListQuery
+from agent_accounts.core.schemas import aware_utc
 from agent_accounts.device.repository import DeviceRepository
 from agent_accounts.models import Account
 from agent_accounts.settings import Settings
@@ -161,13 +162,19 @@ class AccountService:
         if (
             not matches(account.activation_token_hash, request.activation_token)
             or expires is None
-            or self.clock() >= aware(expires)
+            or self.clock() >= aware_utc(expires)
         ):
             raise ActivationTokenIncorrect()
+        # An inactive account's tokens already died with its deactivation (a new user has
+        # none), so no new cutoff: one here would also kill the session the kitaru UI logs
+        # in with right after, on a replica whose clock is a few milliseconds behind. Only
+        # an account made active again meanwhile (the default admin, at start-up) still
+        # has live tokens, and a new password ends them.
+        if account.active:
+            await self._end_sessions(account)
         account.password_hash = await hash_password(request.password)
         account.active = True
         account.activation_token_hash = None
-        await self._end_sessions(account)
         account.activation_expires_at = None
         account.updated = self.clock()
         return await self.repository.add(account)

@@ -4,9 +4,8 @@ import uuid
 
 from pydantic import Field
 
-from agent_accounts.core.schemas import Name, RequestModel, TimestampedResponse
+from agent_accounts.core.schemas import Name, RequestModel, Timestamp, TimestampedResponse
 from agent_accounts.models import ApiKey
-from shared.types import WireDatetime
 
 
 class ApiKeyCreateRequest(RequestModel):
@@ -26,8 +25,8 @@ class ApiKeyResponse(TimestampedResponse):
     id: uuid.UUID
     name: str
     active: bool
-    last_used: WireDatetime | None
-    last_rotated: WireDatetime | None
+    last_used: Timestamp | None
+    last_rotated: Timestamp | None
     owner_id: uuid.UUID
 
 

@@ -27,7 +27,8 @@ from sqlmodel import col, update
 from starlette.authentication import AuthCredentials, AuthenticationBackend, BaseUser
 from starlette.requests import HTTPConnection
 
-from agent_accounts.core.credentials import API_KEY_PREFIX, decode_api_key
+from agent_accounts.core.credentials import decode_api_key, is_api_key
+from agent_accounts.core.schemas import aware_utc
 from agent_accounts.models import Account, ApiKey, Device, Task, Worker
 from agent_accounts.settings import Settings
 from shared.auth import (
@@ -178,13 +179,13 @@ class AgentAuthBackend(AuthenticationBackend):
             # A valid worker or task token still resolves to its own principal; anything
             # else, garbage included, runs as the default account.
             user: BaseUser | None = None
-            if raw is not None and not raw.startswith(API_KEY_PREFIX):
+            if raw is not None and not is_api_key(raw):
                 user = await resolver.from_token(raw, kinds=(TokenKind.WORKER, TokenKind.TASK))
             if not isinstance(user, Caller):
                 user = await resolver.default_account()
         elif raw is None:
             return None
-        elif raw.startswith(API_KEY_PREFIX):
+        elif is_api_key(raw):
             user = await resolver.from_api_key(raw)
         else:
             user = await resolver.from_token(raw, kinds=ALL_KINDS)
@@ -230,7 +231,7 @@ class _Resolver:
         if key.previous_key_hash is None or key.last_rotated is None:
             return False
         window = dt.timedelta(minutes=key.retain_period_minutes)
-        if self.clock() - aware(key.last_rotated) >= window:
+        if self.clock() - aware_utc(key.last_rotated) >= window:
             return False
         return matches(key.previous_key_hash, secret)
 
@@ -239,7 +240,7 @@ class _Resolver:
         busy key does not write on every request)."""
         interval = self.settings.api_key_last_used_interval
         now = self.clock()
-        if key.last_used is not None and now - aware(key.last_used) < interval:
+        if key.last_used is not None and now - aware_utc(key.last_used) < interval:
             return
         gate = self.state.keys("api-key-used", key.id)
         try:
@@ -308,7 +309,7 @@ class _Resolver:
             device = await session.get(Device, device_id) if device_id is not None else None
         if device is None or not device.backs_sessions_of(account.id, now):
             return False
-        if device.last_login is None or now - aware(device.last_login) >= DEVICE_LOGIN_INTERVAL:
+        if device.last_login is None or now - aware_utc(device.last_login) >= DEVICE_LOGIN_INTERVAL:
             async with session_scope(self.sessionmaker) as session:
                 await session.exec(
                     update(Device).where(col(Device.id) == device.id).values(last_login=now)
@@ -355,16 +356,11 @@ def _uuids(values: Any) -> list[uuid.UUID]:
     return [u for u in (_uuid(v) for v in values) if u is not None]
 
 
-def aware(value: dt.datetime) -> dt.datetime:
-    """A stored datetime as aware UTC (SQLite hands back naive values)."""
-    return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
-
-
 def _valid_for(account: Account, token: VerifiedToken) -> bool:
     if not account.active:
         return False
     cutoff = account.tokens_valid_after
-    if cutoff is None or token.issued_at > aware(cutoff):
+    if cutoff is None or token.issued_at > aware_utc(cutoff):
         return True
     return account.tokens_kept_jti is not None and token.jti == account.tokens_kept_jti
 

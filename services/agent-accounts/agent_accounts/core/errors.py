@@ -18,3 +18,13 @@ class TokenError(PlatformError):
 
     def body(self) -> Any:
         return {"error": self.error, "detail": self.message}
+
+
+class NotServed(PlatformError):
+    """A kitaru route this server does not serve: 501, worded as the gateway words the
+    route families it answers for itself."""
+
+    status_code = 501
+
+    def __init__(self, route: str) -> None:
+        super().__init__(f"{route} is not implemented by this server.")

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Annotated, TypeVar
 
-from pydantic import BaseModel, ConfigDict, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints
 from starlette.requests import Request
 
 from shared.routing import parse_json
-from shared.types import WireDatetime
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -19,9 +19,23 @@ class RequestModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def aware_utc(value: dt.datetime) -> dt.datetime:
+    """``value`` in UTC with its zone (naive values are taken as UTC)."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=dt.UTC)
+    return value.astimezone(dt.UTC)
+
+
+Timestamp = Annotated[dt.datetime, AfterValidator(aware_utc)]
+"""Every datetime of an agent-run response: aware UTC, which pydantic writes as kitaru's
+server does, ending in ``Z`` (``2026-01-01T10:25:49.617843Z``; ``2026-01-01T10:25:49Z``
+when the fraction is zero). The platform's naive :data:`shared.types.WireDatetime` would
+make a browser read the time in its own zone."""
+
+
 class TimestampedResponse(BaseModel):
-    created: WireDatetime
-    updated: WireDatetime
+    created: Timestamp
+    updated: Timestamp
 
 
 # 1 to 255 ASCII letters, digits and - _ . + @, starting and ending with a letter or digit.

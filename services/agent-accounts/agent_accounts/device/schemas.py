@@ -5,9 +5,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent_accounts.core.schemas import RequestModel, TimestampedResponse
+from agent_accounts.core.schemas import RequestModel, Timestamp, TimestampedResponse
 from agent_accounts.models import Device
-from shared.types import WireDatetime
 
 
 class DeviceStatus(StrEnum):
@@ -59,8 +58,8 @@ class DeviceResponse(TimestampedResponse):
     status: DeviceStatus
     locked: bool
     trusted: bool
-    expires: WireDatetime | None
-    last_login: WireDatetime | None
+    expires: Timestamp | None
+    last_login: Timestamp | None
     hostname: str | None
     os: str | None
     ip_address: str | None

@@ -23,10 +23,11 @@ import uuid
 
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from agent_accounts.core.auth import AccountCaller, aware
+from agent_accounts.core.auth import AccountCaller
 from agent_accounts.core.credentials import new_secret
 from agent_accounts.core.errors import TokenError
 from agent_accounts.core.listing import ListQuery
+from agent_accounts.core.schemas import aware_utc
 from agent_accounts.device.repository import DeviceRepository
 from agent_accounts.device.schemas import DeviceAuthorizationForm, DeviceStatus
 from agent_accounts.models import Device
@@ -163,7 +164,8 @@ class DeviceService:
         if device.status != DeviceStatus.ACTIVE:
             previous, device.last_polled = device.last_polled, now
             await self.repository.add(device)
-            if previous is not None and now - aware(previous) < dt.timedelta(seconds=self.interval):
+            interval = dt.timedelta(seconds=self.interval)
+            if previous is not None and now - aware_utc(previous) < interval:
                 return TokenError(
                     "slow_down", f"Polling too fast: wait {self.interval} s between requests."
                 )

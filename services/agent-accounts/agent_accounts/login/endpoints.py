@@ -13,6 +13,7 @@ from agent_accounts.login.service import (
     DEVICE_CODE,
     PASSWORD,
     LoginService,
+    resolve_grant,
     token_response,
 )
 from shared.auth import bearer_token
@@ -31,19 +32,18 @@ async def login(request: Request) -> Response:
     # The peer's address, or X-Forwarded-For's when the peer is the gateway (uvicorn
     # trusts the header only from FORWARDED_ALLOW_IPS).
     client = request.client.host if request.client else None
+    grant = resolve_grant(form, settings)
     throttle = LoginThrottle(request.state.redis, request.state.keys, settings)
     async with transaction(request) as session:
         service = LoginService(session, settings, issuer, request.state.clock, throttle, client)
         issued: Issued | TokenError
-        if form.grant_type == PASSWORD:
+        if grant == PASSWORD:
             issued = await service.password(form)
-        elif form.grant_type == DEVICE_CODE:
+        elif grant == DEVICE_CODE:
             issued = await service.device_code(form)
-        elif form.grant_type == API_KEY:
+        elif grant == API_KEY:
             caller = request.user if isinstance(request.user, AccountCaller) else None
             issued = await service.api_key(caller, bearer_token(request))
-        elif not form.grant_type:
-            raise TokenError("invalid_request", "The grant_type parameter is required.")
         else:
             raise TokenError("unsupported_grant_type", "This grant type is not supported.")
     # Raised after the commit: a wrong device code stays counted, a poll stays recorded.

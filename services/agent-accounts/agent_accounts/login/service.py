@@ -39,6 +39,22 @@ class InvalidLogin(Unauthorized):
         super().__init__("Invalid username or password.")
 
 
+def resolve_grant(form: LoginForm, settings: Settings) -> str:
+    """The grant a login asks for. Without ``grant_type`` it is inferred as kitaru's server
+    does (its UI posts only ``username`` and ``password``): a user name means the password
+    grant, a device code the device-code grant, and anything else the password grant under
+    the local scheme. The api-key grant is never inferred: it must be named."""
+    if form.grant_type is not None:
+        return form.grant_type
+    if form.username is not None:
+        return PASSWORD
+    if form.device_code is not None:
+        return DEVICE_CODE
+    if settings.server_auth_scheme == "local":
+        return PASSWORD
+    raise TokenError("invalid_request", "The grant_type parameter is required.")
+
+
 def token_response(issued: Issued) -> TokenResponse:
     return TokenResponse(
         access_token=issued.token,
@@ -94,7 +110,7 @@ class LoginService:
         return self.issuer.session(account.id)
 
     async def api_key(self, caller: AccountCaller | None, bearer: str | None) -> Issued:
-        """The request's ``Authorization: Bearer SVCKEY_...`` (``bearer``) was already
+        """The request's ``Authorization: Bearer KITKEY_...`` (``bearer``) was already
         checked by the authentication backend, which made ``caller``; the session names
         the key, so it dies with it."""
         self._local_grant(API_KEY)

@@ -8,10 +8,9 @@ from typing import Any
 from pydantic import BaseModel, Field, JsonValue, field_validator, model_validator
 
 from agent_accounts.core.listing import ListQuery
-from agent_accounts.core.schemas import RequestModel, TimestampedResponse
+from agent_accounts.core.schemas import RequestModel, Timestamp, TimestampedResponse
 from agent_accounts.models import AgentSession, Blob, Task
 from agent_accounts.worker.schemas import TaskKind
-from shared.types import WireDatetime
 
 # What the worker sets in a task process's environment; a creator may not shadow it.
 CONTRACT_ENV_NAMES = frozenset({"SERVICE_API_URL", "SERVICE_API_KEY", "SERVICE_API_TOKEN"})
@@ -81,9 +80,9 @@ class TaskResponse(TimestampedResponse):
     attempt: int
     timeout_seconds: int
     worker_id: uuid.UUID | None
-    claimed_at: WireDatetime | None
-    started_at: WireDatetime | None
-    ended_at: WireDatetime | None
+    claimed_at: Timestamp | None
+    started_at: Timestamp | None
+    ended_at: Timestamp | None
     session_ids: list[uuid.UUID]
     blob_ids: list[uuid.UUID]
     error: str | None

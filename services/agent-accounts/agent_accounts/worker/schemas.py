@@ -6,9 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
-from agent_accounts.core.schemas import RequestModel, TimestampedResponse
+from agent_accounts.core.schemas import RequestModel, Timestamp, TimestampedResponse
 from agent_accounts.models import Worker
-from shared.types import WireDatetime
 
 
 class TaskKind(StrEnum):
@@ -82,14 +81,14 @@ class WorkerResponse(TimestampedResponse):
     name: str
     scope: dict[str, Any]
     runtime: dict[str, Any]
-    last_seen_at: WireDatetime
+    last_seen_at: Timestamp
     live: bool
     metadata: dict[str, Any]
 
 
 class WorkerTokenResponse(BaseModel):
     token: str
-    token_expires_at: WireDatetime
+    token_expires_at: Timestamp
 
 
 class WorkerRegistrationResponse(WorkerTokenResponse):

@@ -9,8 +9,9 @@ import uuid
 
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from agent_accounts.core.auth import AccountCaller, Issued, TokenIssuer, WorkerCaller, aware
+from agent_accounts.core.auth import AccountCaller, Issued, TokenIssuer, WorkerCaller
 from agent_accounts.core.listing import ListQuery
+from agent_accounts.core.schemas import aware_utc
 from agent_accounts.models import Worker
 from agent_accounts.worker.repository import WorkerRepository
 from agent_accounts.worker.schemas import WorkerCreateRequest
@@ -42,7 +43,7 @@ class WorkerService:
         self.clock = clock
 
     def live(self, worker: Worker) -> bool:
-        return self.clock() - aware(worker.last_seen_at) < LIVENESS
+        return self.clock() - aware_utc(worker.last_seen_at) < LIVENESS
 
     async def register(
         self, request: WorkerCreateRequest, caller: AccountCaller, issuer: TokenIssuer
