@@ -89,6 +89,9 @@ class Service:
     passthrough: tuple[str, ...] = ()
     secrets: Mapping[str, SecretKind] = field(default_factory=dict)
     env_prefix: str = ""
+    # Other prefixes an operator of the system it stands in for uses (kitaru's KITARU_): a
+    # passthrough variable is also taken under each, after env_prefix's name.
+    env_aliases: tuple[str, ...] = ()
     # (web) the gateway's body limit on this service's routes, when not the gateway's own
     client_max_body_size: str | None = None
     replicas: int = 1
@@ -266,6 +269,7 @@ _SERVICE_KEYS = {
     "passthrough",
     "secrets",
     "env_prefix",
+    "env_aliases",
     "client_max_body_size",
     "replicas",
     "metrics_port",
@@ -333,12 +337,17 @@ def _extras(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
     prefix = _get(raw, "env_prefix", str, where, "")
     if prefix and not _ENV_PREFIX.match(prefix):
         raise StackConfigError(f"{where}: env_prefix {prefix!r} must be like 'SERVICE_'")
+    aliases = _get(raw, "env_aliases", list, where, [])
+    for alias in aliases:
+        if not isinstance(alias, str) or not _ENV_PREFIX.match(alias):
+            raise StackConfigError(f"{where}: env_aliases entry {alias!r} must be like 'KITARU_'")
     replicas = _get(raw, "replicas", int, where, 1)
     _check_replicas(replicas, where)
     return {
         "replicas": replicas,
         "metrics_port": _port(raw, where, "metrics_port") if "metrics_port" in raw else None,
         "env_prefix": prefix,
+        "env_aliases": tuple(aliases),
         "env": _env_table(raw.get("env", {}), f"{where} env"),
         "passthrough": passthrough,
         "secrets": cast(dict[str, SecretKind], secrets),

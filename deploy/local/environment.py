@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import json
 import socket
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from deploy.config import Service, Stack
@@ -118,10 +118,13 @@ def public_url(options: Options, entrypoint: str) -> str:
     return f"http://{host}:{options.ports.entrypoints[entrypoint]}"
 
 
-def passthrough_value(prefix: str, name: str, launcher_environ: Mapping[str, str]) -> str | None:
-    """A passthrough variable as the launcher's environment gives it: under the service's
-    ``env_prefix`` (the name its own documentation uses) or, failing that, unprefixed."""
-    for key in (f"{prefix}{name}", name):
+def passthrough_value(
+    prefixes: Sequence[str], name: str, launcher_environ: Mapping[str, str]
+) -> str | None:
+    """A passthrough variable as the launcher's environment gives it: under the first of
+    the service's ``prefixes`` that is set (its ``env_prefix``, the name its own
+    documentation uses, then its ``env_aliases``) or, failing those, unprefixed."""
+    for key in (*(f"{prefix}{name}" for prefix in prefixes), name):
         if key in launcher_environ:
             return launcher_environ[key]
     return None
@@ -177,7 +180,7 @@ def service_environment(
     for source in _sources(stack, service):
         settings |= source.env
         for name in source.passthrough:
-            value = passthrough_value(prefix, name, launcher_environ)
+            value = passthrough_value((prefix, *owner.env_aliases), name, launcher_environ)
             if value is not None:
                 settings[name] = value
     # Values in stack.toml may name the stack's data folder and the service's public URL.

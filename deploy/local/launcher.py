@@ -570,7 +570,9 @@ def _login_lines(
     service = options.stack.service(login.service)
     # Named as the service's own documentation does (the launcher takes both names).
     variable = f"{service.env_prefix}{login.password_variable}"
-    if passthrough_value(service.env_prefix, login.password_variable, environ):
+    if passthrough_value(
+        (service.env_prefix, *service.env_aliases), login.password_variable, environ
+    ):
         source = f"from {variable} (used when the account is first created)"
     elif service.name in fresh:
         source = f"printed once in {service.name}'s log above"

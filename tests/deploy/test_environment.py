@@ -14,6 +14,7 @@ from deploy.local.options import Options, parse_options
 from deploy.local.secrets import StackSecrets
 
 AGENT_PASSWORD = "SERVICE_SERVER_DEFAULT_ACCOUNT_PASSWORD"
+KITARU_PASSWORD = "KITARU_SERVER_DEFAULT_ACCOUNT_PASSWORD"  # a kitaru operator's name
 
 
 def options(tmp_path: Path, *argv: str) -> Options:
@@ -36,6 +37,9 @@ def environment_of(options: Options, name: str, environ: dict[str, str]) -> dict
         ({AGENT_PASSWORD: "documented"}, "documented"),
         ({"SERVER_DEFAULT_ACCOUNT_PASSWORD": "unprefixed"}, "unprefixed"),
         ({AGENT_PASSWORD: "documented", "SERVER_DEFAULT_ACCOUNT_PASSWORD": "x"}, "documented"),
+        ({KITARU_PASSWORD: "kitaru's"}, "kitaru's"),
+        ({KITARU_PASSWORD: "kitaru's", "SERVER_DEFAULT_ACCOUNT_PASSWORD": "x"}, "kitaru's"),
+        ({AGENT_PASSWORD: "documented", KITARU_PASSWORD: "x"}, "documented"),
     ],
 )
 def test_the_agent_servers_first_password_is_taken_by_its_documented_name_too(
@@ -87,6 +91,12 @@ def test_the_banner_names_the_variables_that_chose_the_passwords(tmp_path):
     assert "password from DEFAULT_ADMIN_PASSWORD (used when" in text
     assert f"password from {AGENT_PASSWORD} (used when" in text
     assert "Id3ntity" not in text
+    assert "Ag3nt" not in text
+
+
+def test_the_banner_sees_a_password_chosen_under_kitarus_name(tmp_path):
+    text = banner(tmp_path, {KITARU_PASSWORD: "Ag3nt"}, fresh=set())
+    assert f"password from {AGENT_PASSWORD} (used when" in text
     assert "Ag3nt" not in text
 
 
