@@ -26,6 +26,7 @@ from tracking.deployment import endpoints as deployment_endpoints
 from tracking.flavor import endpoints as flavor_endpoints
 from tracking.hook_invocation import endpoints as hook_invocation_endpoints
 from tracking.logs import endpoints as logs_endpoints
+from tracking.onboarding import endpoints as onboarding_endpoints
 from tracking.pipeline import endpoints as pipeline_endpoints
 from tracking.pipeline_build import endpoints as pipeline_build_endpoints
 from tracking.pipeline_run import endpoints as pipeline_run_endpoints
@@ -64,6 +65,7 @@ def routes() -> list[BaseRoute]:
         *deployment_endpoints.routes(),
         *schedule_endpoints.routes(),
         *workload_scope_endpoints.routes(),
+        *onboarding_endpoints.routes(),
         *trigger_endpoints.routes(),
         *hook_invocation_endpoints.routes(),
         *flavor_endpoints.routes(),

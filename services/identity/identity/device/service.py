@@ -35,12 +35,12 @@ from identity.device.repository import DeviceRepository
 from identity.device.schemas import OAuthDeviceUpdate, OAuthDeviceVerificationRequest
 from identity.models import DeviceStatus, OAuthDevice, User
 from identity.server_settings.repository import ServerSettingsRepository
-from identity.server_settings.schemas import OnboardingStep
 from identity.settings import Settings
 from shared.auth import RevocationList
 from shared.db import Clock, SessionMaker, session_scope
 from shared.errors import BadRequest, Forbidden, NotFound, OAuthError, PlatformError
 from shared.listing import Listing
+from shared.onboarding import OnboardingStep
 from shared.secret_hash import digest, matches
 
 DEVICE_CODE_BYTES = 32

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from enum import StrEnum
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -11,23 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from identity.models import ServerSettings
 from identity.user.schemas import valid_name
+from shared.onboarding import OnboardingStep
 from shared.types import WireDatetime
-
-
-class OnboardingStep(StrEnum):
-    """The steps the dashboard's checklist shows (zenml's ``OnboardingStep``)."""
-
-    DEVICE_VERIFIED = "device_verified"
-    PROJECT_CREATED = "project_created"
-    PIPELINE_RUN = "pipeline_run"
-    STACK_WITH_REMOTE_ORCHESTRATOR_CREATED = "stack_with_remote_orchestrator_created"
-    STACK_WITH_REMOTE_ARTIFACT_STORE_CREATED = "stack_with_remote_artifact_store_created"
-    PIPELINE_RUN_WITH_REMOTE_ORCHESTRATOR = "pipeline_run_with_remote_orchestrator"
-    PIPELINE_RUN_WITH_REMOTE_ARTIFACT_STORE = "pipeline_run_with_remote_artifact_store"
-    PIPELINE_DEPLOYED = "pipeline_deployed"
-    OSS_ONBOARDING_COMPLETED = "oss_onboarding_completed"
-    PRO_ONBOARDING_COMPLETED = "pro_onboarding_completed"
-
 
 IDENTITY_STEPS = frozenset({OnboardingStep.DEVICE_VERIFIED})
 """The steps identity sees happen itself (a user approving a device)."""

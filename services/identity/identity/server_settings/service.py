@@ -23,19 +23,13 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from identity.models import ServerSettings, User
 from identity.server_settings.repository import ServerSettingsRepository
-from identity.server_settings.schemas import (
-    TRACKING_STEPS,
-    OnboardingStep,
-    ServerSettingsUpdate,
-)
+from identity.server_settings.schemas import TRACKING_STEPS, ServerSettingsUpdate
 from identity.settings import Settings
 from shared.db import Clock, SessionMaker, session_scope
 from shared.errors import Forbidden
+from shared.onboarding import ONBOARDING_PATH, OnboardingStep
 
 logger = logging.getLogger(__name__)
-
-ONBOARDING_PATH = "/internal/v1/onboarding_state"
-"""Tracking's answer: the completed steps its data shows (a JSON list of step names)."""
 
 ACTIVITY_PRECISION = dt.timedelta(seconds=30)
 """``last_user_activity`` is written at most this often (the reference's interval)."""
