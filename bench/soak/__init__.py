@@ -29,8 +29,9 @@ queued or deferred, none in progress), then counts the runs tracking holds for t
 snapshot, by the delivery id each records, and prints the report: answers by status,
 deliveries accepted, processed exactly once, lost (accepted, no run), duplicated (more
 than one run), the time to drain after the last outage ended. Exit status 1 when
-anything was lost or duplicated, a delivery was never accepted, or a 5xx came other
-than a 503 while Valkey was down (and up to ``VALKEY_GRACE`` after).
+anything was lost or duplicated, a delivery was never accepted, a 5xx came other than
+a 503 while Valkey was down (and up to ``VALKEY_GRACE`` after), or a trigger execution
+was left pending by a drained queue (its job dropped).
 
 Only loopback is used. Logs stay in the data dir (``--keep`` keeps it; it is printed).
 """

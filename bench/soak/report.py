@@ -11,6 +11,7 @@ from bench.soak.traffic import Answer
 
 # security.md §5.2: the intake takes deliveries again within 5 s of Redis being back.
 VALKEY_GRACE = 5.0
+PENDING = "pending"  # an execution's status while a job of its event is due to run it
 
 
 @dataclass
@@ -109,6 +110,12 @@ class Report:
             found.append(f"{self.rejected_4xx} deliveries refused with a 4xx")
         if self.drain_seconds is None:
             found.append("the queue did not drain")
+        elif self.executions[PENDING]:
+            # Nothing is left to carry them on: their jobs were dropped. A run requested
+            # before the drop hides such a loss from the counts of runs above.
+            found.append(
+                f"{self.executions[PENDING]} trigger executions left pending by a drained queue"
+            )
         return found
 
     def lines(self) -> list[str]:

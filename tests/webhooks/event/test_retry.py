@@ -15,7 +15,7 @@ import httpx
 import pytest
 from pydantic import ValidationError
 from starlette.responses import JSONResponse
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from shared.auth import KeysUnavailable
 from shared.db import session_scope, utcnow
@@ -31,6 +31,7 @@ from webhooks.trigger.repository import TriggerRepository
 
 T0 = datetime(2026, 11, 26, tzinfo=UTC)
 SECOND = timedelta(seconds=1)
+TWO_SECOND_JOBS = {"worker_job_timeout": 2 * SECOND}  # a try's budget: 1.8 s
 
 
 def policy(draw: float, horizon: timedelta = timedelta(hours=24)) -> RetryPolicy:
@@ -128,10 +129,15 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return next((v.decode() for k, v in scope["headers"] if k == name), None)
 
 
+def runs_answered_by(router: HostRouter, app: ASGIApp) -> None:
+    """Tracking's snapshot-run route answered by ``app`` (the rest by tracking)."""
+    stand_in = {"tracking/api/v1/pipeline_snapshots": httpx.ASGITransport(app=app)}
+    router.routes = {**stand_in, **router.routes}
+
+
 def scripted(router: HostRouter, *statuses: int) -> ScriptedRuns:
     runs = ScriptedRuns(*statuses)
-    stand_in = {"tracking/api/v1/pipeline_snapshots": httpx.ASGITransport(app=runs.app())}
-    router.routes = {**stand_in, **router.routes}
+    runs_answered_by(router, runs.app())
     return runs
 
 
@@ -235,19 +241,51 @@ async def test_a_job_failing_outside_a_run_request_fails_its_executions_at_the_h
             await asyncio.sleep(5)
         await inner(scope, receive, send)
 
-    stand_in = {"tracking/api/v1/pipeline_snapshots": httpx.ASGITransport(app=stalled)}
-    router.routes = {**stand_in, **router.routes}
+    runs_answered_by(router, stalled)
     hook, trigger = wired
     await deliver(client, hook, push_body("main"), "d-stalled")
-    budget = {"worker_job_timeout": timedelta(seconds=2)}  # a try's budget: 1.8 s
-    await drain(jobs=1, **budget)
+    await drain(jobs=1, **TWO_SECOND_JOBS)
     (waiting,) = await executions(client, auth, trigger)
     assert waiting["status"] == "pending"  # retried: the try's failure is not the event's
-    await drain(clock=MovableClock(timedelta(hours=25)), **budget)
+    await drain(clock=MovableClock(timedelta(hours=25)), **TWO_SECOND_JOBS)
     (execution,) = await executions(client, auth, trigger)
     assert execution["status"] == "failed"
     assert execution["error"] == "gave up after retrying for 1 day, 0:00:00: TimeoutError()"
     assert runs.runs == {}
+
+
+async def test_a_try_still_unwinding_at_the_job_timeout_is_retried_not_dropped(
+    client, auth, wired, drain, router, webhooks_app, webhooks_settings
+):
+    """A try cut off at its budget whose unwinding outlasts the job timeout (a cancelled
+    request or transaction cleaning up on a CPU-starved worker): the event waits for its
+    next try, and gets its one run then, rather than being dropped."""
+    runs = SnapshotRuns()
+    inner = runs.app()
+    stalls = asyncio.Event()
+
+    async def slow_to_unwind(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"].endswith("/runs") and not stalls.is_set():
+            stalls.set()
+            try:
+                await asyncio.sleep(5)
+            except asyncio.CancelledError:
+                await asyncio.sleep(0.5)  # past the job timeout, 0.2 s after the budget
+                raise
+        await inner(scope, receive, send)
+
+    runs_answered_by(router, slow_to_unwind)
+    hook, trigger = wired
+    await deliver(client, hook, push_body("main"), "d-unwinding")
+    await drain(jobs=1, **TWO_SECOND_JOBS)
+    assert stalls.is_set()
+    (waiting,) = await executions(client, auth, trigger)
+    assert waiting["status"] == "pending"
+    assert await webhooks_app.state["redis"].zcard(webhooks_settings.queue_name) == 1
+    await drain(**TWO_SECOND_JOBS)
+    (execution,) = await executions(client, auth, trigger)
+    assert execution["status"] == "dispatched"
+    assert len(runs.runs) == 1
 
 
 # The worker's own credential refused

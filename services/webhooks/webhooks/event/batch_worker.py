@@ -22,10 +22,16 @@ Redis:
   connection of their own (:class:`shared.redis_pipe.RedisPipe`), so the transactions of
   every running job go out together and hiredis packs and parses them;
 - with a ``replay_window_ms``, a finished job's key is emptied for that long instead of
-  deleted (see :class:`BatchWorker`): the intake's replay marker.
+  deleted (see :class:`BatchWorker`): the intake's replay marker;
+- arq's own timer on a try is off: arq fails a job for good when that timer fires, which
+  drops an accepted event. A job keeps its own time instead (a budget under the job
+  timeout, :func:`webhooks.event.tasks.process_event`), and a try past it is retried. Both
+  timers together raced: a try cut off at its budget that took longer to unwind than the
+  gap between the two (a cancelled request or transaction cleaning up on a CPU-starved
+  worker) was cancelled again by arq's, and failed. ``job_timeout`` still sizes the lease.
 
-Everything else is arq's: the keys and values, running a job, retries and
-``Retry(defer=…)``, expiry (``_expires``), results, heartbeat and health check, signals,
+Everything else is arq's: the keys and values, running a job (but for its timer), retries
+and ``Retry(defer=…)``, expiry (``_expires``), results, heartbeat and health check, signals,
 aborts. A job enqueued by the intake's script or by ``ArqRedis.enqueue_job`` runs alike.
 
 A shortcut through arq's and redis-py's private parts (a worker's poll loop and slot
@@ -206,12 +212,17 @@ class BatchWorker(Worker):
     so the intake, which enqueues only ids whose key is absent, absorbs a sender's replay
     while the event waits, runs, and for the window after it finished, with one key a
     delivery. With ``replay_window_ms`` 0 the key is deleted, as arq does. With
-    ``batch_claims`` off, jobs are claimed by arq's own poll."""
+    ``batch_claims`` off, jobs are claimed by arq's own poll.
+
+    arq never cuts a try off: each job must keep its own time (see the module)."""
 
     def __init__(
         self, *args: Any, replay_window_ms: int = 0, batch_claims: bool = True, **kwargs: Any
     ) -> None:
         super().__init__(*args, **kwargs)
+        # After arq sized the lease from it (in_progress_timeout_s): see the module. arq
+        # annotates it a float, but only hands it to asyncio.wait_for (None: no timer).
+        self.job_timeout_s = None  # type: ignore[assignment]
         self.replay_window_ms = replay_window_ms
         self.batch_claims = batch_claims
         self._slots_freed = asyncio.Event()

@@ -368,7 +368,9 @@ async def _attempt(
     ``Retry`` (a timeout included), which would drop the event; so every failure becomes
     a retry, within a time budget under the job timeout, until the horizon counted from
     ``start``; past it the job ends, logged as a dead letter, after ``give_up`` recorded
-    the failure where it could."""
+    the failure where it could. The budget is the only timer on a try (arq's is off, see
+    :mod:`webhooks.event.batch_worker`): a second one, cancelling the try while it
+    unwinds from the first, would turn the retry into arq's failure."""
     consumer: Consumer = ctx["consumer"]
     attributes = {**about, "job_try": ctx["job_try"]}
     with tracing.consumer_span(function, traceparent, attributes):
