@@ -84,6 +84,8 @@ class PipelineRun(SQLModel, table=True):
     __table_args__ = (
         UniqueConstraint("project_id", "name", name="uq_pipeline_runs_project_name"),
         UniqueConstraint("trigger_execution_id", name="uq_pipeline_runs_trigger_execution"),
+        # A pipeline's newest run, for the pipelines list's ``latest_run`` order.
+        Index("ix_pipeline_runs_pipeline_created", "pipeline_id", "created"),
     )
 
     id: uuid.UUID = Field(default_factory=new_id, primary_key=True)
@@ -149,6 +151,10 @@ class StepRun(SQLModel, table=True):
         default_factory=list, sa_column=Column(JSON, nullable=False, server_default="[]")
     )
     exception_info: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+    # A dynamic pipeline's step is compiled as it runs: its spec and configuration come
+    # with it (the client's ``dynamic_config``), not with the snapshot.
+    dynamic_config: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+    latest_heartbeat: dt.datetime | None = None
     user_id: uuid.UUID | None = Field(default=None, index=True)
     created: dt.datetime = Field(default_factory=utcnow, index=True)
     updated: dt.datetime = Field(default_factory=utcnow)

@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shared.errors import BadRequest
 from shared.types import WireDatetime
 from shared.users import NestedUser
 from tracking.artifact.schemas import TagName
@@ -196,6 +197,39 @@ class RunListQuery(ScopedListQuery):
     include_full_metadata: bool = False
 
 
+class StopQuery(BaseModel):
+    """``graceful`` or not, the server stops a run the same way: it marks it stopping."""
+
+    graceful: bool = False
+
+
+class DagQuery(BaseModel):
+    """``include_step_metadata``: the metadata keys whose values the step nodes show."""
+
+    include_step_metadata: list[str] | None = None
+
+
+class DagNode(BaseModel):
+    node_id: str
+    type: str
+    id: uuid.UUID | None = None
+    name: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class DagEdge(BaseModel):
+    source: str
+    target: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class PipelineRunDAG(BaseModel):
+    id: uuid.UUID
+    status: ExecutionStatus
+    nodes: list[DagNode]
+    edges: list[DagEdge]
+
+
 class PipelineRunResponseBody(ProjectScopedBody):
     status: ExecutionStatus
     in_progress: bool
@@ -331,8 +365,9 @@ ArtifactLinks = dict[str, list[uuid.UUID]]
 
 
 class StepRunRequest(ScopedRequest):
-    """A dynamic configuration and a resource requester are accepted and not kept: the
-    step's configuration is its snapshot's."""
+    """A resource requester is accepted and not kept. A step of a dynamic pipeline comes
+    with its configuration (``dynamic_config``: its spec and configuration, compiled as
+    the pipeline runs); a static pipeline's step has its snapshot's."""
 
     name: str = Field(min_length=1, max_length=255)
     start_time: InputDatetime
@@ -350,6 +385,7 @@ class StepRunRequest(ScopedRequest):
     outputs: dict[str, uuid.UUID | list[uuid.UUID]] = Field(default_factory=dict)
     logs: uuid.UUID | LogsRequest | None = None
     exception_info: ExceptionInfo | None = None
+    dynamic_config: dict[str, Any] | None = None
 
     def links(self, direction: str) -> ArtifactLinks:
         return as_links(self.inputs if direction == "input" else self.outputs)
@@ -374,11 +410,30 @@ class StepRunUpdate(BaseModel):
 
 
 class StepLogsQuery(BaseModel):
-    """``GET /steps/{id}/logs``: the logs of one source (``step``, ``prepare_step`` …) or
-    of one id, exactly one of them."""
+    """``GET /steps/{id}/logs`` and ``GET /runs/{id}/logs``: the logs of one source
+    (``step``, ``orchestrator`` …) or of one id, exactly one of them."""
 
     source: str | None = None
     logs_id: uuid.UUID | None = None
+
+    def check(self) -> None:
+        if (self.source is None) == (self.logs_id is None):
+            raise BadRequest(
+                "Either source or logs_id must be provided."
+                if self.source is None
+                else "Only one of source or logs_id must be provided."
+            )
+
+
+class StepHeartbeatResponse(BaseModel):
+    """``latest_heartbeat`` carries its zone (``Z``), as the reference's does: unlike the
+    times it reads back from its database, it sends the time it just took."""
+
+    id: uuid.UUID
+    status: ExecutionStatus
+    latest_heartbeat: dt.datetime
+    pipeline_run_status: ExecutionStatus | None = None
+    heartbeat_enabled: bool
 
 
 class StepRunResponseBody(ProjectScopedBody):
@@ -442,6 +497,28 @@ class StepItem(NamedTuple):
 STEP = EnvelopeShape(StepRunResponse)
 
 
+def step_configuration(step: Any, snapshot: Any | None) -> dict[str, Any]:
+    """A step's spec and configuration: those it ran with in a dynamic pipeline, else its
+    snapshot's (by the step's name, its invocation id)."""
+    if step.dynamic_config:
+        return step.dynamic_config  # type: ignore[no-any-return]
+    found = (snapshot.step_configurations or {}).get(step.name) if snapshot else None
+    return found if isinstance(found, dict) else {}
+
+
+def _filled(item: StepItem) -> dict[str, str]:
+    snapshot = item.snapshot
+    return substitutions(snapshot, _as_datetime(item.run_start)) if snapshot else {}
+
+
+def step_config(item: StepItem) -> dict[str, Any]:
+    """The step's configuration, substitutions filled in from its run's start."""
+    configured = step_configuration(item.step, item.snapshot)
+    config = dict(configured.get("config") or {"name": item.step.name})
+    config["substitutions"] = _filled(item)
+    return config
+
+
 def step_response(item: StepItem, hydrate: bool, user: NestedUser | None) -> dict[str, Any]:
     """The step's configuration and spec are its snapshot's (by the step's name, its
     invocation id), substitutions filled in from its run's start."""
@@ -452,15 +529,12 @@ def step_response(item: StepItem, hydrate: bool, user: NestedUser | None) -> dic
         "inputs": item.inputs,
         "outputs": item.outputs,
     }
-    filled = substitutions(snapshot, _as_datetime(item.run_start)) if snapshot else {}
+    filled = _filled(item)
     metadata: dict[str, Any] = {}
     if hydrate:
-        configured = (snapshot.step_configurations or {}).get(step.name, {}) if snapshot else {}
-        config = dict(configured.get("config") or {"name": step.name})
-        config["substitutions"] = filled
         metadata = {
-            "config": config,
-            "spec": configured.get("spec") or {},
+            "config": step_config(item),
+            "spec": step_configuration(step, snapshot).get("spec") or {},
             "snapshot_id": snapshot.id if snapshot is not None else None,
             "run_metadata": item.run_metadata or {},
         }
