@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Collection
 from typing import Any
 
-from sqlalchemy import Table
+from sqlalchemy import Table, func
 from sqlalchemy import delete as sa_delete
 from sqlalchemy import insert as sa_insert
 from sqlalchemy import select as sa_select
@@ -14,17 +14,31 @@ from sqlalchemy.dialects.postgresql import distinct_on
 from sqlmodel import col
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from shared.listing import ListSpec
+from shared.listing import ListSpec, SortKey
 from tracking.core.listing import scoped_fields, scoped_sort_keys
 from tracking.core.repository import ScopedRepository
 from tracking.models import Pipeline, PipelineRun, PipelineSnapshot
 from tracking.tag.service import tags_field, tags_sort
 
+# When the pipeline last ran (when it was made, if never), as the reference orders by
+# ``latest_run``: one look-up in the runs' (pipeline_id, created) index per pipeline.
+LATEST_RUN = func.coalesce(
+    sa_select(func.max(col(PipelineRun.created)))
+    .where(col(PipelineRun.pipeline_id) == col(Pipeline.id))
+    .correlate(Pipeline)
+    .scalar_subquery(),
+    col(Pipeline.created),
+)
+
 PIPELINES = ListSpec(
     resource="pipeline",
     id_column=col(Pipeline.id),
     fields=[*scoped_fields(Pipeline), tags_field("pipeline", col(Pipeline.id))],
-    sort_keys=[*scoped_sort_keys(Pipeline), tags_sort("pipeline", col(Pipeline.id))],
+    sort_keys=[
+        *scoped_sort_keys(Pipeline),
+        tags_sort("pipeline", col(Pipeline.id)),
+        SortKey("latest_run", LATEST_RUN),
+    ],
 )
 
 
