@@ -7,7 +7,7 @@ import datetime as dt
 import uuid
 from typing import Any
 
-from sqlalchemy import JSON, Column, ForeignKey, Index, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, Column, ForeignKey, Index, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from shared.db import new_id, utcnow
@@ -77,6 +77,17 @@ class PipelineSnapshot(SQLModel, table=True):
     user_id: uuid.UUID | None = Field(default=None, index=True)
     created: dt.datetime = Field(default_factory=utcnow, index=True)
     updated: dt.datetime = Field(default_factory=utcnow)
+
+
+class PipelineRunCount(SQLModel, table=True):
+    """How many runs a project has, in slots summed on reading: kept by triggers on
+    ``pipeline_runs`` (migration 0012), never written by the service."""
+
+    __tablename__ = "pipeline_run_counts"
+
+    project_id: uuid.UUID = Field(primary_key=True)
+    slot: int = Field(primary_key=True)
+    runs: int = Field(sa_column=Column(BigInteger, nullable=False))
 
 
 class PipelineRun(SQLModel, table=True):

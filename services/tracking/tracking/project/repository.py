@@ -18,7 +18,7 @@ from shared.listing import (
     column_field,
     fetch_page,
 )
-from tracking.models import Project
+from tracking.models import Pipeline, PipelineRunCount, Project
 
 PROJECTS = ListSpec(
     resource="project",
@@ -99,3 +99,20 @@ class ProjectRepository:
 
     async def delete(self, project: Project) -> None:
         await self.session.delete(project)
+
+    async def statistics(self, project_id: uuid.UUID) -> tuple[int, int]:
+        """The project's numbers of pipelines (counted in their unique index) and of runs
+        (the sum of its slots in ``pipeline_run_counts``), in one query."""
+        pipelines = (
+            sa_select(func.count())
+            .select_from(Pipeline)
+            .where(col(Pipeline.project_id) == project_id)
+            .scalar_subquery()
+        )
+        runs = (
+            sa_select(func.coalesce(func.sum(col(PipelineRunCount.runs)), 0))
+            .where(col(PipelineRunCount.project_id) == project_id)
+            .scalar_subquery()
+        )
+        row = (await core_execute(self.session, sa_select(pipelines, runs), {})).one()
+        return int(row[0]), int(row[1])
