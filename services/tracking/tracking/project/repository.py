@@ -114,5 +114,6 @@ class ProjectRepository:
             .where(col(PipelineRunCount.project_id) == project_id)
             .scalar_subquery()
         )
-        row = (await core_execute(self.session, sa_select(pipelines, runs), {})).one()
-        return int(row[0]), int(row[1])
+        query = sa_select(pipelines.label("pipelines"), runs.label("runs"))
+        row = (await core_execute(self.session, query, {})).one()
+        return int(row.pipelines), int(row.runs)
