@@ -20,6 +20,7 @@ from tests.tracking.pipeline_run.reference_shapes import check_shape
 from tests.tracking.pipeline_run.support import create_pipeline, default_stack_id
 from tests.tracking.step_run.support import post_run, post_step, put
 from tracking.models import StepRun
+from tracking.pipeline_run.dag import dag_fields
 
 
 def configured(name: str, upstream: list[str], inputs: Json, outputs: list[str]) -> Json:
@@ -220,6 +221,40 @@ async def test_step_nodes_show_the_metadata_keys_asked_for(
     assert by_node(dag)["step/make_number"]["metadata"]["run_metadata"] == {"accuracy": 0.9}
 
 
+async def test_configurations_not_in_the_clients_shape_draw_as_absent(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    odd = {"spec": {"upstream_steps": "a", "inputs": [1]}, "config": {"outputs": ["x"]}}
+    static = {"odd": odd, "odder": {"spec": "x", "config": None}, "oddest": {}}
+    snapshot = await snapshot_of(tracking, auth, default_project, static)
+    run, _ = await post_run(tracking, auth, snapshot, status="running")
+    await post_step(tracking, auth, run, "odd")
+    dag = await get_dag(tracking, auth, run)
+    assert set(by_node(dag)) == {"step/odd", "step/odder", "step/oddest"}
+    dynamic = await snapshot_of(tracking, auth, default_project, {}, is_dynamic=True)
+    run, _ = await post_run(tracking, auth, dynamic, status="running")
+    await post_step(tracking, auth, run, "odd", dynamic_config=odd)
+    assert set(by_node(await get_dag(tracking, auth, run))) == {"step/odd"}
+
+
+async def test_a_dynamic_configuration_not_in_the_clients_shape_is_refused_with_422(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    snapshot = await snapshot_of(tracking, auth, default_project, {}, is_dynamic=True)
+    run, _ = await post_run(tracking, auth, snapshot, status="running")
+    body = {
+        "project": default_project["id"],
+        "name": "odd",
+        "start_time": "2026-11-26T11:20:26",
+        "status": "running",
+        "pipeline_run_id": run["id"],
+        "dynamic_config": {"spec": [], "config": 1},
+    }
+    response = await tracking.post("/api/v1/steps", json=body, headers=auth)
+    assert response.status_code == 422
+    assert response.json()["detail"][0]["loc"][:2] == ["body", "dynamic_config"]
+
+
 async def test_the_dag_of_an_unknown_run_is_404_and_of_a_bad_id_422(
     tracking: httpx.AsyncClient, auth: Headers
 ) -> None:
@@ -250,11 +285,13 @@ async def test_a_dynamic_run_of_a_thousand_steps_is_drawn_in_a_few_queries(
             "start_time": now,
             "end_time": now + dt.timedelta(seconds=1),
             "parent_step_ids": [],
-            "dynamic_config": configured(
-                f"step_{i}",
-                [f"step_{i - 1}"] if i else [],
-                {"x": {"step_name": f"step_{i - 1}", "output_name": "out"}} if i else {},
-                ["out"],
+            "dag_config": dag_fields(
+                configured(
+                    f"step_{i}",
+                    [f"step_{i - 1}"] if i else [],
+                    {"x": {"step_name": f"step_{i - 1}", "output_name": "out"}} if i else {},
+                    ["out"],
+                )
             ),
             "created": now,
             "updated": now,

@@ -165,6 +165,10 @@ class StepRun(SQLModel, table=True):
     # A dynamic pipeline's step is compiled as it runs: its spec and configuration come
     # with it (the client's ``dynamic_config``), not with the snapshot.
     dynamic_config: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+    # The part of it the run's DAG draws (:func:`tracking.pipeline_run.dag.dag_fields`):
+    # a full configuration is kilobytes, and decoding a thousand of them for one DAG
+    # cost more than everything else the DAG does.
+    dag_config: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
     latest_heartbeat: dt.datetime | None = None
     user_id: uuid.UUID | None = Field(default=None, index=True)
     created: dt.datetime = Field(default_factory=utcnow, index=True)

@@ -10,6 +10,7 @@ the rows it takes are read in a fixed number of queries, however many steps the 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import uuid
 from collections import defaultdict
@@ -32,7 +33,7 @@ class DagStep(NamedTuple):
     status: str
     start_time: dt.datetime | None
     end_time: dt.datetime | None
-    dynamic_config: dict[str, Any] | None
+    dag_config: dict[str, Any] | None
 
 
 class DagLink(NamedTuple):
@@ -57,19 +58,57 @@ class _StepView(NamedTuple):
     config: dict[str, Any]
 
 
-def _view(configured: Mapping[str, Any], substitutions: Mapping[str, str]) -> _StepView:
-    spec = configured.get("spec") or {}
-    config = configured.get("config") or configured.get("step_config_overrides") or {}
+CONFIG_KEYS = ("step_type", "group", "substitutions")
+NAMED_KEYS = (
+    "outputs",
+    "client_lazy_loaders",
+    "model_artifacts_or_metadata",
+    "external_input_artifacts",
+)
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _sequence(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def dag_fields(configured: Mapping[str, Any]) -> dict[str, Any]:
+    """What the DAG draws of a step's spec and configuration, in their shape: upstream
+    steps and inputs; the step's type, group and substitutions, and the names of its
+    outputs and of the artifacts it loads."""
+    spec = _mapping(configured.get("spec"))
+    config = _mapping(configured.get("config") or configured.get("step_config_overrides"))
+    kept = {key: config[key] for key in CONFIG_KEYS if key in config}
+    for key in NAMED_KEYS:
+        kept[key] = dict.fromkeys(_mapping(config.get(key)))
+    return {
+        "spec": {"upstream_steps": spec.get("upstream_steps"), "inputs": spec.get("inputs")},
+        "config": kept,
+    }
+
+
+def _view(configured: Any, substitutions: Mapping[str, str]) -> _StepView:
+    """A step's spec and configuration (whole, or as :func:`dag_fields` keeps them) as
+    the DAG reads them; whatever is not in the client's shape reads as absent, so no
+    stored value breaks the DAG."""
+    configured = _mapping(configured)
+    spec = _mapping(configured.get("spec"))
+    config = _mapping(configured.get("config") or configured.get("step_config_overrides"))
     inputs = {}
-    for name, value in (spec.get("inputs") or {}).items():
+    for name, value in _mapping(spec.get("inputs")).items():
         sources = value if isinstance(value, list) else [value]
         inputs[str(name)] = [source for source in sources if isinstance(source, dict)]
-    own = config.get("substitutions") or {}
+    own = _mapping(config.get("substitutions"))
     return _StepView(
-        upstream=[str(s) for s in spec.get("upstream_steps") or []],
+        upstream=[str(s) for s in _sequence(spec.get("upstream_steps"))],
         inputs=inputs,
-        outputs=[str(name) for name in config.get("outputs") or {}],
-        substitutions={**substitutions, **{str(k): str(v) for k, v in own.items()}},
+        outputs=[str(name) for name in _mapping(config.get("outputs"))],
+        substitutions={**substitutions, **{str(k): str(v) for k, v in own.items()}}
+        if own
+        else dict(substitutions),
         config=config,
     )
 
@@ -82,6 +121,7 @@ def _fill(template: str, substitutions: Mapping[str, str]) -> str:
         return template
 
 
+@functools.lru_cache(maxsize=1024)
 def _import_path(data_type: str) -> str | None:
     """A Source's import path from the JSON text an artifact version keeps."""
     try:
@@ -170,9 +210,9 @@ def build_dag(
     ran = {step.name: step for step in steps}
     if is_dynamic:
         views = {
-            step.name: _view(step.dynamic_config, substitutions)
+            step.name: _view(step.dag_config, substitutions)
             for step in steps
-            if step.dynamic_config is not None
+            if step.dag_config is not None
         }
     else:
         views = {name: _view(c, substitutions) for name, c in configurations.items()}
@@ -266,7 +306,8 @@ def _ran_inputs(
         if index < len(configured) and configured[index].get("step_name") in subs:
             source = configured[index]
             producer = str(source["step_name"])
-            artifact = dag.regular_output(producer, str(source["output_name"]), subs[producer])
+            output = str(source.get("output_name"))
+            artifact = dag.regular_output(producer, output, subs[producer])
             upstream.discard(producer)
             kind = STEP_OUTPUT
         else:
@@ -343,8 +384,8 @@ def _configured_inputs(
                 chunk_size=source.get("chunk_size"),
             )
             upstream.discard(producer)
-    for key in ("client_lazy_loaders", "model_artifacts_or_metadata", "external_input_artifacts"):
+    for key in NAMED_KEYS[1:]:
         kind = EXTERNAL if key == "external_input_artifacts" else LAZY_LOADED
-        for input_name in view.config.get(key) or {}:
+        for input_name in _mapping(view.config.get(key)):
             artifact = dag.artifact(artifact_node_id(input_name, name, kind, True), input_name)
             dag.edge(artifact, node, input_name=input_name, type=kind)

@@ -233,7 +233,7 @@ class RunRepository(ScopedRepository[PipelineRun]):
             col(StepRun.status),
             col(StepRun.start_time),
             col(StepRun.end_time),
-            col(StepRun.dynamic_config),
+            col(StepRun.dag_config),
         ).where(
             col(StepRun.pipeline_run_id) == run_id,
             col(StepRun.status) != ExecutionStatus.RETRIED.value,

@@ -54,6 +54,10 @@ class RunPageService:
         )
         steps = await self.repository.dag_steps(run_id)
         links = await self.repository.dag_links(run_id) if steps else []
+        is_dynamic = bool(snapshot is not None and snapshot.is_dynamic)
+        configurations = snapshot.step_configurations if snapshot is not None else None
+        if is_dynamic or not isinstance(configurations, dict):
+            configurations = {}
         step_metadata: dict[uuid.UUID, dict[str, Any]] = {}
         if metadata_keys and steps:
             keys = set(metadata_keys)
@@ -67,8 +71,8 @@ class RunPageService:
         return build_dag(
             run.id,
             run.status,
-            (snapshot.step_configurations or {}) if snapshot is not None else {},
-            bool(snapshot is not None and snapshot.is_dynamic),
+            configurations,
+            is_dynamic,
             substitutions(snapshot, run.start_time) if snapshot is not None else {},
             steps,
             links,

@@ -364,6 +364,16 @@ def run_response(item: RunItem, hydrate: bool, user: NestedUser | None) -> dict[
 ArtifactLinks = dict[str, list[uuid.UUID]]
 
 
+class DynamicStepConfig(BaseModel):
+    """A dynamic step's compiled ``Step``: its spec and configuration (and overrides),
+    kept as sent."""
+
+    model_config = ConfigDict(extra="allow")
+
+    spec: dict[str, Any]
+    config: dict[str, Any]
+
+
 class StepRunRequest(ScopedRequest):
     """A resource requester is accepted and not kept. A step of a dynamic pipeline comes
     with its configuration (``dynamic_config``: its spec and configuration, compiled as
@@ -385,7 +395,7 @@ class StepRunRequest(ScopedRequest):
     outputs: dict[str, uuid.UUID | list[uuid.UUID]] = Field(default_factory=dict)
     logs: uuid.UUID | LogsRequest | None = None
     exception_info: ExceptionInfo | None = None
-    dynamic_config: dict[str, Any] | None = None
+    dynamic_config: DynamicStepConfig | None = None
 
     def links(self, direction: str) -> ArtifactLinks:
         return as_links(self.inputs if direction == "input" else self.outputs)
@@ -506,6 +516,11 @@ def step_configuration(step: Any, snapshot: Any | None) -> dict[str, Any]:
     return found if isinstance(found, dict) else {}
 
 
+def step_spec(step: Any, snapshot: Any | None) -> dict[str, Any]:
+    spec = step_configuration(step, snapshot).get("spec")
+    return spec if isinstance(spec, dict) else {}
+
+
 def _filled(item: StepItem) -> dict[str, str]:
     snapshot = item.snapshot
     return substitutions(snapshot, _as_datetime(item.run_start)) if snapshot else {}
@@ -513,8 +528,8 @@ def _filled(item: StepItem) -> dict[str, str]:
 
 def step_config(item: StepItem) -> dict[str, Any]:
     """The step's configuration, substitutions filled in from its run's start."""
-    configured = step_configuration(item.step, item.snapshot)
-    config = dict(configured.get("config") or {"name": item.step.name})
+    configured = step_configuration(item.step, item.snapshot).get("config")
+    config = dict(configured) if isinstance(configured, dict) else {"name": item.step.name}
     config["substitutions"] = _filled(item)
     return config
 
@@ -534,7 +549,7 @@ def step_response(item: StepItem, hydrate: bool, user: NestedUser | None) -> dic
     if hydrate:
         metadata = {
             "config": step_config(item),
-            "spec": step_configuration(step, snapshot).get("spec") or {},
+            "spec": step_spec(step, snapshot),
             "snapshot_id": snapshot.id if snapshot is not None else None,
             "run_metadata": item.run_metadata or {},
         }

@@ -29,6 +29,7 @@ from tracking.logs.schemas import LogsRequest
 from tracking.logs.service import LogsService
 from tracking.models import PipelineRun, StepRun
 from tracking.pipeline.service import Snapshot, SnapshotNotFound, SnapshotService
+from tracking.pipeline_run.dag import dag_fields
 from tracking.pipeline_run.repository import (
     RUNS,
     STEPS,
@@ -516,6 +517,7 @@ class StepService:
             if original is None or original.project_id != run.project_id:
                 raise StepNotFound(request.original_step_run_id)
         parents = request.parent_step_ids or await self._upstream_steps(run, request.name)
+        dynamic = request.dynamic_config.model_dump() if request.dynamic_config else None
         step = StepRun(
             project_id=run.project_id,
             pipeline_run_id=run.id,
@@ -531,7 +533,8 @@ class StepService:
             original_step_run_id=request.original_step_run_id,
             parent_step_ids=[str(parent) for parent in parents],
             exception_info=_info(request.exception_info),
-            dynamic_config=request.dynamic_config,
+            dynamic_config=dynamic,
+            dag_config=dag_fields(dynamic) if dynamic is not None else None,
             user_id=user_id,
         )
         await self.steps.insert(

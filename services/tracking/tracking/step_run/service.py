@@ -18,7 +18,7 @@ from tracking.pipeline_run.schemas import (
     StepHeartbeatResponse,
     in_progress,
     step_config,
-    step_configuration,
+    step_spec,
 )
 from tracking.pipeline_run.service import StepNotFound, StepService
 
@@ -56,7 +56,7 @@ class StepPageService:
         step.latest_heartbeat = utcnow()
         await self.session.flush()
         item = await self.steps.get(step_id)
-        spec = step_configuration(item.step, item.snapshot).get("spec") or {}
+        spec = step_spec(item.step, item.snapshot)
         return StepHeartbeatResponse(
             id=step.id,
             status=step.status,

@@ -19,6 +19,7 @@ depends_on: str | Sequence[str] | None = None
 
 def upgrade() -> None:
     op.add_column("step_runs", sa.Column("dynamic_config", sa.JSON(), nullable=True))
+    op.add_column("step_runs", sa.Column("dag_config", sa.JSON(), nullable=True))
     op.add_column(
         "step_runs",
         sa.Column("latest_heartbeat", sqlmodel.sql.sqltypes.UTCDateTime(), nullable=True),
@@ -34,4 +35,5 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_index("ix_pipeline_runs_pipeline_created", table_name="pipeline_runs")
     op.drop_column("step_runs", "latest_heartbeat")
+    op.drop_column("step_runs", "dag_config")
     op.drop_column("step_runs", "dynamic_config")
