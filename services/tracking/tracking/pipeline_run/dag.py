@@ -249,21 +249,25 @@ def build_dag(
 
 def _in_order(views: Mapping[str, _StepView]) -> list[str]:
     """The steps with each after the steps upstream of it (as given where they allow),
-    so a reader's edge finds its producer's output drawn."""
+    so a reader's edge finds its producer's output drawn. Iterative: a dynamic run's
+    chain of steps may be deeper than Python's recursion limit; a cycle is cut where it
+    closes."""
     done: dict[str, None] = {}
-    visiting: set[str] = set()
-
-    def visit(name: str) -> None:
-        if name in done or name in visiting or name not in views:
-            return
-        visiting.add(name)
-        for upstream in views[name].upstream:
-            visit(upstream)
-        visiting.discard(name)
-        done[name] = None
-
-    for name in views:
-        visit(name)
+    entered: set[str] = set()
+    for first in views:
+        stack = [first]
+        while stack:
+            name = stack[-1]
+            if name in done:
+                stack.pop()
+                continue
+            if name not in entered:
+                entered.add(name)
+                waiting = [u for u in views[name].upstream if u in views and u not in entered]
+                stack.extend(reversed(waiting))
+                continue
+            stack.pop()
+            done[name] = None
     return list(done)
 
 
