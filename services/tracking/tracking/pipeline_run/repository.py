@@ -37,6 +37,7 @@ from tracking.models import (
 )
 from tracking.pipeline_run.dag import DagLink, DagStep
 from tracking.pipeline_run.schemas import PLACEHOLDER, ExecutionStatus
+from tracking.project.repository import RUN_COUNT
 from tracking.run_metadata.listing import metadata_field
 from tracking.tag.service import tags_field, tags_sort
 
@@ -224,6 +225,11 @@ class RunRepository(ScopedRepository[PipelineRun]):
             return []
         query = self.columns().where(col(PipelineRun.id).in_(list(ids)))
         return list((await self.session.exec(query)).all())  # type: ignore[call-overload]
+
+    async def count_of(self, project_id: uuid.UUID) -> int:
+        """The project's number of runs, as kept by triggers (no count of the runs)."""
+        result = await core_execute(self.session, RUN_COUNT, {"project_id": project_id})
+        return int(result.scalar_one())
 
     async def dag_steps(self, run_id: uuid.UUID) -> list[DagStep]:
         """The run's steps as its DAG draws them (retried tries left out)."""

@@ -109,7 +109,11 @@ class RunService(ScopedService[PipelineRun]):
         self.metadata = RunMetadataRepository(session)
 
     async def list_page(self, listing: Listing, query: RunListQuery) -> tuple[int, list[RunItem]]:
-        total, rows = await self.list_rows(RUNS, listing, query)
+        project = await self.project(query.project)
+        kept = None
+        if not listing.conditions and query.scope_user is None:
+            kept = await self.runs.count_of(project.id)
+        total, rows = await self.runs.page(RUNS, listing, project.id, query.scope_user, kept)
         return total, await self._items(
             rows, hydrate=listing.hydrate, full=query.include_full_metadata
         )

@@ -35,6 +35,13 @@ PROJECTS = ListSpec(
 )
 
 
+# A project's runs (parameter ``project_id``), kept by triggers (migration 0012): the home
+# page's count and the unfiltered runs list's total, the same at any number of runs.
+RUN_COUNT = sa_select(func.coalesce(func.sum(col(PipelineRunCount.runs)), 0)).where(
+    col(PipelineRunCount.project_id) == bindparam("project_id")
+)
+
+
 class ProjectRef(NamedTuple):
     """What most requests need of a project."""
 
@@ -102,18 +109,13 @@ class ProjectRepository:
 
     async def statistics(self, project_id: uuid.UUID) -> tuple[int, int]:
         """The project's numbers of pipelines (counted in their unique index) and of runs
-        (the sum of its slots in ``pipeline_run_counts``), in one query."""
+        (:data:`RUN_COUNT`), in one query."""
         pipelines = (
             sa_select(func.count())
             .select_from(Pipeline)
-            .where(col(Pipeline.project_id) == project_id)
+            .where(col(Pipeline.project_id) == bindparam("project_id"))
             .scalar_subquery()
         )
-        runs = (
-            sa_select(func.coalesce(func.sum(col(PipelineRunCount.runs)), 0))
-            .where(col(PipelineRunCount.project_id) == project_id)
-            .scalar_subquery()
-        )
-        query = sa_select(pipelines.label("pipelines"), runs.label("runs"))
-        row = (await core_execute(self.session, query, {})).one()
+        query = sa_select(pipelines.label("pipelines"), RUN_COUNT.scalar_subquery().label("runs"))
+        row = (await core_execute(self.session, query, {"project_id": project_id})).one()
         return int(row.pipelines), int(row.runs)
