@@ -14,23 +14,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from shared.db import utcnow
 from tests.support.asgi import LifespanApp
 from tests.tracking.artifact.support import Headers
-from tests.tracking.pipeline_run.support import create_pipeline, create_snapshot
+from tests.tracking.pipeline_run.support import create_pipeline, create_run
 from tracking.models import Pipeline, PipelineRun
 
 Json = dict[str, Any]
 PIPELINES = "/api/v1/pipelines"
-
-
-async def run_of(tracking: httpx.AsyncClient, auth: Headers, project: Json, pipeline: Json) -> None:
-    snapshot = await create_snapshot(tracking, auth, project, pipeline)
-    body = {
-        "project": project["id"],
-        "name": f"run-{uuid.uuid4().hex[:8]}",
-        "snapshot": snapshot["id"],
-        "status": "running",
-    }
-    response = await tracking.post("/api/v1/runs", json=body, headers=auth)
-    assert response.status_code == 200, response.text
 
 
 async def names(tracking: httpx.AsyncClient, auth: Headers, sort_by: str) -> list[str]:
@@ -45,8 +33,8 @@ async def test_pipelines_sort_by_their_latest_run_or_else_their_creation(
     first = await create_pipeline(tracking, auth, default_project, "first")
     second = await create_pipeline(tracking, auth, default_project, "second")
     await create_pipeline(tracking, auth, default_project, "never-ran")
-    await run_of(tracking, auth, default_project, second)
-    await run_of(tracking, auth, default_project, first)
+    await create_run(tracking, auth, default_project, pipeline=second)
+    await create_run(tracking, auth, default_project, pipeline=first)
     assert await names(tracking, auth, "desc:latest_run") == ["first", "second", "never-ran"]
     assert await names(tracking, auth, "asc:latest_run") == ["never-ran", "second", "first"]
     assert await names(tracking, auth, "latest_run") == ["never-ran", "second", "first"]
