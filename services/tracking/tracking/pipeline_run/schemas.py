@@ -1,5 +1,5 @@
-"""Pipeline runs and step runs: the minimal part of the reference's shapes that artifact
-lineage, pruning and workload tokens need."""
+"""Pipeline runs and step runs in the reference's shapes: what a zenml client's run
+records, and what the dashboard's run page reads of them (the DAG)."""
 
 from __future__ import annotations
 
@@ -433,17 +433,6 @@ class StepLogsQuery(BaseModel):
                 if self.source is None
                 else "Only one of source or logs_id must be provided."
             )
-
-
-class StepHeartbeatResponse(BaseModel):
-    """``latest_heartbeat`` carries its zone (``Z``), as the reference's does: unlike the
-    times it reads back from its database, it sends the time it just took."""
-
-    id: uuid.UUID
-    status: ExecutionStatus
-    latest_heartbeat: dt.datetime
-    pipeline_run_status: ExecutionStatus | None = None
-    heartbeat_enabled: bool
 
 
 class StepRunResponseBody(ProjectScopedBody):

@@ -24,7 +24,6 @@ from tracking.logs.entries import LogEntry
 from tracking.pipeline_run.repository import STEPS
 from tracking.pipeline_run.schemas import (
     ExecutionStatus,
-    StepHeartbeatResponse,
     StepLogsQuery,
     StepRunRequest,
     StepRunResponse,
@@ -32,6 +31,7 @@ from tracking.pipeline_run.schemas import (
     step_response,
 )
 from tracking.pipeline_run.service import StepService
+from tracking.step_run.schemas import StepHeartbeatResponse
 from tracking.step_run.service import StepPageService
 from tracking.store import ArtifactStores
 

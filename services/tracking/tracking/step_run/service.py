@@ -15,12 +15,12 @@ from shared.errors import Forbidden
 from shared.types import naive_utc
 from tracking.models import PipelineRun, StepRun
 from tracking.pipeline_run.schemas import (
-    StepHeartbeatResponse,
     in_progress,
     step_config,
     step_spec,
 )
 from tracking.pipeline_run.service import StepNotFound, StepService
+from tracking.step_run.schemas import StepHeartbeatResponse
 
 
 class StepPageService:
