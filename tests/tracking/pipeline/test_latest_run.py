@@ -12,6 +12,7 @@ from sqlalchemy import event, insert, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from shared.db import utcnow
+from tests.identity.conftest import ADMIN
 from tests.support.asgi import LifespanApp
 from tests.tracking.artifact.support import Headers
 from tests.tracking.pipeline_run.support import create_pipeline, create_run
@@ -99,3 +100,24 @@ async def test_the_latest_run_order_reads_the_runs_index_not_every_run(
         )
     assert "ix_pipeline_runs_pipeline_created" in plan, plan
     assert "Seq Scan on pipeline_runs" not in plan, plan
+
+
+async def test_pipelines_filter_by_their_latest_runs_status_and_runner(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    done = await create_pipeline(tracking, auth, default_project, "done")
+    busy = await create_pipeline(tracking, auth, default_project, "busy")
+    await create_pipeline(tracking, auth, default_project, "never-ran")
+    await create_run(tracking, auth, default_project, status="running", pipeline=done)
+    await create_run(tracking, auth, default_project, status="completed", pipeline=done)
+    await create_run(tracking, auth, default_project, status="running", pipeline=busy)
+
+    async def filtered(**params: str) -> list[str]:
+        response = await tracking.get(PIPELINES, params=params, headers=auth)
+        assert response.status_code == 200, response.text
+        return sorted(item["name"] for item in response.json()["items"])
+
+    assert await filtered(latest_run_status="completed") == ["done"]
+    assert await filtered(latest_run_status="running") == ["busy"]
+    assert await filtered(latest_run_user=ADMIN) == ["busy", "done"]
+    assert await filtered(latest_run_user=str(uuid.uuid4())) == []
