@@ -61,8 +61,10 @@ async def create_run(
     name: str | None = None,
     status: str = "running",
     tags: list[Any] | None = None,
+    pipeline: Json | None = None,
 ) -> Json:
-    snapshot = await create_snapshot(tracking, auth, project)
+    """A run of a new snapshot of ``pipeline`` (of a new pipeline if none)."""
+    snapshot = await create_snapshot(tracking, auth, project, pipeline)
     body = {
         "project": project["id"],
         "name": name or f"run-{uuid.uuid4().hex[:8]}",

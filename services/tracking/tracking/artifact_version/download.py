@@ -1,4 +1,5 @@
-"""Download tokens: short-lived, bound to one artifact version, read only by tracking.
+"""Download tokens: short-lived, bound to one artifact version's data or one snapshot's
+code, read only by tracking.
 
 As the reference: an HS256 JWT with ``exp``, ``download_type`` and ``resource_id``, and
 nothing that names a user, so the data URL can be handed to a browser or a tool.
@@ -18,6 +19,8 @@ from shared.errors import Unauthorized
 
 ALGORITHM = "HS256"
 ARTIFACT_VERSION = "artifact_version"
+SNAPSHOT_CODE = "snapshot_code"
+_WHAT = {ARTIFACT_VERSION: "an artifact version", SNAPSHOT_CODE: "a snapshot code"}
 
 
 @dataclass(frozen=True)
@@ -29,16 +32,17 @@ class DownloadTokens:
     def create(cls, secret: str | None, lifetime: dt.timedelta) -> DownloadTokens:
         return cls(secret or secrets.token_urlsafe(32), lifetime)
 
-    def issue(self, version_id: uuid.UUID) -> str:
+    def issue(self, resource_id: uuid.UUID, kind: str = ARTIFACT_VERSION) -> str:
         claims = {
             "exp": dt.datetime.now(dt.UTC) + self.lifetime,
-            "download_type": ARTIFACT_VERSION,
-            "resource_id": str(version_id),
+            "download_type": kind,
+            "resource_id": str(resource_id),
         }
         return jwt.encode(claims, self.secret, algorithm=ALGORITHM)
 
-    def check(self, token: str, version_id: uuid.UUID) -> None:
-        """401 unless ``token`` is valid, unexpired and for this version's data."""
+    def check(self, token: str, resource_id: uuid.UUID, kind: str = ARTIFACT_VERSION) -> None:
+        """401 unless ``token`` is valid, unexpired and for this download (``kind``) of
+        this resource."""
         try:
             # PyJWT alone would take '=' padding; only the canonical spelling is a token.
             compact_segments(token)
@@ -50,7 +54,7 @@ class DownloadTokens:
             )
         except jwt.PyJWTError as exc:
             raise Unauthorized(f"Invalid JWT token: {exc}") from None
-        if claims.get("download_type") != ARTIFACT_VERSION:
-            raise Unauthorized("Invalid JWT token: not an artifact version download token")
-        if claims.get("resource_id") != str(version_id):
+        if claims.get("download_type") != kind:
+            raise Unauthorized(f"Invalid JWT token: not {_WHAT[kind]} download token")
+        if claims.get("resource_id") != str(resource_id):
             raise Unauthorized("Invalid resource ID")

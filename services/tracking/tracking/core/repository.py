@@ -155,14 +155,23 @@ class ScopedRepository(Generic[Row]):
         listing: Listing,
         project_id: uuid.UUID,
         scope_user: uuid.UUID | None,
+        total: int | None = None,
     ) -> tuple[int, list[ScopedRow]]:
-        """The page's rows as Core rows (columns by name), to render."""
+        """The page's rows as Core rows (columns by name), to render; ``total``: the
+        matches' number when the caller knows it (else counted)."""
         params = {"scope_project": project_id}
         if scope_user is not None:
             params["scope_user"] = scope_user
         scope = self._scope(scope_user is not None)
         return await fetch_page(
-            self.session, spec, listing, self.columns(), scope=scope, params=params, core=True
+            self.session,
+            spec,
+            listing,
+            self.columns(),
+            scope=scope,
+            params=params,
+            core=True,
+            total=total,
         )
 
     async def insert(self, row: Row, clash: Conflict) -> None:

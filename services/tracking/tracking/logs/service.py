@@ -15,10 +15,12 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from shared.db import utcnow
 from shared.errors import NotFound
+from tracking.logs.entries import LogEntry, read_entries
 from tracking.logs.repository import LogsRepository
 from tracking.logs.schemas import LogsRequest, LogsUpdate
 from tracking.models import HookInvocation, PipelineRun, StackComponent, StepRun
 from tracking.project.scope import resolve_project_ref
+from tracking.store import ArtifactStores, StoreUnsupported
 
 
 class LogsNotFound(NotFound):
@@ -146,3 +148,29 @@ class LogsService:
 
     async def of_steps(self, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, list[Any]]:
         return await self.logs.of("step_run_id", ids)
+
+    async def entries(
+        self, collection: Sequence[Any], query: Any, owner: str, stores: ArtifactStores
+    ) -> list[LogEntry]:
+        """The entries of the logs of ``collection`` (a run's or a step's, ``owner``) that
+        ``query`` names by ``source`` (the first such logs) or ``logs_id``, read from the
+        artifact store they were written to (501 for a log store)."""
+        if not collection:
+            raise NotFound(f"No logs found for {owner}.")
+        if query.source is not None:
+            found = [logs for logs in collection if logs.source == query.source]
+            missing = f"No logs found for source '{query.source}' in {owner}"
+        else:
+            found = [logs for logs in collection if logs.id == query.logs_id]
+            missing = f"No logs found for ID '{query.logs_id}' in {owner}"
+        if not found:
+            raise NotFound(missing)
+        logs = found[0]
+        component = None
+        if logs.artifact_store_id is not None and logs.uri:
+            component = await self.session.get(StackComponent, logs.artifact_store_id)
+        if component is None:
+            raise StoreUnsupported(
+                f"The logs with ID '{logs.id}' are in a log store, which this server cannot read."
+            )
+        return await read_entries(stores.open(component), logs.uri)

@@ -18,6 +18,7 @@ from tracking.models.logs import Logs
 from tracking.models.pipeline import (
     Pipeline,
     PipelineRun,
+    PipelineRunCount,
     PipelineSnapshot,
     Schedule,
     StepRun,
@@ -42,6 +43,7 @@ __all__ = [
     "Pipeline",
     "PipelineBuild",
     "PipelineRun",
+    "PipelineRunCount",
     "PipelineSnapshot",
     "Project",
     "RunMetadata",

@@ -7,7 +7,7 @@ import datetime as dt
 import uuid
 from typing import Any
 
-from sqlalchemy import JSON, Column, ForeignKey, Index, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, Column, ForeignKey, Index, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from shared.db import new_id, utcnow
@@ -79,11 +79,24 @@ class PipelineSnapshot(SQLModel, table=True):
     updated: dt.datetime = Field(default_factory=utcnow)
 
 
+class PipelineRunCount(SQLModel, table=True):
+    """How many runs a project has, in slots summed on reading: kept by triggers on
+    ``pipeline_runs`` (migration 0012), never written by the service."""
+
+    __tablename__ = "pipeline_run_counts"
+
+    project_id: uuid.UUID = Field(primary_key=True)
+    slot: int = Field(primary_key=True)
+    runs: int = Field(sa_column=Column(BigInteger, nullable=False))
+
+
 class PipelineRun(SQLModel, table=True):
     __tablename__ = "pipeline_runs"
     __table_args__ = (
         UniqueConstraint("project_id", "name", name="uq_pipeline_runs_project_name"),
         UniqueConstraint("trigger_execution_id", name="uq_pipeline_runs_trigger_execution"),
+        # A pipeline's newest run, for the pipelines list's ``latest_run`` order.
+        Index("ix_pipeline_runs_pipeline_created", "pipeline_id", "created"),
     )
 
     id: uuid.UUID = Field(default_factory=new_id, primary_key=True)
@@ -149,6 +162,14 @@ class StepRun(SQLModel, table=True):
         default_factory=list, sa_column=Column(JSON, nullable=False, server_default="[]")
     )
     exception_info: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+    # A dynamic pipeline's step is compiled as it runs: its spec and configuration come
+    # with it (the client's ``dynamic_config``), not with the snapshot.
+    dynamic_config: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+    # The part of it the run's DAG draws (:func:`tracking.pipeline_run.dag.dag_fields`):
+    # a full configuration is kilobytes, and decoding a thousand of them for one DAG
+    # cost more than everything else the DAG does.
+    dag_config: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+    latest_heartbeat: dt.datetime | None = None
     user_id: uuid.UUID | None = Field(default=None, index=True)
     created: dt.datetime = Field(default_factory=utcnow, index=True)
     updated: dt.datetime = Field(default_factory=utcnow)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Collection
+from dataclasses import replace
 from typing import Any
 
-from sqlalchemy import Table
+from sqlalchemy import Table, func
 from sqlalchemy import delete as sa_delete
 from sqlalchemy import insert as sa_insert
 from sqlalchemy import select as sa_select
@@ -14,17 +15,59 @@ from sqlalchemy.dialects.postgresql import distinct_on
 from sqlmodel import col
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from shared.listing import ListSpec
+from shared.listing import Kind, ListSpec, SortKey, column_field
+from shared.users import user_field
 from tracking.core.listing import scoped_fields, scoped_sort_keys
 from tracking.core.repository import ScopedRepository
 from tracking.models import Pipeline, PipelineRun, PipelineSnapshot
 from tracking.tag.service import tags_field, tags_sort
 
+# When the pipeline last ran (when it was made, if never), as the reference orders by
+# ``latest_run``: one look-up in the runs' (pipeline_id, created) index per pipeline.
+LATEST_RUN = func.coalesce(
+    sa_select(func.max(col(PipelineRun.created)))
+    .where(col(PipelineRun.pipeline_id) == col(Pipeline.id))
+    .correlate(Pipeline)
+    .scalar_subquery(),
+    col(Pipeline.created),
+)
+
+
+def _of_latest_run(column: Any) -> Any:
+    """``column`` of the pipeline's newest run (the same index look-up)."""
+    return (
+        sa_select(column)
+        .where(col(PipelineRun.pipeline_id) == col(Pipeline.id))
+        .order_by(col(PipelineRun.created).desc())
+        .limit(1)
+        .correlate(Pipeline)
+        .scalar_subquery()
+    )
+
+
 PIPELINES = ListSpec(
     resource="pipeline",
     id_column=col(Pipeline.id),
-    fields=[*scoped_fields(Pipeline), tags_field("pipeline", col(Pipeline.id))],
-    sort_keys=[*scoped_sort_keys(Pipeline), tags_sort("pipeline", col(Pipeline.id))],
+    fields=[
+        *scoped_fields(Pipeline),
+        tags_field("pipeline", col(Pipeline.id)),
+        column_field(
+            "latest_run_status",
+            _of_latest_run(col(PipelineRun.status)),
+            Kind.STRING,
+            description="The status of the pipeline's latest run",
+        ),
+        replace(
+            user_field(_of_latest_run(col(PipelineRun.user_id))),
+            name="latest_run_user",
+            description="Who ran the pipeline's latest run: user name, full name or id",
+        ),
+    ],
+    sort_keys=[
+        *scoped_sort_keys(Pipeline),
+        tags_sort("pipeline", col(Pipeline.id)),
+        SortKey("latest_run", LATEST_RUN),
+    ],
 )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -18,20 +19,31 @@ from shared.users import users_by_id
 from tracking.core.auth import MANAGING_KINDS, caller, caller_id, object_id
 from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
-from tracking.pipeline_run.repository import RUNS
+from tracking.logs.entries import LogEntry
+from tracking.pipeline_run.repository import RUNS, STEPS
+from tracking.pipeline_run.run_page import RunPageService
 from tracking.pipeline_run.schemas import (
+    DagQuery,
+    ExecutionStatus,
+    PipelineRunDAG,
     PipelineRunRequest,
     PipelineRunResponse,
     PipelineRunUpdate,
     PipelineSnapshotRunRequest,
     RunListQuery,
     RunQuery,
+    StepLogsQuery,
+    StepRunResponse,
+    StopQuery,
     run_response,
+    step_response,
 )
 from tracking.pipeline_run.service import RunService
 from tracking.settings import Settings
+from tracking.store import ArtifactStores
 
 LIST_QUERY = RUNS.query_model(extra=query_extras(RunListQuery))
+STEPS_QUERY = STEPS.query_model()
 
 
 SCOPE = ScopeKind.PIPELINE_RUN
@@ -121,6 +133,134 @@ async def delete(request: Request) -> Response:
     return render_null()
 
 
+async def dag(request: Request) -> Response:
+    run_id = object_id(request, "run_id", SCOPE)
+    query = parse_query(request, DagQuery)
+    async with transaction(request) as session:
+        found = await RunPageService(session).dag(run_id, query.include_step_metadata)
+    return render(found)
+
+
+async def steps(request: Request) -> Response:
+    run_id = object_id(request, "run_id", SCOPE)
+    listing = await read_list(request, STEPS)
+    async with transaction(request) as session:
+        total, items = await RunPageService(session).steps(run_id, listing)
+    return await render_page(request, listing, total, items, step_response)
+
+
+async def status(request: Request) -> Response:
+    run_id = object_id(request, "run_id", SCOPE)
+    async with transaction(request) as session:
+        found = await RunPageService(session).status(run_id)
+    return render(found)
+
+
+async def pipeline_configuration(request: Request) -> Response:
+    run_id = object_id(request, "run_id", SCOPE)
+    async with transaction(request) as session:
+        found = await RunPageService(session).configuration(run_id)
+    return render(found)
+
+
+async def logs(request: Request) -> Response:
+    """The entries of the run's own logs, read from the artifact store the client wrote
+    them to."""
+    run_id = object_id(request, "run_id", SCOPE)
+    query = parse_query(request, StepLogsQuery)
+    stores: ArtifactStores = request.state.artifact_stores
+    async with transaction(request) as session:
+        entries = await RunPageService(session).log_entries(run_id, query, stores)
+    return render(entries)
+
+
+async def stop(request: Request) -> Response:
+    run_id = object_id(request, "run_id", SCOPE)
+    user_id = caller_id(request)
+    parse_query(request, StopQuery)
+    async with transaction(request) as session:
+        await RunPageService(session).stop(run_id, user_id)
+    return render_null()
+
+
+async def refresh(request: Request) -> Response:
+    run_id = object_id(request, "run_id", SCOPE)
+    async with transaction(request) as session:
+        await RunPageService(session).refresh(run_id)
+    return render_null()
+
+
+def _run_page_routes(one: str) -> list[ApiRoute]:
+    tags = ["runs"]
+    return [
+        api_route(
+            f"{one}/steps",
+            steps,
+            method="GET",
+            summary="Get Run Steps",
+            tags=tags,
+            query=STEPS_QUERY,
+            response=Page[StepRunResponse],
+            errors=(400, 404),
+        ),
+        api_route(
+            f"{one}/pipeline-configuration",
+            pipeline_configuration,
+            method="GET",
+            summary="Get Pipeline Configuration",
+            tags=tags,
+            response=dict[str, Any],
+            errors=(404,),
+        ),
+        api_route(
+            f"{one}/status",
+            status,
+            method="GET",
+            summary="Get Run Status",
+            tags=tags,
+            response=ExecutionStatus,
+            errors=(404,),
+        ),
+        api_route(
+            f"{one}/dag",
+            dag,
+            method="GET",
+            summary="Get Run Dag",
+            tags=tags,
+            query=DagQuery,
+            response=PipelineRunDAG,
+            errors=(404,),
+        ),
+        api_route(
+            f"{one}/refresh",
+            refresh,
+            method="POST",
+            summary="Refresh Run Status",
+            tags=tags,
+            errors=(404, 501),
+        ),
+        api_route(
+            f"{one}/stop",
+            stop,
+            method="POST",
+            summary="Stop Run",
+            tags=tags,
+            query=StopQuery,
+            errors=(400, 403, 404),
+        ),
+        api_route(
+            f"{one}/logs",
+            logs,
+            method="GET",
+            summary="Run Logs",
+            tags=tags,
+            query=StepLogsQuery,
+            response=list[LogEntry],
+            errors=(400, 404, 501),
+        ),
+    ]
+
+
 def routes() -> list[ApiRoute]:
     runs = "/api/v1/runs"
     return [
@@ -144,6 +284,7 @@ def routes() -> list[ApiRoute]:
             response=tuple[PipelineRunResponse, bool],
             errors=(404, 409),
         ),
+        *_run_page_routes(f"{runs}/{{run_id}}"),
         api_route(
             "/api/v1/pipeline_snapshots/{snapshot_id}/runs",
             run_snapshot,

@@ -14,7 +14,16 @@ from sqlmodel import col
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from shared.db import core_execute, flush_unique
-from shared.listing import Condition, Field, Kind, ListSpec, SortKey, column_field
+from shared.listing import (
+    Condition,
+    Field,
+    Kind,
+    Listing,
+    ListSpec,
+    SortKey,
+    column_field,
+    fetch_page,
+)
 from tracking.core.listing import scoped_fields, scoped_sort_keys
 from tracking.core.repository import ScopedRepository
 from tracking.models import (
@@ -26,7 +35,9 @@ from tracking.models import (
     StepRun,
     StepRunArtifact,
 )
+from tracking.pipeline_run.dag import DagLink, DagStep
 from tracking.pipeline_run.schemas import PLACEHOLDER, ExecutionStatus
+from tracking.project.repository import RUN_COUNT
 from tracking.run_metadata.listing import metadata_field
 from tracking.tag.service import tags_field, tags_sort
 
@@ -215,6 +226,58 @@ class RunRepository(ScopedRepository[PipelineRun]):
         query = self.columns().where(col(PipelineRun.id).in_(list(ids)))
         return list((await self.session.exec(query)).all())  # type: ignore[call-overload]
 
+    async def count_of(self, project_id: uuid.UUID) -> int:
+        """The project's number of runs, as kept by triggers (no count of the runs)."""
+        result = await core_execute(self.session, RUN_COUNT, {"project_id": project_id})
+        return int(result.scalar_one())
+
+    async def dag_steps(self, run_id: uuid.UUID) -> list[DagStep]:
+        """The run's steps as its DAG draws them (retried tries left out)."""
+        query = sa_select(
+            col(StepRun.id),
+            col(StepRun.name),
+            col(StepRun.status),
+            col(StepRun.start_time),
+            col(StepRun.end_time),
+            col(StepRun.dag_config),
+        ).where(
+            col(StepRun.pipeline_run_id) == run_id,
+            col(StepRun.status) != ExecutionStatus.RETRIED.value,
+        )
+        rows = (await self.session.exec(query)).all()  # type: ignore[call-overload]
+        return [DagStep(*row) for row in rows]
+
+    async def dag_links(self, run_id: uuid.UUID) -> list[DagLink]:
+        """The artifact versions the run's steps (retried tries left out) read and
+        produced, with what the DAG shows of each, in one query."""
+        query = (
+            sa_select(
+                col(StepRunArtifact.step_id),
+                col(StepRunArtifact.direction),
+                col(StepRunArtifact.name),
+                col(StepRunArtifact.artifact_version_id),
+                col(ArtifactVersion.type),
+                col(ArtifactVersion.data_type),
+                col(ArtifactVersion.save_type),
+            )
+            .join(StepRun, col(StepRun.id) == col(StepRunArtifact.step_id))
+            .join(
+                ArtifactVersion, col(ArtifactVersion.id) == col(StepRunArtifact.artifact_version_id)
+            )
+            .where(
+                col(StepRun.pipeline_run_id) == run_id,
+                col(StepRun.status) != ExecutionStatus.RETRIED.value,
+            )
+            .order_by(
+                col(StepRunArtifact.step_id),
+                col(StepRunArtifact.direction),
+                col(StepRunArtifact.name),
+                col(ArtifactVersion.created),
+            )
+        )
+        rows = (await self.session.exec(query)).all()  # type: ignore[call-overload]
+        return [DagLink(*row) for row in rows]
+
     async def runs_of(self, pipeline_id: uuid.UUID | None) -> int:
         query = sa_select(func.count()).where(col(PipelineRun.pipeline_id) == pipeline_id)
         return int((await self.session.exec(query)).one()[0])  # type: ignore[call-overload]
@@ -241,6 +304,12 @@ class StepRepository:
     async def read(self, step_id: uuid.UUID) -> Any | None:
         query = sa_select(*_table(StepRun).columns).where(col(StepRun.id) == step_id)
         return (await self.session.exec(query)).first()  # type: ignore[call-overload]
+
+    async def page_of_run(self, listing: Listing, run_id: uuid.UUID) -> tuple[int, list[Any]]:
+        """A page of the run's steps (``GET /runs/{id}/steps``), filtered as listed."""
+        statement = sa_select(*_table(StepRun).columns)
+        scope = [col(StepRun.pipeline_run_id) == run_id]
+        return await fetch_page(self.session, STEPS, listing, statement, scope=scope, core=True)
 
     async def insert(self, step: StepRun, clash: Any) -> None:
         values = {c.name: getattr(step, c.name) for c in _table(StepRun).columns}

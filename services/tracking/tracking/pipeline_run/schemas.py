@@ -1,5 +1,5 @@
-"""Pipeline runs and step runs: the minimal part of the reference's shapes that artifact
-lineage, pruning and workload tokens need."""
+"""Pipeline runs and step runs in the reference's shapes: what a zenml client's run
+records, and what the dashboard's run page reads of them (the DAG)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shared.errors import BadRequest
 from shared.types import WireDatetime
 from shared.users import NestedUser
 from tracking.artifact.schemas import TagName
@@ -196,6 +197,39 @@ class RunListQuery(ScopedListQuery):
     include_full_metadata: bool = False
 
 
+class StopQuery(BaseModel):
+    """``graceful`` or not, the server stops a run the same way: it marks it stopping."""
+
+    graceful: bool = False
+
+
+class DagQuery(BaseModel):
+    """``include_step_metadata``: the metadata keys whose values the step nodes show."""
+
+    include_step_metadata: list[str] | None = None
+
+
+class DagNode(BaseModel):
+    node_id: str
+    type: str
+    id: uuid.UUID | None = None
+    name: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class DagEdge(BaseModel):
+    source: str
+    target: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class PipelineRunDAG(BaseModel):
+    id: uuid.UUID
+    status: ExecutionStatus
+    nodes: list[DagNode]
+    edges: list[DagEdge]
+
+
 class PipelineRunResponseBody(ProjectScopedBody):
     status: ExecutionStatus
     in_progress: bool
@@ -330,9 +364,20 @@ def run_response(item: RunItem, hydrate: bool, user: NestedUser | None) -> dict[
 ArtifactLinks = dict[str, list[uuid.UUID]]
 
 
+class DynamicStepConfig(BaseModel):
+    """A dynamic step's compiled ``Step``: its spec and configuration (and overrides),
+    kept as sent."""
+
+    model_config = ConfigDict(extra="allow")
+
+    spec: dict[str, Any]
+    config: dict[str, Any]
+
+
 class StepRunRequest(ScopedRequest):
-    """A dynamic configuration and a resource requester are accepted and not kept: the
-    step's configuration is its snapshot's."""
+    """A resource requester is accepted and not kept. A step of a dynamic pipeline comes
+    with its configuration (``dynamic_config``: its spec and configuration, compiled as
+    the pipeline runs); a static pipeline's step has its snapshot's."""
 
     name: str = Field(min_length=1, max_length=255)
     start_time: InputDatetime
@@ -350,6 +395,7 @@ class StepRunRequest(ScopedRequest):
     outputs: dict[str, uuid.UUID | list[uuid.UUID]] = Field(default_factory=dict)
     logs: uuid.UUID | LogsRequest | None = None
     exception_info: ExceptionInfo | None = None
+    dynamic_config: DynamicStepConfig | None = None
 
     def links(self, direction: str) -> ArtifactLinks:
         return as_links(self.inputs if direction == "input" else self.outputs)
@@ -374,11 +420,19 @@ class StepRunUpdate(BaseModel):
 
 
 class StepLogsQuery(BaseModel):
-    """``GET /steps/{id}/logs``: the logs of one source (``step``, ``prepare_step`` …) or
-    of one id, exactly one of them."""
+    """``GET /steps/{id}/logs`` and ``GET /runs/{id}/logs``: the logs of one source
+    (``step``, ``orchestrator`` …) or of one id, exactly one of them."""
 
     source: str | None = None
     logs_id: uuid.UUID | None = None
+
+    def check(self) -> None:
+        if (self.source is None) == (self.logs_id is None):
+            raise BadRequest(
+                "Either source or logs_id must be provided."
+                if self.source is None
+                else "Only one of source or logs_id must be provided."
+            )
 
 
 class StepRunResponseBody(ProjectScopedBody):
@@ -442,6 +496,33 @@ class StepItem(NamedTuple):
 STEP = EnvelopeShape(StepRunResponse)
 
 
+def step_configuration(step: Any, snapshot: Any | None) -> dict[str, Any]:
+    """A step's spec and configuration: those it ran with in a dynamic pipeline, else its
+    snapshot's (by the step's name, its invocation id)."""
+    if step.dynamic_config:
+        return step.dynamic_config  # type: ignore[no-any-return]
+    found = (snapshot.step_configurations or {}).get(step.name) if snapshot else None
+    return found if isinstance(found, dict) else {}
+
+
+def step_spec(step: Any, snapshot: Any | None) -> dict[str, Any]:
+    spec = step_configuration(step, snapshot).get("spec")
+    return spec if isinstance(spec, dict) else {}
+
+
+def _filled(item: StepItem) -> dict[str, str]:
+    snapshot = item.snapshot
+    return substitutions(snapshot, _as_datetime(item.run_start)) if snapshot else {}
+
+
+def step_config(item: StepItem) -> dict[str, Any]:
+    """The step's configuration, substitutions filled in from its run's start."""
+    configured = step_configuration(item.step, item.snapshot).get("config")
+    config = dict(configured) if isinstance(configured, dict) else {"name": item.step.name}
+    config["substitutions"] = _filled(item)
+    return config
+
+
 def step_response(item: StepItem, hydrate: bool, user: NestedUser | None) -> dict[str, Any]:
     """The step's configuration and spec are its snapshot's (by the step's name, its
     invocation id), substitutions filled in from its run's start."""
@@ -452,15 +533,12 @@ def step_response(item: StepItem, hydrate: bool, user: NestedUser | None) -> dic
         "inputs": item.inputs,
         "outputs": item.outputs,
     }
-    filled = substitutions(snapshot, _as_datetime(item.run_start)) if snapshot else {}
+    filled = _filled(item)
     metadata: dict[str, Any] = {}
     if hydrate:
-        configured = (snapshot.step_configurations or {}).get(step.name, {}) if snapshot else {}
-        config = dict(configured.get("config") or {"name": step.name})
-        config["substitutions"] = filled
         metadata = {
-            "config": config,
-            "spec": configured.get("spec") or {},
+            "config": step_config(item),
+            "spec": step_spec(step, snapshot),
             "snapshot_id": snapshot.id if snapshot is not None else None,
             "run_metadata": item.run_metadata or {},
         }

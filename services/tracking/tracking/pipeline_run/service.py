@@ -24,11 +24,12 @@ from tracking.core.errors import NameTaken, ScopedNotFound
 from tracking.core.repository import ScopedRepository
 from tracking.core.schemas import ScopedListQuery
 from tracking.core.service import ScopedService
-from tracking.logs.entries import LogEntry, read_entries
+from tracking.logs.entries import LogEntry
 from tracking.logs.schemas import LogsRequest
 from tracking.logs.service import LogsService
-from tracking.models import PipelineRun, StackComponent, StepRun
+from tracking.models import PipelineRun, StepRun
 from tracking.pipeline.service import Snapshot, SnapshotNotFound, SnapshotService
+from tracking.pipeline_run.dag import dag_fields
 from tracking.pipeline_run.repository import (
     RUNS,
     STEPS,
@@ -57,7 +58,7 @@ from tracking.pipeline_run.schemas import (
 from tracking.project.repository import ProjectRef
 from tracking.run_metadata.repository import RunMetadataRepository
 from tracking.run_metadata.schemas import MetadataResourceTypes
-from tracking.store import ArtifactStores, StoreUnsupported
+from tracking.store import ArtifactStores
 from tracking.tag.schemas import TaggableResourceTypes, TagSpec
 from tracking.tag.service import TagService
 
@@ -108,7 +109,11 @@ class RunService(ScopedService[PipelineRun]):
         self.metadata = RunMetadataRepository(session)
 
     async def list_page(self, listing: Listing, query: RunListQuery) -> tuple[int, list[RunItem]]:
-        total, rows = await self.list_rows(RUNS, listing, query)
+        project = await self.project(query.project)
+        kept = None
+        if not listing.conditions and query.scope_user is None:
+            kept = await self.runs.count_of(project.id)
+        total, rows = await self.runs.page(RUNS, listing, project.id, query.scope_user, kept)
         return total, await self._items(
             rows, hydrate=listing.hydrate, full=query.include_full_metadata
         )
@@ -435,16 +440,16 @@ class StepService:
     ) -> tuple[int, list[StepItem]]:
         project = await self.runs.project(query.project)
         total, rows = await self.pages.page(STEPS, listing, project.id, query.scope_user)
-        return total, await self._items(rows, hydrate=listing.hydrate)
+        return total, await self.items(rows, hydrate=listing.hydrate)
 
     async def get(self, step_id: uuid.UUID) -> StepItem:
         step = await self.steps.read(step_id)
         if step is None:
             raise StepNotFound(step_id)
-        (item,) = await self._items([step])
+        (item,) = await self.items([step])
         return item
 
-    async def _items(self, steps: Sequence[Any], *, hydrate: bool = True) -> list[StepItem]:
+    async def items(self, steps: Sequence[Any], *, hydrate: bool = True) -> list[StepItem]:
         """Each step with its run's snapshot, its logs, the artifact versions it read
         and produced and, hydrated, its metadata, read for all the steps at once."""
         runs = {
@@ -499,34 +504,11 @@ class StepService:
     ) -> list[LogEntry]:
         """The entries of the step's logs of one source (the first such logs) or of one
         id, read from the artifact store they were written to."""
-        if (query.source is None) == (query.logs_id is None):
-            raise BadRequest(
-                "Either source or logs_id must be provided."
-                if query.source is None
-                else "Only one of source or logs_id must be provided."
-            )
+        query.check()
         if await self.steps.read(step_id) is None:
             raise StepNotFound(step_id)
         collection = (await self.logs.of_steps([step_id]))[step_id]
-        if not collection:
-            raise NotFound(f"No logs found for step {step_id}.")
-        if query.source is not None:
-            found = [logs for logs in collection if logs.source == query.source]
-            missing = f"No logs found for source '{query.source}' in step {step_id}"
-        else:
-            found = [logs for logs in collection if logs.id == query.logs_id]
-            missing = f"No logs found for ID '{query.logs_id}' in step {step_id}"
-        if not found:
-            raise NotFound(missing)
-        logs = found[0]
-        component = None
-        if logs.artifact_store_id is not None and logs.uri:
-            component = await self.session.get(StackComponent, logs.artifact_store_id)
-        if component is None:
-            raise StoreUnsupported(
-                f"The logs with ID '{logs.id}' are in a log store, which this server cannot read."
-            )
-        return await read_entries(stores.open(component), logs.uri)
+        return await self.logs.entries(collection, query, f"step {step_id}", stores)
 
     async def create(self, request: StepRunRequest, user_id: uuid.UUID) -> StepItem:
         run = await self.runs.repository.read(request.pipeline_run_id)
@@ -539,6 +521,7 @@ class StepService:
             if original is None or original.project_id != run.project_id:
                 raise StepNotFound(request.original_step_run_id)
         parents = request.parent_step_ids or await self._upstream_steps(run, request.name)
+        dynamic = request.dynamic_config.model_dump() if request.dynamic_config else None
         step = StepRun(
             project_id=run.project_id,
             pipeline_run_id=run.id,
@@ -554,6 +537,8 @@ class StepService:
             original_step_run_id=request.original_step_run_id,
             parent_step_ids=[str(parent) for parent in parents],
             exception_info=_info(request.exception_info),
+            dynamic_config=dynamic,
+            dag_config=dag_fields(dynamic) if dynamic is not None else None,
             user_id=user_id,
         )
         await self.steps.insert(

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import uuid
 
+from pydantic import BaseModel
+from sqlmodel.ext.asyncio.session import AsyncSession
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 
 from shared.db import transaction
-from shared.responses import render_null
+from shared.responses import render, render_null
 from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
+from tracking.artifact_version.download import SNAPSHOT_CODE, DownloadTokens
 from tracking.core.auth import caller_id
 from tracking.core.rendering import render_one
 from tracking.core.schemas import HydrateQuery
@@ -20,6 +23,12 @@ from tracking.pipeline.schemas import (
     snapshot_response,
 )
 from tracking.pipeline.service import SnapshotService
+from tracking.pipeline_snapshot.service import SnapshotCodeService
+from tracking.settings import Settings
+
+
+class CodeQuery(BaseModel):
+    token: str
 
 
 async def create(request: Request) -> Response:
@@ -45,6 +54,37 @@ async def delete(request: Request) -> Response:
     async with transaction(request) as session:
         await SnapshotService(session).delete(snapshot_id)
     return render_null()
+
+
+def _code(request: Request, session: AsyncSession) -> SnapshotCodeService:
+    return SnapshotCodeService(session, request.state.artifact_stores)
+
+
+async def download_token(request: Request) -> Response:
+    """A short-lived token for the code's URL, which a browser opens without headers."""
+    caller_id(request)
+    snapshot_id = path_param(request, "snapshot_id", uuid.UUID)
+    settings: Settings = request.state.settings
+    async with transaction(request) as session:
+        await _code(request, session).code(snapshot_id, settings.download_size_limit)
+    tokens: DownloadTokens = request.state.downloads
+    return render(tokens.issue(snapshot_id, SNAPSHOT_CODE))
+
+
+async def code(request: Request) -> Response:
+    """No credential but the download token; the archive is sent as it is read."""
+    snapshot_id = path_param(request, "snapshot_id", uuid.UUID)
+    query = parse_query(request, CodeQuery)
+    tokens: DownloadTokens = request.state.downloads
+    tokens.check(query.token, snapshot_id, SNAPSHOT_CODE)
+    settings: Settings = request.state.settings
+    async with transaction(request) as session:
+        found = await _code(request, session).code(snapshot_id, settings.download_size_limit)
+    return StreamingResponse(
+        found.store.chunks(found.entry),
+        media_type="application/gzip",
+        headers={"Content-Disposition": f'attachment; filename="snapshot-{snapshot_id}.tar.gz"'},
+    )
 
 
 def routes() -> list[ApiRoute]:
@@ -74,5 +114,25 @@ def routes() -> list[ApiRoute]:
         ),
         api_route(
             one, delete, method="DELETE", summary="Delete Snapshot", tags=tags, errors=(400, 404)
+        ),
+        api_route(
+            f"{one}/download-token",
+            download_token,
+            method="GET",
+            summary="Get Snapshot Code Download Token",
+            tags=tags,
+            response=str,
+            errors=(400, 403, 404),
+        ),
+        api_route(
+            f"{one}/code",
+            code,
+            method="GET",
+            summary="Download Snapshot Code",
+            tags=tags,
+            query=CodeQuery,
+            auth=False,
+            response_media_type="application/gzip",
+            errors=(400, 401, 403, 404),
         ),
     ]

@@ -17,6 +17,7 @@ from tracking.project.schemas import (
     ProjectListQuery,
     ProjectRequest,
     ProjectResponse,
+    ProjectStatistics,
     ProjectUpdate,
     project_response,
 )
@@ -68,6 +69,13 @@ async def delete(request: Request) -> Response:
     return render_null()
 
 
+async def statistics(request: Request) -> Response:
+    caller(request)
+    async with transaction(request) as session:
+        found = await ProjectService(session).statistics(request.path_params[NAME_OR_ID])
+    return render(found)
+
+
 def _routes(base: str, tags: list[str]) -> list[ApiRoute]:
     one = base + "/{" + NAME_OR_ID + "}"
     return [
@@ -113,6 +121,15 @@ def _routes(base: str, tags: list[str]) -> list[ApiRoute]:
         ),
         api_route(
             one, delete, method="DELETE", summary="Delete Project", tags=tags, errors=(403, 404)
+        ),
+        api_route(
+            f"{one}/statistics",
+            statistics,
+            method="GET",
+            summary="Get Project Statistics",
+            tags=tags,
+            response=ProjectStatistics,
+            errors=(404,),
         ),
     ]
 

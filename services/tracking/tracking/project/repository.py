@@ -18,7 +18,7 @@ from shared.listing import (
     column_field,
     fetch_page,
 )
-from tracking.models import Project
+from tracking.models import Pipeline, PipelineRunCount, Project
 
 PROJECTS = ListSpec(
     resource="project",
@@ -32,6 +32,13 @@ PROJECTS = ListSpec(
         SortKey(name, col(getattr(Project, name)))
         for name in ("created", "updated", "id", "name", "display_name")
     ],
+)
+
+
+# A project's runs (parameter ``project_id``), kept by triggers (migration 0012): the home
+# page's count and the unfiltered runs list's total, the same at any number of runs.
+RUN_COUNT = sa_select(func.coalesce(func.sum(col(PipelineRunCount.runs)), 0)).where(
+    col(PipelineRunCount.project_id) == bindparam("project_id")
 )
 
 
@@ -99,3 +106,16 @@ class ProjectRepository:
 
     async def delete(self, project: Project) -> None:
         await self.session.delete(project)
+
+    async def statistics(self, project_id: uuid.UUID) -> tuple[int, int]:
+        """The project's numbers of pipelines (counted in their unique index) and of runs
+        (:data:`RUN_COUNT`), in one query."""
+        pipelines = (
+            sa_select(func.count())
+            .select_from(Pipeline)
+            .where(col(Pipeline.project_id) == bindparam("project_id"))
+            .scalar_subquery()
+        )
+        query = sa_select(pipelines.label("pipelines"), RUN_COUNT.scalar_subquery().label("runs"))
+        row = (await core_execute(self.session, query, {"project_id": project_id})).one()
+        return int(row.pipelines), int(row.runs)

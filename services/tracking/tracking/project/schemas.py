@@ -89,3 +89,10 @@ def project_response(project: Project, *, hydrate: bool) -> ProjectResponse:
         else None,
         resources=ProjectResponseResources(),
     )
+
+
+class ProjectStatistics(BaseModel):
+    """What the dashboard's home page counts."""
+
+    pipelines: int
+    runs: int

@@ -12,7 +12,7 @@ from shared.errors import Conflict, Forbidden
 from shared.listing import Listing
 from tracking.models import Project
 from tracking.project.repository import ProjectRepository
-from tracking.project.schemas import ProjectRequest, ProjectUpdate
+from tracking.project.schemas import ProjectRequest, ProjectStatistics, ProjectUpdate
 from tracking.project.scope import DEFAULT_PROJECT, resolve_project
 
 
@@ -46,6 +46,11 @@ class ProjectService:
 
     async def get(self, name_or_id: str) -> Project:
         return await resolve_project(self.repository.session, name_or_id)
+
+    async def statistics(self, name_or_id: str) -> ProjectStatistics:
+        project = await self.get(name_or_id)
+        pipelines, runs = await self.repository.statistics(project.id)
+        return ProjectStatistics(pipelines=pipelines, runs=runs)
 
     async def list_page(self, listing: Listing) -> tuple[int, list[Project]]:
         return await self.repository.page(listing)

@@ -5,22 +5,25 @@ live with runs: :mod:`tracking.pipeline_run`)."""
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 
+from shared.auth import ScopeKind
 from shared.db import transaction
 from shared.listing import read_list
 from shared.pagination import Page
 from shared.responses import render
 from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
-from tracking.core.auth import caller, caller_id
+from tracking.core.auth import caller, caller_id, object_caller
 from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
 from tracking.core.schemas import HydrateQuery, ScopedListQuery
 from tracking.logs.entries import LogEntry
 from tracking.pipeline_run.repository import STEPS
 from tracking.pipeline_run.schemas import (
+    ExecutionStatus,
     StepLogsQuery,
     StepRunRequest,
     StepRunResponse,
@@ -28,6 +31,8 @@ from tracking.pipeline_run.schemas import (
     step_response,
 )
 from tracking.pipeline_run.service import StepService
+from tracking.step_run.schemas import StepHeartbeatResponse
+from tracking.step_run.service import StepPageService
 from tracking.store import ArtifactStores
 
 LIST_QUERY = STEPS.query_model(extra=query_extras(ScopedListQuery))
@@ -80,6 +85,33 @@ async def logs(request: Request) -> Response:
     return render(entries)
 
 
+async def status(request: Request) -> Response:
+    caller(request)
+    step_id = path_param(request, "step_id", uuid.UUID)
+    async with transaction(request) as session:
+        found = await StepPageService(session).status(step_id)
+    return render(found)
+
+
+async def configuration(request: Request) -> Response:
+    caller(request)
+    step_id = path_param(request, "step_id", uuid.UUID)
+    async with transaction(request) as session:
+        found = await StepPageService(session).configuration(step_id)
+    return render(found)
+
+
+async def heartbeat(request: Request) -> Response:
+    """A running step's heartbeat; a workload token only for a step of its own run."""
+    caller(request)
+    step_id = path_param(request, "step_run_id", uuid.UUID)
+    async with transaction(request) as session:
+        service = StepPageService(session)
+        object_caller(request, ScopeKind.PIPELINE_RUN, await service.run_of(step_id))
+        found = await service.heartbeat(step_id)
+    return render(found)
+
+
 def routes() -> list[ApiRoute]:
     steps = "/api/v1/steps"
     one = f"{steps}/{{step_id}}"
@@ -124,6 +156,33 @@ def routes() -> list[ApiRoute]:
             query=StepLogsQuery,
             response=list[LogEntry],
             errors=(400, 403, 404, 501),
+        ),
+        api_route(
+            f"{one}/status",
+            status,
+            method="GET",
+            summary="Get Step Status",
+            tags=tags,
+            response=ExecutionStatus,
+            errors=(404,),
+        ),
+        api_route(
+            f"{one}/step-configuration",
+            configuration,
+            method="GET",
+            summary="Get Step Configuration",
+            tags=tags,
+            response=dict[str, Any],
+            errors=(404,),
+        ),
+        api_route(
+            f"{steps}/{{step_run_id}}/heartbeat",
+            heartbeat,
+            method="PUT",
+            summary="Update Heartbeat",
+            tags=tags,
+            response=StepHeartbeatResponse,
+            errors=(401, 403, 404),
         ),
         api_route(
             one,
