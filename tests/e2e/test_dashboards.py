@@ -1,0 +1,133 @@
+"""The two web UIs in a real browser, used as a person does, on the real stack: the ZenML
+dashboard at the platform entrypoint's ``/`` and the kitaru UI at the agent entrypoint's.
+
+Each screen is checked by :class:`tests.support.browser.PageCheck` (no call failing that
+the reference answers without an error there, no error screen, nothing spinning) and its
+screenshot written under ``<basetemp>/screenshots/tests.e2e.test_dashboards/``. The tests
+of a UI run in order in one browser context, logged in by the first. Requests leaving the
+machine (the dashboard's avatars and template pictures) are refused: the test needs no
+internet, and they are no call of ours.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Route
+
+from tests.support.browser import PageCheck, browser, screenshots  # noqa: F401 (fixtures)
+from tests.support.processes import LaunchedStack, stack_for_tests
+
+pytestmark = pytest.mark.e2e
+
+ADMIN_PASSWORD = f"Ui-{secrets.token_urlsafe(12)}"
+AGENT_PASSWORD = f"Ui-{secrets.token_urlsafe(12)}"
+LOCAL = re.compile(r"^https?://127\.0\.0\.1[:/]")
+
+
+@pytest.fixture(scope="module")
+def stack(
+    tmp_path_factory: pytest.TempPathFactory, databases_of_stack: dict[str, str]
+) -> Iterator[LaunchedStack]:
+    with stack_for_tests(
+        tmp_path_factory,
+        "dashboards",
+        admin_password=ADMIN_PASSWORD,
+        databases=databases_of_stack,
+        extra_env={"SERVER_DEFAULT_ACCOUNT_PASSWORD": AGENT_PASSWORD},
+    ) as up:
+        yield up
+
+
+def person(browser: Browser, screenshots: Path) -> Iterator[PageCheck]:  # noqa: F811
+    """A fresh browser context (no cookies) whose requests off this machine are refused."""
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    # A control that never shows fails its step in this time, not Playwright's 30 s.
+    context.set_default_timeout(15_000)
+
+    def only_local(route: Route) -> None:
+        if LOCAL.match(route.request.url):
+            route.continue_()
+        else:
+            route.abort()
+
+    context.route("**/*", only_local)
+    try:
+        yield PageCheck(context.new_page(), screenshots)
+    finally:
+        context.close()
+
+
+@pytest.fixture(scope="module")
+def zenml(browser: Browser, screenshots: Path) -> Iterator[PageCheck]:  # noqa: F811
+    """One person's tab on the ZenML dashboard."""
+    yield from person(browser, screenshots)
+
+
+@pytest.fixture(scope="module")
+def kitaru(browser: Browser, screenshots: Path) -> Iterator[PageCheck]:  # noqa: F811
+    """One person's tab on the kitaru UI."""
+    yield from person(browser, screenshots)
+
+
+def test_the_dashboard_logs_the_admin_in_through_its_form_and_takes_the_survey(
+    stack: LaunchedStack, zenml: PageCheck
+):
+    page = zenml.page
+    page.goto(stack.url("platform", "/"))
+    page.wait_for_url(re.compile(r"/login\b"), wait_until="commit")
+    zenml.visit("dashboard login", expect=["Log in to your account"])
+    page.get_by_label("Username").fill("default")
+    page.get_by_label("Password").fill(ADMIN_PASSWORD)
+    page.get_by_role("button", name="Login").click()
+    # A first login asks for the account's details, then two questions, then the
+    # community; the dashboard's home comes after.
+    page.wait_for_url(re.compile(r"/survey\b"), wait_until="commit")
+    zenml.visit("survey: account details", expect=["Add your account details"])
+    page.get_by_label("Name").fill("Ada Admin")
+    page.get_by_label("Email").fill("ada@example.com")
+    page.get_by_role("button", name="Continue").click()
+    zenml.visit("survey: about you", expect=["What best describes your primary role?"])
+    page.get_by_text("ML Engineer").click()
+    page.get_by_text("My Laptop").click()
+    page.get_by_role("button", name="Continue").click()
+    zenml.visit("survey: community", expect=["Join The ZenML Slack Community"])
+    page.get_by_role("button", name="Skip this step").click()
+    zenml.visit("survey: done", expect=["Your ZenML account is now updated"])
+    page.get_by_role("button", name="Go to Dashboard").click()
+    page.wait_for_url(lambda url: "/survey" not in url, wait_until="commit")
+    zenml.visit("dashboard home", expect=["Welcome back, Ada Admin"])
+
+
+@pytest.mark.parametrize(
+    ("link", "expect"),
+    [("Projects", "Projects"), ("Stacks", "Stacks"), ("Components", "Components")],
+)
+def test_the_dashboards_sections_open_from_its_sidebar(
+    stack: LaunchedStack, zenml: PageCheck, link: str, expect: str
+):
+    zenml.page.get_by_role("link", name=link, exact=True).first.click()
+    zenml.page.wait_for_url(re.compile(rf"/{link.lower()}\b"), wait_until="commit")
+    zenml.visit(f"dashboard {link.lower()}", expect=[expect])
+
+
+def test_the_dashboards_settings_open_from_its_sidebar(stack: LaunchedStack, zenml: PageCheck):
+    zenml.page.get_by_role("link", name="Settings", exact=True).first.click()
+    zenml.page.wait_for_url(re.compile(r"/settings/"), wait_until="commit")
+    zenml.visit("dashboard settings", expect=["Settings"])
+
+
+def test_the_kitaru_ui_logs_the_admin_in_through_its_form(stack: LaunchedStack, kitaru: PageCheck):
+    page = kitaru.page
+    page.goto(stack.url("agent", "/"))
+    page.wait_for_url(re.compile(r"/login\b"), wait_until="commit")
+    kitaru.visit("kitaru login", expect=["Sign in to Kitaru"])
+    page.get_by_label("Username").fill("default")
+    page.get_by_label("Password").fill(AGENT_PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(lambda url: "/login" not in url, wait_until="commit")
+    kitaru.visit("kitaru home")
