@@ -8,8 +8,9 @@ backgrounds take ~30 s a page.
 :class:`PageCheck` watches one page as :meth:`PageCheck.visit` reaches each screen: a
 screen passes when no call it made got a 4xx/5xx the test did not name as the
 reference's own answer there, no error screen shows and nothing still spins once the
-network is quiet; its screenshot is written under the test run's base temporary folder
-(``<basetemp>/screenshots/``), for a person to look at.
+network is quiet (no request in flight for half a second); its screenshot is written
+under the test run's base temporary folder (``<basetemp>/screenshots/``), for a person
+to look at.
 
 ``python -m tests.support.browser`` exits 0 when a Chromium is found (the Makefile's
 ``chromium`` target asks before installing one).
@@ -20,19 +21,21 @@ from __future__ import annotations
 import re
 import shutil
 import sys
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, Response, sync_playwright
+from playwright.sync_api import Browser, Page, Request, Response, sync_playwright
 from playwright.sync_api import Error as PlaywrightError
 
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")
 LAUNCH_ARGS = ("--disable-3d-apis", "--disable-webgl")
-# How long a screen may take to become quiet (no request for 500 ms) before the test
-# fails: far above what a page of the local stack takes (under 2 s here).
+# How long a screen may take to become quiet (no request for QUIET_SECONDS) before the
+# test fails: far above what a page of the local stack takes (under 2 s here).
 SETTLE_TIMEOUT_MS = 30_000
+QUIET_SECONDS = 0.5
 # What the two UIs show when a page fails, and what spins while they wait.
 ERROR_SCREENS = re.compile(
     r"Something went wrong|There was an error|Unexpected Application Error", re.I
@@ -81,10 +84,38 @@ class PageCheck:
     allowed: list[Callable[[Response], bool]] = field(default_factory=list)
     _count: int = 0
 
+    _pending: set[Request] = field(default_factory=set)
+    _changed: float = 0.0
+
     def __post_init__(self) -> None:
         self.page.on("response", self._answered)
+        self.page.on("request", self._started)
+        self.page.on("requestfinished", self._ended)
+        self.page.on("requestfailed", self._ended)
+
+    def _started(self, request: Request) -> None:
+        self._pending.add(request)
+        self._changed = time.monotonic()
+
+    def _ended(self, request: Request) -> None:
+        self._pending.discard(request)
+        self._changed = time.monotonic()
+
+    def _settle(self, name: str) -> None:
+        """Until no request has been in flight for :data:`QUIET_SECONDS` (Playwright's
+        ``networkidle`` is per navigation, and a single-page app navigates without one)."""
+        deadline = time.monotonic() + SETTLE_TIMEOUT_MS / 1000
+        while self._pending or time.monotonic() - self._changed < QUIET_SECONDS:
+            if time.monotonic() > deadline:
+                pending = sorted(r.url for r in self._pending)
+                raise AssertionError(
+                    f"{name}: still loading after {SETTLE_TIMEOUT_MS} ms: {pending}"
+                )
+            self.page.wait_for_timeout(100)  # lets Playwright deliver the page's events
 
     def _answered(self, response: Response) -> None:
+        # Answered is done: a body the page never reads may never "finish".
+        self._ended(response.request)
         if response.status >= 400 and not any(allow(response) for allow in self.allowed):
             self.failed.append(f"{response.request.method} {response.url} -> {response.status}")
 
@@ -106,16 +137,13 @@ class PageCheck:
         """The screen now shown: wait until the network is quiet, write its screenshot,
         then fail on an unexpected error answer, an error screen, a spinner still
         spinning or a missing ``expect`` text."""
-        try:
-            self.page.wait_for_load_state("networkidle", timeout=SETTLE_TIMEOUT_MS)
-        except PlaywrightError as exc:
-            raise AssertionError(f"{name}: still loading after {SETTLE_TIMEOUT_MS} ms") from exc
         for text in expect:
             try:
                 self.page.get_by_text(text).first.wait_for(timeout=SETTLE_TIMEOUT_MS)
             except PlaywrightError as exc:
                 self._screenshot(name)
                 raise AssertionError(f"{name}: {text!r} never showed") from exc
+        self._settle(name)
         self._screenshot(name)
         failed, self.failed = self.failed, []
         assert failed == [], f"{name}: calls failed: {failed}"
