@@ -125,7 +125,10 @@ async def install(pin: Pin, index: str, dest: Path, client: httpx.AsyncClient) -
     """Download ``pin``'s wheel from ``index`` and unpack its UI into ``dest`` (created;
     it must not exist). Any failure is a :class:`UiError` saying what and how to fix it,
     and leaves no ``dest``."""
-    await asyncio.to_thread(dest.mkdir, parents=True)
+    try:
+        await asyncio.to_thread(dest.mkdir, parents=True)
+    except OSError as exc:  # what is there is not ours to replace or remove
+        raise UiError(f"cannot unpack the {pin.title} into {dest}: {exc.strerror}") from None
     try:
         wheel = dest / pin.wheel
         await _download(pin, index, wheel, client)

@@ -29,6 +29,7 @@ from deploy.gateway.ui import (
     Pin,
     UiError,
     ensure_cached,
+    install,
     load_pins,
 )
 from deploy.local.gateway import link_uis, served_uis, ui_cache
@@ -168,6 +169,35 @@ def test_each_pin_names_an_entrypoint_of_the_stack_and_a_file_on_the_index():
         assert pin.wheel.startswith(f"{pin.package}-{pin.version}-")
 
 
+GOOD_PIN = """index = "https://pypi.org/simple"
+[[ui]]
+entrypoint = "platform"
+title = "demo UI"
+package = "demo"
+version = "1.0"
+wheel = "demo-1.0-py3-none-any.whl"
+sha256 = "{sha}"
+folder = "{folder}"
+"""
+
+
+@pytest.mark.parametrize(
+    ("sha", "folder", "message"),
+    [
+        ("ABC", "demo/ui", "sha256 must be 64 lower-case hex digits"),
+        ("0" * 64, "demo/../../etc", "folder 'demo/../../etc' is not a plain relative path"),
+        ("0" * 64, "/demo/ui", "folder '/demo/ui' is not a plain relative path"),
+    ],
+)
+def test_an_invalid_pin_is_one_line_naming_the_file_and_the_field(tmp_path, sha, folder, message):
+    pins = tmp_path / "ui.toml"
+    pins.write_text(GOOD_PIN.format(sha=sha, folder=folder))
+    with pytest.raises(UiError, match=rf"^{re.escape(f'{pins}: ui #1: {message}')}$"):
+        load_pins(pins)
+    pins.write_text(GOOD_PIN.format(sha="0" * 64, folder="demo/ui"))
+    assert load_pins(pins).uis[0].folder == "demo/ui"
+
+
 # --- the fetch, against an index served in process ------------------------------------
 
 
@@ -241,6 +271,21 @@ def test_a_wheel_with_the_pinned_sha256_gives_only_its_ui_and_its_licences(tmp_p
     assert not (tmp_path / "escape.txt").exists()
     # Cached: a second fetch reads nothing from the index.
     assert fetch(demo_pin(wheel), b"not a wheel", tmp_path / "cache") == copy
+
+
+def test_installing_over_a_folder_refuses_and_keeps_what_is_there(tmp_path):
+    wheel = build_wheel("demo/ui/dist")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "mine.txt").write_text("kept")
+
+    async def run() -> None:
+        transport = httpx.ASGITransport(app=index_app(wheel, "demo-1.0-py3-none-any.whl"))
+        async with httpx.AsyncClient(transport=transport) as client:
+            await install(demo_pin(wheel), "http://index/simple", tmp_path / "out", client)
+
+    with pytest.raises(UiError, match=r"cannot unpack the demo UI into .*/out: File exists$"):
+        asyncio.run(run())
+    assert (tmp_path / "out" / "mine.txt").read_text() == "kept"
 
 
 def test_a_pinned_folder_the_wheel_lacks_is_refused(tmp_path):
