@@ -133,10 +133,11 @@ class PageCheck:
 
         self.allowed.append(matches)
 
-    def visit(self, name: str, *, expect: Iterable[str] = ()) -> None:
+    def visit(self, name: str, *, expect: Iterable[str] = (), error_screen: bool = False) -> None:
         """The screen now shown: wait until the network is quiet, write its screenshot,
-        then fail on an unexpected error answer, an error screen, a spinner still
-        spinning or a missing ``expect`` text."""
+        then fail on an unexpected error answer, an error screen (unless ``error_screen``:
+        the right answer where the server serves nothing), a spinner still spinning or a
+        missing ``expect`` text."""
         for text in expect:
             try:
                 self.page.get_by_text(text).first.wait_for(timeout=SETTLE_TIMEOUT_MS)
@@ -148,7 +149,8 @@ class PageCheck:
         failed, self.failed = self.failed, []
         assert failed == [], f"{name}: calls failed: {failed}"
         body = self.page.inner_text("body")
-        assert not ERROR_SCREENS.search(body), f"{name}: an error screen shows: {body[:500]}"
+        shown = ERROR_SCREENS.search(body) is not None
+        assert shown == error_screen, f"{name}: error screen {shown}: {body[:500]}"
         spinning = [s for s in self.page.locator(SPINNERS).all() if s.is_visible()]
         assert spinning == [], f"{name}: {len(spinning)} spinner(s) still spin"
 
