@@ -8,7 +8,7 @@ export UV_PYTHON_DOWNLOADS := never
 # The real interpreter, not a shim (pyenv's shims are scripts uv cannot match).
 export UV_PYTHON := $(shell $(PYTHON) -c 'import sys; print(sys.executable)')
 
-.PHONY: run test lint typecheck pytest sync clean soak
+.PHONY: run test lint typecheck pytest sync clean soak chromium
 
 .tools/bin/uv:
 	$(PYTHON) -m venv .tools
@@ -31,7 +31,21 @@ typecheck: sync
 # starts (stacks, clients, timeouts), and a third worker on 2 CPUs fills that (-13% here).
 PYTEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; print(len(os.sched_getaffinity(0)) + 1)')
 
-pytest: sync
+# Chromium for the browser tests (tests/support/browser.py drives it through Playwright):
+# one on PATH or Playwright's own is used; else, as root with apt, Debian's package (these
+# machines cannot reach Playwright's download); else Playwright's own download.
+chromium: sync
+	@if ! $(UV) run --frozen --no-sync python -m tests.support.browser; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing Debian's chromium for the browser tests"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	      apt-get install -y -qq --no-install-recommends chromium >/dev/null; \
+	  else \
+	    $(UV) run --frozen --no-sync playwright install chromium; \
+	  fi; \
+	fi
+
+pytest: sync chromium
 	$(UV) run --frozen --no-sync pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # The checks and the tests at once (mypy's half minute of one CPU beside pytest's waits);

@@ -14,6 +14,10 @@ Per entrypoint (one ``server`` block each):
 - ``/openapi.json`` (the entrypoint's services' documents merged) and ``/docs`` (Swagger UI
   on it, its files under ``/docs/``) are files the gateway serves itself, from the folder
   :mod:`deploy.gateway.docs` writes (``Target.docs_root``);
+- where the entrypoint has a web UI (``Target.ui_roots``, from ``deploy/ui.toml``), ``/``
+  is that UI: a file of its folder if one has the path, ``index.html`` for any other path
+  (the single-page app routes it), its hashed ``/assets/`` cached for good and the rest
+  revalidated; ``/api/...`` and ``/_services/...`` stay API paths (a JSON 404 when unknown);
 - the entrypoint's ``unimplemented`` prefixes answer 501 ``NotImplementedError`` and anything
   else a 404, and the gateway's own 413/502/503/504 answer JSON, all in the entrypoint's
   error style instead of nginx's HTML pages.
@@ -26,11 +30,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 
 from deploy.config import Entrypoint, Service, Stack
 from deploy.gateway.docs import ASSETS, DOCUMENT_PATH, PAGE_PATH
+from deploy.gateway.ui import IMAGE_UI_ROOT, SITE, load_pins
 from shared.errors import NO_SUCH_ENDPOINT
 from shared.logging import MASK, SECRET_KEY_PATTERN
 
@@ -45,6 +50,8 @@ LOCAL_SOURCE_ADDRESS = "127.0.0.2"
 # Where the gateway image (deploy/gateway/Dockerfile) keeps the docs it built.
 IMAGE_DOCS_ROOT = "/usr/share/platform/docs"
 PROBES = ("health", "ready", "openapi.json")
+# Where, in the local gateway's prefix, the launcher links each entrypoint's web UI.
+LOCAL_UI_ROOT = "ui"
 
 
 # The same for every upstream; inherited by every location (none sets its own).
@@ -104,6 +111,9 @@ class Target:
     """The address nginx connects to the services from (``proxy_bind``), which they
     believe ``X-Forwarded-For`` from; ``None``: the system's choice (in containers the
     gateway's own address is already its alone)."""
+    ui_roots: Mapping[str, str] = field(default_factory=dict)
+    """Entrypoint name → the folder of its web UI (holding ``index.html``; relative paths
+    are under nginx's ``-p`` prefix). An entrypoint without one answers ``/`` with a 404."""
 
 
 def local_target(
@@ -114,10 +124,12 @@ def local_target(
     listen_address: str | None = None,
     user: str | None = None,
     source_address: str | None = LOCAL_SOURCE_ADDRESS,
+    uis: Iterable[str] = (),
 ) -> Target:
     """The local stack: each replica of a service on ``127.0.0.1`` at its replica port plus
     ``port_offset`` (:meth:`~deploy.config.Service.replica_ports`), reached from
-    ``source_address``."""
+    ``source_address``; the entrypoints named in ``uis`` serve the web UI the launcher
+    links at ``ui/<entrypoint>`` in the prefix."""
     return Target(
         upstreams={
             s.name: tuple(f"127.0.0.1:{port}" for port in s.replica_ports(port_offset))
@@ -134,6 +146,7 @@ def local_target(
         # The launcher writes them beside nginx.conf at each start.
         docs_root="docs",
         source_address=source_address,
+        ui_roots={name: f"{LOCAL_UI_ROOT}/{name}" for name in uis},
     )
 
 
@@ -151,6 +164,7 @@ def compose_target(stack: Stack) -> Target:
         resolver=COMPOSE_RESOLVER,
         source="docker-compose; regenerate with `python -m deploy.gateway`",
         docs_root=IMAGE_DOCS_ROOT,
+        ui_roots=image_ui_roots(),
     )
 
 
@@ -168,10 +182,16 @@ def kubernetes_target(stack: Stack) -> Target:
         resolver=None,
         source="Kubernetes; regenerate with `python -m deploy.gateway`",
         docs_root=IMAGE_DOCS_ROOT,
+        ui_roots=image_ui_roots(),
         temp_dir="/tmp/nginx",  # noqa: S108
         # The gateway's CPU limit is one core (deploy/k8s/base/gateway/gateway.yaml).
         worker_processes="1",
     )
+
+
+def image_ui_roots() -> dict[str, str]:
+    """Where the gateway image unpacked each pinned UI (``python -m deploy.gateway.ui``)."""
+    return {pin.entrypoint: f"{IMAGE_UI_ROOT}/{pin.entrypoint}/{SITE}" for pin in load_pins().uis}
 
 
 def render(stack: Stack, target: Target) -> str:
@@ -352,10 +372,29 @@ def _server(stack: Stack, entrypoint: Entrypoint, target: Target) -> list[str]:
     for match in ("= /metrics", "/metrics/"):
         reply = _json_reply(404, not_found)
         lines += [f"    location {match} {{", *(f"        {r}" for r in reply), "    }"]
-    if not any("/" in s.routes for s in services):
+    ui = target.ui_roots.get(entrypoint.name)
+    if ui is not None and any("/" in s.routes for s in services):
+        raise ValueError(f"entrypoint {entrypoint.name}: a service takes / where its UI is")
+    if ui is not None:
+        lines += ["", "    # the web UI; unknown API paths stay JSON 404s"]
+        lines += [f"    {line}" for line in _ui(ui)]
+        for match in ("= /api", "/api/", "/_services/"):
+            reply = _json_reply(404, not_found)
+            lines += [f"    location {match} {{", *(f"        {r}" for r in reply), "    }"]
+    elif not any("/" in s.routes for s in services):
         lines += ["", "    location / {"]
         lines += [f"        {line}" for line in _json_reply(404, not_found)]
         lines.append("    }")
+    lines += ["", "    # a missing file, a method a file does not take"]
+    lines += ["    location @not_found {"]
+    lines += [f"        {line}" for line in _json_reply(404, not_found)]
+    lines += [
+        "    }",
+        "    location @method_not_allowed {",
+        '        add_header Allow "GET, HEAD" always;',
+    ]
+    lines += [f"        {line}" for line in _json_reply(405, {"detail": "Method Not Allowed"})]
+    lines.append("    }")
     for name, status, body in _gateway_errors(stack, entrypoint, services):
         lines += ["", f"    location @{name} {{"]
         lines += [f"        {line}" for line in _json_reply(status, body)]
@@ -380,19 +419,73 @@ _KEEP = "public, max-age=31536000, immutable"
 def _docs(entrypoint: Entrypoint, target: Target) -> list[str]:
     root = target.docs_root
     assets = "|".join(asset.replace(".", "[.]") for asset in ASSETS)
-    missing = _error_body(entrypoint, "KeyError", NO_SUCH_ENDPOINT, "Not Found")
+    # Files not written (a stack without service apps) are missing paths (@not_found).
     return [
         *_static(f"= {DOCUMENT_PATH}", f"{root}/{entrypoint.name}/openapi.json", _REVALIDATE),
         *_static(f"= {PAGE_PATH}", f"{root}/{entrypoint.name}/index.html", _REVALIDATE),
         *_static(f"~ ^{PAGE_PATH}/(?<docs_file>{assets})$", f"{root}/assets/$docs_file", _KEEP),
-        # Files not written (a stack without service apps) are missing paths.
-        "location @docs_missing {",
-        *(f"    {line}" for line in _json_reply(404, missing)),
+    ]
+
+
+# The web UIs' files by extension (nginx's own mime.types is not included anywhere).
+_UI_TYPES = {
+    "text/html": "html",
+    "application/javascript": "js mjs",
+    "text/css": "css",
+    "application/json": "json map",
+    "image/svg+xml": "svg",
+    "image/x-icon": "ico",
+    "image/png": "png",
+    "image/jpeg": "jpg jpeg",
+    "image/gif": "gif",
+    "image/webp": "webp",
+    "image/avif": "avif",
+    "font/woff": "woff",
+    "font/woff2": "woff2",
+    "font/ttf": "ttf",
+    "application/wasm": "wasm",
+    "text/plain": "txt",
+    "application/manifest+json": "webmanifest",
+}
+
+
+def _ui(root: str) -> list[str]:
+    """A single-page app in ``root``: its files at their paths, ``index.html`` for any
+    other path (its router decides), as the reference servers serve theirs. The build
+    names every file under ``/assets/`` by a hash of its content, so those are kept for
+    good and a missing one is a 404 (an HTML page there would be run as a script)."""
+    types = " ".join(f"{kind} {exts};" for kind, exts in _UI_TYPES.items())
+
+    def body(cache: str) -> list[str]:
+        return [
+            f"root {root};",
+            f"types {{ {types} }}",
+            "charset utf-8;",
+            "charset_types text/css application/javascript application/json image/svg+xml;",
+            f'add_header Cache-Control "{cache}";',
+            "add_header X-Request-ID $gateway_request_id;",
+            "add_header X-Content-Type-Options nosniff;",
+            *_error_pages(None),
+            "error_page 405 @method_not_allowed;",
+            # Refused before a file is looked up: the lookup types the answer (text/html
+            # for index.html) and the JSON 405 would keep that type.
+            "if ($request_method !~ ^(GET|HEAD)$) { return 405; }",
+        ]
+
+    return [
+        "location / {",
+        *(f"    {line}" for line in body(_REVALIDATE)),
+        "    try_files $uri @ui_index;",
         "}",
-        # The services' answer to a method a path does not take.
-        "location @docs_method_not_allowed {",
-        '    add_header Allow "GET, HEAD" always;',
-        *(f"    {line}" for line in _json_reply(405, {"detail": "Method Not Allowed"})),
+        "location @ui_index {",
+        *(f"    {line}" for line in body(_REVALIDATE)),
+        "    error_page 404 @not_found;",
+        "    try_files /index.html =404;",
+        "}",
+        "location /assets/ {",
+        *(f"    {line}" for line in body(_KEEP)),
+        "    error_page 404 @not_found;",
+        "    try_files $uri =404;",
         "}",
     ]
 
@@ -417,8 +510,8 @@ def _static(match: str, file: str, cache: str) -> list[str]:
         "add_header X-Content-Type-Options nosniff;",
         # A location with an error_page of its own inherits none: the server's repeated.
         *_error_pages(None),
-        "error_page 404 @docs_missing;",
-        "error_page 405 @docs_method_not_allowed;",
+        "error_page 404 @not_found;",
+        "error_page 405 @method_not_allowed;",
     ]
     return [f"location {match} {{", *(f"    {line}" for line in body), "}"]
 

@@ -270,7 +270,17 @@ async def _start(
 ) -> set[str]:
     """Start everything; the web services whose database is new (they create their first
     account now)."""
-    fresh = await _start_processes(supervisor, options, plan, secrets, environ)
+    # The web UIs are fetched (the first time) while the processes start.
+    uis = asyncio.create_task(gateway.link_uis(options, environ))
+    try:
+        fresh = await _start_processes(supervisor, options, plan, secrets, environ)
+        for note in await uis:
+            supervisor.say("stack", note)
+    finally:
+        if not uis.done():
+            uis.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await uis
     # The gateway's API docs: the documents the services now ready serve, merged.
     async with httpx.AsyncClient(timeout=10.0, trust_env=False) as client:
         for note in await gateway.write_docs(options, plan.web, client):
@@ -513,6 +523,10 @@ def _banner(options: Options, plan: Plan, environ: Mapping[str, str], fresh: set
         if (options.data_dir / "gateway" / "docs" / entrypoint.name).is_dir():
             line += f"  (API docs: {url}/docs)"
         lines.append(line)
+    titles = gateway.ui_titles()
+    for name in gateway.served_uis(options):
+        title = titles.get(name, f"{name} web UI")
+        lines.append(f"  {title.ljust(width)}  {public_url(options, name)}/")
     for entrypoint in entrypoints:
         lines += _login_lines(options, entrypoint, environ, fresh)
     lines.append(f"  data: {options.data_dir}")

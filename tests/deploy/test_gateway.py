@@ -173,10 +173,11 @@ def test_the_gateways_body_limit_on_a_service_is_the_services_own(service):
 
 @contextlib.contextmanager
 def gateway_without_upstreams(
-    prefix: Path, port_offset: int | None = None
+    prefix: Path, port_offset: int | None = None, uis: tuple[str, ...] = ()
 ) -> Iterator[dict[str, int]]:
     """Real nginx on the local config, no service running behind it (unless the caller
-    runs one at ``port_offset``); yields the ports of its entrypoints. Stopped gracefully
+    runs one at ``port_offset``), serving the web UIs of the entrypoints in ``uis`` from
+    ``prefix/ui/<entrypoint>``; yields the ports of its entrypoints. Stopped gracefully
     (SIGQUIT), so its access log is flushed."""
     ports = {"platform": free_port(), "agent": free_port()}
     target = local_target(
@@ -185,6 +186,7 @@ def gateway_without_upstreams(
         port_offset=free_offset() if port_offset is None else port_offset,
         ports=ports,
         user=worker_user(),
+        uis=uis,
     )
     assert nginx_test(render(STACK, target), prefix).returncode == 0
     process = subprocess.Popen(
@@ -235,7 +237,7 @@ def test_gateway_errors_are_json(tmp_path):
 
 
 def test_no_entrypoint_routes_metrics(tmp_path):
-    """Not even the agent entrypoint, whose service takes every other path."""
+    """On no entrypoint, whatever else it serves."""
     with (
         gateway_without_upstreams(tmp_path / "gw") as ports,
         httpx.Client(timeout=5, trust_env=False) as client,
@@ -280,8 +282,8 @@ AGENTS = "/api/v1/agents is not implemented by this server."
             "/api/v1/secretsX",
             404,
         ),
-        # On the agent entrypoint everything else goes to agent-accounts (not running: 502).
-        ("agent", "/api/v1/agents/x", AGENTS, "/api/v1/agentsX", 502),
+        # Nor does agent-accounts take every other path on the agent entrypoint.
+        ("agent", "/api/v1/agents/x", AGENTS, "/api/v1/agentsX", 404),
     ],
 )
 def test_unimplemented_families_are_a_501_in_the_entrypoints_shape(
@@ -363,20 +365,24 @@ def test_access_log_names_the_trace_a_request_brought(tmp_path):
     assert logged == {"/api/v1/runs?n=1": trace, "/api/v1/runs?n=2": "-", "/api/v1/runs?n=3": "-"}
 
 
-@pytest.mark.parametrize(
-    "service", [s for s in STACK.web_services if "/" in s.routes], ids=lambda s: s.name
-)
-def test_a_service_taking_every_path_serves_none_of_its_entrypoints_unimplemented(service):
-    """The gateway answers the unimplemented prefixes itself: a route of a service behind
-    "/" under one of them would never be reached (stack.toml cannot see those routes)."""
+@pytest.mark.parametrize("service", STACK.web_services, ids=lambda s: s.name)
+def test_every_api_path_a_service_serves_is_routed_to_it(service):
+    """Its routes in stack.toml cover every /api/ path its app has (the agent entrypoint's
+    other paths are the kitaru UI's, so agent-accounts lists its families one by one),
+    and none lies under a prefix the gateway answers 501 itself."""
     assert service.entrypoint is not None
     unimplemented = STACK.entrypoint(service.entrypoint).unimplemented
     settings = importlib.import_module(f"{service.module}.settings").Settings.model_construct()
     app = importlib.import_module(f"{service.module}.app").create_app(settings)
     paths = [route.path for route in app.routes if hasattr(route, "path")]
-    assert "/api/v1/info" in paths
-    shadowed = [p for p in paths for u in unimplemented if p == u or p.startswith(f"{u}/")]
-    assert shadowed == []
+
+    def under(path: str, prefixes: tuple[str, ...]) -> bool:
+        return any(path == p or p == "/" or path.startswith(f"{p}/") for p in prefixes)
+
+    api = [p for p in paths if p.startswith("/api/")]
+    assert api
+    assert [p for p in api if not under(p, service.routes)] == []
+    assert [p for p in api if under(p, unimplemented)] == []
 
 
 def load_compose() -> dict[str, dict[str, object]]:

@@ -239,7 +239,9 @@ def test_route_reaches_its_service_with_the_path_unchanged(
     assert seen["path"] == path
 
 
-@pytest.mark.parametrize("path", ["/api/v1/runsX", "/api/v1/nope", "/", "/_services/nope/health"])
+@pytest.mark.parametrize(
+    "path", ["/api/v1/runsX", "/api/v1/nope", "/api", "/_services/nope/health"]
+)
 def test_unrouted_platform_path_is_a_json_404(launched, client, path):
     response = client.get(launched.url("platform", path))
     assert response.status_code == 404
