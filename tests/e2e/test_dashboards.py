@@ -107,8 +107,11 @@ def test_the_dashboard_logs_the_admin_in_through_its_form_and_takes_the_survey(
     zenml.visit("survey: community", expect=["Join The ZenML Slack Community"])
     page.get_by_role("button", name="Skip this step").click()
     zenml.visit("survey: done", expect=["Your ZenML account is now updated"])
-    page.get_by_role("button", name="Go to Dashboard").click()
+    page.get_by_role("link", name="Go to Dashboard").click()
     page.wait_for_url(lambda url: "/survey" not in url, wait_until="commit")
+    # Where nothing has run yet, the dashboard greets with its onboarding checklist.
+    zenml.visit("dashboard onboarding", expect=["Get started", "Run a pipeline"])
+    page.get_by_role("link").first.click()  # the logo: the dashboard's home
     zenml.visit("dashboard home", expect=["Overview"])
 
 

@@ -124,6 +124,9 @@ def test_onboarding_state_names_the_steps_as_their_data_appears(platform: Platfo
 
 
 def test_the_gateway_does_not_route_trackings_onboarding_question(platform: Platform) -> None:
-    # Tracking would answer a user's token 401: a 404 is the gateway's, which has no route.
+    # Tracking would answer a user's token 401 in JSON; the gateway has no route there, so
+    # the path is the dashboard's (its index.html, as for any path that is not the API's).
     response = platform.get("/internal/v1/onboarding_state")
-    assert response.status_code == 404, response.text
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"].startswith("text/html")
+    assert '<div id="root"></div>' in response.text

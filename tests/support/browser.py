@@ -41,6 +41,9 @@ ERROR_SCREENS = re.compile(
     r"Something went wrong|There was an error|Unexpected Application Error", re.I
 )
 SPINNERS = "[role=progressbar], .animate-spin, [aria-busy=true]"
+# A progress bar is a spinner only while it animates: the onboarding checklist's bar at 0/3
+# is an indeterminate progressbar that stands still.
+MOVING = "e => !e.matches('[role=progressbar]') || e.getAnimations({subtree: true}).length > 0"
 
 
 def find_chromium() -> str | None:
@@ -151,8 +154,12 @@ class PageCheck:
         body = self.page.inner_text("body")
         shown = ERROR_SCREENS.search(body) is not None
         assert shown == error_screen, f"{name}: error screen {shown}: {body[:500]}"
-        spinning = [s for s in self.page.locator(SPINNERS).all() if s.is_visible()]
-        assert spinning == [], f"{name}: {len(spinning)} spinner(s) still spin"
+        spinning = [
+            s for s in self.page.locator(SPINNERS).all() if s.is_visible() and s.evaluate(MOVING)
+        ]
+        assert spinning == [], f"{name}: {len(spinning)} spinner(s) still spin: " + "; ".join(
+            s.evaluate("e => e.outerHTML")[:300] for s in spinning
+        )
 
     def _screenshot(self, name: str) -> None:
         self._count += 1
