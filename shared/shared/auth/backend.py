@@ -11,7 +11,7 @@ so routes such as ``/login`` keep working with a stale cookie.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from typing import Any
+from typing import Any, Protocol
 from uuid import UUID
 
 from starlette.authentication import (
@@ -305,6 +305,20 @@ def require_kind(principal: Principal, kinds: Collection[str]) -> None:
         raise AuthorizationFailed(f"A {principal.kind} token may not be used for this operation.")
 
 
+class MaybeAdmin(Protocol):
+    """Whoever a request acts for, as far as the admin check goes."""
+
+    @property
+    def is_admin(self) -> bool: ...
+
+
+def ensure_admin(caller: MaybeAdmin, action: str = "perform this operation") -> None:
+    """403 unless ``caller`` is an admin: the check a service makes on a caller its
+    handler already resolved (:func:`require_admin` makes it on the connection)."""
+    if not caller.is_admin:
+        raise Forbidden(f"Only admins may {action}.")
+
+
 def require_admin(
     conn: HTTPConnection,
     *,
@@ -313,6 +327,5 @@ def require_admin(
 ) -> Principal:
     """The authenticated caller if it is an admin; 403 otherwise."""
     principal = require_principal(conn, kinds=kinds)
-    if not principal.is_admin:
-        raise Forbidden(f"Only admins may {action}.")
+    ensure_admin(principal, action)
     return principal

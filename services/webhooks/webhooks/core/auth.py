@@ -43,9 +43,3 @@ def require_owner(actor: Actor, owner_id: uuid.UUID | None, thing: str, action: 
     if actor.is_admin or (owner_id is not None and owner_id == actor.user_id):
         return
     raise Forbidden(f"Only the {thing}'s creator or an admin may {action}.")
-
-
-def require_admin(actor: Actor, action: str) -> None:
-    """403 unless ``actor`` is an admin."""
-    if not actor.is_admin:
-        raise Forbidden(f"Only admins may {action}.")

@@ -8,10 +8,11 @@ from collections.abc import Mapping
 from redis.exceptions import RedisError
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from shared.auth import ensure_admin
 from shared.db import flush_unique, utcnow
 from shared.errors import Conflict, NotFound, ServiceUnavailable
 from shared.listing import Listing
-from webhooks.core.auth import Actor, require_admin, require_owner
+from webhooks.core.auth import Actor, require_owner
 from webhooks.core.projects import Project
 from webhooks.event.queue import JobQueue
 from webhooks.intake.providers import Provider
@@ -132,7 +133,7 @@ class TriggerService:
         execution; admins only). The job goes to Redis inside the transaction: Redis out
         of reach fails the request and rolls the change back, and the job waits for the
         commit (:func:`webhooks.event.tasks.retry_execution`)."""
-        require_admin(actor, "retry a webhook trigger execution")
+        ensure_admin(actor, "retry a webhook trigger execution")
         await self.get(trigger_id)
         execution = await self.repository.execution(trigger_id, execution_id)
         if execution is None:
