@@ -254,6 +254,24 @@ async def test_claimed_agent_task_carries_its_command_in_the_spec(
     assert item["task"]["status"] == "claimed"
 
 
+async def test_a_task_is_its_own_job_in_kitarus_task_shape(
+    client: httpx.AsyncClient, admin, new_key: NewKey
+):
+    """kitaru's task model requires a job, a failure policy and labels (its UI's worker
+    page shortens every claimed task's ``job_id``): each task here is a job of its own."""
+    task_id, _, item = await _claimed_agent_task(client, admin, new_key)
+    listed = await client.get(
+        "/api/v1/tasks", params={"filter": f'{{"field":"job_id","op":"eq","value":"{task_id}"}}'},
+        headers=admin,
+    )  # fmt: skip
+    read = await client.get(f"/api/v1/tasks/{task_id}", headers=admin)
+
+    for task in (item["task"], read.json(), *listed.json()["items"]):
+        assert (task["id"], task["job_id"]) == (task_id, task_id)
+        assert (task["on_failure"], task["labels"]) == ("abort", {})
+    assert [t["id"] for t in listed.json()["items"]] == [task_id]
+
+
 async def test_an_agent_task_is_claimed_only_by_its_own_accounts_workers(
     client: httpx.AsyncClient, admin, new_key: NewKey, new_user: NewUser
 ):

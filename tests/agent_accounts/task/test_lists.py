@@ -129,7 +129,7 @@ def _forged(payload: Any) -> str:
         ({"size": "0"}, "size"),
         ({"size": "1001"}, "size"),
         ({"filter": "{not json"}, "filter"),
-        ({"filter": json.dumps({"field": "job_id", "op": "eq", "value": "x"})}, "filter"),
+        ({"filter": json.dumps({"field": "agent_id", "op": "eq", "value": "x"})}, "filter"),
         ({"filter": json.dumps({"field": "status", "op": "eq", "value": "bogus"})}, "filter"),
         ({"filter": json.dumps({"field": "kind", "op": "in", "value": ["agent", 3]})}, "filter"),
         ({"filter": json.dumps({"field": "status", "op": "gt", "value": "pending"})}, "filter"),

@@ -19,6 +19,8 @@ TASKS = CursorSpec(
     id_column=col(Task.id),
     fields={
         "id": (col(Task.id), Kind.UUID),
+        # Each task is its own job (TaskResponse): kitaru's job filter is the task's id.
+        "job_id": (col(Task.id), Kind.UUID),
         "kind": (col(Task.kind), Kind.ENUM),
         "status": (col(Task.status), Kind.ENUM),
         "worker_id": (col(Task.worker_id), Kind.UUID),

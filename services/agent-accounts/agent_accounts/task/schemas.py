@@ -28,6 +28,14 @@ class TaskStatus(StrEnum):
     CANCELED = "canceled"
 
 
+class TaskOnFailure(StrEnum):
+    """What a task's hard failure does to the rest of its job (kitaru's values)."""
+
+    ABORT = "abort"
+    CONTINUE = "continue"
+    IGNORE = "ignore"
+
+
 class TaskRun(RequestModel):
     """An agent task's command: a shell command line, run by the worker that claims it."""
 
@@ -73,11 +81,19 @@ class TaskClaimRequest(RequestModel):
 
 
 class TaskResponse(TimestampedResponse):
+    """A task, with the fields kitaru's task model requires (its UI's worker page reads
+    ``job_id`` of every task the worker claimed). This server holds no jobs: a task
+    queued with ``POST /api/v1/tasks`` is a job of its own, so ``job_id`` is the task's
+    id, ``on_failure`` kitaru's default and ``labels`` empty (it matches no selector)."""
+
     id: uuid.UUID
+    job_id: uuid.UUID
     owner_id: uuid.UUID
     kind: str
     status: str
+    on_failure: TaskOnFailure = TaskOnFailure.ABORT
     attempt: int
+    labels: dict[str, str] = Field(default_factory=dict)
     timeout_seconds: int
     worker_id: uuid.UUID | None
     claimed_at: Timestamp | None
@@ -150,6 +166,7 @@ class BlobResponse(TimestampedResponse):
 def task_response(task: Task) -> TaskResponse:
     return TaskResponse(
         id=task.id,
+        job_id=task.id,
         owner_id=task.owner_id,
         kind=task.kind,
         status=task.status,
