@@ -1,38 +1,30 @@
-"""The two web UIs in a real browser, used as a person does, on the real stack: the ZenML
-dashboard at the platform entrypoint's ``/`` and the kitaru UI at the agent entrypoint's.
+"""The ZenML dashboard in a real browser, used as a person does, on the real stack, at the
+platform entrypoint's ``/`` (the kitaru UI's walk is ``test_kitaru_ui.py``).
 
 Each screen is checked by :class:`tests.support.browser.PageCheck` (no call failing that
 the reference answers without an error there, no error screen, nothing spinning) and its
 screenshot written under ``<basetemp>/screenshots/tests.e2e.test_dashboards/``. The tests
-of a UI run in order in one browser context, logged in by the first. Requests leaving the
+run in order in one browser context, logged in by the first. Requests leaving the
 machine (the dashboard's avatars and template pictures) are refused: the test needs no
 internet, and they are no call of ours.
 """
 
 from __future__ import annotations
 
-import contextlib
 import re
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
-from playwright.sync_api import Browser, Route
+from playwright.sync_api import Browser
 
-from tests.support.browser import PageCheck, browser, screenshots  # noqa: F401 (fixtures)
+from tests.support.browser import PageCheck, browser, person, screenshots  # noqa: F401 (fixtures)
 from tests.support.processes import LaunchedStack, stack_for_tests
 
 pytestmark = pytest.mark.e2e
 
 ADMIN_PASSWORD = f"Ui-{secrets.token_urlsafe(12)}"
-AGENT_PASSWORD = f"Ui-{secrets.token_urlsafe(12)}"
-# The stack's own origins, and what a page makes without the network (an empty frame).
-# Where the kitaru UI keeps its access token (its build's local-storage key).
-TOKEN_KEY = "kitaru.local-storage.access-token"
-NOT_SERVED = "/api/v1/agents is not implemented by this server."
-LOCAL = re.compile(r"^(https?://127\.0\.0\.1[:/]|about:|data:|blob:)")
 
 
 @pytest.fixture(scope="module")
@@ -44,41 +36,13 @@ def stack(
         "dashboards",
         admin_password=ADMIN_PASSWORD,
         databases=databases_of_stack,
-        extra_env={"SERVER_DEFAULT_ACCOUNT_PASSWORD": AGENT_PASSWORD},
     ) as up:
         yield up
-
-
-@contextlib.contextmanager
-def person(browser: Browser, screenshots: Path) -> Iterator[PageCheck]:  # noqa: F811
-    """A fresh browser context (no cookies) whose requests off this machine are refused."""
-    context = browser.new_context(viewport={"width": 1440, "height": 900})
-    # A control that never shows fails its step in this time, not Playwright's 30 s.
-    context.set_default_timeout(15_000)
-
-    def only_local(route: Route) -> None:
-        if LOCAL.match(route.request.url):
-            route.continue_()
-        else:
-            route.abort()
-
-    context.route("**/*", only_local)
-    try:
-        yield PageCheck(context.new_page(), screenshots)
-    finally:
-        context.close()
 
 
 @pytest.fixture(scope="module")
 def zenml(browser: Browser, screenshots: Path) -> Iterator[PageCheck]:  # noqa: F811
     """One person's tab on the ZenML dashboard."""
-    with person(browser, screenshots) as check:
-        yield check
-
-
-@pytest.fixture(scope="module")
-def kitaru(browser: Browser, screenshots: Path) -> Iterator[PageCheck]:  # noqa: F811
-    """One person's tab on the kitaru UI."""
     with person(browser, screenshots) as check:
         yield check
 
@@ -131,52 +95,3 @@ def test_each_section_of_the_dashboard_opens_from_its_tab(
     zenml.page.get_by_role("tab", name=tab, exact=True).first.click()
     zenml.visit(f"dashboard {tab.lower()}")
     assert zenml.page.url == stack.url("platform", path)
-
-
-def test_the_kitaru_ui_logs_the_admin_in_through_its_form(stack: LaunchedStack, kitaru: PageCheck):
-    page = kitaru.page
-    page.goto(stack.url("agent", "/"))
-    page.wait_for_url(re.compile(r"/login\b"), wait_until="commit")
-    kitaru.visit("kitaru login", expect=["Sign in to Kitaru"])
-    page.get_by_label("Username").fill("default")
-    page.get_by_label("Password").fill(AGENT_PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    page.wait_for_url(lambda url: "/login" not in url, wait_until="commit")
-    kitaru.visit("kitaru home")
-
-
-def test_a_kitaru_page_outside_accounts_shows_the_gateways_sentence(
-    stack: LaunchedStack,
-    browser: Browser,  # noqa: F811
-    screenshots: Path,  # noqa: F811
-):
-    """Agents are not served here: the gateway answers their family 501 with a sentence,
-    which the page shows on the UI's error screen in place of its list. Logged in with a
-    token the API gave (the UI keeps it in local storage), not through the form, which
-    the test above walks."""
-    login = httpx.post(
-        stack.url("agent", "/api/v1/login"),
-        data={"grant_type": "password", "username": "default", "password": AGENT_PASSWORD},
-        timeout=30,
-    )
-    assert login.status_code == 200, login.text
-    with person(browser, screenshots) as check:
-        check.allow("GET", r"/api/v1/agents\b", 501)
-        page = check.page
-        page.add_init_script(
-            f"localStorage.setItem({TOKEN_KEY!r}, {login.json()['access_token']!r})"
-        )
-        page.goto(stack.url("agent", "/agents"))
-        # A first visit asks about the person and their agent first.
-        check.visit("kitaru survey: about you", expect=["Tell us about yourself"])
-        page.get_by_label("Work email").fill("ada@example.com")
-        page.get_by_role("button", name="Continue").click()
-        check.visit("kitaru survey: codebase", expect=["Do you have an agent codebase?"])
-        page.get_by_text("I have a codebase").click()
-        page.get_by_role("button", name="Continue").click()
-        check.visit("kitaru survey: framework", expect=["Which framework is the agent built on?"])
-        page.get_by_text("PydanticAI").click()
-        page.get_by_text("None yet").click()
-        page.get_by_role("button", name="Continue").click()
-        check.visit("kitaru agents", expect=[NOT_SERVED], error_screen=True)
-        assert page.url == stack.url("agent", "/agents")
