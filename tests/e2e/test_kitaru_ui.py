@@ -14,6 +14,7 @@ as they do. Requests leaving the machine are refused.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import secrets
 from collections.abc import Iterator
@@ -37,6 +38,7 @@ NEW_PASSWORD = f"Ui-{secrets.token_urlsafe(12)}"
 # on the UI's error screen in place of their list.
 AGENTS = r"/api/v1/agents\b"
 NOT_SERVED = "/api/v1/agents is not implemented by this server."
+USER_ZONE_NAME, USER_ZONE = "Asia/Kolkata", dt.timezone(dt.timedelta(hours=5, minutes=30))
 
 
 @pytest.fixture(scope="module")
@@ -63,8 +65,10 @@ def admin(browser: Browser, screenshots: Path) -> Iterator[PageCheck]:  # noqa: 
 
 @pytest.fixture(scope="module")
 def user(browser: Browser, screenshots: Path) -> Iterator[PageCheck]:  # noqa: F811
-    """The invited user's tab."""
-    with person(browser, screenshots) as check:
+    """The invited user's tab, in a browser 5:30 h east of UTC: the times the pages show
+    are the server's UTC times in that zone (a time without its zone would be shown as
+    local, 5:30 h off)."""
+    with person(browser, screenshots, timezone_id=USER_ZONE_NAME) as check:
         check.allow("GET", AGENTS, 501)
         yield check
 
@@ -234,12 +238,15 @@ def test_the_worker_the_users_key_registered_shows_with_the_task_it_claimed(
         assert [t["task"]["id"] for t in claimed.json()["tasks"]] == [queued.json()["id"]]
     # The task's row names its job by the id's last 8 hex digits: here the task's own.
     job = queued.json()["id"].replace("-", "")[-8:]
+    created = dt.datetime.fromisoformat(registered.json()["worker"]["created"])
+    registered_at = created.astimezone(USER_ZONE)
+    shown = f"{registered_at:%b} {registered_at.day}, {registered_at:%Y, %H:%M:%S}"
 
     page = user.page
     page.goto(stack.url("agent", "/workers"))  # the home page's tab, hidden by agents' 501
     user.visit("user: workers", expect=["laptop-worker"])
     page.get_by_role("link", name="laptop-worker").click()
-    user.visit("user: worker", expect=["Runtime", job])
+    user.visit("user: worker", expect=["Runtime", job, shown])
 
     # The key's "last used" is the registration's time, no longer "Never".
     open_settings(user, "API keys")

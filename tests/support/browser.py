@@ -81,11 +81,14 @@ def screenshots(tmp_path_factory: pytest.TempPathFactory, request: pytest.Fixtur
 
 
 @contextlib.contextmanager
-def person(browser: Browser, screenshots: Path) -> Iterator[PageCheck]:
+def person(
+    browser: Browser, screenshots: Path, timezone_id: str | None = None
+) -> Iterator[PageCheck]:
     """A :class:`PageCheck` on a fresh browser context (no cookies, no local storage: a
-    person of their own) whose requests off this machine are refused: the UIs' avatars
-    and pictures are no call of ours, and the tests need no internet."""
-    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    person of their own, in ``timezone_id``, else the machine's zone) whose requests off
+    this machine are refused: the UIs' avatars and pictures are no call of ours, and the
+    tests need no internet."""
+    context = browser.new_context(viewport={"width": 1440, "height": 900}, timezone_id=timezone_id)
     # A control that never shows fails its step in this time, not Playwright's 30 s.
     context.set_default_timeout(15_000)
 
