@@ -69,6 +69,11 @@ async def lists(admin):
     none = AndFilter.model_validate({"and": [ours, canceled]})
     page = await admin.tasks.list(TaskListParams(size=5, filter=none))
     steps["sdk task list"] = page.model_dump(mode="json")
+    # The SDK's typed tasks: each is a job of its own (job_id, on_failure, labels).
+    page = await admin.tasks.list(TaskListParams(size=5, filter=ours))
+    steps["sdk typed tasks"] = [
+        [str(t.id), str(t.job_id), t.on_failure.value, t.labels] for t in page.items
+    ]
     steps["task list bad cursor"] = await status_of(
         admin.tasks.list(TaskListParams(cursor="not-a-cursor"))
     )

@@ -169,6 +169,7 @@ def test_kitaru_client_against_our_agent_entrypoint(
     assert steps["task pages"] == [tasks[::-1][:2], tasks[::-1][2:]]
     assert steps["task pages ascending"] == [tasks[:2], tasks[2:]]
     assert steps["sdk task list"] == {"items": [], "next_cursor": None}
+    assert steps["sdk typed tasks"] == [[t, t, "abort", {}] for t in tasks[::-1]]
     assert steps["task list bad cursor"] == 422
     sessions = steps["created sessions"]
     assert steps["session pages"] == [sessions[::-1][:2], sessions[::-1][2:]]
