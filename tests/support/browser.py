@@ -18,6 +18,7 @@ to look at.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 import sys
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, Request, Response, sync_playwright
+from playwright.sync_api import Browser, Page, Request, Response, Route, sync_playwright
 from playwright.sync_api import Error as PlaywrightError
 
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")
@@ -44,6 +45,8 @@ SPINNERS = "[role=progressbar], .animate-spin, [aria-busy=true]"
 # A progress bar is a spinner only while it animates: the onboarding checklist's bar at 0/3
 # is an indeterminate progressbar that stands still.
 MOVING = "e => !e.matches('[role=progressbar]') || e.getAnimations({subtree: true}).length > 0"
+# The stack's own origins, and what a page makes without the network (an empty frame).
+LOCAL = re.compile(r"^(https?://127\.0\.0\.1[:/]|about:|data:|blob:)")
 
 
 def find_chromium() -> str | None:
@@ -75,6 +78,28 @@ def screenshots(tmp_path_factory: pytest.TempPathFactory, request: pytest.Fixtur
     folder: Path = tmp_path_factory.getbasetemp() / "screenshots" / request.module.__name__
     folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+@contextlib.contextmanager
+def person(browser: Browser, screenshots: Path) -> Iterator[PageCheck]:
+    """A fresh browser context (no cookies) whose requests off this machine are refused:
+    the tests need no internet, and the UIs' avatars and template pictures are no call of
+    ours."""
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    # A control that never shows fails its step in this time, not Playwright's 30 s.
+    context.set_default_timeout(15_000)
+
+    def only_local(route: Route) -> None:
+        if LOCAL.match(route.request.url):
+            route.continue_()
+        else:
+            route.abort()
+
+    context.route("**/*", only_local)
+    try:
+        yield PageCheck(context.new_page(), screenshots)
+    finally:
+        context.close()
 
 
 @dataclass
