@@ -5,9 +5,10 @@ The client's run (``tests/compat/client_scenario.py``'s "pipeline runs" section:
 pipeline on the default stack, the second run's steps cached) starts with the module, in a
 thread beside the first login, and the walk waits for it where it needs the runs. The tests
 run in order in one browser context, logged in by the first, and go where a user clicks:
-the pipelines list, a run's DAG, a step's details and logs, its output artifact and the
-visualization, the artifacts list, the component and stack wizards (each registers one),
-a service account and its API key, a new member, an API token, and every settings page.
+the pipelines list, a run's DAG and logs, a step's details and logs, its output artifact,
+the visualization and the download, the artifacts list, the component and stack wizards
+(each registers one), a service account and its API key, a new member who activates
+through the invitation link, an API token, and every settings page.
 
 Each screen is checked by :class:`tests.support.browser.PageCheck` (no call failing that
 the reference answers without an error there, no error screen, nothing spinning) and its
@@ -158,6 +159,10 @@ def test_the_pipelines_list_leads_to_the_runs_and_a_runs_dag(
     zenml.visit("run: DAG", expect=["compat_make_number", "compat_double", "Total Steps"])
     # A finished run cannot be stopped.
     expect(page.get_by_role("button", name="Stop", exact=True)).to_be_disabled()
+    page.get_by_role("tab", name="Logs").first.click()  # the run's, beside its DAG
+    zenml.visit("run: logs", expect=["Pipeline run has finished"])
+    page.get_by_role("tab", name="Visualization").first.click()
+    zenml.visit("run: DAG again", expect=["compat_double"])
     assert re.search(r"/projects/default/runs/[0-9a-f-]{36}\b", page.url), page.url
 
 
@@ -181,6 +186,11 @@ def test_the_steps_output_artifact_and_its_visualization(zenml: PageCheck, ran: 
     page.get_by_text("output", exact=True).last.click()  # compat_double's
     zenml.visit("artifact: overview", expect=["compat_double::output", "Artifact Store"])
     sheet = page.get_by_role("dialog")
+    with page.expect_download() as download:  # the data, through a download token
+        sheet.get_by_role("button", name="Download").click()
+    assert download.value.failure() is None
+    assert download.value.suggested_filename.endswith("__compat_double__output-1.tar.gz")
+    zenml.visit("artifact: data downloaded")
     sheet.get_by_role("tab", name="Metadata").click()
     zenml.visit("artifact: metadata")
     sheet.get_by_role("tab", name="Visualization").click()
