@@ -37,7 +37,9 @@ from tests.support.browser import PageCheck, browser, person, screenshots  # noq
 from tests.support.processes import LaunchedStack, stack_for_tests
 from tests.support.zenml_env import ZenmlVenv
 
-pytestmark = pytest.mark.e2e
+# The first test's setup may build the client's environment (~1 min on a fresh machine,
+# as in tests/compat) and start the stack.
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
 ADMIN_PASSWORD = f"Ui-{secrets.token_urlsafe(12)}"
 RAN = ("pipeline runs",)
