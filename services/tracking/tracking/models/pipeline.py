@@ -50,7 +50,7 @@ class PipelineSnapshot(SQLModel, table=True):
         index=True,
     )
     stack_id: uuid.UUID | None = Field(
-        default=None, sa_column_args=[ForeignKey("stacks.id", ondelete="SET NULL")]
+        default=None, sa_column_args=[ForeignKey("stacks.id", ondelete="SET NULL")], index=True
     )
     # What the client compiled and the orchestrator runs from (kept as sent): each step's
     # spec and configuration by invocation id, the pipeline's spec and the environment.
@@ -104,7 +104,9 @@ class PipelineRun(SQLModel, table=True):
     name: str = Field(max_length=255, index=True)
     status: str = Field(max_length=32)
     snapshot_id: uuid.UUID | None = Field(
-        default=None, sa_column_args=[ForeignKey("pipeline_snapshots.id", ondelete="SET NULL")]
+        default=None,
+        sa_column_args=[ForeignKey("pipeline_snapshots.id", ondelete="SET NULL")],
+        index=True,
     )
     pipeline_id: uuid.UUID | None = Field(
         default=None,
@@ -121,6 +123,8 @@ class PipelineRun(SQLModel, table=True):
     # trigger execution (one run each, whatever the retries) and what the reference
     # records about it (``TriggerExecutionInfo``, e.g. the webhook event).
     trigger_execution_id: uuid.UUID | None = None
+    # The trigger whose execution that was (the run statistics' ``trigger`` groups).
+    trigger_id: uuid.UUID | None = None
     trigger_execution_info: dict[str, Any] | None = Field(
         default=None, sa_column=Column(JSON, nullable=True)
     )
