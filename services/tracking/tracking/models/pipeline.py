@@ -97,6 +97,9 @@ class PipelineRun(SQLModel, table=True):
         UniqueConstraint("trigger_execution_id", name="uq_pipeline_runs_trigger_execution"),
         # A pipeline's newest run, for the pipelines list's ``latest_run`` order.
         Index("ix_pipeline_runs_pipeline_created", "pipeline_id", "created"),
+        # A project's runs page by page, newest first (the runs list's order), without
+        # walking other projects' newer runs.
+        Index("ix_pipeline_runs_project_created", "project_id", "created", "id"),
     )
 
     id: uuid.UUID = Field(default_factory=new_id, primary_key=True)

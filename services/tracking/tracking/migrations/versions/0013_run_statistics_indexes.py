@@ -5,7 +5,9 @@ statistics read
 run statistics group by it). ``pipeline_snapshots.stack_id`` and
 ``pipeline_runs.snapshot_id`` let the onboarding checklist read only the snapshots of
 remote stacks and their runs, instead of every snapshot and run (a snapshot's deletion
-finds its runs by the same index).
+finds its runs by the same index). ``(project_id, created, id)`` pages a project's runs in
+the runs list's order: with only ``created`` indexed, a project whose runs are older than
+another's walks the other's newer runs first (every one of them when it is small).
 
 Revision ID: 0013
 Revises: 0012
@@ -27,9 +29,13 @@ def upgrade() -> None:
     op.add_column("pipeline_runs", sa.Column("trigger_id", sa.Uuid(), nullable=True))
     op.create_index("ix_pipeline_snapshots_stack_id", "pipeline_snapshots", ["stack_id"])
     op.create_index("ix_pipeline_runs_snapshot_id", "pipeline_runs", ["snapshot_id"])
+    op.create_index(
+        "ix_pipeline_runs_project_created", "pipeline_runs", ["project_id", "created", "id"]
+    )
 
 
 def downgrade() -> None:
+    op.drop_index("ix_pipeline_runs_project_created", table_name="pipeline_runs")
     op.drop_index("ix_pipeline_runs_snapshot_id", table_name="pipeline_runs")
     op.drop_index("ix_pipeline_snapshots_stack_id", table_name="pipeline_snapshots")
     op.drop_column("pipeline_runs", "trigger_id")
