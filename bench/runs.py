@@ -458,7 +458,7 @@ def format_timings(timings: Sequence[Timing], names: Sequence[str], by_size: boo
             if t is None:
                 cells.append("-")
             elif t.error:
-                cells.append(f"failed: {t.error[:60]}")
+                cells.append("failed (below)")
             else:
                 cells.append(f"{t.p50_ms:.1f} / {t.p95_ms:.1f} ({t.requests})")
         if len(names) == 2:
@@ -472,6 +472,7 @@ def format_timings(timings: Sequence[Timing], names: Sequence[str], by_size: boo
         for line in [header, *lines]
     ]
     out.insert(1, "  ".join("-" * w for w in widths))
+    out += [f"failed: {t.target}, {t.call}: {t.error[:400]}" for t in timings if t.error]
     return "\n".join(out)
 
 
