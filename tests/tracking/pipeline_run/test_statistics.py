@@ -179,3 +179,27 @@ async def test_bad_requests_get_a_422_and_an_unknown_project_a_404(
     unknown = {"filter": {"project": str(uuid.uuid4())}}
     assert (await tracking.post(STATISTICS, json=unknown, headers=auth)).status_code == 404
     assert (await tracking.post(STATISTICS, json={"filter": {}})).status_code == 401
+
+
+async def test_the_clients_whole_filter_is_read_as_the_runs_list_reads_it(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    """The zenml client sends every ``PipelineRunFilter`` field, unset ones as null, and
+    the list's own parameters with their defaults."""
+    await create_run(tracking, auth, default_project, status="completed")
+    await create_run(tracking, auth, default_project, status="running")
+    unset = ("id", "created", "name", "stack_id", "in_progress", "start_time", "end_time")
+    sent = {
+        "sort_by": "created",
+        "logical_operator": "and",
+        "page": 1,
+        "size": 20,
+        "scope_user": None,
+        "status": "completed",
+        **dict.fromkeys(unset),
+    }
+    answer = await statistics(tracking, auth, default_project, filter=sent, max_groups=1000)
+    assert answer == {
+        "groups": [{"group_keys": {}, "metrics": {}, "run_count": 1}],
+        "truncated": False,
+    }
