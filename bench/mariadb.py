@@ -204,6 +204,16 @@ def copy_versions(
     )
 
 
+def execute(
+    python: Path, store: ReferenceStore, statements: Sequence[str], timeout: float = 3600
+) -> list[int]:
+    """``statements`` run in order on one connection to the reference's database (so
+    session variables and prepared statements carry over); each one's row count."""
+    return _administer(
+        python, store.admin_url, statements, database=store.database, timeout=timeout
+    )[1]
+
+
 def _administer(
     python: Path,
     url: str,

@@ -434,6 +434,10 @@ class Target:
     processes: dict[str, int] = field(default_factory=dict)  # name -> the pgid it leads
     # Versions (start, stop, artifacts) written by SQL; None: through the API only.
     copy_versions: Callable[[int, int, int], Awaitable[None]] | None = None
+    # Where its data is, for loads by SQL: ours, tracking's PostgreSQL URL; the
+    # reference, its MariaDB store and the interpreter that administers it.
+    database_url: str = ""
+    reference_store: tuple[Path, mariadb.ReferenceStore] | None = None
 
 
 def describe_http_error(response: httpx.Response) -> str:
@@ -793,6 +797,7 @@ def start_reference(data_dir: Path, password: str, args: argparse.Namespace) -> 
             target.processes = {"zenml server": server.process.pid}
             if store.database:
                 target.copy_versions = _reference_copier(venv.python, store)
+                target.reference_store = (venv.python, store)
             yield target
     except mariadb.MariaDBError as exc:
         raise BenchError(f"reference database: {exc}") from None
@@ -852,9 +857,8 @@ def start_ours(
             )
             target = login(name, stack.url("platform", ""), password, described)
             target.processes = dict(stack.children)
-            target.copy_versions = _our_copier(
-                postgres.service_url("tracking", databases, stack.output())
-            )
+            target.database_url = postgres.service_url("tracking", databases, stack.output())
+            target.copy_versions = _our_copier(target.database_url)
             yield target
     except StackStartError as exc:
         raise BenchError(f"our stack: {_first_line(str(exc))} (log: {data_dir.parent})") from None

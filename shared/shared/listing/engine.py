@@ -92,36 +92,58 @@ def resolve_sort(spec: ListSpec, sort_by: str | None) -> tuple[SortKey, bool]:
     return key, descending
 
 
-def parse_list(request: Request, spec: ListSpec) -> Listing:
-    """Read the common list parameters and every filter the spec declares (422 on a
-    malformed one). Parameters the spec does not declare are left to the caller."""
-    params = parse_query(request, ListParams)
+def parse_conditions(
+    spec: ListSpec, values: Mapping[str, Sequence[str]], location: Sequence[str] = ("query",)
+) -> list[tuple[Field, Condition]]:
+    """One condition per value of each filter the spec declares, in the spec's order
+    (422 at ``location`` + the field's name on a malformed one); other names are left."""
     conditions: list[tuple[Field, Condition]] = []
-    given = request.query_params.keys()
     for field in spec.fields:
-        if field.name not in given:
-            continue
-        for raw in request.query_params.getlist(field.name):
+        for raw in values.get(field.name, ()):
             try:
                 conditions.append((field, parse(raw, field.kind, field.enum)))
             except FilterError as exc:
-                raise _invalid(field.name, str(exc)) from None
+                raise RequestValidationFailed.single([*location, field.name], str(exc)) from None
+    return conditions
+
+
+def listing_of(
+    spec: ListSpec,
+    params: ListParams,
+    values: Mapping[str, Sequence[str]],
+    location: Sequence[str] = ("query",),
+) -> Listing:
+    """A list request from its common parameters and its filters' values (see
+    :func:`parse_conditions`), wherever they came from (a query, a request body)."""
     sort, descending = resolve_sort(spec, params.sort_by)
     return Listing(
         hydrate=params.hydrate,
         page=params.page,
         size=params.size,
         logical_operator=params.logical_operator,
-        conditions=conditions,
+        conditions=parse_conditions(spec, values, location),
         sort=sort,
         descending=descending,
     )
 
 
+def parse_list(request: Request, spec: ListSpec) -> Listing:
+    """Read the common list parameters and every filter the spec declares (422 on a
+    malformed one). Parameters the spec does not declare are left to the caller."""
+    params = parse_query(request, ListParams)
+    query = request.query_params
+    values = {name: query.getlist(name) for name in query}
+    return listing_of(spec, params, values)
+
+
 async def read_list(request: Request, spec: ListSpec) -> Listing:
-    """:func:`parse_list`, then every lookup answered: a condition on a field with a
-    ``lookup`` becomes "the id matches, or the related row is one of those found"."""
-    listing = parse_list(request, spec)
+    """:func:`parse_list`, then :func:`resolve_lookups`."""
+    return await resolve_lookups(request, parse_list(request, spec))
+
+
+async def resolve_lookups(request: Request, listing: Listing) -> Listing:
+    """Every lookup answered: a condition on a field with a ``lookup`` becomes "the id
+    matches, or the related row is one of those found"."""
     if not any(f.lookup for f, _ in listing.conditions):
         return listing
     conditions: list[tuple[Field, Condition]] = []

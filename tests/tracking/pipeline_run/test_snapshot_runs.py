@@ -188,3 +188,25 @@ async def test_other_services_workload_tokens_and_anonymous_callers_may_not(
     assert by_workload.status_code == 401
     anonymous = await tracking.post(runs_of(snapshot), json={})
     assert anonymous.status_code == 401
+
+
+async def test_the_run_statistics_group_runs_by_the_trigger_that_asked(
+    tracking, auth, webhooks_auth, default_project
+):
+    snapshot = await snapshot_with(tracking, auth, default_project, "hook-{date}-{time}")
+    execution = trigger_execution()
+    for body in ({"trigger_execution": execution}, {"trigger_execution": trigger_execution()}):
+        body["trigger_execution"]["trigger_id"] = execution["trigger_id"]
+        response = await tracking.post(runs_of(snapshot), json=body, headers=webhooks_auth)
+        assert response.status_code == 200, response.text
+    assert (await tracking.post(runs_of(snapshot), json={}, headers=auth)).status_code == 200
+    asked = {
+        "filter": {"project": default_project["id"], "snapshot_id": snapshot["id"]},
+        "groupings": [{"name": "trigger", "type": "trigger"}],
+    }
+    response = await tracking.post("/api/v1/runs/statistics", json=asked, headers=auth)
+    assert response.status_code == 200, response.text
+    assert response.json()["groups"] == [
+        {"group_keys": {"trigger": execution["trigger_id"]}, "metrics": {}, "run_count": 2},
+        {"group_keys": {"trigger": None}, "metrics": {}, "run_count": 1},
+    ]

@@ -50,7 +50,7 @@ class PipelineSnapshot(SQLModel, table=True):
         index=True,
     )
     stack_id: uuid.UUID | None = Field(
-        default=None, sa_column_args=[ForeignKey("stacks.id", ondelete="SET NULL")]
+        default=None, sa_column_args=[ForeignKey("stacks.id", ondelete="SET NULL")], index=True
     )
     # What the client compiled and the orchestrator runs from (kept as sent): each step's
     # spec and configuration by invocation id, the pipeline's spec and the environment.
@@ -97,6 +97,9 @@ class PipelineRun(SQLModel, table=True):
         UniqueConstraint("trigger_execution_id", name="uq_pipeline_runs_trigger_execution"),
         # A pipeline's newest run, for the pipelines list's ``latest_run`` order.
         Index("ix_pipeline_runs_pipeline_created", "pipeline_id", "created"),
+        # A project's runs page by page, newest first (the runs list's order), without
+        # walking other projects' newer runs.
+        Index("ix_pipeline_runs_project_created", "project_id", "created", "id"),
     )
 
     id: uuid.UUID = Field(default_factory=new_id, primary_key=True)
@@ -104,7 +107,9 @@ class PipelineRun(SQLModel, table=True):
     name: str = Field(max_length=255, index=True)
     status: str = Field(max_length=32)
     snapshot_id: uuid.UUID | None = Field(
-        default=None, sa_column_args=[ForeignKey("pipeline_snapshots.id", ondelete="SET NULL")]
+        default=None,
+        sa_column_args=[ForeignKey("pipeline_snapshots.id", ondelete="SET NULL")],
+        index=True,
     )
     pipeline_id: uuid.UUID | None = Field(
         default=None,
@@ -121,6 +126,8 @@ class PipelineRun(SQLModel, table=True):
     # trigger execution (one run each, whatever the retries) and what the reference
     # records about it (``TriggerExecutionInfo``, e.g. the webhook event).
     trigger_execution_id: uuid.UUID | None = None
+    # The trigger whose execution that was (the run statistics' ``trigger`` groups).
+    trigger_id: uuid.UUID | None = None
     trigger_execution_info: dict[str, Any] | None = Field(
         default=None, sa_column=Column(JSON, nullable=True)
     )

@@ -71,10 +71,9 @@ def _finished_run_on(flavors: Flavors) -> ColumnElement[bool]:
     and runs are looked for among those alone. Left to itself the planner walks the runs
     and looks up each one's snapshot, hoping to meet a match early, which reads every run
     (~0.5 s on 100,000) exactly when none ran on such a stack, the usual state when a
-    remote stack has just been made. Neither ``pipeline_snapshots.stack_id`` nor
-    ``pipeline_runs.snapshot_id`` is indexed, so each table is still read once when
-    remote stacks exist (tens of ms at 100,000 runs); with those indexes the same plan
-    reads only the remote stacks' snapshots and their runs."""
+    remote stack has just been made. With ``pipeline_snapshots.stack_id`` and
+    ``pipeline_runs.snapshot_id`` indexed (migration 0013), the plan reads only the
+    remote stacks' snapshots and their runs."""
     snapshots = (
         sa_select(col(PipelineSnapshot.id))
         .where(col(PipelineSnapshot.stack_id).in_(_remote_stacks(flavors)))

@@ -11,7 +11,7 @@ from starlette.responses import Response
 from shared.auth import ScopeKind, TokenKind
 from shared.db import transaction
 from shared.errors import AuthorizationFailed, Conflict
-from shared.listing import read_list
+from shared.listing import read_list, resolve_lookups
 from shared.pagination import Page
 from shared.responses import render, render_null
 from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
@@ -39,6 +39,12 @@ from tracking.pipeline_run.schemas import (
     step_response,
 )
 from tracking.pipeline_run.service import RunService
+from tracking.pipeline_run.statistics import (
+    RunStatisticsRequest,
+    RunStatisticsResponse,
+    RunStatisticsService,
+    filter_listing,
+)
 from tracking.settings import Settings
 from tracking.store import ArtifactStores
 
@@ -56,6 +62,15 @@ async def list_(request: Request) -> Response:
     async with transaction(request) as session:
         total, items = await RunService(session).list_page(listing, query)
     return await render_page(request, listing, total, items, run_response)
+
+
+async def statistics(request: Request) -> Response:
+    caller(request)
+    body = await parse_json(request, RunStatisticsRequest)
+    listing = await resolve_lookups(request, filter_listing(body.filter))
+    async with transaction(request) as session:
+        found = await RunStatisticsService(session).statistics(body, listing)
+    return render(found)
 
 
 async def get_or_create_run(request: Request) -> Response:
@@ -283,6 +298,16 @@ def routes() -> list[ApiRoute]:
             body=PipelineRunRequest,
             response=tuple[PipelineRunResponse, bool],
             errors=(404, 409),
+        ),
+        api_route(
+            f"{runs}/statistics",
+            statistics,
+            method="POST",
+            summary="Get Run Statistics",
+            tags=["runs"],
+            body=RunStatisticsRequest,
+            response=RunStatisticsResponse,
+            errors=(404, 422),
         ),
         *_run_page_routes(f"{runs}/{{run_id}}"),
         api_route(

@@ -286,6 +286,7 @@ class RunService(ScopedService[PipelineRun]):
             start_time=start,
             user_id=user_id,
             trigger_execution_id=trigger.id if trigger is not None else None,
+            trigger_id=trigger.trigger_id if trigger is not None else None,
             trigger_execution_info=trigger.info() if trigger is not None else None,
         )
         return await self.get(run_id)
