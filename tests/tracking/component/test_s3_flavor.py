@@ -4,7 +4,6 @@ secret fields (key, secret, token) encrypted at rest and masked in every answer.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -14,11 +13,10 @@ from pydantic import SecretStr, ValidationError
 from sqlmodel import select
 
 from shared.errors import BadRequest
-from tests.support.asgi import HostRouter, LifespanApp, running
+from tests.support.asgi import LifespanApp
 from tests.tracking.artifact.support import Headers
 from tests.tracking.component.support import COMPONENTS
 from tests.tracking.conftest import COMPONENT_SECRET_KEYS
-from tracking.app import create_app
 from tracking.component.flavors import flavor_for
 from tracking.component.secrets import MASK, ComponentSecrets
 from tracking.models import StackComponent
@@ -215,17 +213,6 @@ async def test_json_text_kwargs_and_quoted_paths_are_accepted_as_the_reference_d
         "path": "s3://bucket/prefix",
         "client_kwargs": {"endpoint_url": "https://minio:9000"},
     }
-
-
-@pytest.fixture
-async def keyless_tracking(
-    tracking_settings: Settings, identity_app: LifespanApp, router: HostRouter
-) -> AsyncIterator[httpx.AsyncClient]:
-    settings = tracking_settings.model_copy(update={"component_secret_keys": None})
-    async with running(create_app(settings, http_transport=router)) as app:
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
-            yield client
 
 
 async def test_without_keys_secrets_are_refused_and_the_rest_accepted(
