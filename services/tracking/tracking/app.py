@@ -140,4 +140,6 @@ def create_app(
         migrations=MIGRATIONS,
         lifespan=_lifespan,
         http_transport=http_transport,
+        # Answers carrying a secret's values are kept for idempotent replays encrypted.
+        idempotency_cipher=box.cipher if (box := settings.secret_box()) else None,
     )

@@ -111,8 +111,7 @@ async def test_values_never_reach_logs_metrics_traces_or_redis(
     assert created.status_code == 200, created.text
     one = f"{SECRETS}/{created.json()['id']}"
     calls = [
-        # A retry of the create: its first answer was not kept (it holds values), so it
-        # runs again and finds the name taken.
+        # A retry of the create: its first answer is replayed, kept encrypted in Redis.
         tracking.post(
             SECRETS, json={"name": "db", "values": {"password": MARKER}}, headers={**auth, **key}
         ),
@@ -129,6 +128,9 @@ async def test_values_never_reach_logs_metrics_traces_or_redis(
         ),
         tracking.put(one, json={"values": {"password": MARKER}}, headers=auth),
     ]
+    replay = await calls.pop(0)
+    assert replay.headers["idempotent-replayed"] == "true"
+    assert replay.json() == created.json()
     for call in calls:
         response = await call
         assert response.status_code < 500, response.text
@@ -142,11 +144,11 @@ async def test_values_never_reach_logs_metrics_traces_or_redis(
         assert MARKER not in span.to_json()
     redis = create_redis(redis_url)
     try:
-        async for name in redis.scan_iter(match=f"{redis_namespace}:*"):
-            kind = await redis.type(name)
-            if kind in (b"string", "string"):
-                value = await redis.get(name)
-                assert MARKER.encode() not in (value or b"")
+        names = [name async for name in redis.scan_iter(match=f"{redis_namespace}:*")]
+        assert names  # the idempotency record of the create, at least
+        for name in names:
             assert MARKER.encode() not in (name if isinstance(name, bytes) else name.encode())
+            if await redis.type(name) in (b"string", "string"):
+                assert MARKER.encode() not in (await redis.get(name) or b"")
     finally:
         await redis.aclose()

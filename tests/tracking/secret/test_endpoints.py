@@ -208,3 +208,12 @@ async def test_the_deprecated_workspace_route_creates(
     assert response.status_code == 200, response.text
     secret: Json = response.json()
     assert secret["name"] == "old"
+
+
+async def test_a_name_with_a_nul_character_is_refused(
+    tracking: httpx.AsyncClient, auth: Headers
+) -> None:
+    response = await tracking.post(SECRETS, json={"name": "a\x00b"}, headers=auth)
+    assert response.status_code in (400, 422), response.text
+    listed = await tracking.get(SECRETS, params={"name": "a\x00b"}, headers=auth)
+    assert listed.status_code < 500, listed.text
