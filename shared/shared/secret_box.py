@@ -41,6 +41,12 @@ class SecretBox:
         # immutable, so a small cache of recent ones is safe.
         self._decrypt = lru_cache(maxsize=4096)(self._decrypt_uncached)
 
+    @property
+    def cipher(self) -> MultiFernet:
+        """The key list itself, for another store of secrets under the same keys (the
+        idempotency records of answers that carry secrets)."""
+        return self._fernet
+
     def encrypt(self, plaintext: str) -> str:
         return self._fernet.encrypt(plaintext.encode()).decode()
 

@@ -346,12 +346,11 @@ def test_zenml_client_against_our_stack(zenml_client, stack, tmp_path):
 
 UNSERVED = """
 from zenml.client import Client
-from zenml.models import SecretFilter
 
 store = Client().zen_store
 answers = {}
 for name, call in [
-    ("secrets", lambda: store.list_secrets(SecretFilter())),
+    ("resource pools", lambda: store.get("/resource_pools")),
     ("unknown", lambda: store.get("/nothing-here")),
 ]:
     try:
@@ -377,9 +376,9 @@ def test_zenml_client_explains_what_our_stack_does_not_serve(zenml_client, stack
         answers = run_snippet(zenml_client.python, UNSERVED, env=env, cwd=tmp_path).value
     except ZenmlEnvError as exc:
         pytest.fail(f"the snippet did not report: {exc}", pytrace=False)
-    assert answers["secrets"] == [
+    assert answers["resource pools"] == [
         "NotImplementedError",
-        "/api/v1/secrets is not implemented by this server.",
+        "/api/v1/resource_pools is not implemented by this server.",
     ]
     assert answers["unknown"] == ["KeyError", repr(NO_SUCH_ENDPOINT)]
 

@@ -125,6 +125,8 @@ def test_a_method_the_ui_does_not_take_is_a_json_405(gateway):
     [
         # A service's route: proxied (nothing runs behind this gateway, hence 502).
         ("platform", "/api/v1/runs", 502),
+        ("platform", "/api/v1/secrets", 502),
+        ("platform", "/api/v1/secrets_operations/backup", 502),
         ("platform", "/api/v1/webhooks/custom/x/events", 502),
         ("platform", "/health", 502),
         ("platform", "/_services/tracking/ready", 502),
@@ -133,7 +135,7 @@ def test_a_method_the_ui_does_not_take_is_a_json_405(gateway):
         ("agent", "/health/live", 502),
         ("agent", "/_services/agent-accounts/openapi.json", 502),
         # The gateway's own answers.
-        ("platform", "/api/v1/secrets", 501),
+        ("platform", "/api/v1/resource_pools", 501),
         ("agent", "/api/v1/agents/x", 501),
         ("platform", "/metrics", 404),
         ("agent", "/metrics", 404),

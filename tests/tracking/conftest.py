@@ -141,6 +141,18 @@ async def tracking_app(
 
 
 @pytest.fixture
+async def keyless_tracking(
+    tracking_settings: Settings, identity_app: LifespanApp, router: HostRouter
+) -> AsyncIterator[httpx.AsyncClient]:
+    """A tracking app without COMPONENT_SECRET_KEYS."""
+    settings = tracking_settings.model_copy(update={"component_secret_keys": None})
+    async with running(create_app(settings, http_transport=router)) as app:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+            yield client
+
+
+@pytest.fixture
 async def tracking(tracking_app: LifespanApp) -> AsyncIterator[httpx.AsyncClient]:
     transport = httpx.ASGITransport(app=tracking_app)
     async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:

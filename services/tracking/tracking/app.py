@@ -35,6 +35,8 @@ from tracking.pipeline_snapshot import listing as pipeline_snapshot_listing
 from tracking.project import endpoints as project_endpoints
 from tracking.run_metadata import endpoints as run_metadata_endpoints
 from tracking.schedule import endpoints as schedule_endpoints
+from tracking.secret import endpoints as secret_endpoints
+from tracking.secret.service import SecretCipher
 from tracking.settings import Settings
 from tracking.stack import endpoints as stack_endpoints
 from tracking.step_run import endpoints as step_run_endpoints
@@ -73,6 +75,7 @@ def routes() -> list[BaseRoute]:
         *pipeline_build_endpoints.routes(),
         *run_metadata_endpoints.routes(),
         *tag_endpoints.routes(),
+        *secret_endpoints.routes(),
     ]
 
 
@@ -91,7 +94,8 @@ async def _lifespan(app: Starlette, state: State) -> AsyncIterator[State]:
         LocalScopeSource(state["sessionmaker"], settings.workload_token_expiration_leeway),
         ttl=0,
     )
-    component_secrets = ComponentSecrets(settings.secret_box())
+    box = settings.secret_box()
+    component_secrets = ComponentSecrets(box)
     egress = EgressProxy(
         AddressPolicy(settings.artifact_store_allowed_networks),
         settings.artifact_store_connect_timeout.total_seconds(),
@@ -113,6 +117,7 @@ async def _lifespan(app: Starlette, state: State) -> AsyncIterator[State]:
             "downloads": downloads,
             "workload_scopes": workload_scopes,
             "component_secrets": component_secrets,
+            "secret_cipher": SecretCipher(box),
             "artifact_stores": artifact_stores,
         }
     finally:
@@ -128,10 +133,13 @@ def create_app(
         title="tracking",
         version=PLATFORM_VERSION,
         description=(
-            "Projects, stacks, artifacts, artifact versions, code repositories and deployments."
+            "Projects, stacks, artifacts, artifact versions, code repositories, deployments "
+            "and secrets."
         ),
         routes=routes(),
         migrations=MIGRATIONS,
         lifespan=_lifespan,
         http_transport=http_transport,
+        # Answers carrying a secret's values are kept for idempotent replays encrypted.
+        idempotency_cipher=box.cipher if (box := settings.secret_box()) else None,
     )

@@ -37,11 +37,12 @@ class Settings(ServiceSettings):
     # request snapshot runs (`POST /pipeline_snapshots/{id}/runs`): the webhooks service,
     # for its triggers. Users may too; workload tokens may not.
     snapshot_run_clients: list[str] = Field(default_factory=lambda: ["webhooks"])
-    # Fernet keys (comma-separated) encrypting the secret fields of stack components (an s3
-    # artifact store's key, secret and token) at rest. The first encrypts; all decrypt, so
-    # a new key goes in front and the old one is dropped once `python -m tracking.reencrypt`
-    # has rewritten every secret under the new one. Required in production; unset
-    # elsewhere, components with secret fields are refused.
+    # Fernet keys (comma-separated) encrypting tracking's secrets at rest: the secret fields
+    # of stack components (an s3 artifact store's key, secret and token) and the values of
+    # secrets (/api/v1/secrets). The first encrypts; all decrypt, so a new key goes in
+    # front and the old one is dropped once `python -m tracking.reencrypt` has rewritten
+    # every secret under the new one. Required in production; unset elsewhere, components
+    # with secret fields are refused and /secrets answers 501 (no secrets store).
     component_secret_keys: SecretStr | None = None
     # Reaching S3-compatible artifact stores: the connect phase, a whole request (a large
     # object streamed to a slow client takes long), and retries of failed requests.
@@ -77,7 +78,7 @@ class Settings(ServiceSettings):
         if self.environment == "production" and self.component_secret_keys is None:
             raise ValueError(
                 "COMPONENT_SECRET_KEYS is required in production: stack components' secret "
-                "fields are stored encrypted with it"
+                "fields and secrets' values are stored encrypted with it"
             )
         return self
 
@@ -88,6 +89,7 @@ class Settings(ServiceSettings):
         return list(self.local_artifact_store_roots)
 
     def secret_box(self) -> SecretBox | None:
-        """The box of components' secret fields (``None`` without keys)."""
+        """The box of components' secret fields and secrets' values (``None`` without
+        keys)."""
         keys = self.component_secret_keys
         return SecretBox(keys) if keys is not None else None

@@ -23,7 +23,7 @@ class ServerModel(BaseModel):
     debug: bool = False
     deployment_type: str = "other"
     database_type: str = "other"
-    secrets_store_type: str = "none"
+    secrets_store_type: str = "sql"
     auth_scheme: AuthScheme
     server_url: str = ""
     dashboard_url: str = ""

@@ -159,7 +159,7 @@ class S3ArtifactStoreConfig(BaseModel):
     token: str | None = SecretField("AWS session token, for temporary credentials.")
     authentication_secret: str | None = Field(
         default=None,
-        description="Name of a ZenML secret with the credentials (not kept by this server).",
+        description="Name of a ZenML secret with the credentials (refused by this server).",
     )
     client_kwargs: dict[str, Any] | None = Field(
         default=None,
@@ -226,8 +226,9 @@ class S3ArtifactStoreConfig(BaseModel):
     def _no_secret_store(cls, value: str | None) -> str | None:
         if value is not None:
             raise ValueError(
-                "this server keeps no secrets, so an authentication secret cannot be "
-                "resolved: give key, secret and token instead (they are stored encrypted)."
+                "this server does not resolve an authentication secret for the reads it "
+                "makes from a store: give key, secret and token instead (they are stored "
+                "encrypted)."
             )
         return value
 

@@ -67,7 +67,8 @@ class ConnectorNotFound(NotFound):
 
 
 def refuse_secrets(secrets: Sequence[SecretRef] | None) -> None:
-    """This server keeps no secrets, so any secret a request names does not exist."""
+    """Components do not link secrets here (the reference's ``secrets`` list of a
+    component): a secret a request names is answered as not found."""
     if secrets:
         raise SecretNotFound(secrets[0])
 

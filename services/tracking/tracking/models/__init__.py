@@ -26,6 +26,7 @@ from tracking.models.pipeline import (
 )
 from tracking.models.pipeline_build import PipelineBuild
 from tracking.models.project import Project
+from tracking.models.secret import Secret
 from tracking.models.stack import Stack, StackComponent, StackComposition
 from tracking.models.tag import Tag, TagResource
 from tracking.models.trigger import Trigger, TriggerSnapshot
@@ -48,6 +49,7 @@ __all__ = [
     "Project",
     "RunMetadata",
     "Schedule",
+    "Secret",
     "Stack",
     "StackComponent",
     "StackComposition",
