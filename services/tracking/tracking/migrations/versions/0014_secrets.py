@@ -5,7 +5,7 @@ values as a JSON object. A public name is unique among public secrets, a private
 its owner's private secrets (partial unique indexes, as the reference's scoping rules).
 
 Revision ID: 0014
-Revises: 0012
+Revises: 0013
 Create Date: 2026-11-27 17:15:00
 """
 
@@ -16,7 +16,7 @@ import sqlmodel
 from alembic import op
 
 revision: str = "0014"
-down_revision: str | None = "0012"
+down_revision: str | None = "0013"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
