@@ -20,7 +20,7 @@ from tracking.core.auth import MANAGING_KINDS, caller, caller_id, object_id
 from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
 from tracking.logs.entries import LogEntry
-from tracking.pipeline_run.repository import RUNS, STEPS
+from tracking.pipeline_run.repository import RUNS
 from tracking.pipeline_run.run_page import RunPageService
 from tracking.pipeline_run.schemas import (
     DagQuery,
@@ -32,14 +32,13 @@ from tracking.pipeline_run.schemas import (
     PipelineSnapshotRunRequest,
     RunListQuery,
     RunQuery,
-    StepLogsQuery,
-    StepRunResponse,
     StopQuery,
     run_response,
-    step_response,
 )
 from tracking.pipeline_run.service import RunService
 from tracking.settings import Settings
+from tracking.step_run.repository import STEPS
+from tracking.step_run.schemas import StepLogsQuery, StepRunResponse, step_response
 from tracking.store import ArtifactStores
 
 LIST_QUERY = RUNS.query_model(extra=query_extras(RunListQuery))
