@@ -13,12 +13,8 @@ from tracking.artifact.schemas import TagName
 from tracking.component.schemas import ComponentResponse
 from tracking.core.rendering import EnvelopeShape
 from tracking.core.schemas import NamedResponse, ProjectScopedBody, ScopedRequest
-from tracking.pipeline.schemas import (
-    PipelineResponse,
-    PipelineSnapshotResponse,
-    nested_pipeline,
-    nested_snapshot,
-)
+from tracking.pipeline.schemas import PipelineResponse, nested_pipeline
+from tracking.pipeline_snapshot.schemas import PipelineSnapshotResponse, nested_snapshot
 from tracking.stack.schemas import StackResponse
 from tracking.tag.schemas import TagResponse, TagRow, TagSpec, nested_tag
 

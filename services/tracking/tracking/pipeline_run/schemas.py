@@ -24,10 +24,9 @@ from tracking.core.schemas import (
     ScopedRequest,
 )
 from tracking.logs.schemas import LogsRequest, LogsResponse, nested_logs
-from tracking.pipeline.schemas import (
-    PipelineResponse,
+from tracking.pipeline.schemas import PipelineResponse, nested_pipeline
+from tracking.pipeline_snapshot.schemas import (
     PipelineSnapshotResponse,
-    nested_pipeline,
     nested_snapshot,
     without_packages,
 )

@@ -22,7 +22,6 @@ from tracking.core.service import ScopedService
 from tracking.logs.schemas import LogsRequest
 from tracking.logs.service import LogsService
 from tracking.models import PipelineRun
-from tracking.pipeline.service import Snapshot, SnapshotNotFound, SnapshotService
 from tracking.pipeline_run.repository import (
     RUNS,
     TAG_RESOURCE,
@@ -41,6 +40,8 @@ from tracking.pipeline_run.schemas import (
     in_progress,
     substitutions,
 )
+from tracking.pipeline_snapshot.schemas import Snapshot
+from tracking.pipeline_snapshot.service import SnapshotNotFound, SnapshotService
 from tracking.project.repository import ProjectRef
 from tracking.run_metadata.repository import RunMetadataRepository
 from tracking.run_metadata.schemas import MetadataResourceTypes
