@@ -51,7 +51,7 @@ from tracking.models import (
     StepRunArtifact,
 )
 from tracking.run_metadata.listing import metadata_field
-from tracking.tag.service import tags_field, tags_sort
+from tracking.tag.repository import tags_field, tags_sort
 
 TAG_RESOURCE = "artifact_version"
 METADATA_RESOURCE = "artifact_version"

@@ -18,7 +18,7 @@ from shared.users import user_field
 from tracking.core.listing import scoped_fields, scoped_sort_keys
 from tracking.core.repository import ScopedRepository
 from tracking.models import Pipeline, PipelineRun, PipelineSnapshot
-from tracking.tag.service import tags_field, tags_sort
+from tracking.tag.repository import tags_field, tags_sort
 
 # When the pipeline last ran (when it was made, if never), as the reference orders by
 # ``latest_run``: one look-up in the runs' (pipeline_id, created) index per pipeline.

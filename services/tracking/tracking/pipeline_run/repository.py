@@ -33,7 +33,7 @@ from tracking.pipeline_run.dag import DagLink, DagStep
 from tracking.pipeline_run.schemas import PLACEHOLDER, ExecutionStatus
 from tracking.project.repository import RUN_COUNT
 from tracking.run_metadata.listing import metadata_field
-from tracking.tag.service import tags_field, tags_sort
+from tracking.tag.repository import tags_field, tags_sort
 
 TAG_RESOURCE = "pipeline_run"
 METADATA_RESOURCE = "pipeline_run"

@@ -17,21 +17,20 @@ from shared.responses import render, render_null
 from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
 from tracking.artifact_version.download import SNAPSHOT_CODE, DownloadTokens
 from tracking.core.auth import caller, caller_id
+from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
 from tracking.core.schemas import HydrateQuery
-from tracking.pipeline_snapshot.repository import (
-    LIST_QUERY,
-    SNAPSHOTS,
-    SnapshotListQuery,
-    snapshot_page,
-)
+from tracking.pipeline_snapshot.repository import SNAPSHOTS
 from tracking.pipeline_snapshot.schemas import (
     PipelineSnapshotRequest,
     PipelineSnapshotResponse,
+    SnapshotListQuery,
     snapshot_response,
 )
 from tracking.pipeline_snapshot.service import SnapshotCodeService, SnapshotService
 from tracking.settings import Settings
+
+LIST_QUERY = SNAPSHOTS.query_model(extra=query_extras(SnapshotListQuery))
 
 
 class CodeQuery(BaseModel):
@@ -99,7 +98,7 @@ async def list_snapshots(request: Request) -> Response:
     listing = await read_list(request, SNAPSHOTS)
     query = parse_query(request, SnapshotListQuery)
     async with transaction(request) as session:
-        total, items = await snapshot_page(session, listing, query)
+        total, items = await SnapshotService(session).list_page(listing, query)
     return await render_page(request, listing, total, items, snapshot_response)
 
 

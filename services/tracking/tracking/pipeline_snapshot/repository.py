@@ -30,9 +30,8 @@ from shared.listing import (
     name_or_id,
 )
 from shared.users import user_field
-from tracking.core.listing import page_scope, query_extras
+from tracking.core.listing import page_scope
 from tracking.core.repository import rendered_columns
-from tracking.core.schemas import ScopedListQuery
 from tracking.models import (
     Deployment,
     Pipeline,
@@ -43,12 +42,11 @@ from tracking.models import (
     StackComposition,
     TriggerSnapshot,
 )
-from tracking.pipeline_snapshot.schemas import Snapshot
-from tracking.project.scope import resolve_project_ref
-from tracking.tag.service import TagService, tags_field, tags_sort
+from tracking.tag.repository import tags_field, tags_sort
 
 S = PipelineSnapshot
 TAG_RESOURCE = "pipeline_snapshot"
+ARTIFACT_STORE = "artifact_store"
 
 
 def _table(model: Any) -> Table:
@@ -162,54 +160,9 @@ SNAPSHOTS = ListSpec(
 )
 
 
-class SnapshotListQuery(ScopedListQuery):
-    """``project_name_or_id`` (the query parameter) overrides ``project``."""
-
-    project_name_or_id: str | None = None
-
-
-LIST_QUERY = SNAPSHOTS.query_model(extra=query_extras(SnapshotListQuery))
 _SCOPE = {by_user: page_scope(_table(S), by_user) for by_user in (False, True)}
 _COLUMNS = sa_select(*_table(S).columns)
 _PIPELINES = sa_select(*rendered_columns(_table(Pipeline)))
-
-
-async def snapshot_page(
-    session: AsyncSession, listing: Listing, query: SnapshotListQuery
-) -> tuple[int, list[Snapshot]]:
-    """The page's snapshots, each with its pipeline and stack (one query per kind)."""
-    project = await resolve_project_ref(session, query.project_name_or_id or query.project)
-    params: dict[str, Any] = {"scope_project": project.id}
-    if query.scope_user is not None:
-        params["scope_user"] = query.scope_user
-    scope = _SCOPE[query.scope_user is not None]
-    total, rows = await fetch_page(
-        session, SNAPSHOTS, listing, _COLUMNS, scope=scope, params=params, core=True
-    )
-    return total, await _items(session, rows)
-
-
-async def _items(session: AsyncSession, rows: Sequence[Any]) -> list[Snapshot]:
-    pipeline_ids = {row.pipeline_id for row in rows if row.pipeline_id is not None}
-    stack_ids = {row.stack_id for row in rows if row.stack_id is not None}
-    pipelines: dict[uuid.UUID, Any] = {}
-    if pipeline_ids:
-        found = await session.exec(_PIPELINES.where(col(Pipeline.id).in_(pipeline_ids)))  # type: ignore[call-overload]
-        pipelines = {row.id: row for row in found.all()}
-    stacks: dict[uuid.UUID, Any] = {}
-    if stack_ids:
-        found = await session.exec(select(Stack).where(col(Stack.id).in_(stack_ids)))
-        stacks = {stack.id: stack for stack in found.all()}
-    tags = await TagService(session).for_resources(TAG_RESOURCE, [row.id for row in rows])
-    return [
-        Snapshot(
-            row, pipelines.get(row.pipeline_id), stacks.get(row.stack_id), tags.get(row.id, ())
-        )
-        for row in rows
-    ]
-
-
-ARTIFACT_STORE = "artifact_store"
 
 
 class SnapshotStoreRepository:
@@ -234,6 +187,43 @@ class SnapshotRepository:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
         self.table: Table = PipelineSnapshot.__table__  # type: ignore[attr-defined]
+
+    async def page(
+        self, listing: Listing, project_id: uuid.UUID, scope_user: uuid.UUID | None
+    ) -> tuple[int, list[Any]]:
+        """A page of the project's snapshots (``scope_user``: of that creator only)."""
+        params: dict[str, Any] = {"scope_project": project_id}
+        if scope_user is not None:
+            params["scope_user"] = scope_user
+        scope = _SCOPE[scope_user is not None]
+        return await fetch_page(
+            self.session, SNAPSHOTS, listing, _COLUMNS, scope=scope, params=params, core=True
+        )
+
+    async def pipelines_and_stacks(
+        self, rows: Sequence[Any]
+    ) -> tuple[dict[uuid.UUID, Any], dict[uuid.UUID, Any]]:
+        """The pipelines (their columns) and the stacks of the snapshots ``rows``, by id
+        (one query per kind)."""
+        pipeline_ids = {row.pipeline_id for row in rows if row.pipeline_id is not None}
+        stack_ids = {row.stack_id for row in rows if row.stack_id is not None}
+        pipelines: dict[uuid.UUID, Any] = {}
+        if pipeline_ids:
+            query = _PIPELINES.where(col(Pipeline.id).in_(pipeline_ids))
+            found = await self.session.exec(query)  # type: ignore[call-overload]
+            pipelines = {row.id: row for row in found.all()}
+        stacks: dict[uuid.UUID, Any] = {}
+        if stack_ids:
+            found = await self.session.exec(select(Stack).where(col(Stack.id).in_(stack_ids)))
+            stacks = {stack.id: stack for stack in found.all()}
+        return pipelines, stacks
+
+    async def stack(self, stack_id: uuid.UUID) -> Stack | None:
+        return await self.session.get(Stack, stack_id)
+
+    async def exists(self, model: Any, row_id: uuid.UUID) -> bool:
+        """Whether ``model`` (a stack, a build, a schedule) has a row of ``row_id``."""
+        return await self.session.get(model, row_id) is not None
 
     async def read(self, snapshot_id: uuid.UUID) -> Any | None:
         query = sa_select(*self.table.columns).where(col(PipelineSnapshot.id) == snapshot_id)

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from shared.users import NestedUser
 from tracking.core.rendering import EnvelopeShape
-from tracking.core.schemas import ProjectScopedBody, ScopedRequest
+from tracking.core.schemas import ProjectScopedBody, ScopedListQuery, ScopedRequest
 from tracking.pipeline.schemas import PipelineResponse, nested_pipeline
 from tracking.stack.schemas import StackResponse, nested_stack
 from tracking.tag.schemas import TagRef, TagResponse, nested_tag
@@ -28,6 +28,12 @@ class Snapshot(NamedTuple):
     @property
     def user_id(self) -> uuid.UUID | None:
         return self.snapshot.user_id  # type: ignore[no-any-return]
+
+
+class SnapshotListQuery(ScopedListQuery):
+    """``project_name_or_id`` (the query parameter) overrides ``project``."""
+
+    project_name_or_id: str | None = None
 
 
 class PipelineSnapshotRequest(ScopedRequest):

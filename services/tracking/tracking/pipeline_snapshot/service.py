@@ -13,10 +13,11 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from shared.db import new_id, utcnow
 from shared.errors import BadRequest, Forbidden, NotFound
+from shared.listing import Listing
 from tracking.models import PipelineBuild, Schedule, Stack
 from tracking.pipeline.service import SNAPSHOT_TAG_RESOURCE, PipelineService
 from tracking.pipeline_snapshot.repository import SnapshotRepository, SnapshotStoreRepository
-from tracking.pipeline_snapshot.schemas import PipelineSnapshotRequest, Snapshot
+from tracking.pipeline_snapshot.schemas import PipelineSnapshotRequest, Snapshot, SnapshotListQuery
 from tracking.store import ArtifactStores
 from tracking.store.base import ArtifactStore, Entry
 
@@ -35,6 +36,21 @@ class SnapshotService:
         self.snapshots = SnapshotRepository(session)
         self.tags = self.pipelines.tags
 
+    async def list_page(
+        self, listing: Listing, query: SnapshotListQuery
+    ) -> tuple[int, list[Snapshot]]:
+        """The page's snapshots, each with its pipeline, stack and tags."""
+        project = await self.pipelines.project(query.project_name_or_id or query.project)
+        total, rows = await self.snapshots.page(listing, project.id, query.scope_user)
+        pipelines, stacks = await self.snapshots.pipelines_and_stacks(rows)
+        tags = await self.tags.for_resources(SNAPSHOT_TAG_RESOURCE, [row.id for row in rows])
+        return total, [
+            Snapshot(
+                row, pipelines.get(row.pipeline_id), stacks.get(row.stack_id), tags.get(row.id, ())
+            )
+            for row in rows
+        ]
+
     async def get(self, snapshot_id: uuid.UUID) -> Snapshot:
         snapshot = await self.snapshots.read(snapshot_id)
         if snapshot is None:
@@ -42,7 +58,7 @@ class SnapshotService:
         pipeline = await self.pipelines.read_row(snapshot.pipeline_id)
         stack = None
         if snapshot.stack_id is not None:
-            stack = await self.snapshots.session.get(Stack, snapshot.stack_id)
+            stack = await self.snapshots.stack(snapshot.stack_id)
         tags = await self.tags.for_resources(SNAPSHOT_TAG_RESOURCE, [snapshot_id])
         return Snapshot(snapshot, pipeline, stack, tags.get(snapshot_id, ()))
 
@@ -54,7 +70,7 @@ class SnapshotService:
             (PipelineBuild, request.build, "pipeline build"),
             (Schedule, request.schedule, "schedule"),
         ):
-            if wanted is not None and await self.snapshots.session.get(model, wanted) is None:
+            if wanted is not None and not await self.snapshots.exists(model, wanted):
                 raise NotFound(
                     f"Unable to get {what} with ID '{wanted}': No {what} with this ID found"
                 )
