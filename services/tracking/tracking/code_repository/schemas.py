@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from shared.users import NestedUser
 from tracking.core.rendering import EnvelopeShape
-from tracking.core.repository import ScopedRow
+from tracking.core.rows import ScopedRow
 from tracking.core.schemas import (
     NamedResponse,
     ProjectScopedBody,

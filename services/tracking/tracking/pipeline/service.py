@@ -11,7 +11,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from shared.listing import Listing
 from tracking.core.errors import NameTaken, ScopedNotFound
-from tracking.core.repository import ScopedRow
+from tracking.core.rows import ScopedRow
 from tracking.core.schemas import ScopedListQuery
 from tracking.core.service import ScopedService
 from tracking.models import Pipeline
