@@ -7,13 +7,13 @@ import uuid
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from identity.core.schemas import valid_name
 from identity.models import APIKey, User
 from identity.service_account.schemas import (
     TEXT_MAX_LENGTH,
     ServiceAccountResponse,
     service_account_response,
 )
-from identity.user.schemas import valid_name
 from shared.types import WireDatetime
 
 # Ten years: any longer grace is no rotation at all (and would overflow a datetime).

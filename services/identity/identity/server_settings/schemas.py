@@ -8,8 +8,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from identity.core.schemas import valid_name
 from identity.models import ServerSettings
-from identity.user.schemas import valid_name
 from shared.onboarding import OnboardingStep
 from shared.types import WireDatetime
 

@@ -6,8 +6,8 @@ import uuid
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from identity.core.schemas import valid_name
 from identity.models import User
-from identity.user.schemas import valid_name
 from shared.types import WireDatetime
 
 TEXT_MAX_LENGTH = 65535
