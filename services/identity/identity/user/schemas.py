@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from identity.core.schemas import valid_name
 from identity.models import User
+from shared.envelope import NamedEnvelope
 from shared.types import WireDatetime
 
 # The body is the same wherever a user appears: identity and every nested UserResponse.
@@ -67,13 +68,8 @@ class UserResponseResources(BaseModel):
     pass
 
 
-class UserResponse(BaseModel):
-    body: UserResponseBody | None = None
-    metadata: UserResponseMetadata | None = None
-    resources: UserResponseResources | None = None
-    id: uuid.UUID
-    permission_denied: bool = False
-    name: str
+class UserResponse(NamedEnvelope[UserResponseBody, UserResponseMetadata, UserResponseResources]):
+    pass
 
 
 class UserQuery(BaseModel):

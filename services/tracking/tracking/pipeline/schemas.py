@@ -9,9 +9,10 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, Field
 
+from shared.envelope import NamedEnvelope
 from shared.users import NestedUser
 from tracking.core.rendering import EnvelopeShape
-from tracking.core.schemas import NamedResponse, ProjectScopedBody, ScopedRequest
+from tracking.core.schemas import ProjectScopedBody, ScopedRequest
 from tracking.tag.schemas import TagRef, TagResponse, TagRow, nested_tag
 
 
@@ -39,7 +40,7 @@ class PipelineResponseResources(BaseModel):
 
 
 class PipelineResponse(
-    NamedResponse[PipelineResponseBody, PipelineResponseMetadata, PipelineResponseResources]
+    NamedEnvelope[PipelineResponseBody, PipelineResponseMetadata, PipelineResponseResources]
 ):
     pass
 

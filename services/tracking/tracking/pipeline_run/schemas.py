@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shared.envelope import NamedEnvelope
 from shared.types import WireDatetime
 from shared.users import NestedUser
 from tracking.artifact.schemas import TagName
@@ -18,7 +19,6 @@ from tracking.core.rendering import EnvelopeShape
 from tracking.core.schemas import (
     HydrateQuery,
     InputDatetime,
-    NamedResponse,
     ProjectScopedBody,
     ScopedListQuery,
     ScopedRequest,
@@ -280,7 +280,7 @@ class PipelineRunResponseResources(BaseModel):
 
 
 class PipelineRunResponse(
-    NamedResponse[
+    NamedEnvelope[
         PipelineRunResponseBody, PipelineRunResponseMetadata, PipelineRunResponseResources
     ]
 ):

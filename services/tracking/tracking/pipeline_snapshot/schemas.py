@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, Field
 
+from shared.envelope import Envelope
 from shared.users import NestedUser
 from tracking.core.rendering import EnvelopeShape
 from tracking.core.schemas import ProjectScopedBody, ScopedListQuery, ScopedRequest
@@ -103,12 +104,13 @@ class PipelineSnapshotResponseResources(BaseModel):
     visualizations: list[dict[str, Any]] = Field(default_factory=list)
 
 
-class PipelineSnapshotResponse(BaseModel):
-    body: PipelineSnapshotResponseBody | None = None
-    metadata: PipelineSnapshotResponseMetadata | None = None
-    resources: PipelineSnapshotResponseResources | None = None
-    id: uuid.UUID
-    permission_denied: bool = False
+class PipelineSnapshotResponse(
+    Envelope[
+        PipelineSnapshotResponseBody,
+        PipelineSnapshotResponseMetadata,
+        PipelineSnapshotResponseResources,
+    ]
+):
     name: str | None = None
 
 

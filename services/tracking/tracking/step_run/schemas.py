@@ -9,11 +9,12 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shared.envelope import NamedEnvelope
 from shared.errors import BadRequest
 from shared.types import WireDatetime
 from shared.users import NestedUser
 from tracking.core.rendering import EnvelopeShape
-from tracking.core.schemas import InputDatetime, NamedResponse, ProjectScopedBody, ScopedRequest
+from tracking.core.schemas import InputDatetime, ProjectScopedBody, ScopedRequest
 from tracking.logs.schemas import LogsRequest, LogsResponse, nested_logs
 from tracking.pipeline_run.schemas import (
     ExceptionInfo,
@@ -147,7 +148,7 @@ class StepRunResponseResources(BaseModel):
 
 
 class StepRunResponse(
-    NamedResponse[StepRunResponseBody, StepRunResponseMetadata, StepRunResponseResources]
+    NamedEnvelope[StepRunResponseBody, StepRunResponseMetadata, StepRunResponseResources]
 ):
     pass
 
