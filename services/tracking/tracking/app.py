@@ -31,7 +31,6 @@ from tracking.pipeline import endpoints as pipeline_endpoints
 from tracking.pipeline_build import endpoints as pipeline_build_endpoints
 from tracking.pipeline_run import endpoints as pipeline_run_endpoints
 from tracking.pipeline_snapshot import endpoints as pipeline_snapshot_endpoints
-from tracking.pipeline_snapshot import listing as pipeline_snapshot_listing
 from tracking.project import endpoints as project_endpoints
 from tracking.run_metadata import endpoints as run_metadata_endpoints
 from tracking.schedule import endpoints as schedule_endpoints
@@ -71,7 +70,6 @@ def routes() -> list[BaseRoute]:
         *trigger_endpoints.routes(),
         *hook_invocation_endpoints.routes(),
         *flavor_endpoints.routes(),
-        *pipeline_snapshot_listing.routes(),
         *pipeline_build_endpoints.routes(),
         *run_metadata_endpoints.routes(),
         *tag_endpoints.routes(),

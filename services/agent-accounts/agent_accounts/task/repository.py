@@ -1,16 +1,18 @@
-"""The task and session lists: kitaru's filter fields that this server's tasks and sessions
-hold, sorted by ``created`` (kitaru's only sort key) or ``updated``."""
+"""Task and session queries: the pending tasks a worker may claim, and the task and
+session lists (kitaru's filter fields that this server's tasks and sessions hold, sorted by
+``created``, kitaru's only sort key, or ``updated``)."""
 
 from __future__ import annotations
 
 import uuid
 
+from sqlalchemy import or_
 from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from agent_accounts.core.listing import CursorSpec, ListQuery, fetch_page
-from agent_accounts.models import AgentSession, Task
+from agent_accounts.models import AgentSession, Blob, Task
 from agent_accounts.task.schemas import TaskStatus
 from agent_accounts.worker.schemas import TaskKind
 from shared.listing import Kind
@@ -53,6 +55,28 @@ SESSIONS = CursorSpec(
 class TaskRepository:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
+
+    async def existing(
+        self, model: type[AgentSession] | type[Blob], ids: list[uuid.UUID]
+    ) -> set[uuid.UUID]:
+        """Which of ``ids`` are rows of ``model``."""
+        return set((await self.session.exec(select(model.id).where(col(model.id).in_(ids)))).all())
+
+    async def claimable(self, kinds: list[str], owner_id: uuid.UUID, limit: int) -> list[Task]:
+        """Up to ``limit`` pending tasks of ``kinds``, oldest first, locked (skipping those
+        another worker is claiming); of the agent kind, only ``owner_id``'s."""
+        query = (
+            select(Task)
+            .where(
+                col(Task.status) == TaskStatus.PENDING,
+                col(Task.kind).in_(kinds),
+                or_(col(Task.kind) != TaskKind.AGENT, col(Task.owner_id) == owner_id),
+            )
+            .order_by(col(Task.created), col(Task.id))
+            .limit(limit)
+            .with_for_update(skip_locked=True)
+        )
+        return list((await self.session.exec(query)).all())
 
     async def list_tasks(self, query: ListQuery) -> tuple[list[Task], str | None]:
         return await fetch_page(self.session, select(Task), query, TASKS)

@@ -13,8 +13,6 @@ import hashlib
 import json
 import uuid
 
-from sqlalchemy import or_
-from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from agent_accounts.core.auth import (
@@ -35,7 +33,6 @@ from agent_accounts.task.schemas import (
     TaskStatus,
     TaskUpdateRequest,
 )
-from agent_accounts.worker.schemas import TaskKind
 from shared.db import Clock
 from shared.errors import Conflict, Forbidden, NotFound, PayloadTooLarge, Unprocessable
 
@@ -70,7 +67,7 @@ class TaskService:
     async def _exists(self, model: type[AgentSession] | type[Blob], ids: list[uuid.UUID]) -> None:
         if not ids:
             return
-        found = set((await self.session.exec(select(model.id).where(col(model.id).in_(ids)))).all())
+        found = await self.repository.existing(model, ids)
         missing = [str(i) for i in ids if i not in found]
         if missing:
             raise Unprocessable(f"{model.__name__} {missing[0]} was not found")
@@ -122,20 +119,9 @@ class TaskService:
         if worker is None:
             raise _not_found("Worker", caller.worker_id)
         kinds = sorted({str(c.get("kind")) for c in worker.scope.get("claims", [])})
-        query = (
-            select(Task)
-            .where(
-                col(Task.status) == TaskStatus.PENDING,
-                col(Task.kind).in_(kinds),
-                or_(col(Task.kind) != TaskKind.AGENT, col(Task.owner_id) == worker.owner_id),
-            )
-            .order_by(col(Task.created), col(Task.id))
-            .limit(max_tasks)
-            .with_for_update(skip_locked=True)
-        )
         now = self.clock()
         claimed = []
-        for task in (await self.session.exec(query)).all():
+        for task in await self.repository.claimable(kinds, worker.owner_id, max_tasks):
             task.attempt += 1
             task.status = TaskStatus.CLAIMED
             task.worker_id = worker.id

@@ -3,17 +3,16 @@ encoding is :class:`shared.auth.EncodedKey`: every service reads keys."""
 
 from __future__ import annotations
 
-import uuid
-
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from identity.core.schemas import valid_name
 from identity.models import APIKey, User
 from identity.service_account.schemas import (
     TEXT_MAX_LENGTH,
     ServiceAccountResponse,
     service_account_response,
 )
-from identity.user.schemas import valid_name
+from shared.envelope import NamedEnvelope
 from shared.types import WireDatetime
 
 # Ten years: any longer grace is no rotation at all (and would overflow a datetime).
@@ -66,13 +65,10 @@ class APIKeyResponseResources(BaseModel):
     pass
 
 
-class APIKeyResponse(BaseModel):
-    body: APIKeyResponseBody | None = None
-    metadata: APIKeyResponseMetadata | None = None
-    resources: APIKeyResponseResources | None = None
-    id: uuid.UUID
-    permission_denied: bool = False
-    name: str
+class APIKeyResponse(
+    NamedEnvelope[APIKeyResponseBody, APIKeyResponseMetadata, APIKeyResponseResources]
+):
+    pass
 
 
 class APIKeyQuery(BaseModel):

@@ -35,6 +35,7 @@ from identity.api_key.schemas import (
     APIKeyRotateRequest,
     APIKeyUpdate,
 )
+from identity.core.auth import acting_user
 from identity.models import APIKey, User
 from identity.service_account.service import ServiceAccountService
 from shared.auth import APIKeyRefused, EncodedKey, Principal, RevocationList
@@ -102,7 +103,7 @@ class APIKeyService:
 
     async def _account(self, caller: Principal, account_id: uuid.UUID, action: str) -> User:
         if action == "read":
-            await self.accounts.users.acting(caller)
+            await acting_user(self.repository.session, caller)
         else:
             await self.accounts.users.admin(caller, action)
         return await self.accounts.get(str(account_id))

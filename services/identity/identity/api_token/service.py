@@ -31,8 +31,9 @@ from datetime import timedelta
 
 from identity.api_token.schemas import APITokenQuery, APITokenType
 from identity.auth.service import TokenService, api_key_claims
+from identity.core.auth import USER_TOKEN_KINDS, acting_user
 from identity.models import User
-from identity.user.service import USER_TOKEN_KINDS, UserService
+from identity.user.service import UserService
 from shared.auth import (
     Principal,
     ScopeKind,
@@ -86,7 +87,7 @@ class APITokenService:
 
     async def issue(self, principal: Principal, query: APITokenQuery) -> str:
         """A token for the active user behind any of a user's tokens (``principal``)."""
-        user = await self.users.acting(principal, kinds=USER_TOKEN_KINDS)
+        user = await acting_user(self.users.repository.session, principal, kinds=USER_TOKEN_KINDS)
         caller = principal.token
         if query.token_type is APITokenType.WORKLOAD:
             return await self._workload(user, caller, query)

@@ -20,7 +20,6 @@ from identity.device.schemas import (
 )
 from identity.device.service import DeviceDetails, DeviceService, Refused
 from identity.models import User
-from identity.user.service import UserService
 from shared.auth import require_principal
 from shared.db import transaction
 from shared.listing import page_of, parse_list
@@ -36,8 +35,8 @@ def _service(request: Request, session: AsyncSession) -> DeviceService:
 
 
 async def _owner(request: Request, session: AsyncSession) -> User:
-    """The user whose devices the request manages (see :meth:`UserService.acting`)."""
-    return await UserService(session).acting(require_principal(request))
+    """The user whose devices the request manages (see :meth:`DeviceService.owner`)."""
+    return await _service(request, session).owner(require_principal(request))
 
 
 async def authorize(request: Request) -> Response:

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from identity.models import DeviceStatus, OAuthDevice, User
 from identity.user.schemas import nested_user
+from shared.envelope import Envelope
 from shared.types import WireDatetime
 from shared.users import UserResponse
 
@@ -76,12 +77,10 @@ class OAuthDeviceResponseResources(BaseModel):
     user: UserResponse | None = None
 
 
-class OAuthDeviceResponse(BaseModel):
-    body: OAuthDeviceResponseBody | None = None
-    metadata: OAuthDeviceResponseMetadata | None = None
-    resources: OAuthDeviceResponseResources | None = None
-    id: uuid.UUID
-    permission_denied: bool = False
+class OAuthDeviceResponse(
+    Envelope[OAuthDeviceResponseBody, OAuthDeviceResponseMetadata, OAuthDeviceResponseResources]
+):
+    pass
 
 
 def device_response(

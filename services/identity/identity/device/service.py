@@ -31,12 +31,13 @@ from urllib.parse import urlencode
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from identity.core.auth import acting_user
 from identity.device.repository import DeviceRepository
 from identity.device.schemas import OAuthDeviceUpdate, OAuthDeviceVerificationRequest
 from identity.models import DeviceStatus, OAuthDevice, User
 from identity.server_settings.repository import ServerSettingsRepository
 from identity.settings import Settings
-from shared.auth import RevocationList
+from shared.auth import Principal, RevocationList
 from shared.db import Clock, SessionMaker, session_scope
 from shared.errors import BadRequest, Forbidden, NotFound, OAuthError, PlatformError
 from shared.listing import Listing
@@ -282,6 +283,11 @@ class DeviceService:
         return await self._save(device)
 
     # The caller's devices.
+
+    async def owner(self, caller: Principal) -> User:
+        """The user whose devices the request manages: the active user behind a managing
+        token (see :func:`~identity.core.auth.acting_user`)."""
+        return await acting_user(self.repository.session, caller)
 
     async def get(
         self, user: User, device_id: uuid.UUID, user_code: str | None = None

@@ -13,7 +13,6 @@ from identity.server_settings.schemas import (
 )
 from identity.server_settings.service import ServerSettingsService, onboarding_state
 from identity.settings import Settings
-from identity.user.service import UserService
 from shared.auth import require_principal
 from shared.db import transaction
 from shared.responses import render
@@ -25,8 +24,7 @@ async def get(request: Request) -> Response:
     caller = require_principal(request)
     settings: Settings = request.state.settings
     async with transaction(request) as session:
-        await UserService(session, clock=request.state.clock).acting(caller)
-        row = await ServerSettingsService(session, request.state.clock).get()
+        row = await ServerSettingsService(session, request.state.clock).get_for(caller)
     return render(settings_response(row, settings.server_id, hydrate=query.hydrate))
 
 
@@ -35,15 +33,14 @@ async def update(request: Request) -> Response:
     caller = require_principal(request)
     settings: Settings = request.state.settings
     async with transaction(request) as session:
-        user = await UserService(session, clock=request.state.clock).acting(caller)
-        row = await ServerSettingsService(session, request.state.clock).update_for(user, body)
+        row = await ServerSettingsService(session, request.state.clock).update_for(caller, body)
     return render(settings_response(row, settings.server_id, hydrate=True))
 
 
 async def get_onboarding_state(request: Request) -> Response:
     caller = require_principal(request)
     async with transaction(request) as session:
-        await UserService(session, clock=request.state.clock).acting(caller)
+        await ServerSettingsService(session, request.state.clock).check_reader(caller)
     steps = await onboarding_state(
         request.state.sessionmaker, request.state.onboarding, request.state.clock
     )

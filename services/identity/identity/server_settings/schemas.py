@@ -8,8 +8,9 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from identity.core.schemas import valid_name
 from identity.models import ServerSettings
-from identity.user.schemas import valid_name
+from shared.envelope import EnvelopeParts
 from shared.onboarding import OnboardingStep
 from shared.types import WireDatetime
 
@@ -70,10 +71,12 @@ class ServerSettingsResponseResources(BaseModel):
     pass
 
 
-class ServerSettingsResponse(BaseModel):
-    body: ServerSettingsResponseBody | None = None
-    metadata: ServerSettingsResponseMetadata | None = None
-    resources: ServerSettingsResponseResources | None = None
+class ServerSettingsResponse(
+    EnvelopeParts[
+        ServerSettingsResponseBody, ServerSettingsResponseMetadata, ServerSettingsResponseResources
+    ]
+):
+    pass
 
 
 class ServerSettingsQuery(BaseModel):

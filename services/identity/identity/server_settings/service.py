@@ -21,10 +21,12 @@ from pydantic import TypeAdapter, ValidationError
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from identity.models import ServerSettings, User
+from identity.core.auth import acting_user
+from identity.models import ServerSettings
 from identity.server_settings.repository import ServerSettingsRepository
 from identity.server_settings.schemas import TRACKING_STEPS, ServerSettingsUpdate
 from identity.settings import Settings
+from shared.auth import Principal
 from shared.db import Clock, SessionMaker, session_scope
 from shared.errors import Forbidden
 from shared.onboarding import ONBOARDING_PATH, OnboardingStep
@@ -63,9 +65,19 @@ class ServerSettingsService:
     async def get(self) -> ServerSettings:
         return await self.repository.get()
 
-    async def update_for(self, user: User, update: ServerSettingsUpdate) -> ServerSettings:
+    async def get_for(self, caller: Principal) -> ServerSettings:
+        """Any active user reads the settings."""
+        await self.check_reader(caller)
+        return await self.get()
+
+    async def check_reader(self, caller: Principal) -> None:
+        """Any active user reads the settings and the onboarding state (401 otherwise)."""
+        await acting_user(self.repository.session, caller)
+
+    async def update_for(self, caller: Principal, update: ServerSettingsUpdate) -> ServerSettings:
         """An admin changes the settings; anyone else may send an update that changes
         nothing (as the reference), and gets 403 for any field it sets."""
+        user = await acting_user(self.repository.session, caller)
         changes = update.changes()
         if changes and not user.is_admin:
             raise NotAdmin()

@@ -6,8 +6,9 @@ import uuid
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from identity.core.schemas import valid_name
 from identity.models import User
-from identity.user.schemas import valid_name
+from shared.envelope import NamedEnvelope
 from shared.types import WireDatetime
 
 TEXT_MAX_LENGTH = 65535
@@ -56,13 +57,12 @@ class ServiceAccountResponseResources(BaseModel):
     pass
 
 
-class ServiceAccountResponse(BaseModel):
-    body: ServiceAccountResponseBody | None = None
-    metadata: ServiceAccountResponseMetadata | None = None
-    resources: ServiceAccountResponseResources | None = None
-    id: uuid.UUID
-    permission_denied: bool = False
-    name: str
+class ServiceAccountResponse(
+    NamedEnvelope[
+        ServiceAccountResponseBody, ServiceAccountResponseMetadata, ServiceAccountResponseResources
+    ]
+):
+    pass
 
 
 class ServiceAccountQuery(BaseModel):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from identity.core.auth import acting_user
 from identity.models import User
 from identity.service_account.repository import ServiceAccountRepository
 from identity.service_account.schemas import ServiceAccountRequest, ServiceAccountUpdate
@@ -50,11 +51,11 @@ class ServiceAccountService:
         return account
 
     async def get_for(self, caller: Principal, name_or_id: str) -> User:
-        await self.users.acting(caller)
+        await acting_user(self.repository.session, caller)
         return await self.get(name_or_id)
 
     async def list_for(self, caller: Principal, listing: Listing) -> tuple[int, list[User]]:
-        await self.users.acting(caller)
+        await acting_user(self.repository.session, caller)
         return await self.repository.list(listing)
 
     async def create_for(self, caller: Principal, request: ServiceAccountRequest) -> User:

@@ -7,18 +7,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from identity.core.schemas import valid_name
 from identity.models import User
+from shared.envelope import NamedEnvelope
 from shared.types import WireDatetime
 
 # The body is the same wherever a user appears: identity and every nested UserResponse.
 from shared.users import UserResponse as NestedUserResponse
 from shared.users import UserResponseBody
-
-
-def valid_name(value: str | None) -> str | None:
-    if value is not None and (not value.strip() or any(c in value for c in "\t\n\r\v\f")):
-        raise ValueError("the name must be non-empty and contain no tabs or line breaks")
-    return value
 
 
 class UserRequest(BaseModel):
@@ -72,13 +68,8 @@ class UserResponseResources(BaseModel):
     pass
 
 
-class UserResponse(BaseModel):
-    body: UserResponseBody | None = None
-    metadata: UserResponseMetadata | None = None
-    resources: UserResponseResources | None = None
-    id: uuid.UUID
-    permission_denied: bool = False
-    name: str
+class UserResponse(NamedEnvelope[UserResponseBody, UserResponseMetadata, UserResponseResources]):
+    pass
 
 
 class UserQuery(BaseModel):

@@ -1,36 +1,32 @@
 """Business rules for users: creation, updates, (de)activation, credentials, and who may
 do which of them.
 
-A user's token of :data:`MANAGING_KINDS` may manage accounts, devices and the user
-itself; a workload token (a pipeline's credential, bound to one run, schedule or
-deployment) may only read the current user and ask for API tokens, and is refused
-elsewhere with 401 ``AuthorizationException`` (security reference §1.3, class
-separation). An admin manages every account; any other user reads and updates its own.
-A service token (client credentials) may list users, to show a creator in
-``resources.user``, and nothing else: 403, not 401, which would make the service fetch a
-new token and retry.
+Who is acting is :func:`identity.core.auth.acting_user` (a user's managing tokens; a
+workload token only reads the current user). An admin manages every account; any other
+user reads and updates its own. A service token (client credentials) may list users, to
+show a creator in ``resources.user``, and nothing else: 403, not 401, which would make
+the service fetch a new token and retry.
 """
 
 from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from identity.core.auth import USER_TOKEN_KINDS, acting_user
 from identity.models import User
 from identity.user.repository import UserRepository
 from identity.user.schemas import UserRequest, UserUpdate
-from shared.auth import Principal, RevocationList, TokenKind, require_kind
+from shared.auth import Principal, RevocationList, TokenKind
 from shared.db import Clock, utcnow
 from shared.errors import (
     BadRequest,
     Conflict,
     Forbidden,
     NotFound,
-    Unauthorized,
 )
 from shared.listing import Listing
 from shared.passwords import (
@@ -42,11 +38,6 @@ from shared.passwords import (
 from shared.secret_hash import digest, matches
 
 logger = logging.getLogger(__name__)
-
-MANAGING_KINDS = (TokenKind.ACCESS, TokenKind.DEVICE, TokenKind.GENERIC)
-"""A user's tokens that may manage accounts, devices and the user itself."""
-USER_TOKEN_KINDS = (*MANAGING_KINDS, TokenKind.WORKLOAD)
-"""A user's tokens: what may read the current user and ask for API tokens."""
 
 
 class UserNotFound(NotFound):
@@ -102,26 +93,14 @@ class UserService:
         self.revocations = revocations
         self.clock = clock
 
-    # Who is acting, and what they may do (``caller``: the request's verified token).
-
-    async def acting(self, caller: Principal, *, kinds: Sequence[str] = MANAGING_KINDS) -> User:
-        """The active user behind ``caller`` (401 when there is none, or when the token is
-        not of ``kinds``)."""
-        require_kind(caller, kinds)
-        user = await self.repository.get(caller.user_id) if caller.user_id else None
-        if user is None or not user.active:
-            raise Unauthorized(
-                f"Authentication error: user {caller.token.subject} is not active",
-                headers={"WWW-Authenticate": 'Bearer error="invalid_token"'},
-            )
-        return user
+    # What the acting user may do (``caller``: the request's verified token).
 
     async def current(self, caller: Principal) -> User:
         """The caller's own account, for any of a user's tokens."""
-        return await self.acting(caller, kinds=USER_TOKEN_KINDS)
+        return await acting_user(self.repository.session, caller, kinds=USER_TOKEN_KINDS)
 
     async def update_current(self, caller: Principal, update: UserUpdate) -> User:
-        user = await self.acting(caller)
+        user = await acting_user(self.repository.session, caller)
         if user.is_service_account:
             # Its account is /service_accounts' (a password would open a second login).
             raise UserNotFound(user.id)
@@ -168,7 +147,7 @@ class UserService:
     async def _actor(self, caller: Principal) -> User:
         if caller.kind == TokenKind.SERVICE:
             raise Forbidden("A service token may only list users.")
-        return await self.acting(caller)
+        return await acting_user(self.repository.session, caller)
 
     async def admin(self, caller: Principal, action: str = "manage other accounts") -> User:
         """The active admin behind ``caller``; 403 for anyone else."""

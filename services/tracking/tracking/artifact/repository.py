@@ -13,10 +13,11 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from shared.listing import Kind, ListSpec, SortKey, column_field
 from tracking.core.listing import scoped_fields, scoped_sort_keys
-from tracking.core.repository import ScopedRepository, ScopedRow
+from tracking.core.repository import ScopedRepository
+from tracking.core.rows import ScopedRow
 from tracking.models import Artifact, ArtifactVersion
+from tracking.tag.repository import tag_ids_column, tags_field, tags_sort
 from tracking.tag.schemas import TagRow
-from tracking.tag.service import tag_ids_column, tags_field, tags_sort
 
 TAG_RESOURCE = "artifact"
 

@@ -7,10 +7,11 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shared.envelope import NamedEnvelope
 from shared.users import NestedUser
 from tracking.artifact.repository import TaggedArtifact
 from tracking.core.rendering import EnvelopeShape
-from tracking.core.schemas import NamedResponse, ProjectScopedBody, ScopedRequest
+from tracking.core.schemas import ProjectScopedBody, ScopedRequest
 from tracking.tag.schemas import TagResponse, nested_tag
 
 # Tags are stored in a 255-character column: longer names are a 422, not a 500.
@@ -50,7 +51,7 @@ class ArtifactResponseResources(BaseModel):
 
 
 class ArtifactResponse(
-    NamedResponse[ArtifactResponseBody, ArtifactResponseMetadata, ArtifactResponseResources]
+    NamedEnvelope[ArtifactResponseBody, ArtifactResponseMetadata, ArtifactResponseResources]
 ):
     pass
 

@@ -20,7 +20,8 @@ from tracking.artifact.schemas import ArtifactRequest, ArtifactUpdate
 from tracking.artifact_version.repository import TAG_RESOURCE as VERSION_TAG_RESOURCE
 from tracking.artifact_version.repository import ArtifactVersionRepository
 from tracking.core.errors import NameTaken, ScopedNotFound
-from tracking.core.repository import ScopedRow, new_row
+from tracking.core.repository import new_row
+from tracking.core.rows import ScopedRow
 from tracking.core.schemas import ScopedListQuery
 from tracking.core.service import ScopedService
 from tracking.models import Artifact

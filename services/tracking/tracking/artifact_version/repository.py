@@ -18,6 +18,7 @@ from sqlalchemy import (
 )
 from sqlalchemy import insert as sa_insert
 from sqlalchemy import select as sa_select
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import col
 from sqlmodel.ext.asyncio.session import AsyncSession
@@ -51,7 +52,7 @@ from tracking.models import (
     StepRunArtifact,
 )
 from tracking.run_metadata.listing import metadata_field
-from tracking.tag.service import tags_field, tags_sort
+from tracking.tag.repository import tags_field, tags_sort
 
 TAG_RESOURCE = "artifact_version"
 METADATA_RESOURCE = "artifact_version"
@@ -231,6 +232,12 @@ _KEPT_COUNT = sa_select(func.coalesce(func.sum(col(ArtifactVersionCount.versions
 class ArtifactVersionRepository:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
+
+    async def insert_artifact_if_new(self, values: dict[str, Any]) -> None:
+        """The artifact of ``values``, unless its project has one of that name (made by a
+        concurrent request, or before)."""
+        table = Artifact.__table__  # type: ignore[attr-defined]
+        await self.session.exec(postgresql_insert(table).values(values).on_conflict_do_nothing())
 
     async def read(self, version_id: uuid.UUID) -> Any | None:
         """The version's columns and its producer's ``producer_step_run_id`` and

@@ -10,6 +10,7 @@ from typing import Annotated, Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from shared.envelope import Envelope
 from shared.shapes import Shape
 from shared.types import WireDatetime
 from shared.users import NestedUser
@@ -111,12 +112,8 @@ class ArtifactVisualizationResponseBody(BaseModel):
     uri: str
 
 
-class ArtifactVisualizationResponse(BaseModel):
-    body: ArtifactVisualizationResponseBody | None = None
-    metadata: None = None
-    resources: None = None
-    id: uuid.UUID
-    permission_denied: bool = False
+class ArtifactVisualizationResponse(Envelope[ArtifactVisualizationResponseBody, None, None]):
+    pass
 
 
 class ArtifactVersionResponseMetadata(BaseModel):
@@ -131,14 +128,14 @@ class ArtifactVersionResponseResources(BaseModel):
     producer_pipeline_run_id: uuid.UUID | None = None
 
 
-class ArtifactVersionResponse(BaseModel):
+class ArtifactVersionResponse(
+    Envelope[
+        ArtifactVersionResponseBody,
+        ArtifactVersionResponseMetadata,
+        ArtifactVersionResponseResources,
+    ]
+):
     """No ``name``: versions are named by their artifact and ``version``."""
-
-    body: ArtifactVersionResponseBody | None = None
-    metadata: ArtifactVersionResponseMetadata | None = None
-    resources: ArtifactVersionResponseResources | None = None
-    id: uuid.UUID
-    permission_denied: bool = False
 
 
 class LoadedVisualization(BaseModel):

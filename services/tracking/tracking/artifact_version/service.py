@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
-from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from shared.db import flush_unique, new_id, utcnow
@@ -301,8 +300,7 @@ class ArtifactVersionService:
             "created": now,
             "updated": now,
         }
-        table = Artifact.__table__  # type: ignore[attr-defined]
-        await self.session.exec(postgresql_insert(table).values(values).on_conflict_do_nothing())
+        await self.repository.insert_artifact_if_new(values)
 
     async def _check_store(self, store_id: uuid.UUID) -> StackComponent:
         component = await self.session.get(StackComponent, store_id)

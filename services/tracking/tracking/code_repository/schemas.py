@@ -6,11 +6,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shared.envelope import NamedEnvelope
 from shared.users import NestedUser
 from tracking.core.rendering import EnvelopeShape
-from tracking.core.repository import ScopedRow
+from tracking.core.rows import ScopedRow
 from tracking.core.schemas import (
-    NamedResponse,
     ProjectScopedBody,
     ScopedListQuery,
     ScopedRequest,
@@ -63,7 +63,7 @@ class CodeRepositoryResponseResources(BaseModel):
 
 
 class CodeRepositoryResponse(
-    NamedResponse[
+    NamedEnvelope[
         CodeRepositoryResponseBody,
         CodeRepositoryResponseMetadata,
         CodeRepositoryResponseResources,

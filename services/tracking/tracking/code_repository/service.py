@@ -15,7 +15,7 @@ from tracking.code_repository.schemas import (
     CodeRepositoryUpdate,
 )
 from tracking.core.errors import NameTaken, ScopedNotFound
-from tracking.core.repository import ScopedRow
+from tracking.core.rows import ScopedRow
 from tracking.core.service import ScopedService
 from tracking.models import CodeRepository
 

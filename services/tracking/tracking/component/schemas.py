@@ -7,10 +7,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from shared.envelope import NamedEnvelope
 from shared.users import NestedUser
 from tracking.component.flavors import Flavor, StackComponentType, flavor_for
 from tracking.component.secrets import masked_configuration
-from tracking.core.schemas import NamedResponse, UserScopedBody
+from tracking.core.schemas import UserScopedBody
 from tracking.models import StackComponent
 
 SecretRef = uuid.UUID | str
@@ -103,7 +104,7 @@ class FlavorResponseResources(UserScopedResources):
 
 
 class FlavorResponse(
-    NamedResponse[FlavorResponseBody, FlavorResponseMetadata, FlavorResponseResources]
+    NamedEnvelope[FlavorResponseBody, FlavorResponseMetadata, FlavorResponseResources]
 ):
     pass
 
@@ -129,7 +130,7 @@ class ComponentResponseResources(UserScopedResources):
 
 
 class ComponentResponse(
-    NamedResponse[ComponentResponseBody, ComponentResponseMetadata, ComponentResponseResources]
+    NamedEnvelope[ComponentResponseBody, ComponentResponseMetadata, ComponentResponseResources]
 ):
     pass
 

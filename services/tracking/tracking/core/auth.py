@@ -56,6 +56,23 @@ def object_caller(connection: HTTPConnection, kind: ScopeKind, object_id: uuid.U
     raise AuthorizationFailed(f"A workload token scoped to {held} may not be used on {target}.")
 
 
+SNAPSHOT_RUN_KINDS = (*MANAGING_KINDS, TokenKind.SERVICE)
+
+
+def snapshot_runner(connection: HTTPConnection, clients: Collection[str]) -> uuid.UUID | None:
+    """Who may run a snapshot, and as which user: a user (login, device or generic API
+    token) as itself, or a service named in ``clients`` (the ``snapshot_run_clients``
+    setting: the webhooks service, for its triggers) as nobody (the run records the
+    trigger instead). A workload token may not: it is bound to its own run, schedule or
+    deployment."""
+    principal = caller(connection, kinds=SNAPSHOT_RUN_KINDS)
+    if principal.kind != TokenKind.SERVICE:
+        return caller_id(connection, kinds=SNAPSHOT_RUN_KINDS)
+    if principal.identity not in {f"service:{c}" for c in clients}:
+        raise AuthorizationFailed(f"The service '{principal.display_name}' may not run snapshots.")
+    return None
+
+
 def object_id(request: Request, name: str, kind: ScopeKind) -> uuid.UUID:
     """The path parameter ``name``, the id of a run, schedule or deployment (``kind``), once
     the caller (a user's token) may address that object (see above)."""

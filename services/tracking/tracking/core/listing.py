@@ -5,7 +5,7 @@ parameters a list's OpenAPI declaration names."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel
 from sqlalchemy import Table, bindparam
@@ -14,9 +14,7 @@ from sqlmodel import col, select
 
 from shared.listing import Condition, Field, Kind, SortKey, base_fields, column_field
 from shared.users import user_field
-
-if TYPE_CHECKING:
-    from tracking.core.repository import ScopedRow
+from tracking.core.rows import ScopedRow
 
 
 def query_extras(model: type[BaseModel]) -> dict[str, Any]:

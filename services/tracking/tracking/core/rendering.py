@@ -31,7 +31,7 @@ _NOTHING: dict[str, Any] = {}
 
 
 class EnvelopeShape:
-    """A response envelope's wire dict (a :class:`~tracking.core.schemas.NamedResponse`
+    """A response envelope's wire dict (a :class:`~shared.envelope.Envelope`
     subclass, or any model with ``body``, ``metadata`` and ``resources`` parts), built
     from a row (see :mod:`shared.shapes`): the body and, hydrated, the metadata from the
     row's columns of the same names; the resources from what the caller gathered. The

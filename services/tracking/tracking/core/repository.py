@@ -4,18 +4,18 @@ writes that answer a name clash with a 409."""
 
 from __future__ import annotations
 
-import datetime as dt
 import functools
 import uuid
 from collections.abc import Callable
 from types import SimpleNamespace
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic
 
 from pydantic_core import PydanticUndefined
 from sqlalchemy import Insert, Select, Table, bindparam
 from sqlalchemy import insert as sa_insert
 from sqlalchemy import select as sa_select
 from sqlalchemy.sql.elements import ColumnElement
+from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from shared.db import core_execute, flush_unique
@@ -23,27 +23,7 @@ from shared.errors import Conflict
 from shared.listing import Listing, ListSpec, fetch_page
 from shared.types import wire_timestamp
 from tracking.core.listing import page_scope
-
-
-class ScopedRow(Protocol):
-    """The columns a named, project-scoped table has."""
-
-    id: uuid.UUID
-    project_id: uuid.UUID
-    name: str
-    user_id: uuid.UUID | None
-
-    # Read-only here: a read row's are already in their wire form (see
-    # ScopedRepository._columns), an instance's are datetimes.
-    @property
-    def created(self) -> dt.datetime | str: ...
-
-    @property
-    def updated(self) -> dt.datetime | str: ...
-
-
-Row = TypeVar("Row", bound=ScopedRow)
-
+from tracking.core.rows import Row, ScopedRow
 
 _BUILT: dict[tuple[str, type, type], Any] = {}
 """Statements and conditions per repository class and model, built once and run with new
@@ -186,6 +166,15 @@ class ScopedRepository(Generic[Row]):
         concurrent duplicates fail the same way as sequential ones."""
         self.session.add(row)
         await flush_unique(self.session, clash)
+
+    async def by_id(self, model: type[Any], ids: set[Any]) -> dict[uuid.UUID, Any]:
+        """The rows of ``model`` (any table: what this table's rows refer to) whose id is
+        one of ``ids``, by id; ``None`` among ``ids`` is skipped."""
+        ids.discard(None)
+        if not ids:
+            return {}
+        rows = (await self.session.exec(select(model).where(col(model.id).in_(ids)))).all()
+        return {row.id: row for row in rows}
 
     async def delete(self, row: Row) -> None:
         await self.session.delete(row)

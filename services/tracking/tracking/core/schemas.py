@@ -1,13 +1,14 @@
-"""Request and response models every tracking resource shares: the envelope of named,
-project-scoped resources (:class:`NamedResponse`) and its body parts, the request base
-and list scope of those resources, the common query parameters, and ``Source``."""
+"""Request and response models every tracking resource shares: the body parts of named,
+project-scoped resources (their envelope is :class:`shared.envelope.NamedEnvelope`), the
+request base and list scope of those resources, the common query parameters, and
+``Source``."""
 
 from __future__ import annotations
 
 import datetime as dt
 import uuid
 from enum import StrEnum
-from typing import Annotated, Generic, TypeVar
+from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
 
@@ -72,11 +73,6 @@ class ProjectQuery(BaseModel):
     project_name_or_id: str | None = Field(default=None)
 
 
-Body = TypeVar("Body", bound=BaseModel)
-Metadata = TypeVar("Metadata", bound=BaseModel)
-Resources = TypeVar("Resources", bound=BaseModel)
-
-
 class ScopedRequest(BaseModel):
     """``user`` is accepted and ignored (the caller's token decides); unknown keys too."""
 
@@ -84,17 +80,6 @@ class ScopedRequest(BaseModel):
 
     user: uuid.UUID | None = None
     project: uuid.UUID
-
-
-class NamedResponse(BaseModel, Generic[Body, Metadata, Resources]):
-    """The reference's envelope, keys in its order; ``metadata`` only when hydrated."""
-
-    body: Body | None = None
-    metadata: Metadata | None = None
-    resources: Resources | None = None
-    id: uuid.UUID
-    permission_denied: bool = False
-    name: str
 
 
 class ScopedListQuery(BaseModel):

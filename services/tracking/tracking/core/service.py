@@ -10,7 +10,8 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from shared.listing import Listing, ListSpec
 from tracking.core.errors import NameTaken, ScopedNotFound
-from tracking.core.repository import Row, ScopedRepository, ScopedRow
+from tracking.core.repository import ScopedRepository
+from tracking.core.rows import Row, ScopedRow
 from tracking.core.schemas import ScopedListQuery
 from tracking.project.repository import ProjectRef
 from tracking.project.scope import resolve_project_ref

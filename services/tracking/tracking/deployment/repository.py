@@ -11,7 +11,7 @@ from shared.listing import Condition, Field, Kind, ListSpec, SortKey, column_fie
 from tracking.core.listing import scoped_fields, scoped_sort_keys
 from tracking.core.repository import ScopedRepository
 from tracking.models import Deployment, Pipeline, PipelineSnapshot
-from tracking.tag.service import tags_field, tags_sort
+from tracking.tag.repository import tags_field, tags_sort
 
 TAG_RESOURCE = "deployment"
 

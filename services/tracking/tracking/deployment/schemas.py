@@ -8,17 +8,14 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, Field
 
+from shared.envelope import NamedEnvelope
 from shared.users import NestedUser
 from tracking.artifact.schemas import TagName
 from tracking.component.schemas import ComponentResponse
 from tracking.core.rendering import EnvelopeShape
-from tracking.core.schemas import NamedResponse, ProjectScopedBody, ScopedRequest
-from tracking.pipeline.schemas import (
-    PipelineResponse,
-    PipelineSnapshotResponse,
-    nested_pipeline,
-    nested_snapshot,
-)
+from tracking.core.schemas import ProjectScopedBody, ScopedRequest
+from tracking.pipeline.schemas import PipelineResponse, nested_pipeline
+from tracking.pipeline_snapshot.schemas import PipelineSnapshotResponse, nested_snapshot
 from tracking.stack.schemas import StackResponse
 from tracking.tag.schemas import TagResponse, TagRow, TagSpec, nested_tag
 
@@ -63,7 +60,7 @@ class DeploymentResponseResources(BaseModel):
 
 
 class DeploymentResponse(
-    NamedResponse[DeploymentResponseBody, DeploymentResponseMetadata, DeploymentResponseResources]
+    NamedEnvelope[DeploymentResponseBody, DeploymentResponseMetadata, DeploymentResponseResources]
 ):
     pass
 

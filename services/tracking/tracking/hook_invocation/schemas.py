@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field
 
 from shared.db import new_id
+from shared.envelope import Envelope
 from shared.types import WireDatetime
 from shared.users import NestedUser
 from tracking.core.rendering import EnvelopeShape
@@ -79,12 +80,11 @@ class HookInvocationResponseResources(BaseModel):
     log_collection: list[dict[str, Any]] | None = None
 
 
-class HookInvocationResponse(BaseModel):
-    body: HookInvocationResponseBody | None = None
-    metadata: HookInvocationResponseMetadata | None = None
-    resources: HookInvocationResponseResources | None = None
-    id: uuid.UUID
-    permission_denied: bool = False
+class HookInvocationResponse(
+    Envelope[
+        HookInvocationResponseBody, HookInvocationResponseMetadata, HookInvocationResponseResources
+    ]
+):
     name: str | None = None
 
 

@@ -24,8 +24,9 @@ from tracking.hook_invocation.schemas import (
 from tracking.logs.repository import LogsRepository
 from tracking.logs.schemas import nested_logs
 from tracking.models import HookInvocation, PipelineRun, StepRun
-from tracking.pipeline_run.service import RunNotFound, StepNotFound
+from tracking.pipeline_run.service import RunNotFound
 from tracking.project.scope import resolve_project_ref
+from tracking.step_run.service import StepNotFound
 
 
 class HookInvocationNotFound(ScopedNotFound):

@@ -27,6 +27,12 @@ class LogsRepository:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
 
+    async def project_of(self, model: Any, owner_id: uuid.UUID) -> uuid.UUID | None:
+        """The project of the run or step (``model``) of ``owner_id``, if there is one."""
+        query = sa_select(col(model.project_id)).where(col(model.id) == owner_id)
+        found = (await self.session.exec(query)).first()  # type: ignore[call-overload]
+        return uuid.UUID(str(found[0])) if found is not None else None
+
     async def read(self, logs_id: uuid.UUID) -> Any | None:
         return (await core_execute(self.session, _BY_ID, {"id": logs_id})).first()
 

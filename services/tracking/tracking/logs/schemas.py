@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from shared.envelope import Envelope
 from shared.users import NestedUser
 from tracking.core.rendering import EnvelopeShape
 from tracking.core.schemas import ProjectScopedBody
@@ -80,14 +81,8 @@ class LogsResponseResources(BaseModel):
     user: NestedUser | None = None
 
 
-class LogsResponse(BaseModel):
+class LogsResponse(Envelope[LogsResponseBody, LogsResponseMetadata, LogsResponseResources]):
     """No ``name``: logs are found through their run or step."""
-
-    body: LogsResponseBody | None = None
-    metadata: LogsResponseMetadata | None = None
-    resources: LogsResponseResources | None = None
-    id: uuid.UUID
-    permission_denied: bool = False
 
 
 LOGS = EnvelopeShape(LogsResponse)

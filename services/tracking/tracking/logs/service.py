@@ -9,8 +9,6 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import select as sa_select
-from sqlmodel import col
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from shared.db import utcnow
@@ -48,13 +46,12 @@ class LogsService:
 
     async def _owner_project(self, field: str, owner_id: uuid.UUID) -> uuid.UUID:
         model, what = _OWNERS[field]
-        query = sa_select(col(model.project_id)).where(col(model.id) == owner_id)
-        found = (await self.session.exec(query)).first()  # type: ignore[call-overload]
+        found = await self.logs.project_of(model, owner_id)
         if found is None:
             raise NotFound(
                 f"Unable to get {what} with ID '{owner_id}': No {what} with this ID found"
             )
-        return uuid.UUID(str(found[0]))
+        return found
 
     async def _check_components(self, request: LogsRequest) -> None:
         for component_id in (request.artifact_store_id, request.log_store_id):

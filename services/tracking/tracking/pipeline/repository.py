@@ -7,9 +7,7 @@ from collections.abc import Collection
 from dataclasses import replace
 from typing import Any
 
-from sqlalchemy import Table, func
-from sqlalchemy import delete as sa_delete
-from sqlalchemy import insert as sa_insert
+from sqlalchemy import func
 from sqlalchemy import select as sa_select
 from sqlalchemy.dialects.postgresql import distinct_on
 from sqlmodel import col
@@ -20,7 +18,7 @@ from shared.users import user_field
 from tracking.core.listing import scoped_fields, scoped_sort_keys
 from tracking.core.repository import ScopedRepository
 from tracking.models import Pipeline, PipelineRun, PipelineSnapshot
-from tracking.tag.service import tags_field, tags_sort
+from tracking.tag.repository import tags_field, tags_sort
 
 # When the pipeline last ran (when it was made, if never), as the reference orders by
 # ``latest_run``: one look-up in the runs' (pipeline_id, created) index per pipeline.
@@ -104,20 +102,3 @@ class PipelineRepository(ScopedRepository[Pipeline]):
             for query in (snapshots, runs)
         ]
         return found[0], found[1]
-
-
-class SnapshotRepository:
-    def __init__(self, session: AsyncSession) -> None:
-        self.session = session
-        self.table: Table = PipelineSnapshot.__table__  # type: ignore[attr-defined]
-
-    async def read(self, snapshot_id: uuid.UUID) -> Any | None:
-        query = sa_select(*self.table.columns).where(col(PipelineSnapshot.id) == snapshot_id)
-        return (await self.session.exec(query)).first()  # type: ignore[call-overload]
-
-    async def delete(self, snapshot_id: uuid.UUID) -> None:
-        statement = sa_delete(self.table).where(col(PipelineSnapshot.id) == snapshot_id)
-        await self.session.exec(statement)
-
-    async def insert(self, values: dict[str, Any]) -> None:
-        await self.session.exec(sa_insert(self.table).values(values))

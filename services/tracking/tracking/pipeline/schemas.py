@@ -1,5 +1,5 @@
-"""Pipelines and pipeline snapshots: the few fields deployments and runs refer to, in the
-reference's shapes."""
+"""Pipelines: the few fields snapshots, deployments and runs refer to, in the reference's
+shapes."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, Field
 
+from shared.envelope import NamedEnvelope
 from shared.users import NestedUser
 from tracking.core.rendering import EnvelopeShape
-from tracking.core.schemas import NamedResponse, ProjectScopedBody, ScopedRequest
-from tracking.stack.schemas import StackResponse, nested_stack
+from tracking.core.schemas import ProjectScopedBody, ScopedRequest
 from tracking.tag.schemas import TagRef, TagResponse, TagRow, nested_tag
 
 
@@ -40,7 +40,7 @@ class PipelineResponseResources(BaseModel):
 
 
 class PipelineResponse(
-    NamedResponse[PipelineResponseBody, PipelineResponseMetadata, PipelineResponseResources]
+    NamedEnvelope[PipelineResponseBody, PipelineResponseMetadata, PipelineResponseResources]
 ):
     pass
 
@@ -78,105 +78,3 @@ def pipeline_response(item: PipelineItem, hydrate: bool, user: NestedUser | None
 def nested_pipeline(row: Any) -> dict[str, Any]:
     """Body only, as nested in snapshots, runs and deployments."""
     return PIPELINE.envelope.of(row, body=PIPELINE.body.of(row), metadata=None, resources=None)
-
-
-class PipelineSnapshotRequest(ScopedRequest):
-    """What the client compiled, kept as sent: the orchestrator runs the snapshot the
-    server answers with. A code reference and ``replace`` are accepted and not kept;
-    ``tags`` go on the snapshot, made when new."""
-
-    name: str | None = Field(default=None, max_length=255)
-    description: str | None = None
-    source_code: str | None = None
-    run_name_template: str = Field(max_length=255)
-    pipeline_configuration: dict[str, Any] = Field(default_factory=dict)
-    step_configurations: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    client_environment: dict[str, Any] = Field(default_factory=dict)
-    client_version: str | None = Field(default=None, max_length=255)
-    server_version: str | None = Field(default=None, max_length=255)
-    pipeline_version_hash: str | None = Field(default=None, max_length=255)
-    pipeline_spec: dict[str, Any] | None = None
-    is_dynamic: bool = False
-    stack: uuid.UUID
-    pipeline: uuid.UUID
-    build: uuid.UUID | None = None
-    schedule: uuid.UUID | None = None
-    tags: list[TagRef] | None = None
-    code_path: str | None = None
-    template: uuid.UUID | None = None
-    source_snapshot: uuid.UUID | None = None
-
-
-class PipelineSnapshotResponseBody(ProjectScopedBody):
-    runnable: bool
-    deployable: bool
-    is_dynamic: bool
-    pipeline_id: uuid.UUID | None = None
-
-
-class PipelineSnapshotResponseMetadata(BaseModel):
-    description: str | None = None
-    source_code: str | None = None
-    run_name_template: str
-    pipeline_configuration: dict[str, Any]
-    step_configurations: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    client_environment: dict[str, Any] = Field(default_factory=dict)
-    client_version: str | None = None
-    server_version: str | None = None
-    pipeline_version_hash: str | None = None
-    pipeline_spec: dict[str, Any] | None = None
-    code_path: str | None = None
-    template_id: uuid.UUID | None = None
-    source_snapshot_id: uuid.UUID | None = None
-    config_template: dict[str, Any] | None = None
-    config_schema: dict[str, Any] | None = None
-
-
-class PipelineSnapshotResponseResources(BaseModel):
-    user: NestedUser | None = None
-    pipeline: PipelineResponse
-    stack: StackResponse | None = None
-    build: dict[str, Any] | None = None
-    schedule: dict[str, Any] | None = None
-    code_reference: dict[str, Any] | None = None
-    deployment: dict[str, Any] | None = None
-    tags: list[TagResponse] = Field(default_factory=list)
-    latest_run_id: uuid.UUID | None = None
-    latest_run_status: str | None = None
-    latest_run_user: NestedUser | None = None
-    visualizations: list[dict[str, Any]] = Field(default_factory=list)
-
-
-class PipelineSnapshotResponse(BaseModel):
-    body: PipelineSnapshotResponseBody | None = None
-    metadata: PipelineSnapshotResponseMetadata | None = None
-    resources: PipelineSnapshotResponseResources | None = None
-    id: uuid.UUID
-    permission_denied: bool = False
-    name: str | None = None
-
-
-SNAPSHOT = EnvelopeShape(PipelineSnapshotResponse)
-
-
-def nested_snapshot(row: Any) -> dict[str, Any]:
-    return SNAPSHOT.envelope.of(row, body=SNAPSHOT.body.of(row), metadata=None, resources=None)
-
-
-def without_packages(environment: dict[str, Any] | None) -> dict[str, Any]:
-    """An environment as answered: the installed packages (long) are left out, as the
-    reference leaves them out unless asked."""
-    return {k: v for k, v in (environment or {}).items() if k != "python_packages"}
-
-
-def snapshot_response(item: Any, hydrate: bool, user: NestedUser | None) -> dict[str, Any]:
-    """``item``: a :class:`tracking.pipeline.service.Snapshot`."""
-    resources: dict[str, Any] = {
-        "user": user,
-        "pipeline": nested_pipeline(item.pipeline),
-        "stack": nested_stack(item.stack) if item.stack is not None else None,
-        "tags": [nested_tag(tag) for tag in item.tags],
-        "visualizations": [],
-    }
-    metadata = {"client_environment": without_packages(item.snapshot.client_environment)}
-    return SNAPSHOT(item.snapshot, resources, hydrate=hydrate, metadata=metadata)

@@ -1,24 +1,22 @@
-"""Business rules for pipelines and snapshots: a snapshot's pipeline and stack exist, and
-its pipeline is in its project."""
+"""Business rules for pipelines: a pipeline's name is unique in its project, and it goes
+with its snapshots and runs."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from shared.db import new_id, utcnow
-from shared.errors import NotFound
 from shared.listing import Listing
 from tracking.core.errors import NameTaken, ScopedNotFound
-from tracking.core.repository import ScopedRow
+from tracking.core.rows import ScopedRow
 from tracking.core.schemas import ScopedListQuery
 from tracking.core.service import ScopedService
-from tracking.models import Pipeline, PipelineBuild, Schedule, Stack
-from tracking.pipeline.repository import PIPELINES, PipelineRepository, SnapshotRepository
-from tracking.pipeline.schemas import PipelineItem, PipelineRequest, PipelineSnapshotRequest
+from tracking.models import Pipeline
+from tracking.pipeline.repository import PIPELINES, PipelineRepository
+from tracking.pipeline.schemas import PipelineItem, PipelineRequest
 from tracking.run_metadata.repository import RunMetadataRepository
 from tracking.tag.schemas import TaggableResourceTypes
 from tracking.tag.service import TagService
@@ -34,27 +32,6 @@ class PipelineNotFound(ScopedNotFound):
 
 class PipelineAlreadyExists(NameTaken):
     resource = "pipeline"
-
-
-class SnapshotNotFound(NotFound):
-    def __init__(self, snapshot_id: object) -> None:
-        super().__init__(
-            f"Unable to get pipeline snapshot with ID '{snapshot_id}': "
-            "No pipeline snapshot with this ID found"
-        )
-
-
-class Snapshot(NamedTuple):
-    """A snapshot's row with its pipeline's and its stack's (``None`` once deleted)."""
-
-    snapshot: Any
-    pipeline: Any
-    stack: Any = None
-    tags: Sequence[Any] = ()
-
-    @property
-    def user_id(self) -> uuid.UUID | None:
-        return self.snapshot.user_id  # type: ignore[no-any-return]
 
 
 class PipelineService(ScopedService[Pipeline]):
@@ -111,77 +88,3 @@ class PipelineService(ScopedService[Pipeline]):
         if pipeline is None or pipeline.project_id != project_id:
             raise PipelineNotFound(pipeline_id)
         return pipeline
-
-
-class SnapshotService:
-    def __init__(self, session: AsyncSession) -> None:
-        self.pipelines = PipelineService(session)
-        self.snapshots = SnapshotRepository(session)
-        self.tags = self.pipelines.tags
-
-    async def get(self, snapshot_id: uuid.UUID) -> Snapshot:
-        snapshot = await self.snapshots.read(snapshot_id)
-        if snapshot is None:
-            raise SnapshotNotFound(snapshot_id)
-        pipeline = await self.pipelines.read_row(snapshot.pipeline_id)
-        stack = None
-        if snapshot.stack_id is not None:
-            stack = await self.snapshots.session.get(Stack, snapshot.stack_id)
-        tags = await self.tags.for_resources(SNAPSHOT_TAG_RESOURCE, [snapshot_id])
-        return Snapshot(snapshot, pipeline, stack, tags.get(snapshot_id, ()))
-
-    async def create(self, request: PipelineSnapshotRequest, user_id: uuid.UUID) -> Snapshot:
-        project = await self.pipelines.project(request.project)
-        await self.pipelines.in_project(request.pipeline, project.id)
-        for model, wanted, what in (
-            (Stack, request.stack, "stack"),
-            (PipelineBuild, request.build, "pipeline build"),
-            (Schedule, request.schedule, "schedule"),
-        ):
-            if wanted is not None and await self.snapshots.session.get(model, wanted) is None:
-                raise NotFound(
-                    f"Unable to get {what} with ID '{wanted}': No {what} with this ID found"
-                )
-        now = utcnow()
-        snapshot_id = new_id()
-        await self.snapshots.insert(
-            {
-                "id": snapshot_id,
-                "project_id": project.id,
-                "name": request.name,
-                "description": request.description,
-                "source_code": request.source_code,
-                "run_name_template": request.run_name_template,
-                "pipeline_configuration": request.pipeline_configuration,
-                "step_configurations": request.step_configurations,
-                "client_environment": request.client_environment,
-                "client_version": request.client_version,
-                "server_version": request.server_version,
-                "pipeline_version_hash": request.pipeline_version_hash,
-                "pipeline_spec": request.pipeline_spec,
-                "code_path": request.code_path,
-                "build_id": request.build,
-                "schedule_id": request.schedule,
-                "template_id": request.template,
-                "source_snapshot_id": request.source_snapshot,
-                "is_dynamic": request.is_dynamic,
-                # Nothing here builds images or runs pipelines from the server; a
-                # snapshot is deployable, as in the reference, once it has a build.
-                "runnable": False,
-                "deployable": request.build is not None,
-                "pipeline_id": request.pipeline,
-                "stack_id": request.stack,
-                "user_id": user_id,
-                "created": now,
-                "updated": now,
-            }
-        )
-        names = request.tags or []
-        await self.tags.attach(SNAPSHOT_TAG_RESOURCE, snapshot_id, names, user_id)
-        return await self.get(snapshot_id)
-
-    async def delete(self, snapshot_id: uuid.UUID) -> None:
-        """The snapshot and its tags (its runs stay, without it)."""
-        await self.get(snapshot_id)
-        await self.tags.detach_all(SNAPSHOT_TAG_RESOURCE, [snapshot_id])
-        await self.snapshots.delete(snapshot_id)

@@ -7,6 +7,7 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shared.envelope import Envelope
 from shared.users import NestedUser
 from tracking.core.rendering import EnvelopeShape
 from tracking.core.schemas import ProjectScopedBody, ScopedListQuery, ScopedRequest
@@ -68,12 +69,10 @@ class PipelineBuildResponseResources(BaseModel):
     user: NestedUser | None = None
 
 
-class PipelineBuildResponse(BaseModel):
-    body: ProjectScopedBody | None = None
-    metadata: PipelineBuildResponseMetadata | None = None
-    resources: PipelineBuildResponseResources | None = None
-    id: uuid.UUID
-    permission_denied: bool = False
+class PipelineBuildResponse(
+    Envelope[ProjectScopedBody, PipelineBuildResponseMetadata, PipelineBuildResponseResources]
+):
+    pass
 
 
 class BuildItemRow(NamedTuple):

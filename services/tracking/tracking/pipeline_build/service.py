@@ -6,7 +6,6 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from shared.listing import Listing
@@ -103,8 +102,4 @@ class PipelineBuildService:
         ]
 
     async def _by_id(self, model: type[Any], ids: set[Any]) -> dict[uuid.UUID, Any]:
-        ids.discard(None)
-        if not ids:
-            return {}
-        rows = (await self.session.exec(select(model).where(col(model.id).in_(ids)))).all()
-        return {row.id: row for row in rows}
+        return await self.repository.by_id(model, ids)

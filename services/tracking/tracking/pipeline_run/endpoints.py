@@ -8,19 +8,19 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from shared.auth import ScopeKind, TokenKind
+from shared.auth import ScopeKind
 from shared.db import transaction
-from shared.errors import AuthorizationFailed, Conflict
+from shared.errors import Conflict
 from shared.listing import read_list, resolve_lookups
 from shared.pagination import Page
 from shared.responses import render, render_null
 from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
 from shared.users import users_by_id
-from tracking.core.auth import MANAGING_KINDS, caller, caller_id, object_id
+from tracking.core.auth import caller, caller_id, object_id, snapshot_runner
 from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
 from tracking.logs.entries import LogEntry
-from tracking.pipeline_run.repository import RUNS, STEPS
+from tracking.pipeline_run.repository import RUNS
 from tracking.pipeline_run.run_page import RunPageService
 from tracking.pipeline_run.schemas import (
     DagQuery,
@@ -32,11 +32,8 @@ from tracking.pipeline_run.schemas import (
     PipelineSnapshotRunRequest,
     RunListQuery,
     RunQuery,
-    StepLogsQuery,
-    StepRunResponse,
     StopQuery,
     run_response,
-    step_response,
 )
 from tracking.pipeline_run.service import RunService
 from tracking.pipeline_run.statistics import (
@@ -46,6 +43,8 @@ from tracking.pipeline_run.statistics import (
     filter_listing,
 )
 from tracking.settings import Settings
+from tracking.step_run.repository import STEPS
+from tracking.step_run.schemas import StepLogsQuery, StepRunResponse, step_response
 from tracking.store import ArtifactStores
 
 LIST_QUERY = RUNS.query_model(extra=query_extras(RunListQuery))
@@ -84,26 +83,10 @@ async def get_or_create_run(request: Request) -> Response:
     return render([run_response(item, True, user), created])
 
 
-SNAPSHOT_RUN_KINDS = (*MANAGING_KINDS, TokenKind.SERVICE)
-
-
-def snapshot_runner(request: Request) -> uuid.UUID | None:
-    """Who may run a snapshot, and as which user: a user (login, device or generic API
-    token) as itself, or a service named in ``snapshot_run_clients`` (the webhooks
-    service, for its triggers) as nobody (the run records the trigger instead). A workload
-    token may not: it is bound to its own run, schedule or deployment."""
-    principal = caller(request, kinds=SNAPSHOT_RUN_KINDS)
-    if principal.kind != TokenKind.SERVICE:
-        return caller_id(request, kinds=SNAPSHOT_RUN_KINDS)
-    settings: Settings = request.state.settings
-    if principal.identity not in {f"service:{c}" for c in settings.snapshot_run_clients}:
-        raise AuthorizationFailed(f"The service '{principal.display_name}' may not run snapshots.")
-    return None
-
-
 async def run_snapshot(request: Request) -> Response:
     """A new run of the snapshot (for a trigger execution that asked before: its run)."""
-    user_id = snapshot_runner(request)
+    settings: Settings = request.state.settings
+    user_id = snapshot_runner(request, settings.snapshot_run_clients)
     snapshot_id = path_param(request, "snapshot_id", uuid.UUID)
     body = await parse_json(request, PipelineSnapshotRunRequest)
     try:

@@ -18,17 +18,18 @@ from shared.listing import Listing
 from tracking.logs.entries import LogEntry
 from tracking.logs.service import LogsService
 from tracking.pipeline_run.dag import build_dag
-from tracking.pipeline_run.repository import RunRepository, StepRepository
+from tracking.pipeline_run.repository import RunRepository
 from tracking.pipeline_run.schemas import (
     ExecutionStatus,
     PipelineRunUpdate,
-    StepItem,
-    StepLogsQuery,
     run_config,
     substitutions,
 )
-from tracking.pipeline_run.service import RunService, StepService
+from tracking.pipeline_run.service import RunService
 from tracking.run_metadata.schemas import MetadataResourceTypes
+from tracking.step_run.repository import StepRepository
+from tracking.step_run.schemas import StepItem, StepLogsQuery
+from tracking.step_run.service import StepService
 from tracking.store import ArtifactStores
 
 STOP_REASON = "Manual stop requested."

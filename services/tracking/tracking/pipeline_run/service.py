@@ -1,5 +1,5 @@
-"""Business rules for runs and steps: a run belongs to an existing snapshot of its project;
-a step to an existing run; the artifact versions a step links to exist in that project.
+"""Business rules for runs: a run belongs to an existing snapshot of its project (a
+run's steps have theirs in :mod:`tracking.step_run.service`).
 
 A run the client announces (``initializing``) is taken by the orchestrator that runs it
 (``POST /runs`` with its orchestrator run id and a running status), as in the reference;
@@ -12,54 +12,39 @@ import uuid
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from pydantic import ValidationError
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from shared.db import utcnow
 from shared.errors import BadRequest, Conflict, Forbidden, NotFound
 from shared.listing import Listing
-from tracking.artifact_version.schemas import version_response
-from tracking.artifact_version.service import ArtifactVersionService
 from tracking.core.errors import NameTaken, ScopedNotFound
-from tracking.core.repository import ScopedRepository
-from tracking.core.schemas import ScopedListQuery
 from tracking.core.service import ScopedService
-from tracking.logs.entries import LogEntry
 from tracking.logs.schemas import LogsRequest
 from tracking.logs.service import LogsService
-from tracking.models import PipelineRun, StepRun
-from tracking.pipeline.service import Snapshot, SnapshotNotFound, SnapshotService
-from tracking.pipeline_run.dag import dag_fields
+from tracking.models import PipelineRun
 from tracking.pipeline_run.repository import (
     RUNS,
-    STEPS,
     TAG_RESOURCE,
     RunRepository,
-    StepRepository,
 )
 from tracking.pipeline_run.schemas import (
     PLACEHOLDER,
-    ExceptionInfo,
     ExecutionStatus,
     PipelineRunRequest,
     PipelineRunUpdate,
     PipelineSnapshotRunRequest,
     RunItem,
     RunListQuery,
-    StepItem,
-    StepLogsQuery,
-    StepRunRequest,
-    StepRunUpdate,
-    as_links,
     derived_status,
+    exception_info_json,
     in_progress,
     substitutions,
 )
+from tracking.pipeline_snapshot.schemas import Snapshot
+from tracking.pipeline_snapshot.service import SnapshotNotFound, SnapshotService
 from tracking.project.repository import ProjectRef
 from tracking.run_metadata.repository import RunMetadataRepository
 from tracking.run_metadata.schemas import MetadataResourceTypes
-from tracking.store import ArtifactStores
-from tracking.tag.schemas import TaggableResourceTypes, TagSpec
 from tracking.tag.service import TagService
 
 STEP_ONLY = frozenset(
@@ -74,12 +59,7 @@ STEP_ONLY = frozenset(
 RESUMABLE = frozenset({ExecutionStatus.PAUSED, ExecutionStatus.FAILED})
 """The statuses a run may be resumed from."""
 STOPPING_OR_STOPPED = frozenset({ExecutionStatus.STOPPING, ExecutionStatus.STOPPED})
-REUSED = frozenset({ExecutionStatus.CACHED, ExecutionStatus.SKIPPED})
-"""The statuses of a step that reuses its original's run: it shows the original's metadata."""
-VERSION_TAG_RESOURCE = TaggableResourceTypes.ARTIFACT_VERSION.value
-INPUT = "input"
 MAX_RUN_NAME = 255
-OUTPUT = "output"
 
 
 class RunNotFound(ScopedNotFound):
@@ -88,13 +68,6 @@ class RunNotFound(ScopedNotFound):
 
 class RunAlreadyExists(NameTaken):
     resource = "pipeline run"
-
-
-class StepNotFound(NotFound):
-    def __init__(self, step_id: object) -> None:
-        super().__init__(
-            f"Unable to get step run with ID '{step_id}': No step run with this ID found"
-        )
 
 
 class RunService(ScopedService[PipelineRun]):
@@ -219,7 +192,7 @@ class RunService(ScopedService[PipelineRun]):
             status_reason=request.status_reason,
             orchestrator_run_id=request.orchestrator_run_id,
             orchestrator_environment=request.orchestrator_environment,
-            exception_info=_info(request.exception_info),
+            exception_info=exception_info_json(request.exception_info),
             start_time=request.start_time or utcnow(),
             end_time=request.end_time,
             user_id=user_id,
@@ -350,7 +323,7 @@ class RunService(ScopedService[PipelineRun]):
         if update.orchestrator_run_id is not None:
             run.orchestrator_run_id = update.orchestrator_run_id
         if update.exception_info is not None:
-            run.exception_info = _info(update.exception_info)
+            run.exception_info = exception_info_json(update.exception_info)
         await self.session.flush()
         for logs in update.add_logs or []:
             await LogsService(self.session).create(logs, user_id, run_id=run_id)
@@ -421,238 +394,3 @@ def run_name(snapshot: Any, start: dt.datetime) -> str:
             f"{MAX_RUN_NAME} allowed)."
         )
     return name
-
-
-def _info(info: ExceptionInfo | None) -> dict[str, Any] | None:
-    return info.model_dump(mode="json") if info is not None else None
-
-
-class StepService:
-    def __init__(self, session: AsyncSession) -> None:
-        self.session = session
-        self.steps = StepRepository(session)
-        self.pages = ScopedRepository(session, StepRun)
-        self.runs = RunService(session)
-        self.versions = ArtifactVersionService(session)
-        self.logs = LogsService(session)
-
-    async def list_page(
-        self, listing: Listing, query: ScopedListQuery
-    ) -> tuple[int, list[StepItem]]:
-        project = await self.runs.project(query.project)
-        total, rows = await self.pages.page(STEPS, listing, project.id, query.scope_user)
-        return total, await self.items(rows, hydrate=listing.hydrate)
-
-    async def get(self, step_id: uuid.UUID) -> StepItem:
-        step = await self.steps.read(step_id)
-        if step is None:
-            raise StepNotFound(step_id)
-        (item,) = await self.items([step])
-        return item
-
-    async def items(self, steps: Sequence[Any], *, hydrate: bool = True) -> list[StepItem]:
-        """Each step with its run's snapshot, its logs, the artifact versions it read
-        and produced and, hydrated, its metadata, read for all the steps at once."""
-        runs = {
-            item.run.id: item
-            for item in await self.runs.items_of({step.pipeline_run_id for step in steps})
-        }
-        step_ids = [step.id for step in steps]
-        logs = await self.logs.of_steps(step_ids)
-        metadata = {}
-        if hydrate:
-            metadata = await self.runs.metadata.values(MetadataResourceTypes.STEP_RUN, step_ids)
-        links = await self.steps.links_of([step.id for step in steps])
-        version_ids = {link.artifact_version_id for found in links.values() for link in found}
-        versions = await self.versions.many(list(version_ids))
-        # Nested versions are body-only, as in the reference.
-        rendered = {
-            item.version.id: {**version_response(item, False, None), "resources": None}
-            for item in versions
-        }
-        items = []
-        for step in steps:
-            by_direction: dict[str, dict[str, list[dict[str, Any]]]] = {INPUT: {}, OUTPUT: {}}
-            for link in links[step.id]:
-                nested = dict(rendered[link.artifact_version_id])
-                named = by_direction[link.direction].setdefault(link.name, [])
-                if link.direction == INPUT:
-                    nested.update(
-                        input_type="step_output",
-                        index=len(named),
-                        chunk_index=None,
-                        chunk_size=None,
-                    )
-                named.append(nested)
-            run = runs.get(step.pipeline_run_id)
-            snapshot = run.snapshot if run is not None else None
-            start = run.run.start_time if run is not None else None
-            items.append(
-                StepItem(
-                    step,
-                    snapshot,
-                    start,
-                    by_direction[INPUT],
-                    by_direction[OUTPUT],
-                    logs[step.id],
-                    metadata.get(step.id, {}),
-                )
-            )
-        return items
-
-    async def log_entries(
-        self, step_id: uuid.UUID, query: StepLogsQuery, stores: ArtifactStores
-    ) -> list[LogEntry]:
-        """The entries of the step's logs of one source (the first such logs) or of one
-        id, read from the artifact store they were written to."""
-        query.check()
-        if await self.steps.read(step_id) is None:
-            raise StepNotFound(step_id)
-        collection = (await self.logs.of_steps([step_id]))[step_id]
-        return await self.logs.entries(collection, query, f"step {step_id}", stores)
-
-    async def create(self, request: StepRunRequest, user_id: uuid.UUID) -> StepItem:
-        run = await self.runs.repository.read(request.pipeline_run_id)
-        if run is None:
-            raise RunNotFound(request.pipeline_run_id)
-        links = {INPUT: request.links(INPUT), OUTPUT: request.links(OUTPUT)}
-        await self._check_versions(links, run.project_id)
-        if request.original_step_run_id is not None:
-            original = await self.steps.read(request.original_step_run_id)
-            if original is None or original.project_id != run.project_id:
-                raise StepNotFound(request.original_step_run_id)
-        parents = request.parent_step_ids or await self._upstream_steps(run, request.name)
-        dynamic = request.dynamic_config.model_dump() if request.dynamic_config else None
-        step = StepRun(
-            project_id=run.project_id,
-            pipeline_run_id=run.id,
-            name=request.name,
-            status=request.status,
-            start_time=request.start_time,
-            end_time=request.end_time,
-            cache_key=request.cache_key,
-            cache_expires_at=request.cache_expires_at,
-            code_hash=request.code_hash,
-            docstring=request.docstring,
-            source_code=request.source_code,
-            original_step_run_id=request.original_step_run_id,
-            parent_step_ids=[str(parent) for parent in parents],
-            exception_info=_info(request.exception_info),
-            dynamic_config=dynamic,
-            dag_config=dag_fields(dynamic) if dynamic is not None else None,
-            user_id=user_id,
-        )
-        await self.steps.insert(
-            step,
-            Conflict(
-                f"Unable to create step '{request.name}': A step with this name already "
-                f"exists in the pipeline run with ID '{run.id}'."
-            ),
-        )
-        await self._link(step.id, links)
-        if request.status in REUSED:
-            if request.original_step_run_id is not None:
-                await self.runs.metadata.copy(
-                    MetadataResourceTypes.STEP_RUN, request.original_step_run_id, step.id, user_id
-                )
-            await self._cascade_tags(run, links[OUTPUT], user_id)
-        if isinstance(request.logs, LogsRequest):
-            await self.logs.create(request.logs, user_id, step_id=step.id)
-        elif request.logs is not None:
-            await self.logs.attach([request.logs], step_id=step.id)
-        await self.runs.follow_steps(run.id)
-        return await self.get(step.id)
-
-    async def _cascade_tags(
-        self, run: Any, outputs: dict[str, list[uuid.UUID]], user_id: uuid.UUID
-    ) -> None:
-        """The pipeline configuration's cascading tags go on a reused step's outputs, as
-        the reference puts them (the client tags the outputs of the steps it runs)."""
-        snapshot = (
-            await self.runs.snapshots.snapshots.read(run.snapshot_id) if run.snapshot_id else None
-        )
-        configured = ((snapshot.pipeline_configuration or {}) if snapshot else {}).get("tags")
-        cascading = []
-        for tag in configured if isinstance(configured, list) else []:
-            if isinstance(tag, dict) and tag.get("cascade"):
-                try:
-                    cascading.append(TagSpec.model_validate(tag))
-                except ValidationError:
-                    continue  # not a tag the client could have sent
-        if not cascading:
-            return
-        for version_id in dict.fromkeys(v for ids in outputs.values() for v in ids):
-            await self.runs.tags.attach(VERSION_TAG_RESOURCE, version_id, cascading, user_id)
-
-    async def _upstream_steps(self, run: Any, name: str) -> list[uuid.UUID]:
-        """The run's steps that the snapshot's spec puts upstream of step ``name`` (the
-        reference's parents of a step the client names none for)."""
-        if run.snapshot_id is None:
-            return []
-        snapshot = await self.runs.snapshots.snapshots.read(run.snapshot_id)
-        configured = (snapshot.step_configurations or {}).get(name) if snapshot else None
-        upstream = ((configured or {}).get("spec") or {}).get("upstream_steps") or []
-        return await self.steps.ids_by_name(run.id, [str(u) for u in upstream])
-
-    async def update(
-        self, step_id: uuid.UUID, update: StepRunUpdate, user_id: uuid.UUID
-    ) -> StepItem:
-        """New outputs, a new status (a finished one ends the step unless an end is
-        given), an exception, the cache's expiry, more logs; then the run follows."""
-        step = await self.session.get(StepRun, step_id)
-        if step is None:
-            raise StepNotFound(step_id)
-        outputs = {OUTPUT: as_links(update.outputs)}
-        await self._check_versions(outputs, step.project_id)
-        step.updated = utcnow()
-        if update.status is not None:
-            step.status = update.status
-            if not in_progress(update.status) and update.end_time is None:
-                step.end_time = step.end_time or step.updated
-        if update.end_time is not None:
-            step.end_time = update.end_time
-        if update.exception_info is not None:
-            step.exception_info = _info(update.exception_info)
-        if update.cache_expires_at is not None:
-            step.cache_expires_at = update.cache_expires_at
-        await self.session.flush()
-        await self._link(step_id, outputs, known=await self.steps.links(step_id))
-        for logs in update.add_logs or []:
-            await self.logs.create(logs, user_id, step_id=step_id)
-        await self.runs.follow_steps(step.pipeline_run_id)
-        return await self.get(step_id)
-
-    async def _check_versions(
-        self, links: dict[str, dict[str, list[uuid.UUID]]], project_id: uuid.UUID
-    ) -> None:
-        wanted = [v for by_name in links.values() for ids in by_name.values() for v in ids]
-        found = await self.steps.versions_in(wanted, project_id)
-        missing = [v for v in wanted if v not in found]
-        if missing:
-            raise NotFound(
-                f"Unable to get artifact version with ID '{missing[0]}': No artifact version "
-                f"with this ID found in the run's project"
-            )
-
-    async def _link(
-        self,
-        step_id: uuid.UUID,
-        links: dict[str, dict[str, list[uuid.UUID]]],
-        known: Sequence[Any] = (),
-    ) -> None:
-        """Link the versions not linked yet (``known``: the step's links)."""
-        have = {(k.direction, k.name, k.artifact_version_id) for k in known}
-        await self.steps.link(
-            [
-                {
-                    "step_id": step_id,
-                    "direction": direction,
-                    "name": name,
-                    "artifact_version_id": version_id,
-                }
-                for direction, by_name in links.items()
-                for name, ids in by_name.items()
-                for version_id in dict.fromkeys(ids)
-                if (direction, name, version_id) not in have
-            ]
-        )

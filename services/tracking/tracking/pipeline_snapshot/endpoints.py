@@ -1,5 +1,5 @@
 """``/pipeline_snapshots``: a pipeline's code and configuration, frozen for runs and
-deployments (the models and rules live with pipelines: :mod:`tracking.pipeline`)."""
+deployments (the model lives with pipelines: :mod:`tracking.models.pipeline`)."""
 
 from __future__ import annotations
 
@@ -11,20 +11,26 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from shared.db import transaction
+from shared.listing import read_list
+from shared.pagination import Page
 from shared.responses import render, render_null
 from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
 from tracking.artifact_version.download import SNAPSHOT_CODE, DownloadTokens
-from tracking.core.auth import caller_id
-from tracking.core.rendering import render_one
+from tracking.core.auth import caller, caller_id
+from tracking.core.listing import query_extras
+from tracking.core.rendering import render_one, render_page
 from tracking.core.schemas import HydrateQuery
-from tracking.pipeline.schemas import (
+from tracking.pipeline_snapshot.repository import SNAPSHOTS
+from tracking.pipeline_snapshot.schemas import (
     PipelineSnapshotRequest,
     PipelineSnapshotResponse,
+    SnapshotListQuery,
     snapshot_response,
 )
-from tracking.pipeline.service import SnapshotService
-from tracking.pipeline_snapshot.service import SnapshotCodeService
+from tracking.pipeline_snapshot.service import SnapshotCodeService, SnapshotService
 from tracking.settings import Settings
+
+LIST_QUERY = SNAPSHOTS.query_model(extra=query_extras(SnapshotListQuery))
 
 
 class CodeQuery(BaseModel):
@@ -87,6 +93,15 @@ async def code(request: Request) -> Response:
     )
 
 
+async def list_snapshots(request: Request) -> Response:
+    caller(request)
+    listing = await read_list(request, SNAPSHOTS)
+    query = parse_query(request, SnapshotListQuery)
+    async with transaction(request) as session:
+        total, items = await SnapshotService(session).list_page(listing, query)
+    return await render_page(request, listing, total, items, snapshot_response)
+
+
 def routes() -> list[ApiRoute]:
     many = "/api/v1/pipeline_snapshots"
     one = many + "/{snapshot_id}"
@@ -134,5 +149,15 @@ def routes() -> list[ApiRoute]:
             auth=False,
             response_media_type="application/gzip",
             errors=(400, 401, 403, 404),
+        ),
+        api_route(
+            "/api/v1/pipeline_snapshots",
+            list_snapshots,
+            method="GET",
+            summary="List Pipeline Snapshots",
+            tags=["pipeline_snapshots"],
+            query=LIST_QUERY,
+            response=Page[PipelineSnapshotResponse],
+            errors=(400, 404),
         ),
     ]

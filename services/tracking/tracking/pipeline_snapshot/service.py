@@ -1,6 +1,8 @@
-"""A snapshot's code, as the dashboard offers it for download: the archive the client
-uploaded to the snapshot's stack's artifact store (``code_path``), read from that store
-within its confinement rules and at most ``download_size_limit`` bytes."""
+"""Business rules for snapshots: a snapshot's pipeline and stack exist, and its pipeline
+is in its project. And a snapshot's code, as the dashboard offers it for download
+(:class:`SnapshotCodeService`): the archive the client uploaded to the snapshot's
+stack's artifact store (``code_path``), read from that store within its confinement rules
+and at most ``download_size_limit`` bytes."""
 
 from __future__ import annotations
 
@@ -9,11 +11,112 @@ from typing import NamedTuple
 
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from shared.db import new_id, utcnow
 from shared.errors import BadRequest, Forbidden, NotFound
-from tracking.pipeline.service import SnapshotService
-from tracking.pipeline_snapshot.repository import SnapshotStoreRepository
+from shared.listing import Listing
+from tracking.models import PipelineBuild, Schedule, Stack
+from tracking.pipeline.service import SNAPSHOT_TAG_RESOURCE, PipelineService
+from tracking.pipeline_snapshot.repository import SnapshotRepository, SnapshotStoreRepository
+from tracking.pipeline_snapshot.schemas import PipelineSnapshotRequest, Snapshot, SnapshotListQuery
 from tracking.store import ArtifactStores
 from tracking.store.base import ArtifactStore, Entry
+
+
+class SnapshotNotFound(NotFound):
+    def __init__(self, snapshot_id: object) -> None:
+        super().__init__(
+            f"Unable to get pipeline snapshot with ID '{snapshot_id}': "
+            "No pipeline snapshot with this ID found"
+        )
+
+
+class SnapshotService:
+    def __init__(self, session: AsyncSession) -> None:
+        self.pipelines = PipelineService(session)
+        self.snapshots = SnapshotRepository(session)
+        self.tags = self.pipelines.tags
+
+    async def list_page(
+        self, listing: Listing, query: SnapshotListQuery
+    ) -> tuple[int, list[Snapshot]]:
+        """The page's snapshots, each with its pipeline, stack and tags."""
+        project = await self.pipelines.project(query.project_name_or_id or query.project)
+        total, rows = await self.snapshots.page(listing, project.id, query.scope_user)
+        pipelines, stacks = await self.snapshots.pipelines_and_stacks(rows)
+        tags = await self.tags.for_resources(SNAPSHOT_TAG_RESOURCE, [row.id for row in rows])
+        return total, [
+            Snapshot(
+                row, pipelines.get(row.pipeline_id), stacks.get(row.stack_id), tags.get(row.id, ())
+            )
+            for row in rows
+        ]
+
+    async def get(self, snapshot_id: uuid.UUID) -> Snapshot:
+        snapshot = await self.snapshots.read(snapshot_id)
+        if snapshot is None:
+            raise SnapshotNotFound(snapshot_id)
+        pipeline = await self.pipelines.read_row(snapshot.pipeline_id)
+        stack = None
+        if snapshot.stack_id is not None:
+            stack = await self.snapshots.stack(snapshot.stack_id)
+        tags = await self.tags.for_resources(SNAPSHOT_TAG_RESOURCE, [snapshot_id])
+        return Snapshot(snapshot, pipeline, stack, tags.get(snapshot_id, ()))
+
+    async def create(self, request: PipelineSnapshotRequest, user_id: uuid.UUID) -> Snapshot:
+        project = await self.pipelines.project(request.project)
+        await self.pipelines.in_project(request.pipeline, project.id)
+        for model, wanted, what in (
+            (Stack, request.stack, "stack"),
+            (PipelineBuild, request.build, "pipeline build"),
+            (Schedule, request.schedule, "schedule"),
+        ):
+            if wanted is not None and not await self.snapshots.exists(model, wanted):
+                raise NotFound(
+                    f"Unable to get {what} with ID '{wanted}': No {what} with this ID found"
+                )
+        now = utcnow()
+        snapshot_id = new_id()
+        await self.snapshots.insert(
+            {
+                "id": snapshot_id,
+                "project_id": project.id,
+                "name": request.name,
+                "description": request.description,
+                "source_code": request.source_code,
+                "run_name_template": request.run_name_template,
+                "pipeline_configuration": request.pipeline_configuration,
+                "step_configurations": request.step_configurations,
+                "client_environment": request.client_environment,
+                "client_version": request.client_version,
+                "server_version": request.server_version,
+                "pipeline_version_hash": request.pipeline_version_hash,
+                "pipeline_spec": request.pipeline_spec,
+                "code_path": request.code_path,
+                "build_id": request.build,
+                "schedule_id": request.schedule,
+                "template_id": request.template,
+                "source_snapshot_id": request.source_snapshot,
+                "is_dynamic": request.is_dynamic,
+                # Nothing here builds images or runs pipelines from the server; a
+                # snapshot is deployable, as in the reference, once it has a build.
+                "runnable": False,
+                "deployable": request.build is not None,
+                "pipeline_id": request.pipeline,
+                "stack_id": request.stack,
+                "user_id": user_id,
+                "created": now,
+                "updated": now,
+            }
+        )
+        names = request.tags or []
+        await self.tags.attach(SNAPSHOT_TAG_RESOURCE, snapshot_id, names, user_id)
+        return await self.get(snapshot_id)
+
+    async def delete(self, snapshot_id: uuid.UUID) -> None:
+        """The snapshot and its tags (its runs stay, without it)."""
+        await self.get(snapshot_id)
+        await self.tags.detach_all(SNAPSHOT_TAG_RESOURCE, [snapshot_id])
+        await self.snapshots.delete(snapshot_id)
 
 
 class SnapshotCode(NamedTuple):

@@ -7,7 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from tracking.core.schemas import NamedResponse, Timestamps
+from shared.envelope import NamedEnvelope
+from tracking.core.schemas import Timestamps
 from tracking.models import Project
 from tracking.project.repository import PROJECTS
 
@@ -64,7 +65,7 @@ class ProjectResponseResources(BaseModel):
 
 
 class ProjectResponse(
-    NamedResponse[ProjectResponseBody, ProjectResponseMetadata, ProjectResponseResources]
+    NamedEnvelope[ProjectResponseBody, ProjectResponseMetadata, ProjectResponseResources]
 ):
     name: str = Field(max_length=50)
 

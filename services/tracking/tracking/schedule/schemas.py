@@ -8,10 +8,11 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shared.envelope import NamedEnvelope
 from shared.types import WireDatetime
 from shared.users import NestedUser
 from tracking.core.rendering import EnvelopeShape
-from tracking.core.schemas import InputDatetime, NamedResponse, ProjectScopedBody, ScopedRequest
+from tracking.core.schemas import InputDatetime, ProjectScopedBody, ScopedRequest
 
 
 class ScheduleRequest(ScopedRequest):
@@ -59,7 +60,7 @@ class ScheduleResponseResources(BaseModel):
 
 
 class ScheduleResponse(
-    NamedResponse[ScheduleResponseBody, ScheduleResponseMetadata, ScheduleResponseResources]
+    NamedEnvelope[ScheduleResponseBody, ScheduleResponseMetadata, ScheduleResponseResources]
 ):
     pass
 

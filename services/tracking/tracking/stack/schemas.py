@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from shared.envelope import NamedEnvelope
 from shared.users import NestedUser
 from tracking.component.flavors import MULTIPLE_PER_STACK, StackComponentType
 from tracking.component.schemas import (
@@ -18,7 +19,7 @@ from tracking.component.schemas import (
     nested_component,
     valid_name,
 )
-from tracking.core.schemas import NamedResponse, UserScopedBody
+from tracking.core.schemas import UserScopedBody
 from tracking.models import Stack, StackComponent
 
 Composition = dict[StackComponentType, list[uuid.UUID]]
@@ -99,7 +100,7 @@ class StackResponseResources(UserScopedResources):
 
 
 class StackResponse(
-    NamedResponse[StackResponseBody, StackResponseMetadata, StackResponseResources]
+    NamedEnvelope[StackResponseBody, StackResponseMetadata, StackResponseResources]
 ):
     pass
 

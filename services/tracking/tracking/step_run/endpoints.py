@@ -1,6 +1,5 @@
 """``/steps``: the step runs of a pipeline run, which link artifact versions and whose
-cache keys the client looks up to reuse an earlier run of a step (the models and rules
-live with runs: :mod:`tracking.pipeline_run`)."""
+cache keys the client looks up to reuse an earlier run of a step."""
 
 from __future__ import annotations
 
@@ -21,18 +20,17 @@ from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
 from tracking.core.schemas import HydrateQuery, ScopedListQuery
 from tracking.logs.entries import LogEntry
-from tracking.pipeline_run.repository import STEPS
-from tracking.pipeline_run.schemas import (
-    ExecutionStatus,
+from tracking.pipeline_run.schemas import ExecutionStatus
+from tracking.step_run.repository import STEPS
+from tracking.step_run.schemas import (
+    StepHeartbeatResponse,
     StepLogsQuery,
     StepRunRequest,
     StepRunResponse,
     StepRunUpdate,
     step_response,
 )
-from tracking.pipeline_run.service import StepService
-from tracking.step_run.schemas import StepHeartbeatResponse
-from tracking.step_run.service import StepPageService
+from tracking.step_run.service import StepPageService, StepService
 from tracking.store import ArtifactStores
 
 LIST_QUERY = STEPS.query_model(extra=query_extras(ScopedListQuery))

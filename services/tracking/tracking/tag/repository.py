@@ -1,16 +1,19 @@
 """Tag queries and the list declaration; the resources a tag can be on, where they live
-and the scope within which an exclusive tag is on one of them only."""
+and the scope within which an exclusive tag is on one of them only; the ``tags`` filter
+and sort key of every taggable resource's list, and the tags of a page's rows."""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Select, Table, bindparam, delete, exists, func
+from sqlalchemy import Select, String, Table, and_, bindparam, cast, delete, exists, func, not_
 from sqlalchemy import select as sa_select
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.sql.elements import ColumnElement
-from sqlmodel import col
+from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from shared.db import core_execute
@@ -20,6 +23,7 @@ from shared.listing import (
     Kind,
     Listing,
     ListSpec,
+    Op,
     SortKey,
     base_fields,
     column_field,
@@ -226,3 +230,138 @@ class TagRepository:
             .order_by(col(TagResource.resource_type))
         )
         return list((await self.session.exec(query)).scalars().all())  # type: ignore[call-overload]
+
+    async def insert_links(self, rows: list[dict[str, Any]]) -> None:
+        """Links, but those already there."""
+        await self.session.exec(_insert_new(TagResource).values(rows))
+
+    async def insert_new_tags(self, rows: list[dict[str, Any]]) -> None:
+        """Tags, but those whose name is taken (made by a concurrent request)."""
+        await self.session.exec(_insert_new(Tag).values(rows))
+
+    async def tags_by_id(self, tag_ids: Collection[uuid.UUID]) -> list[Tag]:
+        return list((await self.session.exec(select(Tag).where(col(Tag.id).in_(tag_ids)))).all())
+
+    async def tags_named(self, names: list[str], ids: list[uuid.UUID]) -> list[Tag]:
+        """The tags named one of ``names`` or whose id is one of ``ids``."""
+        query = select(Tag).where(col(Tag.name).in_(names) | col(Tag.id).in_(ids))
+        return list((await self.session.exec(query)).all())
+
+    async def links_of_tags(self, tag_ids: Collection[uuid.UUID]) -> list[TagResource]:
+        query = select(TagResource).where(col(TagResource.tag_id).in_(tag_ids))
+        return list((await self.session.exec(query)).all())
+
+    async def delete_link(
+        self, tag_id: uuid.UUID, resource_type: str, resource_id: uuid.UUID
+    ) -> None:
+        await self.session.exec(
+            delete(TagResource).where(
+                col(TagResource.tag_id) == tag_id,
+                col(TagResource.resource_type) == resource_type,
+                col(TagResource.resource_id) == resource_id,
+            )
+        )
+
+    async def delete_links_named(
+        self, resource_type: str, resource_id: uuid.UUID, names: list[str], ids: list[uuid.UUID]
+    ) -> None:
+        """Take the tags named one of ``names`` or whose id is one of ``ids`` off a resource."""
+        tag_ids = sa_select(col(Tag.id)).where(col(Tag.name).in_(names) | col(Tag.id).in_(ids))
+        await self.session.exec(
+            delete(TagResource).where(
+                col(TagResource.resource_type) == resource_type,
+                col(TagResource.resource_id) == resource_id,
+                col(TagResource.tag_id).in_(tag_ids),
+            )
+        )
+
+    async def delete_all_links(self, resource_type: str, resource_ids: list[uuid.UUID]) -> None:
+        await self.session.exec(
+            delete(TagResource).where(
+                col(TagResource.resource_type) == resource_type,
+                col(TagResource.resource_id).in_(resource_ids),
+            )
+        )
+
+    async def tags_of_resources(self, resource_type: str, ids: list[uuid.UUID]) -> list[Any]:
+        """The tags (their columns) on each of ``ids`` with its ``resource_id``, by name."""
+        params = {"resource_type": resource_type, "ids": ids}
+        return list((await core_execute(self.session, _TAGS_OF_RESOURCES, params)).all())
+
+    async def tag_rows(self, tag_ids: Collection[uuid.UUID]) -> list[Any]:
+        """The tags of ``tag_ids`` (their columns, to render)."""
+        return list(await core_execute(self.session, _TAGS_BY_ID, {"ids": list(tag_ids)}))
+
+
+def _insert_new(table: Any) -> Any:
+    """An INSERT that skips rows already there (tags made by a concurrent request)."""
+    return postgresql_insert(table).on_conflict_do_nothing()
+
+
+def tag_ids_column(resource_type: str, id_column: Any) -> Any:
+    """A column of the ids of the row's tags, as one comma-separated text (or NULL), for
+    :meth:`TagService.for_rows`: a page's tag links come with its rows, not as rows."""
+    tag_id = cast(col(TagResource.tag_id), String)
+    return (
+        sa_select(func.aggregate_strings(tag_id, ","))
+        .where(_links(resource_type, id_column))
+        .scalar_subquery()
+        .label("tag_ids")
+    )
+
+
+# Built once, run with new values (no statement building per request).
+_TAGS_OF_RESOURCES = (
+    sa_select(col(TagResource.resource_id).label("resource_id"), *_TAG_TABLE.columns)
+    .join(Tag, col(Tag.id) == col(TagResource.tag_id))
+    .where(
+        col(TagResource.resource_type) == bindparam("resource_type"),
+        col(TagResource.resource_id).in_(bindparam("ids", expanding=True)),
+    )
+    .order_by(col(Tag.name))
+)
+_TAGS_BY_ID = sa_select(*_TAG_TABLE.columns).where(
+    col(Tag.id).in_(bindparam("ids", expanding=True))
+)
+
+
+def _links(resource_type: str, id_column: Any) -> ColumnElement[bool]:
+    links: ColumnElement[bool] = and_(
+        col(TagResource.resource_type) == resource_type,
+        col(TagResource.resource_id) == id_column,
+    )
+    return links
+
+
+def tags_field(resource_type: str, id_column: Any) -> Field:
+    """The ``tags`` filter: a condition on tag names, true when any tag matches;
+    ``isnull:`` means untagged and ``isnotnull:`` tagged."""
+
+    def build(cond: Condition) -> ColumnElement[bool]:
+        links = _links(resource_type, id_column)
+        any_tag = exists().where(links)
+        if cond.op is Op.IS_NULL:
+            return not_(any_tag)
+        if cond.op is Op.IS_NOT_NULL:
+            return any_tag
+        matching = (
+            exists()
+            .where(links)
+            .where(col(Tag.id) == col(TagResource.tag_id))
+            .where(condition_sql(col(Tag.name), Kind.STRING, cond))
+        )
+        return matching
+
+    return Field(name="tags", kind=Kind.STRING, build=build, description="Filter by tag name")
+
+
+def tags_sort(resource_type: str, id_column: Any) -> SortKey:
+    """Sort by the alphabetically first tag; untagged rows sort as an empty name (first
+    ascending) on both databases, which order NULLs differently."""
+    first = (
+        sa_select(func.min(Tag.name))
+        .join(TagResource, col(Tag.id) == col(TagResource.tag_id))
+        .where(_links(resource_type, id_column))
+        .scalar_subquery()
+    )
+    return SortKey("tags", func.coalesce(first, ""))

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Protocol
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from sqlalchemy import Row
 
+from shared.envelope import Envelope, NamedEnvelope
 from shared.shapes import Shape
 from shared.users import NestedUser
 from tracking.core.rendering import EnvelopeShape
@@ -122,12 +123,10 @@ class TagResourceResponseResources(BaseModel):
     pass
 
 
-class TagResourceResponse(BaseModel):
-    body: TagResourceResponseBody | None = None
-    metadata: dict[str, Any] | None = None
-    resources: TagResourceResponseResources | None = None
-    id: uuid.UUID
-    permission_denied: bool = False
+class TagResourceResponse(
+    Envelope[TagResourceResponseBody, dict[str, Any], TagResourceResponseResources]
+):
+    pass
 
 
 class TagRow(Protocol):
@@ -150,13 +149,8 @@ class TagResponseResources(BaseModel):
     user: NestedUser | None = None
 
 
-class TagResponse(BaseModel):
-    body: TagResponseBody | None = None
-    metadata: TagResponseMetadata | None = None
-    resources: TagResponseResources | None = None
-    id: uuid.UUID
-    permission_denied: bool = False
-    name: str
+class TagResponse(NamedEnvelope[TagResponseBody, TagResponseMetadata, TagResponseResources]):
+    pass
 
 
 _TAG = Shape(TagResponse)

@@ -1,6 +1,7 @@
 """Tags and tags on resources: create, read, change and delete tags; attach and detach
 them (by name, or by id as ``/tag_resources`` does), with exclusive tags on one resource
-of a scope only; read them in bulk, and filter and sort by them."""
+of a scope only; read them in bulk (the filters and sort keys by tags are the
+repository's: :func:`tracking.tag.repository.tags_field`)."""
 
 from __future__ import annotations
 
@@ -10,19 +11,13 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import String, Table, and_, bindparam, cast, delete, exists, func, not_
-from sqlalchemy import select as sa_select
-from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-from sqlalchemy.sql.elements import ColumnElement
-from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from shared.db import core_execute, flush_unique, utcnow
+from shared.db import flush_unique, utcnow
 from shared.errors import BadRequest, Conflict, NotFound
-from shared.listing import Condition, Field, Kind, Listing, Op, SortKey
-from shared.listing.sql import condition_sql
+from shared.listing import Listing
 from tracking.core.errors import ScopedNotFound
-from tracking.models import Tag, TagResource
+from tracking.models import Tag
 from tracking.tag.repository import TAGGABLE, TagRepository
 from tracking.tag.schemas import (
     ColorVariants,
@@ -43,11 +38,6 @@ def tag_color(name: str) -> ColorVariants:
     so the same tag looks the same everywhere and every time."""
     digest = hashlib.sha256(name.encode()).digest()
     return _COLORS[digest[0] % len(_COLORS)]
-
-
-def _insert_new(table: Any) -> Any:
-    """An INSERT that skips rows already there (tags made by a concurrent request)."""
-    return postgresql_insert(table).on_conflict_do_nothing()
 
 
 # The reference's forbidden characters in names (``BANNED_NAME_CHARACTERS``).
@@ -183,18 +173,16 @@ class TagService:
                     raise TaggedResourceNotFound(kind, request.resource_id)
         now = utcnow()
         links = list(dict.fromkeys((r.tag_id, r.resource_type, r.resource_id) for r in requests))
-        await self.session.exec(
-            _insert_new(TagResource).values(
-                [
-                    {
-                        "tag_id": tag_id,
-                        "resource_id": resource_id,
-                        "resource_type": kind.value,
-                        "created": now,
-                    }
-                    for tag_id, kind, resource_id in links
-                ]
-            )
+        await self.repository.insert_links(
+            [
+                {
+                    "tag_id": tag_id,
+                    "resource_id": resource_id,
+                    "resource_type": kind.value,
+                    "created": now,
+                }
+                for tag_id, kind, resource_id in links
+            ]
         )
         exclusive: dict[tuple[uuid.UUID, TaggableResourceTypes], list[uuid.UUID]] = defaultdict(
             list
@@ -207,7 +195,7 @@ class TagService:
         return await self._links(links)
 
     async def _tags(self, tag_ids: set[uuid.UUID]) -> list[Tag]:
-        found = list((await self.session.exec(select(Tag).where(col(Tag.id).in_(tag_ids)))).all())
+        found = await self.repository.tags_by_id(tag_ids)
         missing = tag_ids - {tag.id for tag in found}
         if missing:
             raise TagNotFound(min(missing))
@@ -244,10 +232,9 @@ class TagService:
     ) -> list[Any]:
         """The links as stored, in the order asked."""
         tag_ids = {tag_id for tag_id, _, _ in links}
-        query = select(TagResource).where(col(TagResource.tag_id).in_(tag_ids))
         stored = {
             (row.tag_id, row.resource_type, row.resource_id): row
-            for row in (await self.session.exec(query)).all()
+            for row in await self.repository.links_of_tags(tag_ids)
         }
         return [
             stored[(tag_id, kind.value, resource_id)]
@@ -261,13 +248,7 @@ class TagService:
             (r.tag_id, r.resource_type.value, r.resource_id) for r in requests
         ):
             tag_id, kind, resource_id = request
-            await self.session.exec(
-                delete(TagResource).where(
-                    col(TagResource.tag_id) == tag_id,
-                    col(TagResource.resource_type) == kind,
-                    col(TagResource.resource_id) == resource_id,
-                )
-            )
+            await self.repository.delete_link(tag_id, kind, resource_id)
         await self.session.flush()
 
     async def attach(
@@ -299,24 +280,21 @@ class TagService:
             return []
         now = utcnow()
         if specs:
-            await self.session.exec(
-                _insert_new(Tag).values(
-                    [
-                        {
-                            "id": uuid.uuid4(),
-                            "name": name,
-                            "color": spec.color or tag_color(name),
-                            "exclusive": bool(spec.exclusive),
-                            "user_id": user_id,
-                            "created": now,
-                            "updated": now,
-                        }
-                        for name, spec in specs.items()
-                    ]
-                )
+            await self.repository.insert_new_tags(
+                [
+                    {
+                        "id": uuid.uuid4(),
+                        "name": name,
+                        "color": spec.color or tag_color(name),
+                        "exclusive": bool(spec.exclusive),
+                        "user_id": user_id,
+                        "created": now,
+                        "updated": now,
+                    }
+                    for name, spec in specs.items()
+                ]
             )
-        query = select(Tag).where(col(Tag.name).in_(wanted) | col(Tag.id).in_(by_id))
-        tags = list((await self.session.exec(query)).all())
+        tags = await self.repository.tags_named(wanted, by_id)
         if missing := [tag_id for tag_id in by_id if tag_id not in {tag.id for tag in tags}]:
             raise TagNotFound(missing[0])
         for tag in tags:
@@ -326,18 +304,16 @@ class TagService:
                     f"{'an exclusive' if tag.exclusive else 'a non-exclusive'} tag. Please "
                     "update it before attaching it to resources."
                 )
-        await self.session.exec(
-            _insert_new(TagResource).values(
-                [
-                    {
-                        "tag_id": tag.id,
-                        "resource_id": resource_id,
-                        "resource_type": resource_type,
-                        "created": now,
-                    }
-                    for tag in tags
-                ]
-            )
+        await self.repository.insert_links(
+            [
+                {
+                    "tag_id": tag.id,
+                    "resource_id": resource_id,
+                    "resource_type": resource_type,
+                    "created": now,
+                }
+                for tag in tags
+            ]
         )
         for tag in tags:
             if tag.exclusive:
@@ -355,23 +331,11 @@ class TagService:
             return
         ids = [tag_id for name in names if (tag_id := _as_id(name))]
         by_name = [name for name in names if not _as_id(name)]
-        tag_ids = sa_select(col(Tag.id)).where(col(Tag.name).in_(by_name) | col(Tag.id).in_(ids))
-        await self.session.exec(
-            delete(TagResource).where(
-                col(TagResource.resource_type) == resource_type,
-                col(TagResource.resource_id) == resource_id,
-                col(TagResource.tag_id).in_(tag_ids),
-            )
-        )
+        await self.repository.delete_links_named(resource_type, resource_id, by_name, ids)
         await self.session.flush()
 
     async def detach_all(self, resource_type: str, resource_ids: Iterable[uuid.UUID]) -> None:
-        await self.session.exec(
-            delete(TagResource).where(
-                col(TagResource.resource_type) == resource_type,
-                col(TagResource.resource_id).in_(list(resource_ids)),
-            )
-        )
+        await self.repository.delete_all_links(resource_type, list(resource_ids))
 
     async def for_resources(
         self, resource_type: str, resource_ids: Iterable[uuid.UUID]
@@ -381,8 +345,7 @@ class TagService:
         found: dict[uuid.UUID, list[TagRow]] = defaultdict(list)
         if not ids:
             return found
-        params = {"resource_type": resource_type, "ids": ids}
-        for row in (await core_execute(self.session, _TAGS_OF_RESOURCES, params)).all():
+        for row in await self.repository.tags_of_resources(resource_type, ids):
             found[row.resource_id].append(row)
         return found
 
@@ -393,8 +356,7 @@ class TagService:
         keys = {key: uuid.UUID(key) for key in {key for ids in listed for key in ids}}
         if not keys:
             return [[] for _ in rows]
-        params = {"ids": list(set(keys.values()))}
-        tags = {row.id: row for row in await core_execute(self.session, _TAGS_BY_ID, params)}
+        tags = {row.id: row for row in await self.repository.tag_rows(set(keys.values()))}
         return [
             sorted((tags[keys[key]] for key in ids if keys[key] in tags), key=_tag_name)
             for ids in listed
@@ -403,73 +365,3 @@ class TagService:
 
 def _tag_name(tag: TagRow) -> str:
     return tag.name
-
-
-def tag_ids_column(resource_type: str, id_column: Any) -> Any:
-    """A column of the ids of the row's tags, as one comma-separated text (or NULL), for
-    :meth:`TagService.for_rows`: a page's tag links come with its rows, not as rows."""
-    tag_id = cast(col(TagResource.tag_id), String)
-    return (
-        sa_select(func.aggregate_strings(tag_id, ","))
-        .where(_links(resource_type, id_column))
-        .scalar_subquery()
-        .label("tag_ids")
-    )
-
-
-_TAG_TABLE: Table = Tag.__table__  # type: ignore[attr-defined]
-# Built once, run with new values (no statement building per request).
-_TAGS_OF_RESOURCES = (
-    sa_select(col(TagResource.resource_id).label("resource_id"), *_TAG_TABLE.columns)
-    .join(Tag, col(Tag.id) == col(TagResource.tag_id))
-    .where(
-        col(TagResource.resource_type) == bindparam("resource_type"),
-        col(TagResource.resource_id).in_(bindparam("ids", expanding=True)),
-    )
-    .order_by(col(Tag.name))
-)
-_TAGS_BY_ID = sa_select(*_TAG_TABLE.columns).where(
-    col(Tag.id).in_(bindparam("ids", expanding=True))
-)
-
-
-def _links(resource_type: str, id_column: Any) -> ColumnElement[bool]:
-    links: ColumnElement[bool] = and_(
-        col(TagResource.resource_type) == resource_type,
-        col(TagResource.resource_id) == id_column,
-    )
-    return links
-
-
-def tags_field(resource_type: str, id_column: Any) -> Field:
-    """The ``tags`` filter: a condition on tag names, true when any tag matches;
-    ``isnull:`` means untagged and ``isnotnull:`` tagged."""
-
-    def build(cond: Condition) -> ColumnElement[bool]:
-        links = _links(resource_type, id_column)
-        any_tag = exists().where(links)
-        if cond.op is Op.IS_NULL:
-            return not_(any_tag)
-        if cond.op is Op.IS_NOT_NULL:
-            return any_tag
-        matching = (
-            exists()
-            .where(links)
-            .where(col(Tag.id) == col(TagResource.tag_id))
-            .where(condition_sql(col(Tag.name), Kind.STRING, cond))
-        )
-        return matching
-
-    return Field(name="tags", kind=Kind.STRING, build=build, description="Filter by tag name")
-
-
-def tags_sort(resource_type: str, id_column: Any) -> SortKey:
-    """Sort by the alphabetically first tag; untagged rows sort as an empty name (first
-    ascending) on both databases, which order NULLs differently."""
-    first = (
-        sa_select(func.min(Tag.name))
-        .join(TagResource, col(Tag.id) == col(TagResource.tag_id))
-        .where(_links(resource_type, id_column))
-        .scalar_subquery()
-    )
-    return SortKey("tags", func.coalesce(first, ""))

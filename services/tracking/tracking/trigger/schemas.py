@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, Field
 
+from shared.envelope import Envelope
 from shared.types import WireDatetime
 from shared.users import NestedUser
 from tracking.core.rendering import EnvelopeShape
@@ -79,20 +80,16 @@ class TriggerResponseResources(BaseModel):
     snapshot_dispatch_states: dict[str, Any] = Field(default_factory=dict)
 
 
-class ScheduleTriggerResponse(BaseModel):
-    body: ScheduleTriggerResponseBody | None = None
-    metadata: TriggerResponseMetadata | None = None
-    resources: TriggerResponseResources | None = None
-    id: uuid.UUID
-    permission_denied: bool = False
+class ScheduleTriggerResponse(
+    Envelope[ScheduleTriggerResponseBody, TriggerResponseMetadata, TriggerResponseResources]
+):
+    pass
 
 
-class PlatformEventTriggerResponse(BaseModel):
-    body: PlatformEventTriggerResponseBody | None = None
-    metadata: TriggerResponseMetadata | None = None
-    resources: TriggerResponseResources | None = None
-    id: uuid.UUID
-    permission_denied: bool = False
+class PlatformEventTriggerResponse(
+    Envelope[PlatformEventTriggerResponseBody, TriggerResponseMetadata, TriggerResponseResources]
+):
+    pass
 
 
 TriggerResponse = ScheduleTriggerResponse | PlatformEventTriggerResponse

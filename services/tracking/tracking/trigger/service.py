@@ -13,7 +13,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from shared.errors import PlatformError
 from shared.listing import Listing
 from tracking.core.errors import ScopedNotFound
-from tracking.pipeline.schemas import nested_snapshot
+from tracking.pipeline_snapshot.schemas import nested_snapshot
 from tracking.project.scope import resolve_project_ref
 from tracking.trigger.repository import TriggerRepository
 from tracking.trigger.schemas import TriggerItem, TriggerListQuery

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shared.envelope import Envelope
 from shared.types import WireDatetime
 from shared.users import NestedUser
 
@@ -64,12 +65,10 @@ class WebhookTriggerResponseResources(BaseModel):
     user: NestedUser | None = None
 
 
-class WebhookTriggerResponse(BaseModel):
-    body: WebhookTriggerResponseBody | None = None
-    metadata: dict[str, Any] | None = None
-    resources: WebhookTriggerResponseResources | None = None
-    id: uuid.UUID
-    permission_denied: bool = False
+class WebhookTriggerResponse(
+    Envelope[WebhookTriggerResponseBody, dict[str, Any], WebhookTriggerResponseResources]
+):
+    pass
 
 
 class TriggerListQuery(BaseModel):

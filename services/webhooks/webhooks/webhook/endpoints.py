@@ -19,7 +19,6 @@ from shared.users import users_by_id
 from webhooks.core.auth import acting_user
 from webhooks.core.live import LiveState
 from webhooks.core.projects import resolve_project
-from webhooks.event.repository import EventRepository
 from webhooks.intake.providers.base import stored_payload
 from webhooks.models import Webhook
 from webhooks.settings import Settings
@@ -177,8 +176,9 @@ async def raw_event(request: Request) -> Response:
     query = parse_query(request, RawEventQuery)
     project_id = await _project_id(request, query.project)
     async with transaction(request) as session:
-        webhook = await _service(request, session).get(request.path_params[REFERENCE], project_id)
-        stored = await EventRepository(session).raw_body(webhook.id, query.delivery_id)
+        stored = await _service(request, session).raw_event(
+            request.path_params[REFERENCE], project_id, query.delivery_id
+        )
     return render(RawEventResponse(body=stored_payload(gzip.decompress(stored))))
 
 

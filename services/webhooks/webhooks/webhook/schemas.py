@@ -7,6 +7,7 @@ import uuid
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
+from shared.envelope import NamedEnvelope
 from shared.types import WireDatetime
 from shared.users import NestedUser
 
@@ -86,13 +87,10 @@ class WebhookResponseResources(BaseModel):
     user: NestedUser | None = None
 
 
-class WebhookResponse(BaseModel):
-    body: WebhookResponseBody | None = None
-    metadata: WebhookResponseMetadata | None = None
-    resources: WebhookResponseResources | None = None
-    id: uuid.UUID
-    permission_denied: bool = False
-    name: str
+class WebhookResponse(
+    NamedEnvelope[WebhookResponseBody, WebhookResponseMetadata, WebhookResponseResources]
+):
+    pass
 
 
 class WebhookCreateResponse(WebhookResponse):

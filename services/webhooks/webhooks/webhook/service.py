@@ -14,6 +14,7 @@ from shared.secret_box import SecretBox
 from webhooks.core.auth import Actor, require_owner
 from webhooks.core.live import LiveState
 from webhooks.core.projects import Project
+from webhooks.event.repository import EventRepository
 from webhooks.intake.providers import WebhookType
 from webhooks.models import Webhook
 from webhooks.webhook.repository import WebhookRepository
@@ -94,6 +95,14 @@ class WebhookService:
         if len(found) > 1:
             raise WebhookAmbiguous(reference)
         return found[0]
+
+    async def raw_event(
+        self, reference: str, project_id: uuid.UUID | None, delivery_id: str
+    ) -> bytes:
+        """The retained body (gzip-compressed) of the webhook's latest event with
+        ``delivery_id`` (see :meth:`EventRepository.raw_body`)."""
+        webhook = await self.get(reference, project_id)
+        return await EventRepository(self.session).raw_body(webhook.id, delivery_id)
 
     async def list_page(
         self, listing: Listing, project_id: uuid.UUID, scope_user: uuid.UUID | None
