@@ -203,3 +203,14 @@ async def test_the_clients_whole_filter_is_read_as_the_runs_list_reads_it(
         "groups": [{"group_keys": {}, "metrics": {}, "run_count": 1}],
         "truncated": False,
     }
+
+
+async def test_a_metadata_number_too_large_for_a_float_aggregates_to_null(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    run = await create_run(tracking, auth, default_project)
+    body = request(default_project, "pipeline_run", run["id"], huge=10**400)
+    assert (await tracking.post(METADATA, json=body, headers=auth)).status_code == 200
+    metric = {"name": "m", "aggregation": "max", "source": "metadata", "metadata_key": "huge"}
+    answer = await statistics(tracking, auth, default_project, metrics=[metric])
+    assert answer["groups"] == [{"group_keys": {}, "metrics": {"m": None}, "run_count": 1}]

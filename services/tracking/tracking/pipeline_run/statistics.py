@@ -16,7 +16,7 @@ from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
-from sqlalchemy import Float, Select, case, cast, distinct, extract, func
+from sqlalchemy import Numeric, Select, case, cast, distinct, extract, func
 from sqlalchemy import select as sa_select
 from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import col
@@ -270,7 +270,8 @@ class _Statement:
     def _metric_value(self, metric: Metric) -> ColumnElement[Any]:
         if isinstance(metric, MetadataMetric):
             value = _metadata_value(metric.metadata_key)
-            return case((value.op("~")(_JSON_NUMBER), cast(value, Float)))
+            # NUMERIC, not a float: a JSON number of any size fits (1e400 would overflow).
+            return case((value.op("~")(_JSON_NUMBER), cast(value, Numeric)))
         if metric.source == "duration":
             return extract("epoch", _RUNS.c.end_time - _RUNS.c.start_time)
         return func.coalesce(_step_value(metric.source), 0)
