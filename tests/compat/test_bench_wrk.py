@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import socket
 import threading
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -17,6 +16,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from bench import wrk
+from tests.support.waiting import wait_for
 
 
 def test_parse_reads_the_done_line_among_wrks_own_output():
@@ -68,9 +68,8 @@ def server() -> Iterator[tuple[str, list[str]]]:
     instance = uvicorn.Server(config)
     thread = threading.Thread(target=instance.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 10
-    while not instance.started and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for(lambda: instance.started or not thread.is_alive(), "uvicorn started", within=10)
+    assert instance.started, "uvicorn did not start (its log says why)"
     try:
         yield f"http://127.0.0.1:{port}", names
     finally:

@@ -9,7 +9,6 @@ server (tests/e2e/conftest.py)."""
 from __future__ import annotations
 
 import re
-import time
 import uuid
 from collections.abc import Iterator
 
@@ -17,6 +16,7 @@ import httpx
 import pytest
 
 from tests.support.processes import LaunchedStack, stack_for_tests
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -31,9 +31,7 @@ GENERATED = re.compile(
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LaunchedStack]:
     with stack_for_tests(tmp_path_factory, "first-run", admin_password=None) as up:
         # The gateway answers a moment before the launcher prints its banner.
-        deadline = time.monotonic() + 10
-        while "Ctrl-C stops everything." not in up.output() and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_for(lambda: "Ctrl-C stops everything." in up.output(), "the banner", within=10)
         yield up
 
 

@@ -21,9 +21,8 @@ import secrets
 import signal
 import subprocess
 import sys
-import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +40,7 @@ from tests.support.processes import (
     process_environment,
     stack_databases,
 )
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
@@ -154,13 +154,6 @@ def status_everywhere(http: httpx.Client, stack: LaunchedStack, token: str) -> l
         )
         for replica in (1, 2)
     ]
-
-
-def wait_for(check: Callable[[], bool], what: str, within: float = 30.0) -> None:
-    deadline = time.monotonic() + within
-    while not check():
-        assert time.monotonic() < deadline, f"not within {within:g}s: {what}"
-        time.sleep(0.2)
 
 
 def test_every_replica_runs(stack: LaunchedStack, rotation: tuple[str, str]):

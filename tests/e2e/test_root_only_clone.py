@@ -159,11 +159,12 @@ def _stop(running: LaunchedStack) -> None:
         running.process.wait()
     deadline = time.monotonic() + STOP_TIMEOUT
     groups = set(running.children.values())
-    while live_processes(groups, str(running.data_dir)) and time.monotonic() < deadline:
+    while (left := live_processes(groups, str(running.data_dir))) and time.monotonic() < deadline:
         time.sleep(0.1)
     for pid in groups:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signal.SIGKILL)
+    assert not left, f"still running {STOP_TIMEOUT:g}s after Ctrl-C: {left}"
 
 
 def test_make_run_serves_the_platform_and_a_login_works(stack: LaunchedStack):

@@ -35,6 +35,7 @@ from tests.support.processes import (
     stack_for_tests,
 )
 from tests.support.tracing import Collected, collector
+from tests.support.waiting import wait_for
 from tests.webhooks.support import job_key
 
 pytestmark = pytest.mark.e2e
@@ -196,7 +197,7 @@ def test_each_process_serves_its_metrics_on_its_own_port_not_through_the_gateway
         except httpx.TransportError:
             return False
 
-    _wait_for(queue_read, "the worker's metrics, reading the queue")
+    wait_for(queue_read, "the worker's metrics, reading the queue")
     for entrypoint in ("platform", "agent"):
         assert client.get(stack.url(entrypoint, "/metrics")).status_code == 404
 
@@ -325,27 +326,21 @@ def test_workload_token_lives_as_long_as_its_run_on_every_service(stack, client)
     assert client.get(api("current-user"), headers=workload).status_code == 200
 
     assert client.delete(api(f"runs/{run['id']}"), headers=headers).status_code == 200
-    deadline = time.monotonic() + 10
-    while True:
-        answers = [
+    answers: list[httpx.Response] = []
+
+    def refused() -> bool:
+        answers[:] = [
             client.get(api(path), headers=workload) for path in ("artifacts", "current-user")
         ]
-        if all(a.status_code == 401 for a in answers) or time.monotonic() > deadline:
-            break
-        time.sleep(0.5)
+        return all(a.status_code == 401 for a in answers)
+
+    wait_for(refused, "the deleted run's workload token refused", within=10, every=0.5)
     for answer in answers:
         assert answer.status_code == 401, answer.text
         assert answer.json()["detail"] == [
             "CredentialsNotValid",
             f"Authentication error: pipeline run {run['id']} does not exist",
         ]
-
-
-def _wait_for(check: Callable[[], bool], what: str, within: float = 30.0) -> None:
-    deadline = time.monotonic() + within
-    while not check():
-        assert time.monotonic() < deadline, f"not within {within:g}s: {what}"
-        time.sleep(0.25)
 
 
 def test_a_signed_delivery_runs_the_triggers_snapshot_in_tracking_once(stack, client, traces):
@@ -407,7 +402,7 @@ def test_a_signed_delivery_runs_the_triggers_snapshot_in_tracking_once(stack, cl
         return items
 
     assert client.post(intake, content=body, headers=delivery).status_code == 202
-    _wait_for(lambda: [e["status"] for e in executions()] == ["dispatched"], "the run requested")
+    wait_for(lambda: [e["status"] for e in executions()] == ["dispatched"], "the run requested")
     (run,) = runs()
     (execution,) = executions()
     assert execution["run_id"] == run["id"]
@@ -435,10 +430,10 @@ def test_a_signed_delivery_runs_the_triggers_snapshot_in_tracking_once(stack, cl
         spans = traces[1].spans()
         return {(s, name) for s, name, trace, _ in spans if trace == DELIVERY_TRACE}
 
-    _wait_for(lambda: expected <= traced(), "the delivery's spans exported")
+    wait_for(lambda: expected <= traced(), "the delivery's spans exported")
     # Text or JSON lines; the services write theirs in batches (up to half a second late).
     logged = rf'(trace=|"trace_id": ?"){DELIVERY_TRACE}'
-    _wait_for(lambda: re.search(logged, stack.output()) is not None, "a line naming the trace")
+    wait_for(lambda: re.search(logged, stack.output()) is not None, "a line naming the trace")
 
     # The processed event's job key stays as its replay marker (empty) for the window;
     # the window over (the marker dropped from Valkey), the sender's retry is accepted and
@@ -451,7 +446,7 @@ def test_a_signed_delivery_runs_the_triggers_snapshot_in_tracking_once(stack, cl
         assert valkey.get(marker) == b""
         valkey.delete(marker)
         assert client.post(intake, content=body, headers=delivery).status_code == 202
-        _wait_for(
+        wait_for(
             lambda: (
                 valkey.zcard("platform:webhooks:events") == 0
                 and not valkey.keys("arq:in-progress:*")

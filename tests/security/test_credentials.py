@@ -16,7 +16,6 @@ import asyncio
 import base64
 import json
 import secrets
-import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -38,6 +37,7 @@ from shared.auth import (
 )
 from tests.security.support import ADMIN_PASSWORD, bearer, login
 from tests.support.processes import LaunchedStack
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -59,13 +59,6 @@ def statuses(http: httpx.Client, stack: LaunchedStack, token: str) -> dict[str, 
 
 def everywhere(status: int) -> dict[str, int]:
     return dict.fromkeys(PROTECTED, status)
-
-
-def wait_for(check: Callable[[], bool], what: str, within: float = 10.0) -> None:
-    deadline = time.monotonic() + within
-    while not check():
-        assert time.monotonic() < deadline, f"not within {within:g}s: {what}"
-        time.sleep(0.1)
 
 
 def claims_of(token: str) -> dict[str, Any]:
@@ -205,6 +198,7 @@ def test_a_password_typed_as_the_name_is_in_no_log(http: httpx.Client, stack: La
     wait_for(
         lambda: "login failed {" in stack.output(),
         "identity's line about the failed login",
+        within=10,
     )
     assert typed not in every_log(stack)
 

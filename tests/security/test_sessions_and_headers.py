@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import re
 import secrets
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -26,6 +25,7 @@ from deploy.gateway.render import LOCAL_SOURCE_ADDRESS
 from shared.throttle import LoginThrottleSettings
 from tests.security.support import ADMIN_PASSWORD, AGENT_PASSWORD, bearer
 from tests.support.processes import LaunchedStack
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -183,15 +183,6 @@ def test_an_admin_reset_ends_every_session_and_device(agent: Agent):
     assert (refresh.status_code, refresh.json().get("error")) == (400, "invalid_grant")
 
 
-def _wait_for(found: Callable[[], bool], what: str, within: float = 10.0) -> None:
-    """Services write routine log lines in batches (up to half a second late)."""
-    deadline = time.monotonic() + within
-    while not found():
-        if time.monotonic() > deadline:
-            pytest.fail(f"no {what} within {within:.0f}s")
-        time.sleep(0.1)
-
-
 def test_a_forged_x_forwarded_for_on_a_services_own_port_is_not_believed(
     stack: LaunchedStack, http: httpx.Client
 ):
@@ -230,7 +221,8 @@ def test_a_forged_x_forwarded_for_on_a_services_own_port_is_not_believed(
         line = re.compile(rf"identity\S*\s*\|.*POST /api/v1/login \d+ .*'client': '{client}'")
         return lambda: line.search(stack.output()) is not None
 
-    _wait_for(logged(re.escape(OTHER_LOCAL_ADDRESS)), "login line naming the gateway's client")
-    _wait_for(logged(r"127\.0\.0\.1"), "login line naming the direct caller's address")
+    # Services write routine log lines in batches (up to half a second late).
+    wait_for(logged(re.escape(OTHER_LOCAL_ADDRESS)), "the gateway's client logged", within=10)
+    wait_for(logged(r"127\.0\.0\.1"), "the direct caller's address logged", within=10)
     assert not any(address in stack.output() for address in forged)
     assert LOCAL_SOURCE_ADDRESS not in re.findall(r"'client': '([^']+)'", stack.output())

@@ -20,6 +20,7 @@ from shared.http_protocol import (
     HttpProtocol,
     resolve_proxy,
 )
+from tests.support.waiting import until
 
 # ---------------------------------------------------------------------------------------------
 # uvicorn with the protocol, on a real socket
@@ -51,11 +52,17 @@ class Counting:
 
 
 WRITES: list[bytes] = []
+SHUTDOWNS: list[HttpProtocol] = []
+"""The connections uvicorn has asked to finish (its ``shutdown()`` call on each)."""
 
 
 class CountedProtocol(HttpProtocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(Counting(transport, WRITES))  # type: ignore[arg-type]
+
+    def shutdown(self) -> None:
+        SHUTDOWNS.append(self)
+        super().shutdown()
 
 
 @contextlib.asynccontextmanager
@@ -153,11 +160,11 @@ async def direct_server(
     )  # fmt: skip
     uvicorn_server = uvicorn.Server(config)
     task = asyncio.create_task(uvicorn_server.serve())
-    for _ in range(500):
-        if uvicorn_server.started:
-            break
-        await asyncio.sleep(0.01)
+    await until(lambda: uvicorn_server.started or task.done(), "uvicorn started")
+    if task.done():
+        task.result()  # its start-up error
     WRITES.clear()
+    SHUTDOWNS.clear()
     yield port, direct, uvicorn_server
     uvicorn_server.should_exit = True
     direct.release.set()
@@ -254,14 +261,8 @@ async def test_a_client_gone_mid_body_gets_nothing_and_the_handler_sees_it(
     async with connection(port) as (_, writer):
         writer.write(_post("/direct/partial", b"0123456789")[:-4])
         await writer.drain()
-        for _ in range(200):
-            if direct.seen:
-                break
-            await asyncio.sleep(0.01)
-    for _ in range(200):
-        if direct.bodies:
-            break
-        await asyncio.sleep(0.01)
+        await until(lambda: direct.seen, "the handler got the request")
+    await until(lambda: direct.bodies, "the handler saw the body end")
     assert direct.bodies == [None]
     assert WRITES == []
 
@@ -272,12 +273,9 @@ async def test_shutdown_waits_for_a_direct_answer_which_closes_the_connection(
     port, direct, uvicorn_server = direct_server
     async with connection(port) as (reader, writer):
         writer.write(_post("/direct/wait"))
-        for _ in range(200):
-            if direct.seen:
-                break
-            await asyncio.sleep(0.01)
+        await until(lambda: direct.seen, "the handler got the request")
         uvicorn_server.should_exit = True  # uvicorn asks connections to finish
-        await asyncio.sleep(0.2)
+        await until(lambda: SHUTDOWNS, "uvicorn asked the connection to finish")
         direct.release.set()
         head, body = await _response(reader)
         assert await asyncio.wait_for(reader.read(), 5) == b""

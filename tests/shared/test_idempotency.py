@@ -30,13 +30,14 @@ from shared.auth import (
     require_principal,
 )
 from shared.errors import BadRequest
-from shared.idempotency import MAX_STORED_BODY, RECORD_TTL
+from shared.idempotency import MAX_STORED_BODY, RECORD_TTL, IdempotencyMiddleware
 from shared.redis import create_redis
 from shared.routing import api_route
 from shared.settings import ServiceSettings
 from tests.support.asgi import client_for
 from tests.support.databases import Databases
 from tests.support.redis_server import free_port
+from tests.support.waiting import until
 
 KEY = "Idempotency-Key"
 
@@ -195,6 +196,18 @@ async def redis(redis_url: str) -> AsyncIterator[Redis]:
 
 def new_key() -> str:
     return str(uuid.uuid4())
+
+
+def polling(task: asyncio.Task[Any]) -> bool:
+    """Whether ``task`` is asleep between two reads of a record it found still claimed
+    (in :meth:`IdempotencyMiddleware._claim_or_wait`'s pause), by its chain of awaits."""
+    waiting = IdempotencyMiddleware._claim_or_wait.__code__
+    awaited: Any = task.get_coro()
+    while awaited is not None:
+        if getattr(awaited, "cr_code", None) is waiting:
+            return getattr(awaited.cr_await, "cr_code", None) is asyncio.sleep.__code__
+        awaited = getattr(awaited, "cr_await", None)
+    return False
 
 
 async def test_replay_returns_the_first_answer_without_running_the_handler_again(
@@ -411,7 +424,7 @@ async def test_concurrent_duplicate_waits_for_the_first_and_gets_its_answer(
     first = asyncio.create_task(client.post("/api/v1/slow", headers=headers))
     await handlers.slow_started.wait()
     duplicate = asyncio.create_task(client.post("/api/v1/slow", headers=headers))
-    await asyncio.sleep(0.2)  # the duplicate is now polling
+    await until(lambda: polling(duplicate), "the duplicate waiting on the first's claim", 2)
     handlers.release.set()
 
     original, replayed = await first, await duplicate

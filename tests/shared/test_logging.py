@@ -6,7 +6,6 @@ import io
 import json
 import logging
 import sys
-import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -32,6 +31,7 @@ from shared.logging import (
     request_id_var,
 )
 from shared.middleware import ServiceMiddleware
+from tests.support.waiting import wait_for
 
 JWT = (
     "eyJhbGciOiJFZERTQSIsImtpZCI6ImsxIn0"
@@ -308,9 +308,7 @@ def test_routine_lines_go_out_together_once_the_oldest_has_waited() -> None:
         handler.handle(leveled(f"request {n}"))
     assert stream.getvalue() == ""
 
-    deadline = time.monotonic() + 5
-    while not stream.getvalue() and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_for(stream.getvalue, "the batch written", within=5, every=0.01)
 
     assert stream.getvalue() == "INFO request 0\nINFO request 1\nINFO request 2\n"
     assert stream.writes == 1

@@ -48,6 +48,12 @@ class Wire:
 
 
 @pytest.fixture
+def database_service() -> str:
+    """``database_url`` is at identity's head: its app has nothing to migrate at start."""
+    return "identity"
+
+
+@pytest.fixture
 async def identity_app(
     database_url: str, redis_url: str, redis_namespace: str
 ) -> AsyncIterator[LifespanApp]:

@@ -56,8 +56,16 @@ def serving(runs: SnapshotRuns) -> Iterator[str]:
 
 
 class SlowRuns(SnapshotRuns):
-    """Answers take a little while, as a real tracking's would, so a batch is in flight
-    when the worker dies."""
+    """Answers take a little while, as a real tracking's would; the run requests after the
+    first ``hold_after`` wait for ``release``, so a batch is in flight when the worker
+    dies, however fast the machine."""
+
+    def __init__(self, hold_after: int) -> None:
+        super().__init__()
+        self.hold_after = hold_after
+        self.arrived = 0
+        self.held = 0
+        self.release = threading.Event()
 
     def app(self) -> Any:
         inner = super().app()
@@ -65,6 +73,11 @@ class SlowRuns(SnapshotRuns):
         async def slow(scope: Scope, receive: Receive, send: Send) -> None:
             if scope["type"] == "http":
                 await asyncio.sleep(0.03)
+            if scope["type"] == "http" and scope["path"].endswith("/runs"):
+                self.arrived += 1
+                if self.arrived > self.hold_after and not self.release.is_set():
+                    self.held += 1
+                    await asyncio.to_thread(self.release.wait, DEADLINE)
             await inner(scope, receive, send)
 
         return slow
@@ -125,9 +138,12 @@ def start_worker(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
 
 @pytest.fixture
 async def fake_tracking() -> AsyncIterator[tuple[SlowRuns, str]]:
-    runs = SlowRuns()
+    runs = SlowRuns(hold_after=10)
     with serving(runs) as url:
-        yield runs, url
+        try:
+            yield runs, url
+        finally:
+            runs.release.set()  # before the server stops: it waits for held requests
 
 
 async def accept_pushes(
@@ -177,7 +193,7 @@ async def test_worker_killed_mid_batch_loses_and_doubles_nothing(
     first = start_worker(env, log)
     started = time.monotonic()
     try:
-        while len(runs.calls) < 10:
+        while runs.held == 0:  # ten runs requested, the next ones held: a batch in flight
             assert first.poll() is None, log.read_text()
             assert time.monotonic() - started < DEADLINE, log.read_text()
             await asyncio.sleep(0.01)
@@ -186,6 +202,7 @@ async def test_worker_killed_mid_batch_loses_and_doubles_nothing(
         done_at_kill = await processed(webhooks_app)
         assert done_at_kill < EVENTS, "the batch finished before the kill"
 
+        runs.release.set()
         second = start_worker(env, log)
         try:
             # Until every event is processed and arq has finished every job: a job's

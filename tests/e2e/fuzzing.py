@@ -1,6 +1,9 @@
 """Every service's OpenAPI fuzzed through the gateway of a running stack (schemathesis):
 no generated request, however malformed, may get a 5xx from a healthy stack (but for the
 operations a service documents as not implemented, whose answer is their documented 501).
+The tests are in ``test_fuzz_*.py``, a few shares each with a stack of their own, so that
+the suite's workers share them out (a module runs on one worker: one module fuzzing every
+share was the suite's longest).
 
 Each service is fuzzed as a logged-in caller (the platform's admin; the agent server's
 default account), over its coverage cases (boundaries, missing and wrong-typed values) and
@@ -21,15 +24,14 @@ import secrets
 import subprocess
 import sys
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
 from tests.support.processes import LaunchedStack, stack_for_tests
-
-pytestmark = pytest.mark.e2e
 
 PASSWORD = f"Fuzz-{secrets.token_urlsafe(12)}"
 SCHEMATHESIS = Path(sys.executable).with_name("schemathesis")
@@ -40,39 +42,20 @@ MAX_OPERATIONS = 40
 # The shares each service's operations are dealt into (one test each). Identity's stay one:
 # fuzzing it may change the admin's password, which a second share would log in with.
 SHARES = {"tracking": 5, "webhooks": 1, "agent-accounts": 2, "identity": 1}
-# (service, entrypoint, the login form of its entrypoint). Identity goes last: fuzzing it
-# changes the admin's password and logs its token out, as it should.
-SERVICES = [
-    ("tracking", "platform", {"username": "default", "password": PASSWORD}),
-    ("webhooks", "platform", {"username": "default", "password": PASSWORD}),
-    (
-        "agent-accounts",
+# Each service's entrypoint and the login form of that entrypoint.
+SERVICES = {
+    "tracking": ("platform", {"username": "default", "password": PASSWORD}),
+    "webhooks": ("platform", {"username": "default", "password": PASSWORD}),
+    "agent-accounts": (
         "agent",
         {"grant_type": "password", "username": "default", "password": PASSWORD},
     ),
-    ("identity", "platform", {"username": "default", "password": PASSWORD}),
-]
+    "identity": ("platform", {"username": "default", "password": PASSWORD}),
+}
 
 
-@pytest.fixture(scope="module")
-def stack(
-    tmp_path_factory: pytest.TempPathFactory, databases_of_stack: dict[str, str]
-) -> Iterator[LaunchedStack]:
-    with stack_for_tests(
-        tmp_path_factory,
-        "fuzzed",
-        admin_password=PASSWORD,
-        extra_env={"SERVER_DEFAULT_ACCOUNT_PASSWORD": PASSWORD},
-        databases=databases_of_stack,
-    ) as up:
-        yield up
-
-
-CASES = [
-    pytest.param(service, entrypoint, login, share, id=f"{service}-{share + 1}of{SHARES[service]}")
-    for service, entrypoint, login in SERVICES
-    for share in range(SHARES[service])
-]
+DEALT: list[tuple[str, int]] = []
+"""The (service, share) pairs of every :func:`fuzz_module` made."""
 
 
 def share_of(operation: str, service: str) -> int:
@@ -81,15 +64,45 @@ def share_of(operation: str, service: str) -> int:
     return zlib.crc32(operation.encode()) % SHARES[service]
 
 
-@pytest.mark.parametrize(("service", "entrypoint", "login", "share"), CASES)
-def test_no_generated_request_gets_a_server_error(
-    stack: LaunchedStack,
-    tmp_path: Path,
-    service: str,
-    entrypoint: str,
-    login: dict[str, str],
-    share: int,
-) -> None:
+def fuzz_module(*shares: tuple[str, range]) -> tuple[Any, Callable[..., None]]:
+    """A test module's ``stack`` fixture (a stack of its own) and its test, one case per
+    share of ``shares`` (service, the shares of it), in that order: identity goes last in
+    its module, since fuzzing it changes the admin's password and logs its token out, as
+    it should."""
+
+    @pytest.fixture(scope="module")
+    def stack(
+        tmp_path_factory: pytest.TempPathFactory, databases_of_stack: dict[str, str]
+    ) -> Iterator[LaunchedStack]:
+        with stack_for_tests(
+            tmp_path_factory,
+            "fuzzed",
+            admin_password=PASSWORD,
+            extra_env={"SERVER_DEFAULT_ACCOUNT_PASSWORD": PASSWORD},
+            databases=databases_of_stack,
+        ) as up:
+            yield up
+
+    dealt = [(service, share) for service, numbers in shares for share in numbers]
+    DEALT.extend(dealt)
+    cases = [
+        pytest.param(service, share, id=f"{service}-{share + 1}of{SHARES[service]}")
+        for service, share in dealt
+    ]
+
+    @pytest.mark.e2e
+    @pytest.mark.parametrize(("service", "share"), cases)
+    def test_no_generated_request_gets_a_server_error(
+        stack: LaunchedStack, tmp_path: Path, service: str, share: int
+    ) -> None:
+        fuzz(stack, tmp_path, service, share)
+
+    return stack, test_no_generated_request_gets_a_server_error
+
+
+def fuzz(stack: LaunchedStack, tmp_path: Path, service: str, share: int) -> None:
+    """Schemathesis over the operations of ``service`` in ``share``, logged in: no 5xx."""
+    entrypoint, login = SERVICES[service]
     with httpx.Client(timeout=10, trust_env=False) as client:
         response = client.post(stack.url(entrypoint, "/api/v1/login"), data=login)
     assert response.status_code == 200, response.text
