@@ -304,7 +304,7 @@ def create_service_app(
 
 def _auth_error(exc: Exception) -> Response:
     # AuthMiddleware calls this only for Starlette's AuthenticationError, which our backend
-    # never raises (a bad token becomes InvalidCredentials). ServiceUnavailable from the
+    # never raises (a bad token becomes RefusedCaller). ServiceUnavailable from the
     # revocation check (Redis down: fail closed) escapes the middleware and is rendered
     # as a 503 by ServiceMiddleware.
     return error_response(PlatformError(f"Authentication failed: {exc}"), current_request_id())

@@ -32,8 +32,8 @@ from agent_accounts.core.schemas import aware_utc
 from agent_accounts.models import Account, ApiKey, Device, Task, Worker
 from agent_accounts.settings import Settings
 from shared.auth import (
-    InvalidCredentials,
     InvalidToken,
+    RefusedCaller,
     RevocationList,
     TokenSigner,
     TokenVerifier,
@@ -48,13 +48,13 @@ from shared.secret_hash import matches
 logger = logging.getLogger(__name__)
 
 
-class TokenKind(StrEnum):
+class AgentTokenKind(StrEnum):
     SESSION = "session"
     WORKER = "worker"
     TASK = "task"
 
 
-ALL_KINDS = tuple(TokenKind)
+ALL_KINDS = tuple(AgentTokenKind)
 # A device's last_login is written at most this often by the requests it makes.
 DEVICE_LOGIN_INTERVAL = dt.timedelta(seconds=60)
 
@@ -111,7 +111,7 @@ def _unauthorized(reason: str) -> Unauthorized:
 def require_caller(conn: HTTPConnection) -> Caller:
     """Any authenticated caller: account, worker or task (401 otherwise)."""
     user = conn.user
-    if isinstance(user, InvalidCredentials):
+    if isinstance(user, RefusedCaller):
         raise _unauthorized(user.reason)
     if not isinstance(user, Caller):
         raise Unauthorized("Missing bearer credential.")
@@ -180,7 +180,9 @@ class AgentAuthBackend(AuthenticationBackend):
             # else, garbage included, runs as the default account.
             user: BaseUser | None = None
             if raw is not None and not is_api_key(raw):
-                user = await resolver.from_token(raw, kinds=(TokenKind.WORKER, TokenKind.TASK))
+                user = await resolver.from_token(
+                    raw, kinds=(AgentTokenKind.WORKER, AgentTokenKind.TASK)
+                )
             if not isinstance(user, Caller):
                 user = await resolver.default_account()
         elif raw is None:
@@ -207,11 +209,11 @@ class _Resolver:
         async with session_scope(self.sessionmaker) as session:
             account = await session.get(Account, self.state.default_account_id)
         if account is None:
-            return InvalidCredentials("Default account is not initialized.")
+            return RefusedCaller("Default account is not initialized.")
         return AccountCaller(account=account, subject=f"account:{account.id}")
 
     async def from_api_key(self, raw: str) -> BaseUser:
-        refused = InvalidCredentials("Invalid API key.")
+        refused = RefusedCaller("Invalid API key.")
         decoded = decode_api_key(raw)
         if decoded is None:
             return refused
@@ -255,22 +257,22 @@ class _Resolver:
         async with session_scope(self.sessionmaker) as session:
             await session.exec(update(ApiKey).where(col(ApiKey.id) == key.id).values(last_used=now))
 
-    async def from_token(self, raw: str, *, kinds: tuple[TokenKind, ...]) -> BaseUser:
+    async def from_token(self, raw: str, *, kinds: tuple[AgentTokenKind, ...]) -> BaseUser:
         try:
             token = await self.verifier.verify(raw, kinds=kinds)
         except InvalidToken as exc:
             TOKEN_VERIFICATIONS.labels(exc.outcome).inc()
-            return InvalidCredentials("Invalid bearer credential.")
+            return RefusedCaller("Invalid bearer credential.")
         if await self.revocations.is_revoked(token):
             TOKEN_VERIFICATIONS.labels("revoked").inc()
-            return InvalidCredentials("Invalid session token.")
-        if token.kind == TokenKind.SESSION:
+            return RefusedCaller("Invalid session token.")
+        if token.kind == AgentTokenKind.SESSION:
             account_id = _subject_id(token, "account")
         else:
             account_id = _uuid(token.claims.get("account_id"))
         if account_id is None:
             TOKEN_VERIFICATIONS.labels("invalid").inc()
-            return InvalidCredentials("Invalid session token: the subject claim is missing.")
+            return RefusedCaller("Invalid session token: the subject claim is missing.")
         caller = await self._caller(token, account_id)
         # A token its account, key, device, worker or task no longer backs is revoked.
         TOKEN_VERIFICATIONS.labels("accepted" if caller.is_authenticated else "revoked").inc()
@@ -283,19 +285,19 @@ class _Resolver:
         async with session_scope(self.sessionmaker) as session:
             account = await session.get(Account, account_id)
             if account is None or not _valid_for(account, token):
-                return InvalidCredentials("Invalid bearer credential.")
+                return RefusedCaller("Invalid bearer credential.")
             key_id = _uuid(claims.get("api_key_id")) if "api_key_id" in claims else None
             if "api_key_id" in claims:
                 key = await session.get(ApiKey, key_id) if key_id is not None else None
                 if key is None or not key.active:
-                    return InvalidCredentials("Invalid bearer credential.")
-            if token.kind == TokenKind.SESSION:
+                    return RefusedCaller("Invalid bearer credential.")
+            if token.kind == AgentTokenKind.SESSION:
                 if "device_id" in claims and not await self._device_backs(token, account):
-                    return InvalidCredentials("Invalid bearer credential.")
+                    return RefusedCaller("Invalid bearer credential.")
                 return AccountCaller(
                     account=account, subject=token.subject, token=token, api_key_id=key_id
                 )
-            if token.kind == TokenKind.WORKER:
+            if token.kind == AgentTokenKind.WORKER:
                 return await self._worker(session, account, token)
             return await self._task(session, account, token)
 
@@ -320,7 +322,7 @@ class _Resolver:
         worker_id = _subject_id(token, "worker")
         worker = await session.get(Worker, worker_id) if worker_id is not None else None
         if worker is None or worker.owner_id != account.id:
-            return InvalidCredentials("Invalid bearer credential.")
+            return RefusedCaller("Invalid bearer credential.")
         return WorkerCaller(
             account=account, subject=token.subject, token=token, worker_id=worker.id
         )
@@ -331,7 +333,7 @@ class _Resolver:
         attempt = token.claims.get("attempt")
         # Fencing: only the current attempt's token works.
         if task is None or task.owner_id != account.id or attempt != task.attempt:
-            return InvalidCredentials("Invalid bearer credential.")
+            return RefusedCaller("Invalid bearer credential.")
         grants: Mapping[str, Any] = token.claims.get("grants") or {}
         return TaskCaller(
             account=account,
@@ -366,7 +368,7 @@ def _valid_for(account: Account, token: VerifiedToken) -> bool:
 
 
 @dataclass(frozen=True)
-class Issued:
+class SignedToken:
     token: str
     expires_at: dt.datetime
     lifetime: dt.timedelta
@@ -381,8 +383,8 @@ class TokenIssuer:
         self.clock = clock
 
     def _issue(
-        self, subject: str, kind: TokenKind, lifetime: dt.timedelta, extra: Mapping[str, Any]
-    ) -> Issued:
+        self, subject: str, kind: AgentTokenKind, lifetime: dt.timedelta, extra: Mapping[str, Any]
+    ) -> SignedToken:
         now = self.clock()
         token, claims = self.signer.issue(
             subject=subject,
@@ -393,7 +395,7 @@ class TokenIssuer:
             now=now,
         )
         expires_at = dt.datetime.fromtimestamp(claims["exp"], dt.UTC)
-        return Issued(token, expires_at, expires_at - now)
+        return SignedToken(token, expires_at, expires_at - now)
 
     def session(
         self,
@@ -402,28 +404,28 @@ class TokenIssuer:
         api_key_id: uuid.UUID | None = None,
         device_id: uuid.UUID | None = None,
         expires_at: dt.datetime | None = None,
-    ) -> Issued:
+    ) -> SignedToken:
         lifetime = self.settings.session_token_lifetime
         if expires_at is not None:
             lifetime = min(lifetime, expires_at - self.clock())
         return self._issue(
             f"account:{account_id}",
-            TokenKind.SESSION,
+            AgentTokenKind.SESSION,
             lifetime,
             {"api_key_id": api_key_id, "device_id": device_id},
         )
 
     def worker(
         self, worker_id: uuid.UUID, account_id: uuid.UUID, api_key_id: uuid.UUID | None
-    ) -> Issued:
+    ) -> SignedToken:
         return self._issue(
             f"worker:{worker_id}",
-            TokenKind.WORKER,
+            AgentTokenKind.WORKER,
             self.settings.worker_token_lifetime,
             {"account_id": account_id, "api_key_id": api_key_id},
         )
 
-    def task(self, task: Task, worker_id: uuid.UUID) -> Issued:
+    def task(self, task: Task, worker_id: uuid.UUID) -> SignedToken:
         grants = {
             kind: sorted(ids)
             for kind, ids in (("session", task.session_ids), ("blob", task.blob_ids))
@@ -434,7 +436,7 @@ class TokenIssuer:
         )
         return self._issue(
             f"task:{task.id}",
-            TokenKind.TASK,
+            AgentTokenKind.TASK,
             lifetime,
             {
                 "attempt": task.attempt,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
-from agent_accounts.core.auth import AccountCaller, Issued, TokenIssuer
+from agent_accounts.core.auth import AccountCaller, SignedToken, TokenIssuer
 from agent_accounts.core.errors import TokenError
 from agent_accounts.login.schemas import LoginForm, TokenResponse
 from agent_accounts.login.service import (
@@ -36,7 +36,7 @@ async def login(request: Request) -> Response:
     throttle = LoginThrottle(request.state.redis, request.state.keys, settings)
     async with transaction(request) as session:
         service = LoginService(session, settings, issuer, request.state.clock, throttle, client)
-        issued: Issued | TokenError
+        issued: SignedToken | TokenError
         if grant == PASSWORD:
             issued = await service.password(form)
         elif grant == DEVICE_CODE:

@@ -18,7 +18,7 @@ from identity.api_key.schemas import (
     APIKeyUpdate,
     api_key_response,
 )
-from identity.api_key.service import APIKeyService, Issued
+from identity.api_key.service import APIKeyService, NewAPIKey
 from shared.auth import require_principal
 from shared.db import transaction
 from shared.listing import page_of, parse_list
@@ -37,7 +37,7 @@ def _account_id(request: Request) -> uuid.UUID:
     return path_param(request, "service_account_id", uuid.UUID)
 
 
-def _shown_once(issued: Issued) -> Response:
+def _shown_once(issued: NewAPIKey) -> Response:
     # The key is in this answer only: never cached, never kept for an idempotent replay.
     return render(
         api_key_response(issued.api_key, issued.account, hydrate=True, key=issued.key),
