@@ -64,6 +64,8 @@ from shared.responses import ErrorStyle, error_response, error_style_var
 from shared.revisions import migrate
 from shared.settings import ServiceSettings
 
+__all__ = ["LifespanHook", "ServiceApp", "State", "api_key_tokens", "create_service_app"]
+
 State = dict[str, Any]
 LifespanHook = Callable[[Starlette, State], AbstractAsyncContextManager[State]]
 

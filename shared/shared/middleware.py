@@ -23,6 +23,8 @@ from shared.http_protocol import DirectAnswer, resolve_proxy, send_answer
 from shared.logging import MASK, PRE_REDACTED, is_secret_key, request_id_var
 from shared.responses import JSON, ErrorStyle, error_body, error_response, error_style_var
 
+__all__ = ["ServiceMiddleware", "access_logger"]
+
 REQUEST_ID_HEADER = "x-request-id"
 _VALID_REQUEST_ID = re.compile(rb"[A-Za-z0-9._:-]{1,64}")
 

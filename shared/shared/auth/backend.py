@@ -34,6 +34,19 @@ from shared.auth.workload import WorkloadScopes
 from shared.errors import AuthorizationFailed, Forbidden, HTTPDetailError, Unauthorized
 from shared.metrics import TOKEN_VERIFICATIONS
 
+__all__ = [
+    "AuthMiddleware",
+    "JWTAuthBackend",
+    "Principal",
+    "RefusedCaller",
+    "ScopeAuthenticationBackend",
+    "bearer_token",
+    "ensure_admin",
+    "require_admin",
+    "require_kind",
+    "require_principal",
+]
+
 
 class Principal(BaseUser):
     """An authenticated caller: a verified, unrevoked token."""
