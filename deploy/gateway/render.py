@@ -39,7 +39,7 @@ from deploy.gateway.ui import IMAGE_UI_ROOT, SITE, load_pins
 from shared.errors import NO_SUCH_ENDPOINT
 from shared.logging import MASK, SECRET_KEY_PATTERN
 
-# Every service container listens on this port in compose and Kubernetes (services/*/Dockerfile).
+# Every service container listens on this port in compose and Kubernetes (services/Dockerfile).
 COMPOSE_SERVICE_PORT = 8000
 # Docker's embedded DNS server, for re-resolving service names when containers move.
 COMPOSE_RESOLVER = "127.0.0.11"
