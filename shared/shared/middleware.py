@@ -1,9 +1,10 @@
 """The pure ASGI middleware every service runs in front of its app.
 
-:func:`shared.app.create_service_app` installs, outermost first: :class:`ServiceMiddleware`
-(error style, request id, access log, security headers, error rendering, body size limit),
-then authentication (:class:`shared.auth.AuthMiddleware`) and idempotent replays
-(:class:`shared.idempotency.IdempotencyMiddleware`).
+:func:`shared.app.create_service_app` installs, outermost first:
+:class:`shared.metrics.MetricsMiddleware` (counts, timings, the trace span), then
+:class:`ServiceMiddleware` (error style, request id, access log, security headers, error
+rendering, body size limit), then authentication (:class:`shared.auth.AuthMiddleware`)
+and idempotent replays (:class:`shared.idempotency.IdempotencyMiddleware`).
 """
 
 from __future__ import annotations
