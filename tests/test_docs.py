@@ -23,7 +23,7 @@ HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
 def documents() -> list[Path]:
     """The Markdown files a reader follows links through."""
-    found = [ROOT / "README.md", ROOT / "bench" / "README.md"]
+    found = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", ROOT / "bench" / "README.md"]
     found += [ROOT / "deploy" / "README.md", ROOT / "deploy" / "k8s" / "README.md"]
     found += sorted((ROOT / "docs").glob("*.md"))
     found += sorted((ROOT / "services").glob("*/README.md"))
