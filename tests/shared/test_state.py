@@ -3,7 +3,9 @@ and read back from a request."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from starlette.requests import Request
@@ -47,3 +49,20 @@ def test_of_reads_the_state_a_request_carries():
 def test_of_refuses_another_services_state():
     with pytest.raises(TypeError, match="is a OtherState, not ExampleState"):
         ExampleState.of(request_with(OtherState(settings="s")))
+
+
+def test_services_read_the_lifespans_state_only_through_their_state_class():
+    root = Path(__file__).resolve().parents[2] / "services"
+    raw = re.compile(
+        r"\b(?:request|conn|connection)\.state\b|scope\[\"state\"\]\[\"(?!"
+        + re.escape(STATE_KEY)
+        + ")"
+    )
+    found = [
+        f"{path.relative_to(root)}:{number}"
+        for path in sorted(root.rglob("*.py"))
+        if "__pycache__" not in path.parts
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if raw.search(line)
+    ]
+    assert found == []

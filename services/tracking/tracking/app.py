@@ -37,6 +37,7 @@ from tracking.run_metadata import endpoints as run_metadata_endpoints
 from tracking.schedule import endpoints as schedule_endpoints
 from tracking.settings import Settings
 from tracking.stack import endpoints as stack_endpoints
+from tracking.state import TrackingState
 from tracking.step_run import endpoints as step_run_endpoints
 from tracking.store import ArtifactStores
 from tracking.store.egress import AddressPolicy, EgressProxy
@@ -125,6 +126,7 @@ def create_app(
     settings = settings or Settings()
     return create_service_app(
         settings,
+        state_class=TrackingState,
         title="tracking",
         version=PLATFORM_VERSION,
         description=(

@@ -31,16 +31,15 @@ from agent_accounts.core.credentials import decode_api_key, is_api_key
 from agent_accounts.core.schemas import aware_utc
 from agent_accounts.models import Account, ApiKey, Device, Task, Worker
 from agent_accounts.settings import Settings
+from agent_accounts.state import AgentState
 from shared.auth import (
     InvalidToken,
     RefusedCaller,
-    RevocationList,
     TokenSigner,
-    TokenVerifier,
     VerifiedToken,
     bearer_token,
 )
-from shared.db import Clock, SessionMaker, session_scope
+from shared.db import Clock, session_scope
 from shared.errors import Forbidden, Unauthorized
 from shared.metrics import TOKEN_VERIFICATIONS
 from shared.secret_hash import matches
@@ -166,13 +165,12 @@ def _subject_id(token: VerifiedToken, prefix: str) -> uuid.UUID | None:
 class AgentAuthBackend(AuthenticationBackend):
     """Resolves the caller from ``Authorization: Bearer`` (see the module docstring).
 
-    Reads from the request state: ``settings``, ``sessionmaker``, ``verifier``,
-    ``revocations``, ``redis``, ``keys``, ``clock`` and ``default_account_id``.
+    Reads the service's state (:class:`~agent_accounts.state.AgentState`).
     """
 
     async def authenticate(self, conn: HTTPConnection) -> tuple[AuthCredentials, BaseUser] | None:
-        state = conn.state
-        settings: Settings = state.settings
+        state = AgentState.of(conn)
+        settings = state.settings
         raw = bearer_token(conn)
         resolver = _Resolver(state)
         if settings.server_auth_scheme == "none":
@@ -197,12 +195,12 @@ class AgentAuthBackend(AuthenticationBackend):
 
 
 class _Resolver:
-    def __init__(self, state: Any) -> None:
-        self.settings: Settings = state.settings
-        self.sessionmaker: SessionMaker = state.sessionmaker
-        self.verifier: TokenVerifier = state.verifier
-        self.revocations: RevocationList = state.revocations
-        self.clock: Clock = state.clock
+    def __init__(self, state: AgentState) -> None:
+        self.settings = state.settings
+        self.sessionmaker = state.sessionmaker
+        self.verifier = state.verifier
+        self.revocations = state.revocations
+        self.clock = state.clock
         self.state = state
 
     async def default_account(self) -> BaseUser:

@@ -19,6 +19,7 @@ from identity.api_key.schemas import (
     api_key_response,
 )
 from identity.api_key.service import APIKeyService, NewAPIKey
+from identity.state import IdentityState
 from shared.auth import require_principal
 from shared.db import transaction
 from shared.listing import page_of, parse_list
@@ -30,7 +31,8 @@ NAME_OR_ID = "api_key_name_or_id"
 
 
 def _keys(request: Request, session: AsyncSession) -> APIKeyService:
-    return APIKeyService(session, request.state.revocations, request.state.clock)
+    state = IdentityState.of(request)
+    return APIKeyService(session, state.revocations, state.clock)
 
 
 def _account_id(request: Request) -> uuid.UUID:

@@ -40,6 +40,7 @@ from tracking.pipeline_run.schemas import (
 )
 from tracking.pipeline_run.service import RunService
 from tracking.settings import Settings
+from tracking.state import TrackingState
 from tracking.store import ArtifactStores
 
 LIST_QUERY = RUNS.query_model(extra=query_extras(RunListQuery))
@@ -80,7 +81,7 @@ def snapshot_runner(request: Request) -> uuid.UUID | None:
     principal = caller(request, kinds=SNAPSHOT_RUN_KINDS)
     if principal.kind != TokenKind.SERVICE:
         return caller_id(request, kinds=SNAPSHOT_RUN_KINDS)
-    settings: Settings = request.state.settings
+    settings: Settings = TrackingState.of(request).settings
     if principal.identity not in {f"service:{c}" for c in settings.snapshot_run_clients}:
         raise AuthorizationFailed(f"The service '{principal.display_name}' may not run snapshots.")
     return None
@@ -168,7 +169,7 @@ async def logs(request: Request) -> Response:
     them to."""
     run_id = object_id(request, "run_id", SCOPE)
     query = parse_query(request, StepLogsQuery)
-    stores: ArtifactStores = request.state.artifact_stores
+    stores: ArtifactStores = TrackingState.of(request).artifact_stores
     async with transaction(request) as session:
         entries = await RunPageService(session).log_entries(run_id, query, stores)
     return render(entries)

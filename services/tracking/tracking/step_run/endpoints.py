@@ -31,6 +31,7 @@ from tracking.pipeline_run.schemas import (
     step_response,
 )
 from tracking.pipeline_run.service import StepService
+from tracking.state import TrackingState
 from tracking.step_run.schemas import StepHeartbeatResponse
 from tracking.step_run.service import StepPageService
 from tracking.store import ArtifactStores
@@ -79,7 +80,7 @@ async def logs(request: Request) -> Response:
     caller(request)
     step_id = path_param(request, "step_id", uuid.UUID)
     query = parse_query(request, StepLogsQuery)
-    stores: ArtifactStores = request.state.artifact_stores
+    stores: ArtifactStores = TrackingState.of(request).artifact_stores
     async with transaction(request) as session:
         entries = await StepService(session).log_entries(step_id, query, stores)
     return render(entries)
