@@ -13,12 +13,19 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from starlette.requests import HTTPConnection
 from starlette.types import Scope
 
-__all__ = ["STATE_KEY", "ServiceState"]
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
+    from shared.auth.revocation import RevocationList
+    from shared.db import SessionMaker
+    from shared.redis import Keys
+
+__all__ = ["STATE_KEY", "ServiceState", "StoreState"]
 
 STATE_KEY = "service_state"
 """Where the typed state sits in the lifespan's state (and so in each request's)."""
@@ -50,3 +57,14 @@ class ServiceState:
         if not isinstance(state, cls):
             raise TypeError(f"the service's state is a {type(state).__name__}, not {cls.__name__}")
         return state
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StoreState(ServiceState):
+    """The stores every service's lifespan opens (:func:`shared.app.create_service_app`),
+    for a service whose handlers reach them themselves: a base of its state."""
+
+    sessionmaker: SessionMaker
+    redis: Redis
+    keys: Keys
+    revocations: RevocationList

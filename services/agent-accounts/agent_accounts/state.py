@@ -7,28 +7,21 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from shared.state import ServiceState
+from shared.state import StoreState
 
 if TYPE_CHECKING:
-    from redis.asyncio import Redis
-
     from agent_accounts.core.auth import TokenIssuer
     from agent_accounts.settings import Settings
-    from shared.auth import RevocationList, TokenVerifier
-    from shared.db import Clock, SessionMaker
-    from shared.redis import Keys
+    from shared.auth import TokenVerifier
+    from shared.db import Clock
 
 __all__ = ["AgentState"]
 
 
 @dataclass(frozen=True, slots=True)
-class AgentState(ServiceState):
+class AgentState(StoreState):
     settings: Settings
     clock: Clock
-    sessionmaker: SessionMaker
-    redis: Redis
-    keys: Keys
-    revocations: RevocationList
     verifier: TokenVerifier
     issuer: TokenIssuer
     default_account_id: uuid.UUID
