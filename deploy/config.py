@@ -2,21 +2,70 @@
 
 Both the launcher (:mod:`deploy.local`) and the gateway renderer (:mod:`deploy.gateway`)
 read the stack only through :func:`load_stack`, so the route table and the process list
-cannot disagree. Every problem in the file is reported as one :class:`StackConfigError`
-line naming the file and the offending entry.
+cannot disagree. The file's shape is the pydantic model :class:`StackFile` (each entry's
+keys, types and value rules); the rules across entries (unique names and ports, one issuer,
+routes owned once) are :func:`_check_references`. Every problem in the file is reported as
+one :class:`StackConfigError` line naming the file and the offending entry.
 """
 
 from __future__ import annotations
 
-import re
 import tomllib
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal, TypeVar, cast
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    model_validator,
+)
+
+from deploy.stack_fields import (
+    ENV_NAME,
+    ENV_PREFIX,
+    MAX_REPLICAS,
+    MODULE,
+    BodySize,
+    EnvTable,
+    Name,
+    Port,
+    Routes,
+    env_table,
+    first_problem,
+    matching,
+    names,
+    refuse,
+    replica_count,
+    secret_kinds,
+)
+
+__all__ = [
+    "DEFAULT_APPENDFSYNC",
+    "DEFAULT_STACK_FILE",
+    "MAX_REPLICAS",
+    "REPLICA_PORT_STRIDE",
+    "Entrypoint",
+    "Login",
+    "SecretKind",
+    "Service",
+    "Stack",
+    "StackConfigError",
+    "load_stack",
+    "parse_stack",
+]
 
 DEFAULT_STACK_FILE = Path(__file__).resolve().parent / "stack.toml"
 # Valkey's fsync policies for its append-only file that the stack offers, and the default.
+# "no" (the kernel's own flush, ~30 s) is not offered: the queue must outlive a crash.
 Appendfsync = Literal["always", "everysec"]
 APPENDFSYNC: tuple[Appendfsync, ...] = ("always", "everysec")
 DEFAULT_APPENDFSYNC: Appendfsync = "everysec"
@@ -25,79 +74,125 @@ Kind = Literal["web", "worker"]
 SecretKind = Literal["fernet", "token"]
 ErrorStyle = Literal["platform", "agent"]
 
-_NAME = re.compile(r"^[a-z][a-z0-9-]{0,40}$")
-_MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
-_ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
-_ENV_PREFIX = re.compile(r"^[A-Z][A-Z0-9_]*_$")
-# Route prefixes end up verbatim in nginx `location` lines: keep them to plain path text.
-_ROUTE = re.compile(r"^/([A-Za-z0-9._~-]+(/[A-Za-z0-9._~-]+)*)?$")
-_BODY_SIZE = re.compile(r"^[0-9]+[km]?$")
-_SECRET_KINDS = ("fernet", "token")
 # Replica k (0-based) of a web service listens at its port + k * REPLICA_PORT_STRIDE on the
 # local stack (8102, 8202, 8302 for tracking); containers each have their own address.
 REPLICA_PORT_STRIDE = 100
-MAX_REPLICAS = 9
-_ERROR_STYLES = ("platform", "agent")
-
-T = TypeVar("T")
 
 
 class StackConfigError(Exception):
     """``deploy/stack.toml`` (or a file given instead) is missing or invalid."""
 
 
-@dataclass(frozen=True)
-class Login:
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Login(_Model):
     """An entrypoint's first account, as the launcher's banner tells how to use it."""
 
-    service: str
+    service: StrictStr
     """The web service that creates the account at its first start."""
-    user: str
-    password_variable: str
+    user: StrictStr
+    password_variable: Annotated[
+        StrictStr, AfterValidator(matching(ENV_NAME, "is not a variable name"))
+    ]
     """Chooses the first password (one of the service's ``passthrough``); unset, the
     service prints a random one once."""
-    command: str
+    command: StrictStr
     """How a client logs in; ``{url}`` is the entrypoint's URL."""
 
 
-@dataclass(frozen=True)
-class Entrypoint:
+class Entrypoint(_Model):
     """One public port of the gateway."""
 
-    name: str
-    title: str
-    port: int
-    error_style: ErrorStyle
+    name: Name
+    title: StrictStr
+    """Defaults to the name."""
+    port: Port
+    error_style: ErrorStyle = "platform"
     login: Login | None = None
-    unimplemented: tuple[str, ...] = ()
+    unimplemented: Routes = ()
     """Path prefixes of the reference's API that no service serves: 501 at the gateway."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _titled(cls, raw: Any) -> Any:
+        if isinstance(raw, dict) and "title" not in raw and "name" in raw:
+            return {**raw, "title": raw["name"]}
+        return raw
 
-@dataclass(frozen=True)
-class Service:
+    @model_validator(mode="after")
+    def _prefixes(self) -> Entrypoint:
+        if "/" in self.unimplemented:
+            raise refuse("/ cannot be unimplemented")
+        twice = _duplicate(self.unimplemented)
+        if twice is not None:
+            raise refuse(f"unimplemented prefix {twice!r} is used more than once")
+        return self
+
+
+_WEB_ONLY = ("port", "entrypoint", "routes", "issuer", "client_max_body_size")
+
+
+class Service(_Model):
     """One process of the stack: a uvicorn web service or a worker."""
 
-    name: str
-    module: str
+    name: Name
+    module: Annotated[
+        StrictStr, AfterValidator(matching(MODULE, "is not a dotted Python module name"))
+    ]
     kind: Kind
-    port: int | None = None
-    entrypoint: str | None = None
-    routes: tuple[str, ...] = ()
-    issuer: bool = False
-    owner: str = ""
-    env: Mapping[str, str] = field(default_factory=dict)
-    passthrough: tuple[str, ...] = ()
-    secrets: Mapping[str, SecretKind] = field(default_factory=dict)
-    env_prefix: str = ""
-    # Other prefixes an operator of the system it stands in for uses (kitaru's KITARU_): a
-    # passthrough variable is also taken under each, after env_prefix's name.
-    env_aliases: tuple[str, ...] = ()
-    # (web) the gateway's body limit on this service's routes, when not the gateway's own
-    client_max_body_size: str | None = None
-    replicas: int = 1
+    port: Port | None = None
+    entrypoint: StrictStr | None = None
+    routes: Routes = ()
+    issuer: StrictBool = False
+    owner: StrictStr = ""
+    """A worker's web service (its database and settings); a web service's own name."""
+    env: EnvTable = Field(default_factory=dict)
+    passthrough: Annotated[
+        tuple[str, ...],
+        BeforeValidator(names(ENV_NAME, "passthrough entry", "is not a variable name")),
+    ] = ()
+    secrets: Annotated[
+        dict[str, SecretKind], BeforeValidator(secret_kinds), BeforeValidator(env_table)
+    ] = Field(default_factory=dict)
+    env_prefix: Annotated[
+        StrictStr, AfterValidator(matching(ENV_PREFIX, "must be like 'SERVICE_'", empty=True))
+    ] = ""
+    env_aliases: Annotated[
+        tuple[str, ...],
+        BeforeValidator(names(ENV_PREFIX, "env_aliases entry", "must be like 'KITARU_'")),
+    ] = ()
+    """Other prefixes an operator of the system it stands in for uses (kitaru's KITARU_):
+    a passthrough variable is also taken under each, after env_prefix's name."""
+    client_max_body_size: BodySize | None = None
+    """(web) The gateway's body limit on this service's routes, when not the gateway's own."""
+    replicas: Annotated[StrictInt, AfterValidator(replica_count)] = 1
     """How many processes run it (the launcher's ``--replicas`` overrides it)."""
-    metrics_port: int | None = None
+    metrics_port: Port | None = None
     """The local stack's port of its (first replica's) Prometheus metrics, if served."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _by_kind(cls, raw: Any) -> Any:
+        """A web service has a port, an entrypoint and routes and owns itself; a worker
+        has none of those and an owner (itself unless named)."""
+        if not isinstance(raw, dict) or not isinstance(raw.get("kind"), str):
+            return raw  # the fields' own errors say what is wrong
+        kind, name = raw["kind"], raw.get("name")
+        if kind == "web":
+            if "owner" in raw:
+                raise refuse("only workers have an owner")
+            for key in ("port", "entrypoint", "routes"):
+                if key not in raw:
+                    raise refuse(f"{key} is required")
+            return {**raw, "owner": name}
+        if kind == "worker":
+            for key in _WEB_ONLY:
+                if key in raw:
+                    raise refuse(f"a worker has no {key}")
+            return {**raw, "owner": raw.get("owner", name)}
+        raise refuse(f"kind must be 'web' or 'worker', not {kind!r}")
 
     def replica_names(self) -> tuple[str, ...]:
         """The name of each replica's process: the service's own when it runs once,
@@ -108,18 +203,43 @@ class Service:
 
     def replica_ports(self, offset: int = 0) -> tuple[int, ...]:
         """(web) The local stack's port of each replica, ``offset`` added."""
-        if self.port is None:
-            return ()
-        base = self.port + offset
-        return tuple(base + k * REPLICA_PORT_STRIDE for k in range(self.replicas))
+        return _spaced(self.port, offset, self.replicas)
 
     def replica_metrics_ports(self, offset: int = 0) -> tuple[int, ...]:
         """The local stack's metrics port of each replica, ``offset`` added (spaced as
         :meth:`replica_ports`); none when it serves no metrics."""
-        if self.metrics_port is None:
-            return ()
-        base = self.metrics_port + offset
-        return tuple(base + k * REPLICA_PORT_STRIDE for k in range(self.replicas))
+        return _spaced(self.metrics_port, offset, self.replicas)
+
+
+def _spaced(port: int | None, offset: int, replicas: int) -> tuple[int, ...]:
+    if port is None:
+        return ()
+    return tuple(port + offset + k * REPLICA_PORT_STRIDE for k in range(replicas))
+
+
+class _Gateway(_Model):
+    listen: StrictStr = "127.0.0.1"
+    client_max_body_size: BodySize = "10m"
+
+
+class _Valkey(_Model):
+    port: Port
+    appendfsync: Appendfsync = DEFAULT_APPENDFSYNC
+
+
+class _Postgres(_Model):
+    port: Port
+
+
+class StackFile(_Model):
+    """``stack.toml`` as written: its tables and arrays of tables."""
+
+    gateway: _Gateway
+    entrypoint: tuple[Entrypoint, ...] = ()
+    valkey: _Valkey
+    postgres: _Postgres
+    environment: EnvTable = Field(default_factory=dict)
+    service: tuple[Service, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -164,9 +284,13 @@ class Stack:
                 self.service(name)
             except KeyError:
                 raise StackConfigError(f"--replicas: no service named {name!r}") from None
-            _check_replicas(count, f"--replicas {name}")
+            if isinstance(count, bool) or not 1 <= count <= MAX_REPLICAS:
+                raise StackConfigError(
+                    f"--replicas {name}: replicas must be a whole number from 1 to {MAX_REPLICAS}"
+                )
         services = tuple(
-            replace(s, replicas=counts[s.name]) if s.name in counts else s for s in self.services
+            s.model_copy(update={"replicas": counts[s.name]}) if s.name in counts else s
+            for s in self.services
         )
         stack = replace(self, services=services)
         _check_references(stack)
@@ -191,167 +315,22 @@ def load_stack(path: Path = DEFAULT_STACK_FILE) -> Stack:
 
 def parse_stack(raw: Mapping[str, Any]) -> Stack:
     """Validate an already-parsed stack document (the body of :func:`load_stack`)."""
-    _no_unknown_keys(
-        raw, {"gateway", "entrypoint", "valkey", "postgres", "environment", "service"}, "top level"
-    )
-    gateway = _table(raw, "gateway", "top level")
-    _no_unknown_keys(gateway, {"listen", "client_max_body_size"}, "[gateway]")
-    body_size = _body_size(gateway, "[gateway]", "10m")
-    valkey = _table(raw, "valkey", "top level")
-    _no_unknown_keys(valkey, {"port", "appendfsync"}, "[valkey]")
-    postgres = _table(raw, "postgres", "top level")
-    _no_unknown_keys(postgres, {"port"}, "[postgres]")
+    try:
+        document = StackFile.model_validate(raw)
+    except ValidationError as exc:
+        raise StackConfigError(first_problem(exc.errors(), raw)) from None
     stack = Stack(
-        listen=_get(gateway, "listen", str, "[gateway]", "127.0.0.1"),
-        client_max_body_size=body_size,
-        entrypoints=tuple(
-            _entrypoint(item, f"[[entrypoint]] #{i + 1}")
-            for i, item in enumerate(_array(raw, "entrypoint"))
-        ),
-        valkey_port=_port(valkey, "[valkey]"),
-        valkey_appendfsync=_appendfsync(valkey, "[valkey]"),
-        postgres_port=_port(postgres, "[postgres]"),
-        environment=_env_table(raw.get("environment", {}), "[environment]"),
-        services=tuple(
-            _service(item, f"[[service]] #{i + 1}") for i, item in enumerate(_array(raw, "service"))
-        ),
+        listen=document.gateway.listen,
+        client_max_body_size=document.gateway.client_max_body_size,
+        entrypoints=document.entrypoint,
+        valkey_port=document.valkey.port,
+        valkey_appendfsync=document.valkey.appendfsync,
+        postgres_port=document.postgres.port,
+        environment=document.environment,
+        services=document.service,
     )
     _check_references(stack)
     return stack
-
-
-def _entrypoint(raw: Mapping[str, Any], where: str) -> Entrypoint:
-    _no_unknown_keys(raw, {"name", "title", "port", "error_style", "login", "unimplemented"}, where)
-    name = _name(raw, where)
-    where = f"entrypoint {name!r}"
-    style = _get(raw, "error_style", str, where, "platform")
-    if style not in _ERROR_STYLES:
-        raise StackConfigError(f"{where}: error_style must be one of {', '.join(_ERROR_STYLES)}")
-    unimplemented = tuple(_route(r, where) for r in _get(raw, "unimplemented", list, where, []))
-    if "/" in unimplemented:
-        raise StackConfigError(f"{where}: / cannot be unimplemented")
-    _unique(list(unimplemented), f"{where}: unimplemented prefix")
-    return Entrypoint(
-        name=name,
-        title=_get(raw, "title", str, where, name),
-        port=_port(raw, where),
-        error_style=cast(ErrorStyle, style),
-        login=_login(raw["login"], f"{where} login") if "login" in raw else None,
-        unimplemented=unimplemented,
-    )
-
-
-def _login(raw: object, where: str) -> Login:
-    if not isinstance(raw, dict):
-        raise StackConfigError(f"{where} must be a table")
-    _no_unknown_keys(raw, {"service", "user", "password_variable", "command"}, where)
-    variable = _get(raw, "password_variable", str, where)
-    if not _ENV_NAME.match(variable):
-        raise StackConfigError(f"{where}: password_variable {variable!r} is not a variable name")
-    return Login(
-        service=_get(raw, "service", str, where),
-        user=_get(raw, "user", str, where),
-        password_variable=variable,
-        command=_get(raw, "command", str, where),
-    )
-
-
-_SERVICE_KEYS = {
-    "name",
-    "module",
-    "kind",
-    "port",
-    "entrypoint",
-    "routes",
-    "issuer",
-    "owner",
-    "env",
-    "passthrough",
-    "secrets",
-    "env_prefix",
-    "env_aliases",
-    "client_max_body_size",
-    "replicas",
-    "metrics_port",
-}
-
-
-def _service(raw: Mapping[str, Any], where: str) -> Service:
-    _no_unknown_keys(raw, _SERVICE_KEYS, where)
-    name = _name(raw, where)
-    where = f"service {name!r}"
-    module = _get(raw, "module", str, where)
-    if not _MODULE.match(module):
-        raise StackConfigError(f"{where}: module {module!r} is not a dotted Python module name")
-    kind = _get(raw, "kind", str, where)
-    if kind == "web":
-        if "owner" in raw:
-            raise StackConfigError(f"{where}: only workers have an owner")
-        return Service(
-            name=name,
-            module=module,
-            kind="web",
-            port=_port(raw, where),
-            entrypoint=_get(raw, "entrypoint", str, where),
-            routes=tuple(_route(r, where) for r in _get(raw, "routes", list, where)),
-            issuer=_get(raw, "issuer", bool, where, False),
-            owner=name,
-            client_max_body_size=_body_size(raw, where, None),
-            **_extras(raw, where),
-        )
-    if kind == "worker":
-        for key in ("port", "entrypoint", "routes", "issuer", "client_max_body_size"):
-            if key in raw:
-                raise StackConfigError(f"{where}: a worker has no {key}")
-        return Service(
-            name=name,
-            module=module,
-            kind="worker",
-            owner=_get(raw, "owner", str, where, name),
-            **_extras(raw, where),
-        )
-    raise StackConfigError(f"{where}: kind must be 'web' or 'worker', not {kind!r}")
-
-
-def _body_size(raw: Mapping[str, Any], where: str, default: T) -> str | T:
-    """An nginx size (``10m``, ``512k``, ``1048576``), or ``default`` when not given."""
-    if "client_max_body_size" not in raw:
-        return default
-    size = _get(raw, "client_max_body_size", str, where)
-    if not _BODY_SIZE.match(size):
-        raise StackConfigError(f"{where}: client_max_body_size {size!r} is not like '10m'")
-    return size
-
-
-def _extras(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
-    passthrough = tuple(_get(raw, "passthrough", list, where, []))
-    for name in passthrough:
-        if not isinstance(name, str) or not _ENV_NAME.match(name):
-            raise StackConfigError(f"{where}: passthrough entry {name!r} is not a variable name")
-    secrets = _env_table(raw.get("secrets", {}), f"{where} secrets")
-    for var, kind in secrets.items():
-        if kind not in _SECRET_KINDS:
-            raise StackConfigError(
-                f"{where}: secret {var} has kind {kind!r}, not one of {', '.join(_SECRET_KINDS)}"
-            )
-    prefix = _get(raw, "env_prefix", str, where, "")
-    if prefix and not _ENV_PREFIX.match(prefix):
-        raise StackConfigError(f"{where}: env_prefix {prefix!r} must be like 'SERVICE_'")
-    aliases = _get(raw, "env_aliases", list, where, [])
-    for alias in aliases:
-        if not isinstance(alias, str) or not _ENV_PREFIX.match(alias):
-            raise StackConfigError(f"{where}: env_aliases entry {alias!r} must be like 'KITARU_'")
-    replicas = _get(raw, "replicas", int, where, 1)
-    _check_replicas(replicas, where)
-    return {
-        "replicas": replicas,
-        "metrics_port": _port(raw, where, "metrics_port") if "metrics_port" in raw else None,
-        "env_prefix": prefix,
-        "env_aliases": tuple(aliases),
-        "env": _env_table(raw.get("env", {}), f"{where} env"),
-        "passthrough": passthrough,
-        "secrets": cast(dict[str, SecretKind], secrets),
-    }
 
 
 def _check_references(stack: Stack) -> None:
@@ -390,11 +369,6 @@ def _check_references(stack: Stack) -> None:
         _check_entrypoint(stack, entrypoint)
 
 
-def _check_replicas(count: int, where: str) -> None:
-    if isinstance(count, bool) or not 1 <= count <= MAX_REPLICAS:
-        raise StackConfigError(f"{where}: replicas must be a whole number from 1 to {MAX_REPLICAS}")
-
-
 def _check_entrypoint(stack: Stack, entrypoint: Entrypoint) -> None:
     """Its login names a service of its own that takes the password variable; no
     unimplemented prefix overlaps a route a service serves there."""
@@ -425,78 +399,16 @@ def _overlaps(a: str, b: str) -> bool:
 
 
 def _unique(values: list[Any], what: str) -> None:
+    twice = _duplicate(values)
+    if twice is not None:
+        raise StackConfigError(f"{what} {twice!r} is used more than once")
+
+
+def _duplicate(values: Sequence[Any]) -> Any:
+    """The first value seen twice (``None``: none is)."""
     seen: set[Any] = set()
     for value in values:
         if value in seen:
-            raise StackConfigError(f"{what} {value!r} is used more than once")
+            return value
         seen.add(value)
-
-
-def _no_unknown_keys(raw: Mapping[str, Any], allowed: set[str], where: str) -> None:
-    unknown = sorted(set(raw) - allowed)
-    if unknown:
-        raise StackConfigError(f"{where}: unknown key(s) {', '.join(unknown)}")
-
-
-def _table(raw: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
-    value = raw.get(key)
-    if not isinstance(value, dict):
-        raise StackConfigError(f"{where}: a [{key}] table is required")
-    return value
-
-
-def _array(raw: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
-    value = raw.get(key, [])
-    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
-        raise StackConfigError(f"{key} must be an array of tables ([[{key}]])")
-    return value
-
-
-_MISSING: Any = object()
-
-
-def _get(raw: Mapping[str, Any], key: str, kind: type[T], where: str, default: T = _MISSING) -> T:
-    value = raw.get(key, default)
-    if value is _MISSING:
-        raise StackConfigError(f"{where}: {key} is required")
-    # bool is a subclass of int: a port of `true` must not pass as 1.
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise StackConfigError(f"{where}: {key} must be of type {kind.__name__}")
-    return value
-
-
-def _name(raw: Mapping[str, Any], where: str) -> str:
-    name = _get(raw, "name", str, where)
-    if not _NAME.match(name):
-        raise StackConfigError(f"{where}: name {name!r} must be lower-case letters, digits, '-'")
-    return name
-
-
-def _port(raw: Mapping[str, Any], where: str, key: str = "port") -> int:
-    port = _get(raw, key, int, where)
-    if not 1 <= port <= 65535:
-        raise StackConfigError(f"{where}: {key} {port} is outside 1-65535")
-    return port
-
-
-def _appendfsync(raw: Mapping[str, Any], where: str) -> Appendfsync:
-    # "no" (the kernel's own flush, ~30 s) is not offered: the queue must outlive a crash.
-    value = _get(raw, "appendfsync", str, where, DEFAULT_APPENDFSYNC)
-    if value not in APPENDFSYNC:
-        raise StackConfigError(f"{where}: appendfsync must be one of {', '.join(APPENDFSYNC)}")
-    return value
-
-
-def _route(value: object, where: str) -> str:
-    if not isinstance(value, str) or not _ROUTE.match(value):
-        raise StackConfigError(f"{where}: route {value!r} is not a plain path prefix like /a/b")
-    return value
-
-
-def _env_table(value: object, where: str) -> dict[str, str]:
-    if not isinstance(value, dict):
-        raise StackConfigError(f'{where} must be a table of NAME = "value"')
-    for key, item in value.items():
-        if not _ENV_NAME.match(key) or not isinstance(item, str):
-            raise StackConfigError(f"{where}: {key} must be an upper-case name with a string value")
-    return dict(value)
+    return None

@@ -35,7 +35,7 @@ def violations(owner: str | None, source: str, filename: str = "<string>") -> se
 
 def service_packages() -> dict[str, Path]:
     packages = {}
-    for service_dir in sorted((ROOT / "services").iterdir()):
+    for service_dir in sorted(p for p in (ROOT / "services").iterdir() if p.is_dir()):
         for candidate in service_dir.iterdir():
             if (candidate / "__init__.py").is_file():
                 packages[candidate.name] = candidate

@@ -34,12 +34,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from deploy.config import Entrypoint, Service, Stack
-from deploy.gateway.docs import ASSETS, DOCUMENT_PATH, PAGE_PATH
+from deploy.gateway.locations import docs, error_pages, too_large, ui
 from deploy.gateway.ui import IMAGE_UI_ROOT, SITE, load_pins
 from shared.errors import NO_SUCH_ENDPOINT
 from shared.logging import MASK, SECRET_KEY_PATTERN
 
-# Every service container listens on this port in compose and Kubernetes (services/*/Dockerfile).
+# Every service container listens on this port in compose and Kubernetes (services/Dockerfile).
 COMPOSE_SERVICE_PORT = 8000
 # Docker's embedded DNS server, for re-resolving service names when containers move.
 COMPOSE_RESOLVER = "127.0.0.11"
@@ -351,10 +351,10 @@ def _server(stack: Stack, entrypoint: Entrypoint, target: Target) -> list[str]:
         "server {",
         f"    # {entrypoint.name}: {entrypoint.title}",
         f"    listen {listen};",
-        *(f"    {line}" for line in _error_pages(None)),
+        *(f"    {line}" for line in error_pages(None)),
     ]
     lines += ["", "    # the gateway's own: the merged OpenAPI document and its Swagger UI page"]
-    lines += [f"    {line}" for line in _docs(entrypoint, target)]
+    lines += [f"    {line}" for line in docs(entrypoint, target.docs_root)]
     services = [s for s in stack.web_services if s.entrypoint == entrypoint.name]
     for service in services:
         lines += ["", f"    # {service.name}"]
@@ -372,12 +372,12 @@ def _server(stack: Stack, entrypoint: Entrypoint, target: Target) -> list[str]:
     for match in ("= /metrics", "/metrics/"):
         reply = _json_reply(404, not_found)
         lines += [f"    location {match} {{", *(f"        {r}" for r in reply), "    }"]
-    ui = target.ui_roots.get(entrypoint.name)
-    if ui is not None and any("/" in s.routes for s in services):
+    ui_root = target.ui_roots.get(entrypoint.name)
+    if ui_root is not None and any("/" in s.routes for s in services):
         raise ValueError(f"entrypoint {entrypoint.name}: a service takes / where its UI is")
-    if ui is not None:
+    if ui_root is not None:
         lines += ["", "    # the web UI; unknown API paths stay JSON 404s"]
-        lines += [f"    {line}" for line in _ui(ui)]
+        lines += [f"    {line}" for line in ui(ui_root)]
         for match in ("= /api", "/api/", "/_services/"):
             reply = _json_reply(404, not_found)
             lines += [f"    location {match} {{", *(f"        {r}" for r in reply), "    }"]
@@ -402,143 +402,12 @@ def _server(stack: Stack, entrypoint: Entrypoint, target: Target) -> list[str]:
     return [*lines, "}"]
 
 
-# The docs' files: their type by extension, and whether it is text (sent with a charset).
-_FILE_TYPES = {
-    "json": ("application/json", False),
-    "html": ("text/html", True),
-    "js": ("application/javascript", True),
-    "css": ("text/css", True),
-    "png": ("image/png", False),
-}
-# The page and the document change with every build; the page names its files with a
-# hash of their content (?v=...), so those may be kept for good.
-_REVALIDATE = "no-cache"
-_KEEP = "public, max-age=31536000, immutable"
-
-
-def _docs(entrypoint: Entrypoint, target: Target) -> list[str]:
-    root = target.docs_root
-    assets = "|".join(asset.replace(".", "[.]") for asset in ASSETS)
-    # Files not written (a stack without service apps) are missing paths (@not_found).
-    return [
-        *_static(f"= {DOCUMENT_PATH}", f"{root}/{entrypoint.name}/openapi.json", _REVALIDATE),
-        *_static(f"= {PAGE_PATH}", f"{root}/{entrypoint.name}/index.html", _REVALIDATE),
-        *_static(f"~ ^{PAGE_PATH}/(?<docs_file>{assets})$", f"{root}/assets/$docs_file", _KEEP),
-    ]
-
-
-# The web UIs' files by extension (nginx's own mime.types is not included anywhere).
-_UI_TYPES = {
-    "text/html": "html",
-    "application/javascript": "js mjs",
-    "text/css": "css",
-    "application/json": "json map",
-    "image/svg+xml": "svg",
-    "image/x-icon": "ico",
-    "image/png": "png",
-    "image/jpeg": "jpg jpeg",
-    "image/gif": "gif",
-    "image/webp": "webp",
-    "image/avif": "avif",
-    "font/woff": "woff",
-    "font/woff2": "woff2",
-    "font/ttf": "ttf",
-    "application/wasm": "wasm",
-    "text/plain": "txt",
-    "application/manifest+json": "webmanifest",
-}
-
-
-def _ui(root: str) -> list[str]:
-    """A single-page app in ``root``: its files at their paths, ``index.html`` for any
-    other path (its router decides), as the reference servers serve theirs. The build
-    names every file under ``/assets/`` by a hash of its content, so those are kept for
-    good and a missing one is a 404 (an HTML page there would be run as a script)."""
-    types = " ".join(f"{kind} {exts};" for kind, exts in _UI_TYPES.items())
-
-    def body(cache: str) -> list[str]:
-        return [
-            f"root {root};",
-            f"types {{ {types} }}",
-            "charset utf-8;",
-            "charset_types text/css application/javascript application/json image/svg+xml;",
-            f'add_header Cache-Control "{cache}";',
-            "add_header X-Request-ID $gateway_request_id;",
-            "add_header X-Content-Type-Options nosniff;",
-            *_error_pages(None),
-            "error_page 405 @method_not_allowed;",
-            # Refused before a file is looked up: the lookup types the answer (text/html
-            # for index.html) and the JSON 405 would keep that type.
-            "if ($request_method !~ ^(GET|HEAD)$) { return 405; }",
-        ]
-
-    return [
-        "location / {",
-        *(f"    {line}" for line in body(_REVALIDATE)),
-        "    try_files $uri @ui_index;",
-        "}",
-        "location @ui_index {",
-        *(f"    {line}" for line in body(_REVALIDATE)),
-        "    error_page 404 @not_found;",
-        "    try_files /index.html =404;",
-        "}",
-        "location /assets/ {",
-        *(f"    {line}" for line in body(_KEEP)),
-        "    error_page 404 @not_found;",
-        "    try_files $uri =404;",
-        "}",
-    ]
-
-
-def _static(match: str, file: str, cache: str) -> list[str]:
-    """A location answering GET and HEAD with ``file``, typed by its extension (the URI's
-    may have none), other methods with a 405 and a missing file with a 404, as JSON."""
-    known = _FILE_TYPES.get(file.rsplit(".", 1)[-1])
-    if known is not None:
-        typing, text = ["types { }", f"default_type {known[0]};"], known[1]
-    else:  # one location for several files: by the URI's extension, which is the file's
-        names = " ".join(f"{kind} {ext};" for ext, (kind, _) in _FILE_TYPES.items())
-        typing, text = [f"types {{ {names} }}"], True
-    # text/html is always one of the charset_types.
-    charset = ["charset utf-8;", "charset_types text/css application/javascript;"]
-    body = [
-        f"alias {file};",
-        *typing,
-        *(charset if text else []),
-        f'add_header Cache-Control "{cache}";',
-        "add_header X-Request-ID $gateway_request_id;",
-        "add_header X-Content-Type-Options nosniff;",
-        # A location with an error_page of its own inherits none: the server's repeated.
-        *_error_pages(None),
-        "error_page 404 @not_found;",
-        "error_page 405 @method_not_allowed;",
-    ]
-    return [f"location {match} {{", *(f"    {line}" for line in body), "}"]
-
-
-def _error_pages(service: Service | None) -> list[str]:
-    """The gateway's own errors, answered by the named locations of :func:`_gateway_errors`.
-    A service with a body limit of its own has a 413 of its own (naming its limit); its
-    locations repeat the rest, since a location that sets any ``error_page`` inherits none."""
-    return [
-        f"error_page 413 @{_too_large(service)};",
-        "error_page 502 @bad_gateway;",
-        "error_page 503 @unavailable;",
-        "error_page 504 @upstream_timeout;",
-    ]
-
-
-def _too_large(service: Service | None) -> str:
-    """The named location answering a 413 on ``service``'s routes (or the gateway's)."""
-    return "payload_too_large" + (f"_{service.name.replace('-', '_')}" if service else "")
-
-
 def _routes(service: Service) -> list[str]:
     upstream = f"http://{_upstream_name(service)}"
     # Locations of a service with its own body limit carry it (and its 413) themselves.
     own = []
     if service.client_max_body_size:
-        own = [f"client_max_body_size {service.client_max_body_size};", *_error_pages(service)]
+        own = [f"client_max_body_size {service.client_max_body_size};", *error_pages(service)]
 
     def location(match: str, proxy_pass: str = upstream) -> list[str]:
         if not own:
@@ -569,7 +438,7 @@ def _gateway_errors(
     messages = [
         *(
             (
-                _too_large(service),
+                too_large(service),
                 413,
                 "PayloadTooLarge",
                 f"Request body is larger than the limit of {_human_size(size)}.",

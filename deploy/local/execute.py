@@ -23,8 +23,8 @@ from typing import NoReturn, TextIO
 from deploy.local import datadir, postgres
 from deploy.local.datadir import SetupError
 from deploy.local.environment import embedded_postgres, pgdata, redis_url, service_environment
-from deploy.local.launcher import module_problem
 from deploy.local.options import REPO_ROOT, Command, Options
+from deploy.local.plan import module_problem
 from deploy.local.probes import valkey_answers
 from deploy.local.secrets import FILE_NAME, load_or_create
 

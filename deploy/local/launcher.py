@@ -20,12 +20,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib.util
 import signal
 import stat
 import sys
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import TextIO
@@ -33,8 +31,9 @@ from typing import TextIO
 import asyncpg
 import httpx
 
-from deploy.config import DEFAULT_APPENDFSYNC, Entrypoint, Service
+from deploy.config import DEFAULT_APPENDFSYNC, Service
 from deploy.local import datadir, gateway, postgres
+from deploy.local.banner import banner
 from deploy.local.datadir import SetupError
 from deploy.local.environment import (
     connect_host,
@@ -42,13 +41,12 @@ from deploy.local.environment import (
     embedded_postgres,
     metrics_environment,
     own_database_variable,
-    passthrough_value,
     pgdata,
-    public_url,
     redis_url,
     service_environment,
 )
 from deploy.local.options import REPO_ROOT, Options
+from deploy.local.plan import Plan, plan_processes
 from deploy.local.probes import (
     StartupError,
     http_ready,
@@ -64,50 +62,6 @@ STOP_GRACE = 10.0
 # Stop order: the gateway first (no new requests), then services and workers, then Valkey
 # (so that nothing still writing to it loses a queued job), then PostgreSQL.
 STAGE_GATEWAY, STAGE_SERVICES, STAGE_VALKEY, STAGE_POSTGRES = 0, 1, 2, 3
-
-
-@dataclass
-class Plan:
-    """The processes one run starts; entries whose module is missing are skipped."""
-
-    web: list[Service] = field(default_factory=list)
-    workers: list[Service] = field(default_factory=list)
-    skipped: list[tuple[Service, str]] = field(default_factory=list)
-
-    def process_names(self) -> list[str]:
-        """Every process the services and workers run as (a name per replica)."""
-        return [name for s in [*self.web, *self.workers] for name in s.replica_names()]
-
-
-def module_problem(module: str) -> str | None:
-    """Why ``python -m module`` cannot run yet, or ``None`` if it can."""
-    try:
-        spec = importlib.util.find_spec(module)
-        if spec is not None and spec.submodule_search_locations is not None:
-            # A package runs through its __main__ module.
-            spec = importlib.util.find_spec(f"{module}.__main__")
-    except ModuleNotFoundError:
-        spec = None
-    except Exception:  # the module exists but fails to import: let it run
-        return None  # and show its own traceback in its log, which says more than we can
-    return None if spec is not None else f"module {module} (or its __main__) does not exist yet"
-
-
-def plan_processes(options: Options) -> Plan:
-    """Split the stack into what can run now (issuer first) and what is skipped."""
-    plan = Plan()
-    for service in options.stack.services:
-        problem = module_problem(service.module)
-        if problem is not None:
-            if service.issuer:
-                raise SetupError(f"{service.name} issues every token and cannot run: {problem}")
-            plan.skipped.append((service, problem))
-        elif service.kind == "web":
-            plan.web.append(service)
-        else:
-            plan.workers.append(service)
-    plan.web.sort(key=lambda s: not s.issuer)
-    return plan
 
 
 def check_ports(options: Options, plan: Plan, environ: Mapping[str, str]) -> None:
@@ -182,7 +136,7 @@ async def _supervise(
         elif (error := startup.exception()) is not None:
             code = _report_failure(supervisor, error)
         else:
-            for line in _banner(options, plan, environ, startup.result()):
+            for line in banner(options, plan, environ, startup.result()):
                 say(line)
             supervisor.restarts = True
             await _first_of(stop.wait(), supervisor.failed.wait())
@@ -511,92 +465,3 @@ async def _start_gateway(supervisor: Supervisor, options: Options) -> None:
         ready=listening,
     )
     await supervisor.until_ready(child)
-
-
-def _banner(options: Options, plan: Plan, environ: Mapping[str, str], fresh: set[str]) -> list[str]:
-    entrypoints = options.stack.entrypoints
-    width = max(len(e.title) for e in entrypoints)
-    lines = ["the stack is up:"]
-    for entrypoint in entrypoints:
-        url = public_url(options, entrypoint.name)
-        line = f"  {entrypoint.title.ljust(width)}  {url}"
-        if (options.data_dir / "gateway" / "docs" / entrypoint.name).is_dir():
-            line += f"  (API docs: {url}/docs)"
-        lines.append(line)
-    titles = gateway.ui_titles()
-    for name in gateway.served_uis(options):
-        title = titles.get(name, f"{name} web UI")
-        lines.append(f"  {title.ljust(width)}  {public_url(options, name)}/")
-    for entrypoint in entrypoints:
-        lines += _login_lines(options, entrypoint, environ, fresh)
-    lines.append(f"  data: {options.data_dir}")
-    lines.append(f"  database: {_database_line(options, environ)}")
-    metrics = [
-        f"{name} :{options.ports.metrics[name]}"
-        for s in [*plan.web, *plan.workers]
-        for name in s.replica_names()
-        if name in options.ports.metrics
-    ]
-    if metrics:
-        lines.append(f"  metrics (/metrics, not through the gateway): {', '.join(metrics)}")
-    replicated = [_replicas_text(options, s) for s in [*plan.web, *plan.workers] if s.replicas > 1]
-    if replicated:
-        lines.append(f"  replicas: {'; '.join(replicated)}")
-    if plan.skipped:
-        lines.append(f"  not running yet: {', '.join(s.name for s, _ in plan.skipped)}")
-    lines.append("Ctrl-C stops everything.")
-    return lines
-
-
-def _replicas_text(options: Options, service: Service) -> str:
-    """``tracking#1-#3 on ports 8102, 8202, 8302`` (a worker's without ports)."""
-    text = f"{service.name}#1-#{service.replicas}"
-    names = service.replica_names()
-    if service.kind == "web":
-        text += f" on ports {', '.join(str(options.ports.processes[n]) for n in names)}"
-    return text
-
-
-def _database_line(options: Options, environ: Mapping[str, str]) -> str:
-    """Which PostgreSQL the services use."""
-    web = options.stack.web_services
-    own = [s.name for s in web if environ.get(own_database_variable(s.name))]
-    parts = []
-    if options.database_url is not None and len(own) < len(web):
-        parts.append(f"PostgreSQL at {postgres.hide_password(options.database_url)}")
-    elif len(own) < len(web):
-        parts.append(
-            f"the embedded PostgreSQL at {postgres.server_url(options.ports.postgres)} "
-            f"(data in {pgdata(options)})"
-        )
-    if own:
-        parts.append(f"{', '.join(own)} on the database <SERVICE>_DATABASE_URL names")
-    return "; ".join(parts)
-
-
-def _login_lines(
-    options: Options, entrypoint: Entrypoint, environ: Mapping[str, str], fresh: set[str]
-) -> list[str]:
-    """How to log in to ``entrypoint`` and where the first password comes from."""
-    login = entrypoint.login
-    if login is None:
-        return []
-    service = options.stack.service(login.service)
-    # Named as the service's own documentation does (the launcher takes both names).
-    variable = f"{service.env_prefix}{login.password_variable}"
-    if passthrough_value(
-        (service.env_prefix, *service.env_aliases), login.password_variable, environ
-    ):
-        source = f"from {variable} (used when the account is first created)"
-    elif service.name in fresh:
-        source = f"printed once in {service.name}'s log above"
-    else:
-        source = (
-            f"printed in {service.name}'s log at the first start with {options.data_dir} "
-            f"(set {variable} before a first start to choose it)"
-        )
-    command = login.command.replace("{url}", public_url(options, entrypoint.name))
-    return [
-        f'  {entrypoint.title} login: user "{login.user}", password {source}',
-        f"    {command}",
-    ]

@@ -63,6 +63,9 @@ from shared.redis_pipe import close_pipe_of
 from shared.responses import ErrorStyle, error_response, error_style_var
 from shared.revisions import migrate
 from shared.settings import ServiceSettings
+from shared.state import STATE_KEY, ServiceState
+
+__all__ = ["LifespanHook", "ServiceApp", "State", "api_key_tokens", "create_service_app"]
 
 State = dict[str, Any]
 LifespanHook = Callable[[Starlette, State], AbstractAsyncContextManager[State]]
@@ -238,6 +241,7 @@ def create_service_app(
     error_style: ErrorStyle = "platform",
     idempotency_cipher: MultiFernet | None = None,
     front: Callable[[ASGIApp], ASGIApp] | None = None,
+    state_class: type[ServiceState] | None = None,
 ) -> ServiceApp:
     """Build a service: its routes plus health, ``/openapi.json``, middleware, errors.
 
@@ -247,7 +251,8 @@ def create_service_app(
     (see :data:`shared.responses.error_style_var`). ``idempotency_cipher`` lets the
     idempotency middleware keep secret-carrying (``no-store``) answers encrypted for
     replay (see :mod:`shared.idempotency`); without it they are not kept. ``front`` wraps
-    the whole stack (see :class:`ServiceApp`).
+    the whole stack (see :class:`ServiceApp`). ``state_class`` is the service's typed
+    request state (:mod:`shared.state`), built from the lifespan's state when it starts.
     """
     all_routes: list[BaseRoute] = [*health_routes(), *routes]
     documented = list(all_routes)
@@ -268,14 +273,19 @@ def create_service_app(
 
     all_routes.append(Route("/openapi.json", openapi, include_in_schema=False))
 
+    def typed(state: State) -> State:
+        if state_class is None:
+            return state
+        return {**state, STATE_KEY: state_class.from_lifespan(state)}
+
     @asynccontextmanager
     async def app_lifespan(app: Starlette) -> AsyncIterator[State]:
         async with _base_state(settings, migrations, http_transport) as state:
             if lifespan is None:
-                yield state
+                yield typed(state)
                 return
             async with lifespan(app, state) as extra:
-                yield {**state, **extra}
+                yield typed({**state, **extra})
 
     backend = auth_backend or JWTAuthBackend(
         cookie_name=settings.session_cookie_name, kinds=token_kinds
@@ -304,7 +314,7 @@ def create_service_app(
 
 def _auth_error(exc: Exception) -> Response:
     # AuthMiddleware calls this only for Starlette's AuthenticationError, which our backend
-    # never raises (a bad token becomes InvalidCredentials). ServiceUnavailable from the
+    # never raises (a bad token becomes RefusedCaller). ServiceUnavailable from the
     # revocation check (Redis down: fail closed) escapes the middleware and is rendered
     # as a 503 by ServiceMiddleware.
     return error_response(PlatformError(f"Authentication failed: {exc}"), current_request_id())

@@ -27,6 +27,21 @@ from starlette.requests import HTTPConnection
 from shared.greenlets import run_sync
 from shared.metrics import instrument_engine
 
+__all__ = [
+    "Clock",
+    "SessionMaker",
+    "by_name_or_id",
+    "core_execute",
+    "create_engine",
+    "create_sessionmaker",
+    "flush_unique",
+    "new_id",
+    "session_scope",
+    "take_turns",
+    "transaction",
+    "utcnow",
+]
+
 SessionMaker = async_sessionmaker[AsyncSession]
 Named = TypeVar("Named", bound=SQLModel)
 

@@ -35,6 +35,24 @@ from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
+__all__ = [
+    "NO_SUCH_ENDPOINT",
+    "AuthorizationFailed",
+    "BadRequest",
+    "Conflict",
+    "DoesNotExist",
+    "Forbidden",
+    "HTTPDetailError",
+    "NotFound",
+    "OAuthError",
+    "PayloadTooLarge",
+    "PlatformError",
+    "RequestValidationFailed",
+    "ServiceUnavailable",
+    "Unauthorized",
+    "Unprocessable",
+]
+
 
 class PlatformError(Exception):
     """Base of every error a handler may raise on purpose."""

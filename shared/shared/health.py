@@ -15,6 +15,8 @@ from shared.errors import ServiceUnavailable
 from shared.middleware import current_request_id
 from shared.responses import error_response
 
+__all__: list[str] = []  # nothing outside shared uses it
+
 logger = logging.getLogger(__name__)
 
 READY_TIMEOUT = 2.0

@@ -20,6 +20,8 @@ from shared import tracing
 from shared.logging import request_id_var
 from shared.settings import ServiceSettings
 
+__all__ = ["CachedTokenAuth", "RetryTransport", "create_http_client", "service_auth"]
+
 RETRY_STATUSES = frozenset({502, 503, 504})
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
 

@@ -69,6 +69,8 @@ from shared.redis import Keys
 from shared.redis_pipe import RedisPipe, Script, pipe_of
 from shared.responses import error_response
 
+__all__ = ["read_body"]
+
 logger = logging.getLogger(__name__)
 
 HEADER = "Idempotency-Key"

@@ -20,6 +20,8 @@ import threading
 import time
 from typing import Any
 
+__all__ = ["MASK", "PRE_REDACTED", "SECRET_KEY_PATTERN", "configure_logging", "redact_text"]
+
 request_id_var: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "request_id", default=None
 )

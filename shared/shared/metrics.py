@@ -42,6 +42,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from shared import tracing
 
+__all__ = ["HTTP", "TOKEN_VERIFICATIONS", "observe_request", "start_metrics_server"]
+
 logger = logging.getLogger(__name__)
 
 UNMATCHED = "<unmatched>"

@@ -1,9 +1,10 @@
 """The pure ASGI middleware every service runs in front of its app.
 
-:func:`shared.app.create_service_app` installs, outermost first: :class:`ServiceMiddleware`
-(error style, request id, access log, security headers, error rendering, body size limit),
-then authentication (:class:`shared.auth.AuthMiddleware`) and idempotent replays
-(:class:`shared.idempotency.IdempotencyMiddleware`).
+:func:`shared.app.create_service_app` installs, outermost first:
+:class:`shared.metrics.MetricsMiddleware` (counts, timings, the trace span), then
+:class:`ServiceMiddleware` (error style, request id, access log, security headers, error
+rendering, body size limit), then authentication (:class:`shared.auth.AuthMiddleware`)
+and idempotent replays (:class:`shared.idempotency.IdempotencyMiddleware`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 import re
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from contextvars import Token
 from urllib.parse import parse_qsl, urlencode
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -22,9 +24,10 @@ from shared.http_protocol import DirectAnswer, resolve_proxy, send_answer
 from shared.logging import MASK, PRE_REDACTED, is_secret_key, request_id_var
 from shared.responses import JSON, ErrorStyle, error_body, error_response, error_style_var
 
+__all__ = ["ServiceMiddleware", "access_logger"]
+
 REQUEST_ID_HEADER = "x-request-id"
 _VALID_REQUEST_ID = re.compile(rb"[A-Za-z0-9._:-]{1,64}")
-_VALID_REQUEST_ID_TEXT = re.compile(_VALID_REQUEST_ID.pattern.decode())  # the same, on text
 
 access_logger = logging.getLogger("platform.access")
 # The unhandled-error line keeps the logger it has always been written under (it was
@@ -171,7 +174,7 @@ class ServiceMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         style_token = error_style_var.set(self.error_style)
-        id_token = None
+        id_token: Token[str | None] | None = None
         try:
             if scope["type"] != "http":
                 await self.app(scope, receive, send)
@@ -189,22 +192,11 @@ class ServiceMiddleware:
                         length = value
                 elif name == b"transfer-encoding":
                     chunked = True
-            request_id, raw_id = _request_id(incoming)
-            scope.setdefault("state", {})["request_id"] = request_id
-            id_token = request_id_var.set(request_id)
+            request_id, raw_id, id_token = self._begin(scope, incoming)
             path = scope["path"]
             logged = path not in self.log_skip_paths
             begun = time.perf_counter() if logged else 0.0
             secured = path not in self.security_skip_paths
-
-            declared = _declared(length)
-            limit = self.max_body_size
-            app_receive = receive
-            # HTTP/1 frames a body with Content-Length or Transfer-Encoding: without
-            # either (or with a length of 0) there is none to count.
-            if _has_body(scope, chunked, length, declared):
-                app_receive = self._limited(receive)
-
             started = False
             status = 500
 
@@ -219,21 +211,13 @@ class ServiceMiddleware:
                 await send(message)
 
             try:
-                if declared is not None and declared > limit:
-                    too_large = error_response(self._too_large(), request_id)
-                    await too_large(scope, receive, wrapped_send)
-                else:
-                    await self.app(scope, app_receive, wrapped_send)
+                app_receive = self._counted(scope, receive, chunked, length)
+                await self.app(scope, app_receive, wrapped_send)
             except Exception as exc:
                 refused = _clients_error(exc, path)
                 if started:
                     raise
-                if refused is None:
-                    await send_answer(_internal_error(), wrapped_send)
-                else:
-                    await error_response(refused, current_request_id())(
-                        scope, receive, wrapped_send
-                    )
+                await send_answer(self._error_answer(refused, request_id), wrapped_send)
             finally:
                 if logged:
                     self.log(scope, status, begun)
@@ -241,6 +225,28 @@ class ServiceMiddleware:
             if id_token is not None:
                 request_id_var.reset(id_token)
             error_style_var.reset(style_token)
+
+    def _begin(self, scope: Scope, incoming: bytes | None) -> tuple[str, bytes, Token[str | None]]:
+        """A request's id (``incoming`` when well-formed, else a new one), as text and
+        bytes, put in ``scope["state"]`` and :data:`~shared.logging.request_id_var` (the
+        token resets it)."""
+        request_id, raw_id = _request_id(incoming)
+        scope.setdefault("state", {})["request_id"] = request_id
+        return request_id, raw_id, request_id_var.set(request_id)
+
+    def _counted(
+        self, scope: Scope, receive: Receive, chunked: bool, length: bytes | str | None
+    ) -> Receive:
+        """``receive`` for the app: a declared ``Content-Length`` over the limit is refused
+        (:class:`PayloadTooLarge`) before anything is read; a body is otherwise counted as it
+        streams (:meth:`_limited`). Without one (HTTP/1 frames a body with Content-Length or
+        Transfer-Encoding) ``receive`` is returned as it is."""
+        declared = _declared(length)
+        if declared is not None and declared > self.max_body_size:
+            raise self._too_large()
+        if _has_body(scope, chunked, length, declared):
+            return self._limited(receive)
+        return receive
 
     def _limited(self, receive: Receive) -> Receive:
         """``receive``, refusing the body (:class:`PayloadTooLarge`) as soon as it has
@@ -297,24 +303,18 @@ class ServiceMiddleware:
         rendered here."""
         headers = header_dict(scope["headers"])
         incoming = headers.get(REQUEST_ID_HEADER)
-        if incoming is not None and _VALID_REQUEST_ID_TEXT.fullmatch(incoming):
-            request_id, raw_id = incoming, incoming.encode("ascii")  # as _request_id keeps it
-        else:
-            request_id, raw_id = _request_id(None)
-        scope.setdefault("state", {})["request_id"] = request_id
-        id_token = request_id_var.set(request_id)
+        request_id, raw_id, id_token = self._begin(
+            scope, None if incoming is None else incoming.encode("latin-1")
+        )
         path = scope["path"]
         logged = path not in self.log_skip_paths
         begun = time.perf_counter() if logged else 0.0
         answer: DirectAnswer | None = None
         try:
-            length = headers.get("content-length")
-            declared = _declared(length)
-            if declared is not None and declared > self.max_body_size:
-                raise self._too_large()
-            if _has_body(scope, "transfer-encoding" in headers, length, declared):
-                receive = self._limited(receive)
-            answer = await handler(scope, receive, headers)
+            counted = self._counted(
+                scope, receive, "transfer-encoding" in headers, headers.get("content-length")
+            )
+            answer = await handler(scope, counted, headers)
         except Exception as exc:
             answer = self._error_answer(_clients_error(exc, path), request_id)
         finally:
@@ -328,8 +328,8 @@ class ServiceMiddleware:
         return DirectAnswer(answer.status, sent, answer.body)  # (_replace is slower)
 
     def _error_answer(self, exc: PlatformError | None, request_id: str) -> DirectAnswer:
-        """``exc`` (``None``: an unexpected error, a generic 500) as :meth:`__call__`
-        renders it."""
+        """The answer to ``exc`` (``None``: an unexpected error, a generic 500), in the
+        middleware's error style: what both :meth:`__call__` and :meth:`answer` send."""
         style_token = error_style_var.set(self.error_style)
         try:
             if exc is None:

@@ -21,6 +21,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from shared.db import advisory_key, create_engine
 
+__all__ = ["alembic_config", "pending_changes", "run_env", "upgrade"]
+
 
 def alembic_config(script_location: Path, connection: Connection | None = None) -> Config:
     config = Config()

@@ -16,6 +16,8 @@ from starlette.routing import BaseRoute, Mount, Route, compile_path
 
 from shared.routing import ApiRoute, Operation
 
+__all__: list[str] = []  # nothing outside shared uses it
+
 REF = "#/components/schemas/{model}"
 
 ERROR_SCHEMAS: dict[str, Any] = {

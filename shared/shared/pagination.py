@@ -8,6 +8,8 @@ from pydantic import BaseModel, Field
 
 from shared.errors import BadRequest
 
+__all__ = ["Page"]
+
 T = TypeVar("T")
 
 MAX_PAGE_SIZE = 10000

@@ -12,6 +12,14 @@ import secrets
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
+__all__ = [
+    "MIN_PASSWORD_LENGTH",
+    "announce_generated_password",
+    "generate_password",
+    "hash_password",
+    "verify_password",
+]
+
 _hasher = PasswordHasher(time_cost=2, memory_cost=19456, parallelism=1, hash_len=32, salt_len=16)
 _DUMMY_HASH = _hasher.hash("dummy password for timing equalisation")
 

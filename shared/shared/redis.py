@@ -6,6 +6,8 @@ from redis.asyncio import Redis
 
 from shared.metrics import TimedRedis
 
+__all__ = ["Keys", "create_redis"]
+
 
 def create_redis(url: str, *, timeout: float = 2.0) -> Redis:
     """A pooled client; commands time out instead of hanging when Redis is gone."""

@@ -15,6 +15,8 @@ from starlette.responses import Response
 from shared.errors import PlatformError
 from shared.pagination import Page
 
+__all__ = ["NO_STORE", "ErrorStyle", "dumps", "render", "render_null"]
+
 JSON = "application/json"
 
 NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}

@@ -18,6 +18,8 @@ from pathlib import Path
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+__all__ = ["at_head", "declared_head", "migrate"]
+
 # The child's database URL: in its environment, not on its command line (ps shows that).
 _URL_VARIABLE = "SHARED_MIGRATE_DATABASE_URL"
 

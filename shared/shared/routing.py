@@ -30,6 +30,8 @@ from starlette.routing import Route
 from shared.errors import RequestValidationFailed, UnsupportedMediaType
 from shared.types import type_adapter
 
+__all__ = ["ApiRoute", "api_route", "parse_form", "parse_json", "parse_query", "path_param"]
+
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
 

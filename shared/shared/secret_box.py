@@ -18,6 +18,8 @@ from sqlmodel import SQLModel, col, select
 
 from shared.db import SessionMaker, session_scope
 
+__all__ = ["SecretBox", "SecretUnreadable", "reencrypt_rows"]
+
 Row = TypeVar("Row", bound=SQLModel)
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 
+__all__ = ["digest", "matches"]
+
 
 def digest(secret: str) -> str:
     """The stored form of ``secret``: 64 hex characters."""

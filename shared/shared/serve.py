@@ -19,6 +19,8 @@ from shared.settings import ServiceSettings
 from shared.tracing import configure_tracing
 from shared.tracing import endpoint as tracing_endpoint
 
+__all__ = ["GRACEFUL_SHUTDOWN_SECONDS", "main"]
+
 GC_YOUNG = 5000
 # On SIGTERM uvicorn stops accepting and lets requests in flight finish: for at most this
 # long, so a stuck request cannot hold a rollout (Kubernetes' grace period is 40 s, after a

@@ -15,6 +15,8 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+__all__ = ["PLATFORM_VERSION", "ServiceSettings"]
+
 # A fixed default so that every service of one local stack agrees on the cookie name
 # without configuration; deployments set SERVER_ID explicitly.
 DEFAULT_SERVER_ID = uuid.UUID("6b0a4c1e-3f55-4d8e-9a57-2f5c0d1b7e01")

@@ -24,6 +24,8 @@ from sqlalchemy import Row
 
 from shared.types import naive_utc
 
+__all__ = ["Builders", "Shape", "compile_builder", "plain_rows"]
+
 _MISSING = object()
 
 

@@ -41,6 +41,8 @@ from shared.errors import HTTPDetailError, ServiceUnavailable
 from shared.metrics import LOGIN_THROTTLES
 from shared.redis import Keys
 
+__all__ = ["LoginThrottle", "LoginThrottleSettings"]
+
 T = TypeVar("T")
 
 logger = logging.getLogger("platform.audit")

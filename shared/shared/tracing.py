@@ -36,6 +36,16 @@ from starlette.types import Scope
 
 from shared.logging import trace_id_var
 
+__all__ = [
+    "configure_tracing",
+    "consumer_span",
+    "current_traceparent",
+    "end_server_span",
+    "server_span",
+    "tracer",
+    "use",
+]
+
 tracer: Tracer | None = None
 """The platform's tracer; ``None`` while tracing is off."""
 

@@ -8,6 +8,8 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, TypeAdapter, WithJsonSchema
 from sqlalchemy import ColumnElement, DateTime, Dialect, TypeDecorator, type_coerce
 
+__all__ = ["WireDatetime", "naive_utc", "type_adapter", "wire_timestamp"]
+
 
 def naive_utc(value: dt.datetime) -> dt.datetime:
     """``value`` as naive UTC (aware values converted, naive ones taken as UTC)."""

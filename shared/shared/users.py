@@ -34,6 +34,15 @@ from shared.listing import Condition, Field, Kind, Op
 from shared.settings import ServiceSettings
 from shared.types import WireDatetime
 
+__all__ = [
+    "NestedUser",
+    "UserResponse",
+    "UserResponseBody",
+    "create_user_directory",
+    "user_field",
+    "users_by_id",
+]
+
 logger = logging.getLogger(__name__)
 
 BATCH_SIZE = 100

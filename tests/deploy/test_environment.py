@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from deploy.local import postgres
+from deploy.local.banner import banner as launcher_banner
 from deploy.local.environment import metrics_environment, service_environment
-from deploy.local.launcher import Plan, _banner, plan_processes
 from deploy.local.options import Options, parse_options
+from deploy.local.plan import Plan, plan_processes
 from deploy.local.secrets import StackSecrets
 
 AGENT_PASSWORD = "SERVICE_SERVER_DEFAULT_ACCOUNT_PASSWORD"
@@ -74,7 +75,7 @@ def test_identity_names_the_gateways_platform_url_as_the_server_and_dashboard_ur
 
 
 def banner(tmp_path: Path, environ: dict[str, str], fresh: set[str]) -> str:
-    return "\n".join(_banner(options(tmp_path), Plan(), environ, fresh))
+    return "\n".join(launcher_banner(options(tmp_path), Plan(), environ, fresh))
 
 
 def test_the_banner_names_both_logins_with_generated_passwords_at_a_first_start(tmp_path):
@@ -118,7 +119,9 @@ def test_the_banner_names_the_embedded_postgresql_and_where_its_data_is(tmp_path
 
 def test_the_banner_names_a_given_server_without_its_password(tmp_path):
     given = options(tmp_path, "--database-url", "postgresql://app:s3cret@db.example/postgres")
-    text = "\n".join(_banner(given, Plan(), {"TRACKING_DATABASE_URL": "postgresql://t/t"}, set()))
+    text = "\n".join(
+        launcher_banner(given, Plan(), {"TRACKING_DATABASE_URL": "postgresql://t/t"}, set())
+    )
     assert "  database: PostgreSQL at postgresql://app:***@db.example/postgres; tracking on" in text
     assert "s3cret" not in text
 
@@ -138,15 +141,15 @@ def test_the_banner_says_when_every_service_has_its_own_database(tmp_path):
 
 def test_the_banner_lists_the_replicas_of_services_run_more_than_once(tmp_path):
     given = options(tmp_path, "--replicas", "tracking=2,webhooks-worker=3")
-    text = "\n".join(_banner(given, plan_processes(given), {}, set()))
+    text = "\n".join(launcher_banner(given, plan_processes(given), {}, set()))
     assert "  replicas: tracking#1-#2 on ports 8102, 8202; webhooks-worker#1-#3\n" in text
     once = options(tmp_path)
-    assert "replicas:" not in "\n".join(_banner(once, plan_processes(once), {}, set()))
+    assert "replicas:" not in "\n".join(launcher_banner(once, plan_processes(once), {}, set()))
 
 
 def test_the_banner_lists_each_processs_metrics_port(tmp_path):
     given = options(tmp_path, "--replicas", "tracking=2")
-    text = "\n".join(_banner(given, plan_processes(given), {}, set()))
+    text = "\n".join(launcher_banner(given, plan_processes(given), {}, set()))
     assert (
         "  metrics (/metrics, not through the gateway): identity :9101, tracking#1 :9102, "
         "tracking#2 :9202, webhooks :9103, agent-accounts :9104, webhooks-worker :9105\n"

@@ -399,16 +399,39 @@ def test_compose_names_every_stack_service():
         assert name in services
 
 
-def test_compose_builds_each_web_service_from_its_dockerfile():
+def test_compose_builds_each_web_service_from_the_one_dockerfile():
     services = load_compose()["services"]
     for service in STACK.web_services:
         spec = services[service.name]
         assert isinstance(spec, dict)
-        assert spec["build"] == {
-            "context": ".",
-            "dockerfile": f"services/{service.name}/Dockerfile",
-        }
+        build = spec["build"]
+        assert build["context"] == "."
+        assert build["dockerfile"] == "services/Dockerfile"
+        args = build["args"]
+        assert args["SERVICE"] == service.name
+        assert (REPO_ROOT / "services" / service.name / "pyproject.toml").is_file()
+        # MODULE defaults to SERVICE in the Dockerfile: the module python -m serves.
+        assert args.get("MODULE", args["SERVICE"]) == service.module
         assert "/ready" in " ".join(spec["healthcheck"]["test"])
+
+
+def test_compose_gives_tracking_its_artifact_directory():
+    tracking = load_compose()["services"]["tracking"]
+    assert isinstance(tracking, dict)
+    root = tracking["environment"]["ARTIFACT_STORE_ROOT"]
+    assert tracking["build"]["args"]["DATA_DIR"] == root
+    assert f"artifacts:{root}" in tracking["volumes"]
+
+
+def test_compose_runs_the_worker_on_its_owners_image():
+    services = load_compose()["services"]
+    for worker in (s for s in STACK.services if s.kind == "worker"):
+        spec, owner = services[worker.name], services[worker.owner]
+        assert isinstance(spec, dict)
+        assert isinstance(owner, dict)
+        assert spec["build"] == owner["build"]
+        assert spec["image"] == owner["image"]
+        assert spec["command"] == ["python", "-m", worker.module]
 
 
 def test_compose_gateway_uses_the_committed_config():
@@ -429,17 +452,18 @@ def test_compose_env_example_sets_every_required_variable():
     assert required <= defined
 
 
-@pytest.mark.parametrize("name", [s.name for s in STACK.web_services])
-def test_dockerfile_is_slim_non_root_and_runs_the_stack_module(name):
-    text = (REPO_ROOT / "services" / name / "Dockerfile").read_text()
+def test_the_one_dockerfile_is_slim_non_root_and_serves_the_named_module():
+    text = (REPO_ROOT / "services" / "Dockerfile").read_text()
     assert "python:3.11-slim" in text
     users = re.findall(r"^USER (\S+)", text, flags=re.MULTILINE)
     assert users, "no USER line"
     assert users[-1].split(":")[0] not in ("root", "0")
-    module = STACK.service(name).module
-    assert f'CMD ["python", "-m", "{module}", "--host", "0.0.0.0", "--port", "8000"]' in text
-    assert f"--package {name}" in text
+    assert '--package "${SERVICE}"' in text
+    assert "ARG MODULE=${SERVICE}" in text
+    assert "PLATFORM_SERVICE_MODULE=${MODULE}" in text
+    assert 'exec python -m \\"$PLATFORM_SERVICE_MODULE\\" --host 0.0.0.0 --port 8000' in text
     assert "HEALTHCHECK" in text
+    assert not list((REPO_ROOT / "services").glob("*/Dockerfile")), "one Dockerfile, not one each"
 
 
 def test_database_init_script_is_valid_bash():

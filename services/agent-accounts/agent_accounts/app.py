@@ -20,6 +20,7 @@ from agent_accounts.login import endpoints as login_endpoints
 from agent_accounts.server import endpoints as server_endpoints
 from agent_accounts.server.endpoints import AGENT_SERVER_VERSION
 from agent_accounts.settings import Settings
+from agent_accounts.state import AgentState
 from agent_accounts.task import endpoints as task_endpoints
 from agent_accounts.worker import endpoints as worker_endpoints
 from shared.app import LifespanHook, State, create_service_app
@@ -76,6 +77,7 @@ def create_app(
     settings = settings or Settings()
     return create_service_app(
         settings,
+        state_class=AgentState,
         title="agent-accounts",
         version=AGENT_SERVER_VERSION,
         description="Accounts, API keys, workers and task tokens of the agent-run server.",

@@ -34,6 +34,7 @@ from identity.server_settings.service import TrackingOnboarding, UserActivity, i
 from identity.service_account import endpoints as service_account_endpoints
 from identity.settings import Settings
 from identity.signing_key.service import KeyRing, SigningKeyService
+from identity.state import IdentityState
 from identity.user import endpoints as user_endpoints
 from identity.user.service import UserService
 from shared.app import LifespanHook, State, api_key_tokens, create_service_app
@@ -133,6 +134,7 @@ def create_app(
     settings = settings or Settings()
     return create_service_app(
         settings,
+        state_class=IdentityState,
         title="identity",
         version=PLATFORM_VERSION,
         description=(

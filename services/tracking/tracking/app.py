@@ -38,6 +38,7 @@ from tracking.secret import endpoints as secret_endpoints
 from tracking.secret.service import SecretCipher
 from tracking.settings import Settings
 from tracking.stack import endpoints as stack_endpoints
+from tracking.state import TrackingState
 from tracking.step_run import endpoints as step_run_endpoints
 from tracking.store import ArtifactStores
 from tracking.store.egress import AddressPolicy, EgressProxy
@@ -128,6 +129,7 @@ def create_app(
     settings = settings or Settings()
     return create_service_app(
         settings,
+        state_class=TrackingState,
         title="tracking",
         version=PLATFORM_VERSION,
         description=(

@@ -26,6 +26,7 @@ from webhooks.intake.cache import WebhookCache
 from webhooks.intake.providers import providers
 from webhooks.intake.service import IntakeService
 from webhooks.settings import Settings
+from webhooks.state import WebhooksState
 from webhooks.trigger import endpoints as trigger_endpoints
 from webhooks.webhook import endpoints as webhook_endpoints
 
@@ -73,6 +74,7 @@ def create_app(
     settings = settings or Settings()
     return create_service_app(
         settings,
+        state_class=WebhooksState,
         title="webhooks",
         version=PLATFORM_VERSION,
         description="Project-scoped webhooks, signed intake and durable hand-off to consumers.",

@@ -52,6 +52,19 @@ from shared.errors import ServiceUnavailable, Unauthorized
 from shared.metrics import API_KEY_EXCHANGES
 from shared.throttle import LoginThrottled
 
+__all__ = [
+    "API_KEY_PREFIX",
+    "EXCHANGE_PATH",
+    "APIKeyExchange",
+    "APIKeyRefused",
+    "APIKeySource",
+    "APIKeyToken",
+    "APIKeyTokens",
+    "EncodedKey",
+    "ExchangeLimit",
+    "IdentityKeySource",
+]
+
 API_KEY_PREFIX = "ZENKEY_"
 EXCHANGE_PATH = "/internal/v1/api_key_tokens"
 """Identity's internal route: a :class:`APIKeyExchange` in, an :class:`APIKeyToken` out."""

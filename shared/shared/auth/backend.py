@@ -3,7 +3,7 @@
 Install with ``Middleware(AuthMiddleware, backend=JWTAuthBackend(...))`` (or Starlette's
 ``AuthenticationMiddleware``, which it stands in for). The backend never refuses a
 request: it records who the caller is (a :class:`Principal`), that the credentials were
-bad (:class:`InvalidCredentials`), or nobody (Starlette's ``UnauthenticatedUser``).
+bad (:class:`RefusedCaller`), or nobody (Starlette's ``UnauthenticatedUser``).
 Handlers that need a caller ask with :func:`require_principal` or :func:`require_admin`,
 so routes such as ``/login`` keep working with a stale cookie.
 """
@@ -33,6 +33,19 @@ from shared.auth.verifier import InvalidToken, TokenVerifier
 from shared.auth.workload import WorkloadScopes
 from shared.errors import AuthorizationFailed, Forbidden, HTTPDetailError, Unauthorized
 from shared.metrics import TOKEN_VERIFICATIONS
+
+__all__ = [
+    "AuthMiddleware",
+    "JWTAuthBackend",
+    "Principal",
+    "RefusedCaller",
+    "ScopeAuthenticationBackend",
+    "bearer_token",
+    "ensure_admin",
+    "require_admin",
+    "require_kind",
+    "require_principal",
+]
 
 
 class Principal(BaseUser):
@@ -68,7 +81,7 @@ class Principal(BaseUser):
         return self.token.kind
 
 
-class InvalidCredentials(BaseUser):
+class RefusedCaller(BaseUser):
     """A caller that presented a token which was refused; ``reason`` says why."""
 
     def __init__(self, reason: str) -> None:
@@ -232,19 +245,17 @@ class JWTAuthBackend(ScopeAuthenticationBackend):
         reactivated, a token that stands)."""
         tokens: APIKeyTokens | None = state.get("api_key_tokens")
         if tokens is None:
-            return AuthCredentials([]), InvalidCredentials(
-                "API keys are not accepted by this service"
-            )
+            return AuthCredentials([]), RefusedCaller("API keys are not accepted by this service")
         client = scope.get("client")
         address = client[0] if client else None
         try:
             token = await tokens.token(raw, address)
             result = await self._jwt(token, state, verifier)
-            if isinstance(result[1], InvalidCredentials) and result[1].reason == REVOKED:
+            if isinstance(result[1], RefusedCaller) and result[1].reason == REVOKED:
                 token = await tokens.token(raw, address, refused=token)
                 result = await self._jwt(token, state, verifier)
         except APIKeyRefused as exc:
-            return AuthCredentials([]), InvalidCredentials(exc.reason)
+            return AuthCredentials([]), RefusedCaller(exc.reason)
         return result
 
     async def _jwt(self, raw: str, state: dict[str, Any], verifier: TokenVerifier) -> AuthResult:
@@ -252,16 +263,16 @@ class JWTAuthBackend(ScopeAuthenticationBackend):
             token = await verifier.verify(raw, kinds=self.kinds)
         except InvalidToken as exc:
             TOKEN_VERIFICATIONS.labels(exc.outcome).inc()
-            return AuthCredentials([]), InvalidCredentials(exc.message)
+            return AuthCredentials([]), RefusedCaller(exc.message)
         if token.kind == TokenKind.DEVICE and token.device_id is None:
             # A device's token lives only as long as its device: without the id, neither
             # locking nor deleting the device could end it. Identity never issues one.
             TOKEN_VERIFICATIONS.labels("invalid").inc()
-            return AuthCredentials([]), InvalidCredentials("device token lacks its device id")
+            return AuthCredentials([]), RefusedCaller("device token lacks its device id")
         revocations: RevocationList | None = state.get("revocations")
         if revocations is not None and await revocations.is_revoked(token, now=verifier.clock()):
             TOKEN_VERIFICATIONS.labels("revoked").inc()
-            return AuthCredentials([]), InvalidCredentials(REVOKED)
+            return AuthCredentials([]), RefusedCaller(REVOKED)
         if token.kind == TokenKind.WORKLOAD:
             checker: WorkloadScopes | None = state.get("workload_scopes")
             reason = (
@@ -271,7 +282,7 @@ class JWTAuthBackend(ScopeAuthenticationBackend):
             )
             if reason is not None:
                 TOKEN_VERIFICATIONS.labels("workload_refused").inc()
-                return AuthCredentials([]), InvalidCredentials(reason)
+                return AuthCredentials([]), RefusedCaller(reason)
         TOKEN_VERIFICATIONS.labels("accepted").inc()
         scopes = ["authenticated", f"kind:{token.kind}"]
         if token.is_admin:
@@ -287,7 +298,7 @@ def require_principal(conn: HTTPConnection, *, kinds: Collection[str] | None = N
     ``AuthorizationException``.
     """
     user = conn.user
-    if isinstance(user, InvalidCredentials):
+    if isinstance(user, RefusedCaller):
         raise Unauthorized(
             f"Authentication error: {user.reason}",
             headers={"WWW-Authenticate": 'Bearer error="invalid_token"'},

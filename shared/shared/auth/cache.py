@@ -10,6 +10,8 @@ from collections.abc import Callable, Coroutine, Hashable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+__all__: list[str] = []  # nothing outside shared uses it
+
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 

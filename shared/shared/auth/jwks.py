@@ -24,6 +24,8 @@ import jwt
 
 from shared.errors import ServiceUnavailable
 
+__all__ = ["JWKSClient", "KeySource", "KeysUnavailable", "StaticKeySource", "parse_jwks"]
+
 logger = logging.getLogger(__name__)
 
 ALGORITHM = "EdDSA"

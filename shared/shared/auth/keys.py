@@ -9,6 +9,14 @@ from typing import Any
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+__all__ = [
+    "generate_signing_key",
+    "new_kid",
+    "private_key_from_pem",
+    "private_key_to_pem",
+    "public_jwk",
+]
+
 
 def generate_signing_key() -> Ed25519PrivateKey:
     """A fresh Ed25519 private key."""

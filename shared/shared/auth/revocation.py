@@ -56,6 +56,8 @@ from shared.errors import ServiceUnavailable
 from shared.redis import Keys
 from shared.redis_pipe import RedisPipe
 
+__all__ = ["RevocationList"]
+
 CACHE_MAX_AGE = 30.0
 """Seconds an entry read from Redis is used for at most, even with no change told."""
 CACHE_MAX_ENTRIES = 100_000

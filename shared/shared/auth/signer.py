@@ -13,6 +13,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from shared.auth.keys import public_jwk
 
+__all__ = ["TokenSigner"]
+
 ALGORITHM = "EdDSA"
 
 # Claims the signer owns; ``extra`` may not override them, so a caller cannot mint a

@@ -9,6 +9,8 @@ from enum import StrEnum
 from typing import Any
 from uuid import UUID
 
+__all__ = ["TokenKind", "VerifiedToken"]
+
 
 class TokenKind(StrEnum):
     """The kinds of token the platform's issuer signs (the ``kind`` claim).

@@ -26,6 +26,8 @@ from shared.auth.jwks import KeySource
 from shared.auth.tokens import VerifiedToken
 from shared.errors import Unauthorized
 
+__all__ = ["InvalidToken", "TokenVerifier", "compact_segments"]
+
 logger = logging.getLogger(__name__)
 
 # Asymmetric algorithms and the JWK key type each needs. Symmetric algorithms and "none"

@@ -34,6 +34,18 @@ from shared.auth.cache import LoadCache
 from shared.auth.tokens import VerifiedToken
 from shared.errors import NO_SUCH_ENDPOINT, ServiceUnavailable
 
+__all__ = [
+    "SCOPE_PATH",
+    "ScopeKind",
+    "ScopeSource",
+    "ScopeState",
+    "TrackingScopeSource",
+    "WorkloadScope",
+    "WorkloadScopes",
+    "scope_of",
+    "scopes_named",
+]
+
 SCOPE_PATH = "/internal/v1/workload_scopes"
 """Tracking's internal route: ``{SCOPE_PATH}/{kind}/{id}`` answers a :class:`ScopeState`."""
 

@@ -38,6 +38,18 @@ from shared.listing.sql import bound_values, condition_sql
 from shared.pagination import MAX_PAGE_SIZE, Page, check_page, total_pages
 from shared.routing import parse_query
 
+__all__ = [
+    "ListParams",
+    "Listing",
+    "LogicalOperator",
+    "fetch_page",
+    "page_of",
+    "parse_list",
+    "read_list",
+    "resolve_sort",
+    "where_clause",
+]
+
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")

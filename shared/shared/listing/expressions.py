@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from enum import Enum, StrEnum
 from typing import Any
 
+__all__ = ["Condition", "FilterError", "Kind", "Op", "parse"]
+
 
 class Op(StrEnum):
     EQUALS = "equals"

@@ -23,6 +23,17 @@ from starlette.requests import HTTPConnection
 from shared.listing.expressions import EQUALITY_OPS, LIST_OPS, ORDER_OPS, Condition, Kind, Op
 from shared.listing.sql import Form, condition_expr, condition_form, condition_sql
 
+__all__ = [
+    "Field",
+    "ListSpec",
+    "Lookup",
+    "SortKey",
+    "as_uuid_condition",
+    "base_fields",
+    "column_field",
+    "name_or_id",
+]
+
 # Builds the WHERE clause of one condition for a field.
 Builder = Callable[[Condition], ColumnElement[bool]]
 # Finds, elsewhere (another service), the ids of the related rows a condition matches.

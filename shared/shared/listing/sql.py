@@ -18,6 +18,8 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from shared.listing.expressions import Condition, Kind, Op
 
+__all__ = ["condition_sql"]
+
 ESCAPE = "\\"
 
 

@@ -21,7 +21,7 @@ from webhooks.intake.providers.base import INVALID_SIGNATURE, json_object
 from webhooks.intake.providers.chat import Chat
 from webhooks.intake.providers.codehost import Codehost
 from webhooks.intake.providers.custom import Custom, standard_webhooks_signature
-from webhooks.intake.providers.tasks import Tasks
+from webhooks.intake.providers.task_tracker import TaskTracker
 from webhooks.intake.signatures import hmac_hex
 
 GITHUB_SECRET = "It's a Secret to Everybody"
@@ -94,11 +94,11 @@ def test_chat_rejects_a_malformed_timestamp(timestamp):
 @pytest.mark.parametrize("name", ["X-Signature", "X-Tasks-Signature"])
 def test_tasks_accepts_the_known_answer_as_bare_hex_in_either_case(name, digest):
     headers = Headers({name: digest})
-    assert Tasks().authenticate(GITHUB_BODY, headers, GITHUB_SECRET, 0) is None
+    assert TaskTracker().authenticate(GITHUB_BODY, headers, GITHUB_SECRET, 0) is None
 
 
 def test_tasks_without_a_signature_is_refused():
-    assert Tasks().authenticate(GITHUB_BODY, Headers({}), GITHUB_SECRET, 0) == (
+    assert TaskTracker().authenticate(GITHUB_BODY, Headers({}), GITHUB_SECRET, 0) == (
         "Missing x-signature header."
     )
 
@@ -194,7 +194,7 @@ def test_tasks_delivery_id_is_the_senders_webhook_and_sorted_history_ids():
     body = (
         b'{"webhook_id": "w1", "event": "taskCreated", "history_items": [{"id": "9"}, {"id": 3}]}'
     )
-    delivery, _ = Tasks().parse(body, Headers({}))
+    delivery, _ = TaskTracker().parse(body, Headers({}))
     assert delivery.key == "w1:3,9"
     assert delivery.event_type == "taskCreated"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from datetime import timedelta
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 import pytest
 from redis.asyncio import Redis
 
+from shared.state import STATE_KEY
 from tests.support.redis_server import free_port
 from tests.webhooks.event.support import MovableClock, deliver, executions
 from tests.webhooks.support import push_body
@@ -247,7 +249,10 @@ async def test_a_retry_redis_cannot_take_changes_nothing(client, auth, failed, w
     trigger, execution = failed
     settings = webhooks_app.state["settings"]
     unreachable = Redis.from_url(f"redis://127.0.0.1:{free_port()}")
-    webhooks_app.state["jobs"] = JobQueue(unreachable, settings.queue_name, expires_ms=60_000)
+    # The typed state is built once when the lifespan starts: swap its queue.
+    state = webhooks_app.state[STATE_KEY]
+    queue = JobQueue(unreachable, settings.queue_name, expires_ms=60_000)
+    webhooks_app.state[STATE_KEY] = dataclasses.replace(state, jobs=queue)
     try:
         response = await client.post(retry_path(trigger, execution), headers=auth)
     finally:

@@ -22,6 +22,7 @@ from agent_accounts.account.schemas import (
 from agent_accounts.account.service import AccountService
 from agent_accounts.core.auth import require_account
 from agent_accounts.core.listing import ListQuery, Page
+from agent_accounts.state import AgentState
 from shared.db import transaction
 from shared.responses import NO_STORE, render
 from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
@@ -30,7 +31,8 @@ TAGS = ["accounts"]
 
 
 def accounts(request: Request, session: AsyncSession) -> AccountService:
-    return AccountService(session, request.state.settings, request.state.clock)
+    state = AgentState.of(request)
+    return AccountService(session, state.settings, state.clock)
 
 
 def _id(request: Request) -> uuid.UUID:

@@ -22,6 +22,7 @@ from agent_accounts.api_key.service import ApiKeyService
 from agent_accounts.core.auth import require_account
 from agent_accounts.core.listing import ListQuery, Page
 from agent_accounts.core.schemas import parse_optional_json
+from agent_accounts.state import AgentState
 from shared.db import transaction
 from shared.responses import NO_STORE, render
 from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
@@ -30,7 +31,8 @@ TAGS = ["api keys"]
 
 
 def api_keys(request: Request, session: AsyncSession) -> ApiKeyService:
-    return ApiKeyService(session, request.state.settings, request.state.clock)
+    state = AgentState.of(request)
+    return ApiKeyService(session, state.settings, state.clock)
 
 
 def _id(request: Request) -> uuid.UUID:

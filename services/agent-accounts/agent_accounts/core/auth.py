@@ -31,16 +31,15 @@ from agent_accounts.core.credentials import decode_api_key, is_api_key
 from agent_accounts.core.schemas import aware_utc
 from agent_accounts.models import Account, ApiKey, Device, Task, Worker
 from agent_accounts.settings import Settings
+from agent_accounts.state import AgentState
 from shared.auth import (
-    InvalidCredentials,
     InvalidToken,
-    RevocationList,
+    RefusedCaller,
     TokenSigner,
-    TokenVerifier,
     VerifiedToken,
     bearer_token,
 )
-from shared.db import Clock, SessionMaker, session_scope
+from shared.db import Clock, session_scope
 from shared.errors import Forbidden, Unauthorized
 from shared.metrics import TOKEN_VERIFICATIONS
 from shared.secret_hash import matches
@@ -48,13 +47,13 @@ from shared.secret_hash import matches
 logger = logging.getLogger(__name__)
 
 
-class TokenKind(StrEnum):
+class AgentTokenKind(StrEnum):
     SESSION = "session"
     WORKER = "worker"
     TASK = "task"
 
 
-ALL_KINDS = tuple(TokenKind)
+ALL_KINDS = tuple(AgentTokenKind)
 # A device's last_login is written at most this often by the requests it makes.
 DEVICE_LOGIN_INTERVAL = dt.timedelta(seconds=60)
 
@@ -111,7 +110,7 @@ def _unauthorized(reason: str) -> Unauthorized:
 def require_caller(conn: HTTPConnection) -> Caller:
     """Any authenticated caller: account, worker or task (401 otherwise)."""
     user = conn.user
-    if isinstance(user, InvalidCredentials):
+    if isinstance(user, RefusedCaller):
         raise _unauthorized(user.reason)
     if not isinstance(user, Caller):
         raise Unauthorized("Missing bearer credential.")
@@ -166,13 +165,12 @@ def _subject_id(token: VerifiedToken, prefix: str) -> uuid.UUID | None:
 class AgentAuthBackend(AuthenticationBackend):
     """Resolves the caller from ``Authorization: Bearer`` (see the module docstring).
 
-    Reads from the request state: ``settings``, ``sessionmaker``, ``verifier``,
-    ``revocations``, ``redis``, ``keys``, ``clock`` and ``default_account_id``.
+    Reads the service's state (:class:`~agent_accounts.state.AgentState`).
     """
 
     async def authenticate(self, conn: HTTPConnection) -> tuple[AuthCredentials, BaseUser] | None:
-        state = conn.state
-        settings: Settings = state.settings
+        state = AgentState.of(conn)
+        settings = state.settings
         raw = bearer_token(conn)
         resolver = _Resolver(state)
         if settings.server_auth_scheme == "none":
@@ -180,7 +178,9 @@ class AgentAuthBackend(AuthenticationBackend):
             # else, garbage included, runs as the default account.
             user: BaseUser | None = None
             if raw is not None and not is_api_key(raw):
-                user = await resolver.from_token(raw, kinds=(TokenKind.WORKER, TokenKind.TASK))
+                user = await resolver.from_token(
+                    raw, kinds=(AgentTokenKind.WORKER, AgentTokenKind.TASK)
+                )
             if not isinstance(user, Caller):
                 user = await resolver.default_account()
         elif raw is None:
@@ -195,23 +195,23 @@ class AgentAuthBackend(AuthenticationBackend):
 
 
 class _Resolver:
-    def __init__(self, state: Any) -> None:
-        self.settings: Settings = state.settings
-        self.sessionmaker: SessionMaker = state.sessionmaker
-        self.verifier: TokenVerifier = state.verifier
-        self.revocations: RevocationList = state.revocations
-        self.clock: Clock = state.clock
+    def __init__(self, state: AgentState) -> None:
+        self.settings = state.settings
+        self.sessionmaker = state.sessionmaker
+        self.verifier = state.verifier
+        self.revocations = state.revocations
+        self.clock = state.clock
         self.state = state
 
     async def default_account(self) -> BaseUser:
         async with session_scope(self.sessionmaker) as session:
             account = await session.get(Account, self.state.default_account_id)
         if account is None:
-            return InvalidCredentials("Default account is not initialized.")
+            return RefusedCaller("Default account is not initialized.")
         return AccountCaller(account=account, subject=f"account:{account.id}")
 
     async def from_api_key(self, raw: str) -> BaseUser:
-        refused = InvalidCredentials("Invalid API key.")
+        refused = RefusedCaller("Invalid API key.")
         decoded = decode_api_key(raw)
         if decoded is None:
             return refused
@@ -255,22 +255,22 @@ class _Resolver:
         async with session_scope(self.sessionmaker) as session:
             await session.exec(update(ApiKey).where(col(ApiKey.id) == key.id).values(last_used=now))
 
-    async def from_token(self, raw: str, *, kinds: tuple[TokenKind, ...]) -> BaseUser:
+    async def from_token(self, raw: str, *, kinds: tuple[AgentTokenKind, ...]) -> BaseUser:
         try:
             token = await self.verifier.verify(raw, kinds=kinds)
         except InvalidToken as exc:
             TOKEN_VERIFICATIONS.labels(exc.outcome).inc()
-            return InvalidCredentials("Invalid bearer credential.")
+            return RefusedCaller("Invalid bearer credential.")
         if await self.revocations.is_revoked(token):
             TOKEN_VERIFICATIONS.labels("revoked").inc()
-            return InvalidCredentials("Invalid session token.")
-        if token.kind == TokenKind.SESSION:
+            return RefusedCaller("Invalid session token.")
+        if token.kind == AgentTokenKind.SESSION:
             account_id = _subject_id(token, "account")
         else:
             account_id = _uuid(token.claims.get("account_id"))
         if account_id is None:
             TOKEN_VERIFICATIONS.labels("invalid").inc()
-            return InvalidCredentials("Invalid session token: the subject claim is missing.")
+            return RefusedCaller("Invalid session token: the subject claim is missing.")
         caller = await self._caller(token, account_id)
         # A token its account, key, device, worker or task no longer backs is revoked.
         TOKEN_VERIFICATIONS.labels("accepted" if caller.is_authenticated else "revoked").inc()
@@ -283,19 +283,19 @@ class _Resolver:
         async with session_scope(self.sessionmaker) as session:
             account = await session.get(Account, account_id)
             if account is None or not _valid_for(account, token):
-                return InvalidCredentials("Invalid bearer credential.")
+                return RefusedCaller("Invalid bearer credential.")
             key_id = _uuid(claims.get("api_key_id")) if "api_key_id" in claims else None
             if "api_key_id" in claims:
                 key = await session.get(ApiKey, key_id) if key_id is not None else None
                 if key is None or not key.active:
-                    return InvalidCredentials("Invalid bearer credential.")
-            if token.kind == TokenKind.SESSION:
+                    return RefusedCaller("Invalid bearer credential.")
+            if token.kind == AgentTokenKind.SESSION:
                 if "device_id" in claims and not await self._device_backs(token, account):
-                    return InvalidCredentials("Invalid bearer credential.")
+                    return RefusedCaller("Invalid bearer credential.")
                 return AccountCaller(
                     account=account, subject=token.subject, token=token, api_key_id=key_id
                 )
-            if token.kind == TokenKind.WORKER:
+            if token.kind == AgentTokenKind.WORKER:
                 return await self._worker(session, account, token)
             return await self._task(session, account, token)
 
@@ -320,7 +320,7 @@ class _Resolver:
         worker_id = _subject_id(token, "worker")
         worker = await session.get(Worker, worker_id) if worker_id is not None else None
         if worker is None or worker.owner_id != account.id:
-            return InvalidCredentials("Invalid bearer credential.")
+            return RefusedCaller("Invalid bearer credential.")
         return WorkerCaller(
             account=account, subject=token.subject, token=token, worker_id=worker.id
         )
@@ -331,7 +331,7 @@ class _Resolver:
         attempt = token.claims.get("attempt")
         # Fencing: only the current attempt's token works.
         if task is None or task.owner_id != account.id or attempt != task.attempt:
-            return InvalidCredentials("Invalid bearer credential.")
+            return RefusedCaller("Invalid bearer credential.")
         grants: Mapping[str, Any] = token.claims.get("grants") or {}
         return TaskCaller(
             account=account,
@@ -366,7 +366,7 @@ def _valid_for(account: Account, token: VerifiedToken) -> bool:
 
 
 @dataclass(frozen=True)
-class Issued:
+class SignedToken:
     token: str
     expires_at: dt.datetime
     lifetime: dt.timedelta
@@ -381,8 +381,8 @@ class TokenIssuer:
         self.clock = clock
 
     def _issue(
-        self, subject: str, kind: TokenKind, lifetime: dt.timedelta, extra: Mapping[str, Any]
-    ) -> Issued:
+        self, subject: str, kind: AgentTokenKind, lifetime: dt.timedelta, extra: Mapping[str, Any]
+    ) -> SignedToken:
         now = self.clock()
         token, claims = self.signer.issue(
             subject=subject,
@@ -393,7 +393,7 @@ class TokenIssuer:
             now=now,
         )
         expires_at = dt.datetime.fromtimestamp(claims["exp"], dt.UTC)
-        return Issued(token, expires_at, expires_at - now)
+        return SignedToken(token, expires_at, expires_at - now)
 
     def session(
         self,
@@ -402,28 +402,28 @@ class TokenIssuer:
         api_key_id: uuid.UUID | None = None,
         device_id: uuid.UUID | None = None,
         expires_at: dt.datetime | None = None,
-    ) -> Issued:
+    ) -> SignedToken:
         lifetime = self.settings.session_token_lifetime
         if expires_at is not None:
             lifetime = min(lifetime, expires_at - self.clock())
         return self._issue(
             f"account:{account_id}",
-            TokenKind.SESSION,
+            AgentTokenKind.SESSION,
             lifetime,
             {"api_key_id": api_key_id, "device_id": device_id},
         )
 
     def worker(
         self, worker_id: uuid.UUID, account_id: uuid.UUID, api_key_id: uuid.UUID | None
-    ) -> Issued:
+    ) -> SignedToken:
         return self._issue(
             f"worker:{worker_id}",
-            TokenKind.WORKER,
+            AgentTokenKind.WORKER,
             self.settings.worker_token_lifetime,
             {"account_id": account_id, "api_key_id": api_key_id},
         )
 
-    def task(self, task: Task, worker_id: uuid.UUID) -> Issued:
+    def task(self, task: Task, worker_id: uuid.UUID) -> SignedToken:
         grants = {
             kind: sorted(ids)
             for kind, ids in (("session", task.session_ids), ("blob", task.blob_ids))
@@ -434,7 +434,7 @@ class TokenIssuer:
         )
         return self._issue(
             f"task:{task.id}",
-            TokenKind.TASK,
+            AgentTokenKind.TASK,
             lifetime,
             {
                 "attempt": task.attempt,

@@ -23,6 +23,7 @@ from agent_accounts.device.schemas import (
 )
 from agent_accounts.device.service import DeviceService
 from agent_accounts.settings import Settings
+from agent_accounts.state import AgentState
 from shared.db import transaction
 from shared.errors import PlatformError
 from shared.responses import NO_STORE, render
@@ -32,7 +33,8 @@ TAGS = ["devices"]
 
 
 def devices(request: Request, session: AsyncSession) -> DeviceService:
-    return DeviceService(session, request.state.settings, request.state.clock)
+    state = AgentState.of(request)
+    return DeviceService(session, state.settings, state.clock)
 
 
 def _id(request: Request) -> uuid.UUID:
@@ -52,7 +54,7 @@ async def device_authorization(request: Request) -> Response:
     async with transaction(request) as session:
         service = devices(request, session)
         device, user_code, device_code = await service.authorize(form, client)
-    uri = verification_uri(request, request.state.settings)
+    uri = verification_uri(request, AgentState.of(request).settings)
     query = urlencode({"device_id": str(device.id), "user_code": user_code})
     response = DeviceAuthorizationResponse(
         device_id=device.id,

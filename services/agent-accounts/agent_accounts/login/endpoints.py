@@ -5,7 +5,7 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
-from agent_accounts.core.auth import AccountCaller, Issued, TokenIssuer
+from agent_accounts.core.auth import AccountCaller, SignedToken, TokenIssuer
 from agent_accounts.core.errors import TokenError
 from agent_accounts.login.schemas import LoginForm, TokenResponse
 from agent_accounts.login.service import (
@@ -16,6 +16,7 @@ from agent_accounts.login.service import (
     resolve_grant,
     token_response,
 )
+from agent_accounts.state import AgentState
 from shared.auth import bearer_token
 from shared.db import transaction
 from shared.responses import NO_STORE, render
@@ -26,17 +27,18 @@ TAGS = ["auth"]
 
 
 async def login(request: Request) -> Response:
+    state = AgentState.of(request)
     form = await parse_form(request, LoginForm)
-    issuer: TokenIssuer = request.state.issuer
-    settings = request.state.settings
+    issuer: TokenIssuer = state.issuer
+    settings = state.settings
     # The peer's address, or X-Forwarded-For's when the peer is the gateway (uvicorn
     # trusts the header only from FORWARDED_ALLOW_IPS).
     client = request.client.host if request.client else None
     grant = resolve_grant(form, settings)
-    throttle = LoginThrottle(request.state.redis, request.state.keys, settings)
+    throttle = LoginThrottle(state.redis, state.keys, settings)
     async with transaction(request) as session:
-        service = LoginService(session, settings, issuer, request.state.clock, throttle, client)
-        issued: Issued | TokenError
+        service = LoginService(session, settings, issuer, state.clock, throttle, client)
+        issued: SignedToken | TokenError
         if grant == PASSWORD:
             issued = await service.password(form)
         elif grant == DEVICE_CODE:
@@ -56,7 +58,7 @@ async def logout(request: Request) -> Response:
     """Ends the presented session token (its jti is revoked until it would expire)."""
     user = request.user
     if isinstance(user, AccountCaller) and user.token is not None:
-        await request.state.revocations.revoke_token(user.token.jti, user.token.expires_at)
+        await AgentState.of(request).revocations.revoke_token(user.token.jti, user.token.expires_at)
     return Response(status_code=204)
 
 

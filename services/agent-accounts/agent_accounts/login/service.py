@@ -18,7 +18,7 @@ import math
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from agent_accounts.account.repository import AccountRepository
-from agent_accounts.core.auth import AccountCaller, Issued, TokenIssuer
+from agent_accounts.core.auth import AccountCaller, SignedToken, TokenIssuer
 from agent_accounts.core.credentials import decode_api_key
 from agent_accounts.core.errors import TokenError
 from agent_accounts.device.service import DeviceService
@@ -55,7 +55,7 @@ def resolve_grant(form: LoginForm, settings: Settings) -> str:
     raise TokenError("invalid_request", "The grant_type parameter is required.")
 
 
-def token_response(issued: Issued) -> TokenResponse:
+def token_response(issued: SignedToken) -> TokenResponse:
     return TokenResponse(
         access_token=issued.token,
         expires_in=max(0, math.floor(issued.lifetime.total_seconds()) - 1),
@@ -93,7 +93,7 @@ class LoginService:
                 "unsupported_grant_type", f"This server does not accept the {grant_type} grant."
             )
 
-    async def password(self, form: LoginForm) -> Issued:
+    async def password(self, form: LoginForm) -> SignedToken:
         self._local_grant(PASSWORD)
         if not form.username or form.password is None:
             raise TokenError("invalid_request", "The password grant needs username and password.")
@@ -109,7 +109,7 @@ class LoginService:
         await self.throttle.succeeded(subject, self.client)
         return self.issuer.session(account.id)
 
-    async def api_key(self, caller: AccountCaller | None, bearer: str | None) -> Issued:
+    async def api_key(self, caller: AccountCaller | None, bearer: str | None) -> SignedToken:
         """The request's ``Authorization: Bearer KITKEY_...`` (``bearer``) was already
         checked by the authentication backend, which made ``caller``; the session names
         the key, so it dies with it."""
@@ -122,7 +122,7 @@ class LoginService:
         await self.throttle.succeeded(f"api-key:{caller.api_key_id}", self.client)
         return self.issuer.session(caller.account_id, api_key_id=caller.api_key_id)
 
-    async def device_code(self, form: LoginForm) -> Issued | TokenError:
+    async def device_code(self, form: LoginForm) -> SignedToken | TokenError:
         """A session for the account that approved the device, naming the device (each
         request re-checks it) and ending no later than the device does. Refusals are
         returned so that the handler commits the failed attempt or poll time first; only

@@ -15,6 +15,7 @@ from starlette.routing import BaseRoute, Route
 
 from agent_accounts.core.errors import NotServed
 from agent_accounts.settings import Settings
+from agent_accounts.state import AgentState
 from shared.responses import render
 from shared.routing import api_route
 
@@ -35,7 +36,7 @@ class ServerInfoResponse(BaseModel):
 
 
 async def info(request: Request) -> Response:
-    settings: Settings = request.state.settings
+    settings: Settings = AgentState.of(request).settings
     return render(
         ServerInfoResponse(
             id=settings.server_id,

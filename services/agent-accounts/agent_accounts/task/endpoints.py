@@ -17,6 +17,7 @@ from agent_accounts.core.auth import (
 )
 from agent_accounts.core.listing import ListQuery, Page
 from agent_accounts.core.schemas import parse_optional_json
+from agent_accounts.state import AgentState
 from agent_accounts.task.schemas import (
     BlobResponse,
     SessionCreateRequest,
@@ -45,7 +46,8 @@ TAGS = ["tasks"]
 
 
 def tasks(request: Request, session: AsyncSession) -> TaskService:
-    return TaskService(session, request.state.settings, request.state.clock)
+    state = AgentState.of(request)
+    return TaskService(session, state.settings, state.clock)
 
 
 async def create(request: Request) -> Response:
@@ -60,7 +62,9 @@ async def claim(request: Request) -> Response:
     caller = require_worker(request)
     body = await parse_optional_json(request, TaskClaimRequest)
     async with transaction(request) as session:
-        claimed = await tasks(request, session).claim(caller, body.max_tasks, request.state.issuer)
+        claimed = await tasks(request, session).claim(
+            caller, body.max_tasks, AgentState.of(request).issuer
+        )
     items = [
         TaskWithSpec(task=task_response(task), spec=task_spec(task), token=issued.token)
         for task, issued in claimed

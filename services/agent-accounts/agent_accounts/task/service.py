@@ -18,7 +18,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from agent_accounts.core.auth import (
     AccountCaller,
     Caller,
-    Issued,
+    SignedToken,
     TaskCaller,
     TokenIssuer,
     WorkerCaller,
@@ -108,7 +108,7 @@ class TaskService:
 
     async def claim(
         self, caller: WorkerCaller, max_tasks: int, issuer: TokenIssuer
-    ) -> list[tuple[Task, Issued]]:
+    ) -> list[tuple[Task, SignedToken]]:
         """Claim pending tasks of the kinds the worker serves (rows locked, skipping those
         another worker is claiming).
 

@@ -10,6 +10,7 @@ from starlette.responses import Response
 
 from agent_accounts.core.auth import require_account, require_worker
 from agent_accounts.core.listing import ListQuery, Page
+from agent_accounts.state import AgentState
 from agent_accounts.worker.schemas import (
     WorkerCreateRequest,
     WorkerHeartbeatRequest,
@@ -29,7 +30,7 @@ TAGS = ["workers"]
 
 
 def workers(request: Request, session: AsyncSession) -> WorkerService:
-    return WorkerService(session, request.state.clock)
+    return WorkerService(session, AgentState.of(request).clock)
 
 
 def _id(request: Request) -> uuid.UUID:
@@ -42,7 +43,7 @@ async def create(request: Request) -> Response:
     body = await parse_json(request, WorkerCreateRequest)
     async with transaction(request) as session:
         service = workers(request, session)
-        worker, issued = await service.register(body, caller, request.state.issuer)
+        worker, issued = await service.register(body, caller, AgentState.of(request).issuer)
         response = WorkerRegistrationResponse(
             token=issued.token,
             token_expires_at=issued.expires_at,
@@ -55,7 +56,9 @@ async def renew_token(request: Request) -> Response:
     caller = require_account(request)
     worker_id = _id(request)
     async with transaction(request) as session:
-        issued = await workers(request, session).renew(worker_id, caller, request.state.issuer)
+        issued = await workers(request, session).renew(
+            worker_id, caller, AgentState.of(request).issuer
+        )
     return render(
         WorkerTokenResponse(token=issued.token, token_expires_at=issued.expires_at),
         headers=NO_STORE,

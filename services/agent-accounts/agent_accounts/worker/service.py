@@ -9,7 +9,7 @@ import uuid
 
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from agent_accounts.core.auth import AccountCaller, Issued, TokenIssuer, WorkerCaller
+from agent_accounts.core.auth import AccountCaller, SignedToken, TokenIssuer, WorkerCaller
 from agent_accounts.core.listing import ListQuery
 from agent_accounts.core.schemas import aware_utc
 from agent_accounts.models import Worker
@@ -47,7 +47,7 @@ class WorkerService:
 
     async def register(
         self, request: WorkerCreateRequest, caller: AccountCaller, issuer: TokenIssuer
-    ) -> tuple[Worker, Issued]:
+    ) -> tuple[Worker, SignedToken]:
         now = self.clock()
         worker = Worker(
             owner_id=caller.account_id,
@@ -76,7 +76,7 @@ class WorkerService:
 
     async def renew(
         self, worker_id: uuid.UUID, caller: AccountCaller, issuer: TokenIssuer
-    ) -> Issued:
+    ) -> SignedToken:
         worker = await self._owned(worker_id, caller)
         worker.last_seen_at = self.clock()
         await self.repository.add(worker)

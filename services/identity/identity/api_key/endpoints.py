@@ -18,7 +18,8 @@ from identity.api_key.schemas import (
     APIKeyUpdate,
     api_key_response,
 )
-from identity.api_key.service import APIKeyService, Issued
+from identity.api_key.service import APIKeyService, NewAPIKey
+from identity.state import IdentityState
 from shared.auth import require_principal
 from shared.db import transaction
 from shared.listing import page_of, parse_list
@@ -30,14 +31,15 @@ NAME_OR_ID = "api_key_name_or_id"
 
 
 def _keys(request: Request, session: AsyncSession) -> APIKeyService:
-    return APIKeyService(session, request.state.revocations, request.state.clock)
+    state = IdentityState.of(request)
+    return APIKeyService(session, state.revocations, state.clock)
 
 
 def _account_id(request: Request) -> uuid.UUID:
     return path_param(request, "service_account_id", uuid.UUID)
 
 
-def _shown_once(issued: Issued) -> Response:
+def _shown_once(issued: NewAPIKey) -> Response:
     # The key is in this answer only: never cached, never kept for an idempotent replay.
     return render(
         api_key_response(issued.api_key, issued.account, hydrate=True, key=issued.key),

@@ -64,7 +64,7 @@ class APIKeyAlreadyExists(Conflict):
 
 
 @dataclass
-class Issued:
+class NewAPIKey:
     """A key just made or rotated, and its encoded secret (to be shown once)."""
 
     api_key: APIKey
@@ -116,7 +116,7 @@ class APIKeyService:
 
     async def create_for(
         self, caller: Principal, account_id: uuid.UUID, request: APIKeyRequest
-    ) -> Issued:
+    ) -> NewAPIKey:
         account = await self._account(caller, account_id, "create API keys")
         conflict = APIKeyAlreadyExists(request.name, account.name)
         if await self.repository.of_account(account.id, request.name) is not None:
@@ -133,7 +133,7 @@ class APIKeyService:
         key, api_key.key_hash = _new_secret(api_key.id)
         self.repository.add(api_key)
         await flush_unique(self.repository.session, conflict)
-        return Issued(api_key, account, key)
+        return NewAPIKey(api_key, account, key)
 
     async def list_for(
         self, caller: Principal, account_id: uuid.UUID, listing: Listing
@@ -176,7 +176,7 @@ class APIKeyService:
         account_id: uuid.UUID,
         name_or_id: str,
         request: APIKeyRotateRequest,
-    ) -> Issued:
+    ) -> NewAPIKey:
         account = await self._account(caller, account_id, "rotate API keys")
         api_key = await self._key(account, name_or_id, for_update=True)
         now = self.clock()
@@ -188,7 +188,7 @@ class APIKeyService:
         await self._publish(api_key)
         self.repository.add(api_key)
         await self.repository.session.flush()
-        return Issued(api_key, account, key)
+        return NewAPIKey(api_key, account, key)
 
     async def delete_for(self, caller: Principal, account_id: uuid.UUID, name_or_id: str) -> None:
         account = await self._account(caller, account_id, "delete API keys")

@@ -8,6 +8,7 @@ from starlette.responses import Response
 from identity.api_token.schemas import APITokenQuery
 from identity.api_token.service import APITokenService
 from identity.auth.service import TokenService
+from identity.state import IdentityState
 from identity.user.service import UserService
 from shared.auth import require_principal
 from shared.db import transaction
@@ -16,11 +17,12 @@ from shared.routing import ApiRoute, api_route, parse_query
 
 
 async def api_token(request: Request) -> Response:
+    state = IdentityState.of(request)
     query = parse_query(request, APITokenQuery)
     caller = require_principal(request)
     async with transaction(request) as session:
-        tokens = TokenService(request.state.settings, request.state.keyring, request.state.clock)
-        service = APITokenService(tokens, request.state.workload_scopes, UserService(session))
+        tokens = TokenService(state.settings, state.keyring, state.clock)
+        service = APITokenService(tokens, state.workload_scopes, UserService(session))
         token = await service.issue(caller, query)
     return render(token, headers=NO_STORE)
 

@@ -10,6 +10,7 @@ from identity.auth.schemas import LoginForm, OAuthTokenResponse
 from identity.auth.service import TokenService
 from identity.device.service import DeviceService, Refused, record_device_use
 from identity.settings import Settings
+from identity.state import IdentityState
 from identity.user.schemas import UserQuery, UserResponse, UserUpdate, user_response
 from identity.user.service import UserService
 from shared.auth import APIKeyRefused, APIKeyTokens, Principal, TokenKind, require_principal
@@ -22,18 +23,19 @@ from shared.throttle import LoginThrottle
 
 
 async def login(request: Request) -> Response:
+    state = IdentityState.of(request)
     try:
         form = await parse_form(request, LoginForm)
     except RequestValidationFailed:
         raise OAuthError("invalid_request", "Each parameter may be given once.") from None
-    settings: Settings = request.state.settings
+    settings: Settings = state.settings
     client = request.client.host if request.client else None
-    throttle = LoginThrottle(request.state.redis, request.state.keys, settings)
-    clock = request.state.clock
+    throttle = LoginThrottle(state.redis, state.keys, settings)
+    clock = state.clock
     async with transaction(request) as session:
-        devices = DeviceService(session, settings, request.state.revocations, clock)
-        api_keys = APIKeyService(session, request.state.revocations, clock)
-        issued = await TokenService(settings, request.state.keyring, clock).login(
+        devices = DeviceService(session, settings, state.revocations, clock)
+        api_keys = APIKeyService(session, state.revocations, clock)
+        issued = await TokenService(settings, state.keyring, clock).login(
             form, UserService(session, clock=clock), devices, api_keys, throttle, client
         )
     # Raised after the commit, so the device's failed attempt or new interval is kept.
@@ -54,35 +56,38 @@ async def login(request: Request) -> Response:
 
 async def logout(request: Request) -> Response:
     """Clear the cookie and revoke the presented token, if it is a valid one."""
-    settings: Settings = request.state.settings
+    state = IdentityState.of(request)
+    settings: Settings = state.settings
     if isinstance(request.user, Principal):
         token = request.user.token
-        await request.state.revocations.revoke_token(token.jti, token.expires_at)
+        await state.revocations.revoke_token(token.jti, token.expires_at)
     response = render_null()
     response.delete_cookie(settings.session_cookie_name, httponly=True, samesite="lax")
     return response
 
 
 async def get_current_user(request: Request) -> Response:
+    state = IdentityState.of(request)
     query = parse_query(request, UserQuery)
     caller = require_principal(request)
     async with transaction(request) as session:
-        user = await UserService(session, clock=request.state.clock).current(caller)
+        user = await UserService(session, clock=state.clock).current(caller)
     # The zenml client and the dashboard ask who they are at the start of every session:
     # the moment a user is active, and a device "used" (its last_login). Writes of their
     # own, after the read.
-    await request.state.user_activity.seen(request.state.clock())
+    await state.user_activity.seen(state.clock())
     device_id = caller.token.device_id
     if device_id is not None:
-        await record_device_use(request.state.sessionmaker, device_id, request.state.clock())
+        await record_device_use(state.sessionmaker, device_id, state.clock())
     return render(user_response(user, hydrate=query.hydrate))
 
 
 async def update_current_user(request: Request) -> Response:
+    state = IdentityState.of(request)
     update = await parse_json(request, UserUpdate)
     caller = require_principal(request)
     async with transaction(request) as session:
-        users = UserService(session, request.state.revocations, request.state.clock)
+        users = UserService(session, state.revocations, state.clock)
         user = await users.update_current(caller, update)
     return render(user_response(user, hydrate=True))
 
@@ -92,7 +97,7 @@ async def exchange_api_key(request: Request) -> Response:
     with it (:mod:`shared.auth.api_keys`). Service tokens only; not routed by the gateway."""
     require_principal(request, kinds=(TokenKind.SERVICE,))
     body = await parse_json(request, APIKeyExchange)
-    tokens: APIKeyTokens = request.state.api_key_tokens
+    tokens: APIKeyTokens = IdentityState.of(request).api_key_tokens
     try:
         issued = await tokens.source.exchange(body.api_key, body.client)
     except APIKeyRefused as exc:

@@ -39,7 +39,7 @@ class InvalidCredentials(Unauthorized):
 
 
 @dataclass
-class Issued:
+class TokenGrant:
     response: OAuthTokenResponse
     set_cookie: bool
     lifetime: timedelta | None
@@ -127,7 +127,7 @@ class TokenService:
         api_keys: APIKeyService,
         throttle: LoginThrottle,
         client: str | None,
-    ) -> Issued | Refused:
+    ) -> TokenGrant | Refused:
         """The grant's answer; a :class:`Refused` carries a device-grant error whose
         bookkeeping (failed attempt, widened interval) must be committed first."""
         grant = infer_grant(form)
@@ -145,7 +145,7 @@ class TokenService:
 
     async def _password(
         self, form: LoginForm, users: UserService, throttle: LoginThrottle, client: str | None
-    ) -> Issued:
+    ) -> TokenGrant:
         if not form.username:
             raise HTTPDetailError(400, "Invalid request: username is required.")
         subject = password_subject(form.username)
@@ -168,7 +168,7 @@ class TokenService:
         lifetime = self.settings.access_token_lifetime
         token = await self.issue_for_user(user, TokenKind.ACCESS, lifetime)
         logger.info("login succeeded", extra={"user_id": str(user.id), "client": client})
-        return Issued(
+        return TokenGrant(
             OAuthTokenResponse(access_token=token, expires_in=int(lifetime.total_seconds())),
             set_cookie=True,
             lifetime=lifetime,
@@ -176,14 +176,14 @@ class TokenService:
 
     async def _api_key(
         self, form: LoginForm, api_keys: APIKeyService, throttle: LoginThrottle, client: str | None
-    ) -> Issued:
+    ) -> TokenGrant:
         if not form.password:
             raise HTTPDetailError(400, "API key is required.")
         return await self.api_key_login(form.password, api_keys, throttle, client)
 
     async def api_key_login(
         self, key: str, api_keys: APIKeyService, throttle: LoginThrottle, client: str | None
-    ) -> Issued:
+    ) -> TokenGrant:
         """A service account's login with its ``ZENKEY_`` key, throttled like the password
         grant per key (an undecodable key counts against the client only). No cookie.
         The login grant's, and every service's exchange of a key presented as a bearer."""
@@ -216,7 +216,7 @@ class TokenService:
             "api key login succeeded",
             extra={"user_id": str(logged_in.account.id), "api_key_id": api_key["api_key_id"]},
         )
-        return Issued(
+        return TokenGrant(
             OAuthTokenResponse(access_token=token, expires_in=int(lifetime.total_seconds())),
             set_cookie=False,
             lifetime=lifetime,
@@ -229,7 +229,7 @@ class TokenService:
         devices: DeviceService,
         throttle: LoginThrottle,
         client: str | None,
-    ) -> Issued | Refused:
+    ) -> TokenGrant | Refused:
         """Throttled like the password grant, per client id: an unknown client or a wrong
         device code counts (:class:`DeviceCodeRefused`); the polls of a pending device, and
         of one already redeemed, locked or expired, do not."""
@@ -262,7 +262,7 @@ class TokenService:
         logger.info(
             "device login succeeded", extra={"user_id": str(user.id), "device_id": str(device.id)}
         )
-        return Issued(
+        return TokenGrant(
             OAuthTokenResponse(
                 access_token=token,
                 expires_in=int(lifetime.total_seconds()),
@@ -272,7 +272,7 @@ class TokenService:
             lifetime=lifetime,
         )
 
-    async def _client_credentials(self, form: LoginForm, client: str | None) -> Issued:
+    async def _client_credentials(self, form: LoginForm, client: str | None) -> TokenGrant:
         expected = self.settings.service_clients.get(form.client_id or "")
         supplied = (form.client_secret or "").encode()
         # Compare against something even for an unknown client, in constant time.
@@ -286,7 +286,7 @@ class TokenService:
             raise OAuthError("invalid_client", "Client authentication failed.", status_code=401)
         lifetime = self.settings.service_token_lifetime
         token = await self.issue_for_service(form.client_id or "")
-        return Issued(
+        return TokenGrant(
             OAuthTokenResponse(access_token=token, expires_in=int(lifetime.total_seconds())),
             set_cookie=False,
             lifetime=lifetime,

@@ -20,6 +20,7 @@ from identity.device.schemas import (
 )
 from identity.device.service import DeviceDetails, DeviceService, Refused
 from identity.models import User
+from identity.state import IdentityState
 from shared.auth import require_principal
 from shared.db import transaction
 from shared.listing import page_of, parse_list
@@ -29,9 +30,8 @@ from shared.routing import ApiRoute, api_route, parse_form, parse_json, parse_qu
 
 
 def _service(request: Request, session: AsyncSession) -> DeviceService:
-    return DeviceService(
-        session, request.state.settings, request.state.revocations, request.state.clock
-    )
+    state = IdentityState.of(request)
+    return DeviceService(session, state.settings, state.revocations, state.clock)
 
 
 async def _owner(request: Request, session: AsyncSession) -> User:
@@ -101,7 +101,7 @@ async def update(request: Request) -> Response:
         unlocked = await devices.update(device, body)
     if unlocked:
         # Only once the unlock is stored: a failed commit must leave the tokens revoked.
-        await request.state.revocations.restore_device(device.id)
+        await IdentityState.of(request).revocations.restore_device(device.id)
     return render(device_response(device, user, hydrate=True))
 
 

@@ -11,6 +11,7 @@ from starlette.responses import JSONResponse, Response
 from identity.server.schemas import AuthScheme, ServerModel
 from identity.server_settings.service import ServerSettingsService
 from identity.settings import Settings
+from identity.state import IdentityState
 from shared.db import transaction
 from shared.responses import render
 from shared.routing import ApiRoute, api_route
@@ -22,9 +23,10 @@ class JWKS(BaseModel):
 
 
 async def info(request: Request) -> Response:
-    settings: Settings = request.state.settings
+    state = IdentityState.of(request)
+    settings: Settings = state.settings
     async with transaction(request) as session:
-        current = await ServerSettingsService(session, request.state.clock).get()
+        current = await ServerSettingsService(session, state.clock).get()
     # The name and analytics are the admin's current settings, as the reference's.
     return render(
         ServerModel(
@@ -42,7 +44,7 @@ async def info(request: Request) -> Response:
 
 async def jwks(request: Request) -> Response:
     # Public keys only; cached briefly by clients, who refetch on an unknown kid anyway.
-    document = await request.state.keyring.jwks()
+    document = await IdentityState.of(request).keyring.jwks()
     return JSONResponse(document, headers={"Cache-Control": "public, max-age=60"})
 
 

@@ -13,6 +13,7 @@ from identity.server_settings.schemas import (
 )
 from identity.server_settings.service import ServerSettingsService, onboarding_state
 from identity.settings import Settings
+from identity.state import IdentityState
 from shared.auth import require_principal
 from shared.db import transaction
 from shared.responses import render
@@ -20,29 +21,34 @@ from shared.routing import ApiRoute, api_route, parse_json, parse_query
 
 
 async def get(request: Request) -> Response:
+    state = IdentityState.of(request)
     query = parse_query(request, ServerSettingsQuery)
     caller = require_principal(request)
-    settings: Settings = request.state.settings
+    settings: Settings = state.settings
     async with transaction(request) as session:
-        row = await ServerSettingsService(session, request.state.clock).get_for(caller)
+        row = await ServerSettingsService(session, state.clock).get_for(caller)
     return render(settings_response(row, settings.server_id, hydrate=query.hydrate))
 
 
 async def update(request: Request) -> Response:
+    state = IdentityState.of(request)
     body = await parse_json(request, ServerSettingsUpdate)
     caller = require_principal(request)
-    settings: Settings = request.state.settings
+    settings: Settings = state.settings
     async with transaction(request) as session:
-        row = await ServerSettingsService(session, request.state.clock).update_for(caller, body)
+        row = await ServerSettingsService(session, state.clock).update_for(caller, body)
     return render(settings_response(row, settings.server_id, hydrate=True))
 
 
 async def get_onboarding_state(request: Request) -> Response:
+    state = IdentityState.of(request)
     caller = require_principal(request)
     async with transaction(request) as session:
-        await ServerSettingsService(session, request.state.clock).check_reader(caller)
+        await ServerSettingsService(session, state.clock).check_reader(caller)
     steps = await onboarding_state(
-        request.state.sessionmaker, request.state.onboarding, request.state.clock
+        state.sessionmaker,
+        state.onboarding,
+        state.clock,
     )
     return render(steps)
 

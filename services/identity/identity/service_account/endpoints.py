@@ -16,6 +16,7 @@ from identity.service_account.schemas import (
     service_account_response,
 )
 from identity.service_account.service import ServiceAccountService
+from identity.state import IdentityState
 from shared.auth import require_principal
 from shared.db import transaction
 from shared.listing import page_of, parse_list
@@ -27,7 +28,8 @@ NAME_OR_ID = "service_account_name_or_id"
 
 
 def _accounts(request: Request, session: AsyncSession) -> ServiceAccountService:
-    return ServiceAccountService(session, request.state.revocations, request.state.clock)
+    state = IdentityState.of(request)
+    return ServiceAccountService(session, state.revocations, state.clock)
 
 
 async def create(request: Request) -> Response:

@@ -7,6 +7,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from starlette.requests import Request
 from starlette.responses import Response
 
+from identity.state import IdentityState
 from identity.user.repository import USERS
 from identity.user.schemas import (
     UserQuery,
@@ -25,7 +26,8 @@ from shared.routing import ApiRoute, api_route, parse_json, parse_query
 
 
 def _users(request: Request, session: AsyncSession) -> UserService:
-    return UserService(session, request.state.revocations, request.state.clock)
+    state = IdentityState.of(request)
+    return UserService(session, state.revocations, state.clock)
 
 
 async def create(request: Request) -> Response:

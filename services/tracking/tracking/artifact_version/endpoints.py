@@ -28,6 +28,7 @@ from tracking.core.listing import query_extras
 from tracking.core.rendering import render_many, render_one, render_page
 from tracking.core.schemas import HydrateQuery
 from tracking.settings import Settings
+from tracking.state import TrackingState
 from tracking.store import ArtifactStores
 from tracking.store.archive import tar_gz
 
@@ -53,17 +54,17 @@ class DataQuery(BaseModel):
 
 
 def _settings(request: Request) -> Settings:
-    settings: Settings = request.state.settings
+    settings: Settings = TrackingState.of(request).settings
     return settings
 
 
 def _stores(request: Request) -> ArtifactStores:
-    stores: ArtifactStores = request.state.artifact_stores
+    stores: ArtifactStores = TrackingState.of(request).artifact_stores
     return stores
 
 
 def _downloads(request: Request) -> DownloadTokens:
-    tokens: DownloadTokens = request.state.downloads
+    tokens: DownloadTokens = TrackingState.of(request).downloads
     return tokens
 
 

@@ -26,10 +26,11 @@ from tracking.core.auth import caller, caller_id
 from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
 from tracking.core.schemas import HydrateQuery, ProjectQuery
+from tracking.state import TrackingState
 
 
 def _secrets(request: Request) -> ComponentSecrets:
-    secrets: ComponentSecrets = request.state.component_secrets
+    secrets: ComponentSecrets = TrackingState.of(request).component_secrets
     return secrets
 
 

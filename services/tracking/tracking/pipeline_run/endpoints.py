@@ -42,7 +42,7 @@ from tracking.pipeline_run.statistics import (
     RunStatisticsService,
     filter_listing,
 )
-from tracking.settings import Settings
+from tracking.state import TrackingState
 from tracking.step_run.repository import STEPS
 from tracking.step_run.schemas import StepLogsQuery, StepRunResponse, step_response
 from tracking.store import ArtifactStores
@@ -85,7 +85,7 @@ async def get_or_create_run(request: Request) -> Response:
 
 async def run_snapshot(request: Request) -> Response:
     """A new run of the snapshot (for a trigger execution that asked before: its run)."""
-    settings: Settings = request.state.settings
+    settings = TrackingState.of(request).settings
     user_id = snapshot_runner(request, settings.snapshot_run_clients)
     snapshot_id = path_param(request, "snapshot_id", uuid.UUID)
     body = await parse_json(request, PipelineSnapshotRunRequest)
@@ -166,7 +166,7 @@ async def logs(request: Request) -> Response:
     them to."""
     run_id = object_id(request, "run_id", SCOPE)
     query = parse_query(request, StepLogsQuery)
-    stores: ArtifactStores = request.state.artifact_stores
+    stores: ArtifactStores = TrackingState.of(request).artifact_stores
     async with transaction(request) as session:
         entries = await RunPageService(session).log_entries(run_id, query, stores)
     return render(entries)

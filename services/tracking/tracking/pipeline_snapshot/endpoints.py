@@ -29,6 +29,7 @@ from tracking.pipeline_snapshot.schemas import (
 )
 from tracking.pipeline_snapshot.service import SnapshotCodeService, SnapshotService
 from tracking.settings import Settings
+from tracking.state import TrackingState
 
 LIST_QUERY = SNAPSHOTS.query_model(extra=query_extras(SnapshotListQuery))
 
@@ -63,27 +64,29 @@ async def delete(request: Request) -> Response:
 
 
 def _code(request: Request, session: AsyncSession) -> SnapshotCodeService:
-    return SnapshotCodeService(session, request.state.artifact_stores)
+    return SnapshotCodeService(session, TrackingState.of(request).artifact_stores)
 
 
 async def download_token(request: Request) -> Response:
     """A short-lived token for the code's URL, which a browser opens without headers."""
+    state = TrackingState.of(request)
     caller_id(request)
     snapshot_id = path_param(request, "snapshot_id", uuid.UUID)
-    settings: Settings = request.state.settings
+    settings: Settings = state.settings
     async with transaction(request) as session:
         await _code(request, session).code(snapshot_id, settings.download_size_limit)
-    tokens: DownloadTokens = request.state.downloads
+    tokens: DownloadTokens = state.downloads
     return render(tokens.issue(snapshot_id, SNAPSHOT_CODE))
 
 
 async def code(request: Request) -> Response:
     """No credential but the download token; the archive is sent as it is read."""
+    state = TrackingState.of(request)
     snapshot_id = path_param(request, "snapshot_id", uuid.UUID)
     query = parse_query(request, CodeQuery)
-    tokens: DownloadTokens = request.state.downloads
+    tokens: DownloadTokens = state.downloads
     tokens.check(query.token, snapshot_id, SNAPSHOT_CODE)
-    settings: Settings = request.state.settings
+    settings: Settings = state.settings
     async with transaction(request) as session:
         found = await _code(request, session).code(snapshot_id, settings.download_size_limit)
     return StreamingResponse(

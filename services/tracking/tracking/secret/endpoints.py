@@ -32,18 +32,17 @@ from tracking.secret.schemas import (
 )
 from tracking.secret.service import (
     Revealed,
-    SecretCipher,
     SecretService,
     backup_secrets,
     restore_secrets,
 )
+from tracking.state import TrackingState
 
 LIST_QUERY = SECRETS.query_model(extra=query_extras(SecretListQuery))
 
 
 def _service(request: Request, session: Any) -> SecretService:
-    cipher: SecretCipher = request.state.secret_cipher
-    return SecretService(session, cipher)
+    return SecretService(session, TrackingState.of(request).secret_cipher)
 
 
 async def _render_revealed(request: Request, revealed: Revealed, *, hydrate: bool) -> Response:

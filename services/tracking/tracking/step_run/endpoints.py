@@ -21,6 +21,7 @@ from tracking.core.rendering import render_one, render_page
 from tracking.core.schemas import HydrateQuery, ScopedListQuery
 from tracking.logs.entries import LogEntry
 from tracking.pipeline_run.schemas import ExecutionStatus
+from tracking.state import TrackingState
 from tracking.step_run.repository import STEPS
 from tracking.step_run.schemas import (
     StepHeartbeatResponse,
@@ -77,7 +78,7 @@ async def logs(request: Request) -> Response:
     caller(request)
     step_id = path_param(request, "step_id", uuid.UUID)
     query = parse_query(request, StepLogsQuery)
-    stores: ArtifactStores = request.state.artifact_stores
+    stores: ArtifactStores = TrackingState.of(request).artifact_stores
     async with transaction(request) as session:
         entries = await StepService(session).log_entries(step_id, query, stores)
     return render(entries)

@@ -15,6 +15,7 @@ from shared.errors import NotFound
 from shared.responses import render
 from shared.routing import ApiRoute, api_route, path_param
 from tracking.settings import Settings
+from tracking.state import TrackingState
 from tracking.workload_scope.service import WorkloadScopeService
 
 
@@ -28,7 +29,7 @@ async def get(request: Request) -> Response:
     scope = WorkloadScope(
         path_param(request, "kind", ScopeKind), path_param(request, "scope_id", uuid.UUID)
     )
-    settings: Settings = request.state.settings
+    settings: Settings = TrackingState.of(request).settings
     async with transaction(request) as session:
         state = await WorkloadScopeService(
             session, settings.workload_token_expiration_leeway

@@ -21,7 +21,8 @@ from arq.constants import job_key_prefix
 from redis.asyncio import Redis
 
 from shared.redis import Keys
-from shared.redis_pipe import BatchedScript, RedisPipe, Script
+from shared.redis_batch import BatchedScript
+from shared.redis_pipe import RedisPipe, Script
 
 # A version whose key is gone is re-read from the database, so a lost update here costs
 # one database read; the TTL bounds how long a version written by a racing reader can

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 from starlette.requests import HTTPConnection
 
 from shared.errors import NotFound, ServiceUnavailable
+from webhooks.state import WebhooksState
 
 DEFAULT_PROJECT = "default"
 FORWARDED_CREDENTIALS = ("authorization", "cookie")
@@ -98,5 +99,5 @@ def credentials_of(connection: HTTPConnection) -> dict[str, str]:
 async def resolve_project(
     connection: HTTPConnection, name_or_id: str | uuid.UUID | None
 ) -> Project:
-    directory: ProjectDirectory = connection.state.projects
+    directory: ProjectDirectory = WebhooksState.of(connection).projects
     return await directory.resolve(name_or_id, credentials_of(connection))

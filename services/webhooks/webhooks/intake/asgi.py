@@ -41,6 +41,7 @@ from shared.metrics import HTTP, observe_request
 from shared.middleware import ServiceMiddleware, access_logger
 from shared.responses import ErrorStyle
 from webhooks.intake.endpoints import deliver
+from webhooks.state import WebhooksState
 
 PREFIX = "/api/v1/webhooks/"
 SUFFIX = "/events"
@@ -92,7 +93,11 @@ async def intake_answer(
     params = scope["path_params"]
     try:
         answer = await deliver(
-            scope["state"]["intake"], params["webhook_type"], params["webhook_id"], headers, body
+            WebhooksState.of_scope(scope).intake,
+            params["webhook_type"],
+            params["webhook_id"],
+            headers,
+            body,
         )
     except ClientDisconnect:
         return None

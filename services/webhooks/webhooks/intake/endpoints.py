@@ -17,6 +17,7 @@ from starlette.responses import PlainTextResponse, Response
 from shared.routing import ApiRoute, api_route, path_param
 from webhooks.intake.providers.base import RequestHeaders
 from webhooks.intake.service import IGNORED, Answer, IntakeService
+from webhooks.state import WebhooksState
 
 
 async def deliver(
@@ -43,7 +44,7 @@ def respond(answer: Answer) -> Response:
 async def receive(request: Request) -> Response:
     webhook_id = path_param(request, "webhook_id", uuid.UUID)
     answer = await deliver(
-        request.state.intake,
+        WebhooksState.of(request).intake,
         request.path_params["webhook_type"],
         webhook_id,
         request.headers,

@@ -17,6 +17,7 @@ from shared.users import users_by_id
 from webhooks.core.auth import acting_user
 from webhooks.core.projects import resolve_project
 from webhooks.models import TriggerExecution, WebhookTrigger
+from webhooks.state import WebhooksState
 from webhooks.trigger.repository import EXECUTIONS, TRIGGERS
 from webhooks.trigger.schemas import (
     DeleteQuery,
@@ -39,7 +40,7 @@ TRIGGER_ID = "trigger_id"
 
 
 def _service(request: Request, session: AsyncSession) -> TriggerService:
-    return TriggerService(session, request.state.providers)
+    return TriggerService(session, WebhooksState.of(request).providers)
 
 
 async def _responses(
@@ -134,7 +135,7 @@ async def retry_execution(request: Request) -> Response:
     execution_id = path_param(request, "execution_id", uuid.UUID)
     async with transaction(request) as session:
         row = await _service(request, session).retry_execution(
-            trigger_id, execution_id, request.state.jobs, actor
+            trigger_id, execution_id, WebhooksState.of(request).jobs, actor
         )
     return render(_execution(row), status_code=202)
 

@@ -22,6 +22,7 @@ from webhooks.core.projects import resolve_project
 from webhooks.intake.providers.base import stored_payload
 from webhooks.models import Webhook
 from webhooks.settings import Settings
+from webhooks.state import WebhooksState
 from webhooks.webhook.repository import WEBHOOKS
 from webhooks.webhook.schemas import (
     RawEventQuery,
@@ -48,8 +49,9 @@ REFERENCE = "webhook_name_or_id"
 
 
 def _service(request: Request, session: AsyncSession) -> WebhookService:
-    box: SecretBox = request.state.box
-    live: LiveState = request.state.live
+    state = WebhooksState.of(request)
+    box: SecretBox = state.box
+    live: LiveState = state.live
     return WebhookService(session, box, live)
 
 
@@ -63,8 +65,9 @@ def endpoint_url(settings: Settings, webhook: Webhook) -> str | None:
 async def _responses(
     request: Request, webhooks: list[Webhook], *, hydrate: bool
 ) -> list[WebhookResponse]:
-    settings: Settings = request.state.settings
-    live: LiveState = request.state.live
+    state = WebhooksState.of(request)
+    settings: Settings = state.settings
+    live: LiveState = state.live
     users = await users_by_id(request, [w.user_id for w in webhooks])
     stats = await live.stats([w.id for w in webhooks]) if hydrate else []
     return [
@@ -101,7 +104,7 @@ async def create(request: Request) -> Response:
     project = await resolve_project(request, body.project)
     async with transaction(request) as session:
         webhook, secret = await _service(request, session).create(body, actor.user_id, project)
-    await request.state.live.publish(webhook.id, webhook.version)
+    await WebhooksState.of(request).live.publish(webhook.id, webhook.version)
     response = await _one(request, webhook)
     created = WebhookCreateResponse(**response.model_dump(), secret=secret)
     return render(created, headers={"Cache-Control": "no-store"})
@@ -141,7 +144,7 @@ async def update(request: Request) -> Response:
         service = _service(request, session)
         webhook = await service.get(request.path_params[REFERENCE], project_id)
         webhook = await service.update(webhook, body, actor)
-    await request.state.live.publish(webhook.id, webhook.version)
+    await WebhooksState.of(request).live.publish(webhook.id, webhook.version)
     return render(await _one(request, webhook))
 
 
@@ -153,7 +156,7 @@ async def delete(request: Request) -> Response:
         service = _service(request, session)
         webhook = await service.get(request.path_params[REFERENCE], project_id)
         await service.delete(webhook, actor)
-    await request.state.live.drop(webhook.id)
+    await WebhooksState.of(request).live.drop(webhook.id)
     return render_null()
 
 
@@ -167,7 +170,7 @@ async def rotate_secret(request: Request) -> Response:
         service = _service(request, session)
         webhook = await service.get(request.path_params[REFERENCE], project_id)
         secret = await service.rotate_secret(webhook, chosen, actor)
-    await request.state.live.publish(webhook.id, webhook.version)
+    await WebhooksState.of(request).live.publish(webhook.id, webhook.version)
     return render(WebhookSecretResponse(secret=secret), headers={"Cache-Control": "no-store"})
 
 

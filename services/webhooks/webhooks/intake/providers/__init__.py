@@ -9,7 +9,7 @@ from webhooks.intake.providers.base import Delivery, PayloadError, Provider, Sem
 from webhooks.intake.providers.chat import Chat
 from webhooks.intake.providers.codehost import Codehost
 from webhooks.intake.providers.custom import Custom
-from webhooks.intake.providers.tasks import Tasks
+from webhooks.intake.providers.task_tracker import TaskTracker
 
 
 class WebhookType(StrEnum):
@@ -24,7 +24,7 @@ def providers(tolerance: float) -> dict[str, Provider]:
     return {
         WebhookType.CODEHOST: Codehost(),
         WebhookType.CHAT: Chat(tolerance),
-        WebhookType.TASKS: Tasks(),
+        WebhookType.TASKS: TaskTracker(),
         WebhookType.CUSTOM: Custom(tolerance),
     }
 

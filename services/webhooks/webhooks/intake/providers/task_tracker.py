@@ -51,7 +51,7 @@ def _last_status(payload: Mapping[str, Any]) -> str | None:
     return text(after)
 
 
-class Tasks:
+class TaskTracker:
     name: ClassVar[str] = "tasks"
     min_targets: ClassVar[int] = 1
     targets: ClassVar[Mapping[str, type[BaseModel]]] = {
