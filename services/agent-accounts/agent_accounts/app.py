@@ -13,8 +13,9 @@ from starlette.applications import Starlette
 from agent_accounts.account import endpoints as account_endpoints
 from agent_accounts.account.service import AccountService
 from agent_accounts.api_key import endpoints as api_key_endpoints
-from agent_accounts.core.auth import ALL_KINDS, AgentAuthBackend, TokenIssuer
+from agent_accounts.core.auth import AgentAuthBackend
 from agent_accounts.core.keys import load_keys
+from agent_accounts.core.tokens import ALL_KINDS, TokenIssuer
 from agent_accounts.device import endpoints as device_endpoints
 from agent_accounts.login import endpoints as login_endpoints
 from agent_accounts.server import endpoints as server_endpoints

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from shared.state import StoreState
 
 if TYPE_CHECKING:
-    from agent_accounts.core.auth import TokenIssuer
+    from agent_accounts.core.tokens import TokenIssuer
     from agent_accounts.settings import Settings
     from shared.auth import TokenVerifier
     from shared.db import Clock

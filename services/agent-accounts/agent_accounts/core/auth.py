@@ -19,7 +19,6 @@ import logging
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 from redis.exceptions import RedisError
@@ -29,17 +28,16 @@ from starlette.requests import HTTPConnection
 
 from agent_accounts.core.credentials import decode_api_key, is_api_key
 from agent_accounts.core.schemas import aware_utc
+from agent_accounts.core.tokens import ALL_KINDS, AgentTokenKind
 from agent_accounts.models import Account, ApiKey, Device, Task, Worker
-from agent_accounts.settings import Settings
 from agent_accounts.state import AgentState
 from shared.auth import (
     InvalidToken,
     RefusedCaller,
-    TokenSigner,
     VerifiedToken,
     bearer_token,
 )
-from shared.db import Clock, session_scope
+from shared.db import session_scope
 from shared.errors import Forbidden, Unauthorized
 from shared.metrics import TOKEN_VERIFICATIONS
 from shared.secret_hash import matches
@@ -47,13 +45,6 @@ from shared.secret_hash import matches
 logger = logging.getLogger(__name__)
 
 
-class AgentTokenKind(StrEnum):
-    SESSION = "session"
-    WORKER = "worker"
-    TASK = "task"
-
-
-ALL_KINDS = tuple(AgentTokenKind)
 # A device's last_login is written at most this often by the requests it makes.
 DEVICE_LOGIN_INTERVAL = dt.timedelta(seconds=60)
 
@@ -363,86 +354,6 @@ def _valid_for(account: Account, token: VerifiedToken) -> bool:
     if cutoff is None or token.issued_at > aware_utc(cutoff):
         return True
     return account.tokens_kept_jti is not None and token.jti == account.tokens_kept_jti
-
-
-@dataclass(frozen=True)
-class SignedToken:
-    token: str
-    expires_at: dt.datetime
-    lifetime: dt.timedelta
-
-
-class TokenIssuer:
-    """Signs this trust domain's session, worker and task tokens."""
-
-    def __init__(self, signer: TokenSigner, settings: Settings, clock: Clock) -> None:
-        self.signer = signer
-        self.settings = settings
-        self.clock = clock
-
-    def _issue(
-        self, subject: str, kind: AgentTokenKind, lifetime: dt.timedelta, extra: Mapping[str, Any]
-    ) -> SignedToken:
-        now = self.clock()
-        token, claims = self.signer.issue(
-            subject=subject,
-            kind=kind,
-            audience=self.settings.jwt_audience,
-            lifetime=lifetime,
-            extra={k: v for k, v in extra.items() if v is not None},
-            now=now,
-        )
-        expires_at = dt.datetime.fromtimestamp(claims["exp"], dt.UTC)
-        return SignedToken(token, expires_at, expires_at - now)
-
-    def session(
-        self,
-        account_id: uuid.UUID,
-        *,
-        api_key_id: uuid.UUID | None = None,
-        device_id: uuid.UUID | None = None,
-        expires_at: dt.datetime | None = None,
-    ) -> SignedToken:
-        lifetime = self.settings.session_token_lifetime
-        if expires_at is not None:
-            lifetime = min(lifetime, expires_at - self.clock())
-        return self._issue(
-            f"account:{account_id}",
-            AgentTokenKind.SESSION,
-            lifetime,
-            {"api_key_id": api_key_id, "device_id": device_id},
-        )
-
-    def worker(
-        self, worker_id: uuid.UUID, account_id: uuid.UUID, api_key_id: uuid.UUID | None
-    ) -> SignedToken:
-        return self._issue(
-            f"worker:{worker_id}",
-            AgentTokenKind.WORKER,
-            self.settings.worker_token_lifetime,
-            {"account_id": account_id, "api_key_id": api_key_id},
-        )
-
-    def task(self, task: Task, worker_id: uuid.UUID) -> SignedToken:
-        grants = {
-            kind: sorted(ids)
-            for kind, ids in (("session", task.session_ids), ("blob", task.blob_ids))
-            if ids
-        }
-        lifetime = (
-            dt.timedelta(seconds=task.timeout_seconds) + self.settings.task_token_expiry_leeway
-        )
-        return self._issue(
-            f"task:{task.id}",
-            AgentTokenKind.TASK,
-            lifetime,
-            {
-                "attempt": task.attempt,
-                "worker_id": worker_id,
-                "account_id": task.owner_id,
-                "grants": grants,
-            },
-        )
 
 
 def ensure_admin(caller: AccountCaller, permission: str) -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
-from agent_accounts.core.auth import AccountCaller, SignedToken, TokenIssuer
+from agent_accounts.core.auth import AccountCaller
 from agent_accounts.core.errors import TokenError
+from agent_accounts.core.tokens import SignedToken, TokenIssuer
 from agent_accounts.login.schemas import LoginForm, TokenResponse
 from agent_accounts.login.service import (
     API_KEY,

@@ -18,9 +18,10 @@ import math
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from agent_accounts.account.repository import AccountRepository
-from agent_accounts.core.auth import AccountCaller, SignedToken, TokenIssuer
+from agent_accounts.core.auth import AccountCaller
 from agent_accounts.core.credentials import decode_api_key
 from agent_accounts.core.errors import TokenError
+from agent_accounts.core.tokens import SignedToken, TokenIssuer
 from agent_accounts.device.service import DeviceService
 from agent_accounts.login.schemas import LoginForm, TokenResponse
 from agent_accounts.settings import Settings

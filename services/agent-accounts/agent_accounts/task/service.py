@@ -18,12 +18,11 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from agent_accounts.core.auth import (
     AccountCaller,
     Caller,
-    SignedToken,
     TaskCaller,
-    TokenIssuer,
     WorkerCaller,
 )
 from agent_accounts.core.listing import ListQuery
+from agent_accounts.core.tokens import SignedToken, TokenIssuer
 from agent_accounts.models import AgentSession, Blob, Task, Worker
 from agent_accounts.settings import Settings
 from agent_accounts.task.repository import TaskRepository

@@ -9,9 +9,10 @@ import uuid
 
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from agent_accounts.core.auth import AccountCaller, SignedToken, TokenIssuer, WorkerCaller
+from agent_accounts.core.auth import AccountCaller, WorkerCaller
 from agent_accounts.core.listing import ListQuery
 from agent_accounts.core.schemas import aware_utc
+from agent_accounts.core.tokens import SignedToken, TokenIssuer
 from agent_accounts.models import Worker
 from agent_accounts.worker.repository import WorkerRepository
 from agent_accounts.worker.schemas import WorkerCreateRequest

@@ -18,7 +18,6 @@ from pydantic import BaseModel, ValidationError
 from starlette.requests import HTTPConnection
 
 from shared.errors import NotFound, ServiceUnavailable
-from webhooks.state import WebhooksState
 
 DEFAULT_PROJECT = "default"
 FORWARDED_CREDENTIALS = ("authorization", "cookie")
@@ -94,10 +93,3 @@ class ProjectDirectory:
 def credentials_of(connection: HTTPConnection) -> dict[str, str]:
     """The caller's credentials, to act on its behalf in tracking."""
     return {k: v for k in FORWARDED_CREDENTIALS if (v := connection.headers.get(k))}
-
-
-async def resolve_project(
-    connection: HTTPConnection, name_or_id: str | uuid.UUID | None
-) -> Project:
-    directory: ProjectDirectory = WebhooksState.of(connection).projects
-    return await directory.resolve(name_or_id, credentials_of(connection))

@@ -15,7 +15,7 @@ from shared.responses import render, render_null
 from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
 from shared.users import users_by_id
 from webhooks.core.auth import acting_user
-from webhooks.core.projects import resolve_project
+from webhooks.core.caller_project import resolve_project
 from webhooks.models import TriggerExecution, WebhookTrigger
 from webhooks.state import WebhooksState
 from webhooks.trigger.repository import EXECUTIONS, TRIGGERS

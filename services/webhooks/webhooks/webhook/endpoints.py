@@ -17,8 +17,8 @@ from shared.routing import ApiRoute, api_route, parse_json, parse_query
 from shared.secret_box import SecretBox
 from shared.users import users_by_id
 from webhooks.core.auth import acting_user
+from webhooks.core.caller_project import resolve_project
 from webhooks.core.live import LiveState
-from webhooks.core.projects import resolve_project
 from webhooks.intake.providers.base import stored_payload
 from webhooks.models import Webhook
 from webhooks.settings import Settings
