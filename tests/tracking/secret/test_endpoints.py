@@ -217,3 +217,34 @@ async def test_a_name_with_a_nul_character_is_refused(
     assert response.status_code in (400, 422), response.text
     listed = await tracking.get(SECRETS, params={"name": "a\x00b"}, headers=auth)
     assert listed.status_code < 500, listed.text
+
+
+async def test_the_dashboards_calls_are_answered_as_it_reads_them(
+    tracking: httpx.AsyncClient, auth: Headers, ann: tuple[str, Headers]
+) -> None:
+    """The secrets page creates with its ``user`` field, lists newest first (a search sends
+    ``name=contains:...``) and offers a row's Edit/Delete only when the list's
+    ``resources.user.body.is_admin`` says the owner is an admin; its Edit Keys sends every
+    value, which replaces the stored ones."""
+    _, ann_auth = ann
+    mine = await tracking.post(
+        SECRETS,
+        json={"user": str(uuid.uuid4()), "name": "walk", "values": {"a": "1"}},
+        headers=auth,
+    )
+    assert mine.status_code == 200, mine.text
+    assert mine.json()["resources"]["user"]["name"] == "default"  # the caller, not ``user``
+    await create_secret(tracking, ann_auth, "walk-ann")
+    params = {"page": "1", "sort_by": "desc:created", "name": "contains:walk"}
+    page = (await tracking.get(SECRETS, params=params, headers=auth)).json()
+    assert [item["name"] for item in page["items"]] == ["walk-ann", "walk"]
+    admin = {item["name"]: item["resources"]["user"]["body"]["is_admin"] for item in page["items"]}
+    assert admin == {"walk-ann": False, "walk": True}
+    one = f"{SECRETS}/{mine.json()['id']}"
+    edited = await tracking.put(
+        one, json={"name": "walk", "values": {"a": "1", "b": "2"}}, headers=auth
+    )
+    assert edited.status_code == 200, edited.text
+    assert edited.json()["body"]["values"] == {"a": "1", "b": "2"}
+    removed = await tracking.put(one, json={"name": "walk", "values": {"b": "2"}}, headers=auth)
+    assert removed.json()["body"]["values"] == {"b": "2"}  # the key-row's Delete
