@@ -8,9 +8,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shared.envelope import NamedEnvelope
 from shared.users import NestedUser
 from tracking.core.rendering import EnvelopeShape
-from tracking.core.schemas import NamedResponse, UserScopedBody
+from tracking.core.schemas import UserScopedBody
 
 SecretValues = dict[str, str | None]
 """Keys to values; ``None`` is a key without its value (an update's "remove this key")."""
@@ -79,7 +80,7 @@ class SecretResponseResources(BaseModel):
 
 
 class SecretResponse(
-    NamedResponse[SecretResponseBody, SecretResponseMetadata, SecretResponseResources]
+    NamedEnvelope[SecretResponseBody, SecretResponseMetadata, SecretResponseResources]
 ):
     pass
 
