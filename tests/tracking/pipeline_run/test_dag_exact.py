@@ -5,7 +5,9 @@ included), so a faster builder cannot change a byte of what the dashboard reads.
 
 from __future__ import annotations
 
+import math
 import uuid
+from typing import Any
 
 import httpx
 import orjson
@@ -14,6 +16,7 @@ from tests.tracking.artifact.support import Headers
 from tests.tracking.artifact_version.support import Json, create_version
 from tests.tracking.pipeline_run.test_dag import configured, snapshot_of
 from tests.tracking.step_run.support import post_run, post_step
+from tracking.pipeline_run.dag import DagStep, build_dag
 
 STEPS = 50
 LOADS = 10  # the step that also loads a version its spec does not name
@@ -178,3 +181,35 @@ async def test_a_dynamic_runs_dag_is_answered_byte_for_byte(
     assert response.status_code == 200, response.text
     assert response.json() == expected
     assert response.content == orjson.dumps(expected)
+
+
+def test_metadata_shared_between_edges_keeps_each_values_json_type() -> None:
+    """Edges with equal metadata share one dict; 1, 1.0 and true are equal in Python but
+    not in JSON, and a list is no key: each edge still writes its own value."""
+    chunks: list[Any] = [1, 1.0, True, [1], 1]
+    steps: dict[str, Json] = {
+        "make": {"spec": {}, "config": {"outputs": {"out": {}}}},
+        **{
+            f"read_{n}": {
+                "spec": {
+                    "upstream_steps": ["make"],
+                    "inputs": {"x": {"step_name": "make", "output_name": "out", "chunk_index": c}},
+                },
+                "config": {},
+            }
+            for n, c in enumerate(chunks)
+        },
+    }
+    dag = build_dag(uuid.uuid4(), "running", steps, False, {}, [], [], {})
+    written = orjson.loads(orjson.dumps(dag))
+    reads = [e["metadata"] for e in written["edges"] if "input_name" in e["metadata"]]
+    assert [orjson.dumps(r["chunk_index"]) for r in reads] == [orjson.dumps(c) for c in chunks]
+
+
+def test_a_stored_configuration_orjson_refuses_is_still_drawn() -> None:
+    config = '{"spec": {"upstream_steps": []}, "config": {"group": {"w": NaN}}}'
+    step = DagStep("1", "odd", "running", None, None, config)
+    dag = build_dag(uuid.uuid4(), "running", {}, True, {}, [step], [], {})
+    (node,) = dag["nodes"]
+    assert node["node_id"] == "step/odd"
+    assert math.isnan(node["metadata"]["group"]["w"])
