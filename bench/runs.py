@@ -101,6 +101,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=300.0,
         help="the longest the reference's runs may take to load by SQL (%(default)s)",
     )
+    parser.add_argument(
+        "--run-page-only",
+        action="store_true",
+        help="measure the run page's calls only, not the runs list and statistics",
+    )
     parser.add_argument("--data-dir", type=Path, help="where the servers keep their data")
     parser.add_argument("--keep", action="store_true", help="keep data dirs and databases")
     mariadb.add_option(parser)
@@ -560,7 +565,7 @@ def run(args: argparse.Namespace) -> int:
         names = [t.name for t in targets]
         page = _run_async(run_page_phase(targets, args))
         loads: list[str] = []
-        listed = _run_async(runs_phase(targets, args, loads))
+        listed = [] if args.run_page_only else _run_async(runs_phase(targets, args, loads))
         print()
         print(
             f"the run page of a dynamic run of {args.steps:,} steps (each its own "
@@ -569,14 +574,15 @@ def run(args: argparse.Namespace) -> int:
         )
         print(format_timings(page, names, by_size=False))
         print()
-        print(
-            "the runs page and the home page's counts by runs in the project (runs as "
-            f"counted by the list's total); {args.seconds:g}s per call and size"
-        )
-        print(format_timings(listed, names, by_size=True))
-        print("loaded:")
-        print("\n".join(loads))
-        print()
+        if not args.run_page_only:
+            print(
+                "the runs page and the home page's counts by runs in the project (runs as "
+                f"counted by the list's total); {args.seconds:g}s per call and size"
+            )
+            print(format_timings(listed, names, by_size=True))
+            print("loaded:")
+            print("\n".join(loads))
+            print()
         print_servers(targets, args)
     return 0
 

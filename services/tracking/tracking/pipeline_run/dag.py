@@ -5,6 +5,11 @@ edges between them, named and shaped as the reference names them.
 A static pipeline's steps are its snapshot's step configurations; a dynamic one's are the
 steps that ran, each with the configuration it was compiled with. The builder is pure:
 the rows it takes are read in a fixed number of queries, however many steps the run has.
+
+It is built for a run of thousands of steps: ids stay the text PostgreSQL sends (written
+as they are, hashed at C speed), a dynamic step's configuration is parsed by orjson, and
+the metadata that repeats (an output's edge, a version's type) is one dict shared by every
+node or edge that shows it, so the answer is a few allocations per step.
 """
 
 from __future__ import annotations
@@ -14,8 +19,10 @@ import functools
 import json
 import uuid
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
+
+import orjson
 
 from shared.types import naive_utc
 
@@ -26,23 +33,24 @@ MANUAL = "manual"
 
 
 class DagStep(NamedTuple):
-    """A step that ran (retried tries left out)."""
+    """A step that ran (retried tries left out); ``id`` as text, ``dag_config`` as the
+    JSON text it is stored as."""
 
-    id: uuid.UUID
+    id: str
     name: str
     status: str
     start_time: dt.datetime | None
     end_time: dt.datetime | None
-    dag_config: dict[str, Any] | None
+    dag_config: str | None
 
 
 class DagLink(NamedTuple):
     """An artifact version a step read (``input``) or produced (``output``)."""
 
-    step_id: uuid.UUID
+    step_id: str
     direction: str
     name: str
-    artifact_version_id: uuid.UUID
+    artifact_version_id: str
     type: str
     data_type: str
     save_type: str
@@ -54,7 +62,7 @@ class _StepView(NamedTuple):
     upstream: list[str]
     inputs: dict[str, list[dict[str, Any]]]
     outputs: list[str]
-    substitutions: dict[str, str]
+    substitutions: Mapping[str, str]
     config: dict[str, Any]
 
 
@@ -106,15 +114,29 @@ def _view(configured: Any, substitutions: Mapping[str, str]) -> _StepView:
         upstream=[str(s) for s in _sequence(spec.get("upstream_steps"))],
         inputs=inputs,
         outputs=[str(name) for name in _mapping(config.get("outputs"))],
+        # Read only: the run's own mapping is shared by every step that adds none.
         substitutions={**substitutions, **{str(k): str(v) for k, v in own.items()}}
         if own
-        else dict(substitutions),
+        else substitutions,
         config=config,
     )
 
 
+def _parsed(text: str | None) -> Any:
+    """A stored dynamic configuration (JSON text) as data: orjson, or the standard parser
+    for what orjson refuses (NaN, integers past 64 bits)."""
+    if text is None:
+        return None
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
+
+
 def _fill(template: str, substitutions: Mapping[str, str]) -> str:
     """An output's name template filled in; one that cannot be stays as written."""
+    if "{" not in template and "}" not in template:
+        return template  # what format() would answer, without parsing it
     try:
         return template.format(**substitutions) or template
     except (KeyError, IndexError, ValueError, AttributeError):
@@ -158,8 +180,28 @@ class _Dag:
         self.edges: list[dict[str, Any]] = []
         # Each step's regular outputs by (filled-in) name: where its readers' edges start.
         self.outputs: dict[str, dict[str, str]] = defaultdict(dict)
+        # Metadata that repeats, one dict per distinct value: nothing changes a node's or
+        # an edge's metadata once made, and the encoder writes a shared dict each time.
+        self.shared: dict[tuple[Any, ...], dict[str, Any]] = {}
 
-    def step(self, name: str, step_id: uuid.UUID | None, metadata: dict[str, Any]) -> str:
+    def once(self, key: tuple[Any, ...], make: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        found = self.shared.get(key)
+        if found is None:
+            found = self.shared[key] = make()
+        return found
+
+    def version_metadata(self, link: DagLink) -> dict[str, Any]:
+        key = ("version", link.type, link.data_type, link.save_type)
+        return self.once(
+            key,
+            lambda: {
+                "type": link.type,
+                "data_type": _import_path(link.data_type),
+                "save_type": link.save_type,
+            },
+        )
+
+    def step(self, name: str, step_id: str | None, metadata: dict[str, Any]) -> str:
         node_id = step_node_id(name)
         self.steps[node_id] = {
             "node_id": node_id,
@@ -171,18 +213,50 @@ class _Dag:
         return node_id
 
     def artifact(
-        self, node_id: str, name: str, artifact_id: uuid.UUID | None = None, **metadata: Any
+        self,
+        node_id: str,
+        name: str,
+        artifact_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> str:
         self.artifacts[node_id] = {
             "node_id": node_id,
             "type": "artifact",
             "id": artifact_id,
             "name": name,
-            "metadata": metadata,
+            "metadata": {} if metadata is None else metadata,
         }
         return node_id
 
-    def edge(self, source: str, target: str, **metadata: Any) -> None:
+    def edge(self, source: str, target: str, metadata: dict[str, Any]) -> None:
+        self.edges.append({"source": source, "target": target, "metadata": metadata})
+
+    def output_edge(self, source: str, target: str, output: str, kind: str) -> None:
+        metadata = self.once(
+            ("output", output, kind), lambda: {"output_name": output, "type": kind}
+        )
+        self.edges.append({"source": source, "target": target, "metadata": metadata})
+
+    def input_edge(
+        self,
+        source: str,
+        target: str,
+        name: str,
+        kind: str,
+        index: int | None,
+        chunk_index: Any,
+        chunk_size: Any,
+    ) -> None:
+        """An edge into a step; ``index`` ``None``: a configured input, which has none."""
+        # Types in the key: 1, 1.0 and true are equal keys but not the same JSON.
+        key: tuple[Any, ...] = ("input", name, kind, index, chunk_index, chunk_size)
+        key += (type(chunk_index), type(chunk_size))
+        try:
+            metadata = self.once(
+                key, lambda: _input_metadata(name, kind, index, chunk_index, chunk_size)
+            )
+        except TypeError:  # a chunk value stored as a list or mapping: a dict of its own
+            metadata = _input_metadata(name, kind, index, chunk_index, chunk_size)
         self.edges.append({"source": source, "target": target, "metadata": metadata})
 
     def regular_output(self, step_name: str, output: str, substitutions: Mapping[str, str]) -> str:
@@ -203,21 +277,22 @@ def build_dag(
     substitutions: Mapping[str, str],
     steps: Sequence[DagStep],
     links: Iterable[DagLink],
-    step_metadata: Mapping[uuid.UUID, dict[str, Any]],
+    step_metadata: Mapping[str, dict[str, Any]],
 ) -> dict[str, Any]:
     """The reference's ``PipelineRunDAG`` of a run. ``configurations``: the snapshot's
-    step configurations by name; ``links``: those of ``steps``."""
+    step configurations by name; ``links``: those of ``steps``; ``step_metadata``: by
+    step id (text)."""
     ran = {step.name: step for step in steps}
     if is_dynamic:
-        views = {
-            step.name: _view(step.dag_config, substitutions)
-            for step in steps
-            if step.dag_config is not None
-        }
+        views = {}
+        for one in steps:
+            config = _parsed(one.dag_config)
+            if config is not None:
+                views[one.name] = _view(config, substitutions)
     else:
         views = {name: _view(c, substitutions) for name, c in configurations.items()}
-    inputs: dict[uuid.UUID, list[DagLink]] = defaultdict(list)
-    outputs: dict[uuid.UUID, list[DagLink]] = defaultdict(list)
+    inputs: dict[str, list[DagLink]] = defaultdict(list)
+    outputs: dict[str, list[DagLink]] = defaultdict(list)
     for link in links:
         (inputs if link.direction == "input" else outputs)[link.step_id].append(link)
     dag = _Dag()
@@ -234,11 +309,11 @@ def build_dag(
             _configured_inputs(dag, name, node, view, subs, upstream)
             for output in view.outputs:
                 target = dag.regular_output(name, output, view.substitutions)
-                dag.edge(node, target, output_name=output, type=STEP_OUTPUT)
+                dag.output_edge(node, target, output, STEP_OUTPUT)
         for upstream_name in sorted(upstream):
             source = step_node_id(upstream_name)
             if source in dag.steps:
-                dag.edge(source, node)
+                dag.edge(source, node, {})
     return {
         "id": run_id,
         "status": status,
@@ -271,8 +346,20 @@ def _in_order(views: Mapping[str, _StepView]) -> list[str]:
     return list(done)
 
 
+def _input_metadata(
+    name: str, kind: str, index: int | None, chunk_index: Any, chunk_size: Any
+) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"input_name": name, "type": kind}
+    if index is not None:
+        metadata["index"] = index
+    if kind == STEP_OUTPUT or index is not None:
+        metadata["chunk_index"] = chunk_index
+        metadata["chunk_size"] = chunk_size
+    return metadata
+
+
 def _step_metadata(
-    view: _StepView, step: DagStep | None, step_metadata: Mapping[uuid.UUID, dict[str, Any]]
+    view: _StepView, step: DagStep | None, step_metadata: Mapping[str, dict[str, Any]]
 ) -> dict[str, Any]:
     metadata: dict[str, Any] = {}
     if view.config.get("step_type"):
@@ -323,18 +410,16 @@ def _ran_inputs(
                 artifact_node_id(str(link.artifact_version_id), name, kind, True),
                 link.name,
                 link.artifact_version_id,
-                type=link.type,
-                data_type=_import_path(link.data_type),
-                save_type=link.save_type,
+                dag.version_metadata(link),
             )
-        dag.edge(
+        dag.input_edge(
             artifact,
             node,
-            input_name=link.name,
-            type=kind,
-            index=index,
-            chunk_index=source.get("chunk_index"),
-            chunk_size=source.get("chunk_size"),
+            link.name,
+            kind,
+            index,
+            source.get("chunk_index"),
+            source.get("chunk_size"),
         )
 
 
@@ -350,18 +435,16 @@ def _ran_outputs(
             artifact_node_id(node_name, name, link.save_type, False),
             link.name,
             link.artifact_version_id,
-            type=link.type,
-            data_type=_import_path(link.data_type),
-            save_type=link.save_type,
+            dag.version_metadata(link),
         )
-        dag.edge(node, artifact, output_name=link.name, type=link.save_type)
+        dag.output_edge(node, artifact, link.name, link.save_type)
         if link.save_type == STEP_OUTPUT:
             dag.outputs[name][link.name] = artifact
     for output in view.outputs:
         if _fill(output, view.substitutions) in dag.outputs[name]:
             continue
         artifact = dag.regular_output(name, output, view.substitutions)
-        dag.edge(node, artifact, output_name=output, type=STEP_OUTPUT)
+        dag.output_edge(node, artifact, output, STEP_OUTPUT)
 
 
 def _configured_inputs(
@@ -379,17 +462,18 @@ def _configured_inputs(
             artifact = dag.regular_output(
                 producer, str(source.get("output_name")), subs.get(producer, {})
             )
-            dag.edge(
+            dag.input_edge(
                 artifact,
                 node,
-                input_name=input_name,
-                type=STEP_OUTPUT,
-                chunk_index=source.get("chunk_index"),
-                chunk_size=source.get("chunk_size"),
+                input_name,
+                STEP_OUTPUT,
+                None,
+                source.get("chunk_index"),
+                source.get("chunk_size"),
             )
             upstream.discard(producer)
     for key in NAMED_KEYS[1:]:
         kind = EXTERNAL if key == "external_input_artifacts" else LAZY_LOADED
         for input_name in _mapping(view.config.get(key)):
             artifact = dag.artifact(artifact_node_id(input_name, name, kind, True), input_name)
-            dag.edge(artifact, node, input_name=input_name, type=kind)
+            dag.input_edge(artifact, node, input_name, kind, None, None, None)

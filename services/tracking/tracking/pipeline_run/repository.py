@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Collection
 from typing import Any
 
-from sqlalchemy import Table, bindparam, func, or_
+from sqlalchemy import Table, Text, bindparam, cast, func, or_
 from sqlalchemy import select as sa_select
 from sqlmodel import col
 from sqlmodel.ext.asyncio.session import AsyncSession
@@ -77,6 +77,46 @@ _SNAPSHOTS = _by_ids(PipelineSnapshot)
 _PIPELINES = _by_ids(Pipeline)
 _STACKS = _by_ids(Stack)
 _PLACEHOLDERS = [status.value for status in PLACEHOLDER]
+
+
+def _text(column: Any) -> Any:
+    """``column`` as PostgreSQL's text: ids as the DAG writes them and a configuration
+    as its JSON, converted by no per-row Python type (the builder parses it once)."""
+    return cast(column, Text)
+
+
+_RAN = (
+    col(StepRun.pipeline_run_id) == bindparam("run_id"),
+    col(StepRun.status) != ExecutionStatus.RETRIED.value,
+)
+_DAG_STEPS = sa_select(
+    _text(col(StepRun.id)),
+    col(StepRun.name),
+    col(StepRun.status),
+    col(StepRun.start_time),
+    col(StepRun.end_time),
+    _text(col(StepRun.dag_config)),
+).where(*_RAN)
+_DAG_LINKS = (
+    sa_select(
+        _text(col(StepRunArtifact.step_id)),
+        col(StepRunArtifact.direction),
+        col(StepRunArtifact.name),
+        _text(col(StepRunArtifact.artifact_version_id)),
+        col(ArtifactVersion.type),
+        col(ArtifactVersion.data_type),
+        col(ArtifactVersion.save_type),
+    )
+    .join(StepRun, col(StepRun.id) == col(StepRunArtifact.step_id))
+    .join(ArtifactVersion, col(ArtifactVersion.id) == col(StepRunArtifact.artifact_version_id))
+    .where(*_RAN)
+    .order_by(
+        col(StepRunArtifact.step_id),
+        col(StepRunArtifact.direction),
+        col(StepRunArtifact.name),
+        col(ArtifactVersion.created),
+    )
+)
 
 
 class RunRepository(ScopedRepository[PipelineRun]):
@@ -159,50 +199,14 @@ class RunRepository(ScopedRepository[PipelineRun]):
 
     async def dag_steps(self, run_id: uuid.UUID) -> list[DagStep]:
         """The run's steps as its DAG draws them (retried tries left out)."""
-        query = sa_select(
-            col(StepRun.id),
-            col(StepRun.name),
-            col(StepRun.status),
-            col(StepRun.start_time),
-            col(StepRun.end_time),
-            col(StepRun.dag_config),
-        ).where(
-            col(StepRun.pipeline_run_id) == run_id,
-            col(StepRun.status) != ExecutionStatus.RETRIED.value,
-        )
-        rows = (await self.session.exec(query)).all()  # type: ignore[call-overload]
-        return [DagStep(*row) for row in rows]
+        rows = (await core_execute(self.session, _DAG_STEPS, {"run_id": run_id})).all()
+        return [DagStep._make(row) for row in rows]
 
     async def dag_links(self, run_id: uuid.UUID) -> list[DagLink]:
         """The artifact versions the run's steps (retried tries left out) read and
         produced, with what the DAG shows of each, in one query."""
-        query = (
-            sa_select(
-                col(StepRunArtifact.step_id),
-                col(StepRunArtifact.direction),
-                col(StepRunArtifact.name),
-                col(StepRunArtifact.artifact_version_id),
-                col(ArtifactVersion.type),
-                col(ArtifactVersion.data_type),
-                col(ArtifactVersion.save_type),
-            )
-            .join(StepRun, col(StepRun.id) == col(StepRunArtifact.step_id))
-            .join(
-                ArtifactVersion, col(ArtifactVersion.id) == col(StepRunArtifact.artifact_version_id)
-            )
-            .where(
-                col(StepRun.pipeline_run_id) == run_id,
-                col(StepRun.status) != ExecutionStatus.RETRIED.value,
-            )
-            .order_by(
-                col(StepRunArtifact.step_id),
-                col(StepRunArtifact.direction),
-                col(StepRunArtifact.name),
-                col(ArtifactVersion.created),
-            )
-        )
-        rows = (await self.session.exec(query)).all()  # type: ignore[call-overload]
-        return [DagLink(*row) for row in rows]
+        rows = (await core_execute(self.session, _DAG_LINKS, {"run_id": run_id})).all()
+        return [DagLink._make(row) for row in rows]
 
     async def runs_of(self, pipeline_id: uuid.UUID | None) -> int:
         query = sa_select(func.count()).where(col(PipelineRun.pipeline_id) == pipeline_id)

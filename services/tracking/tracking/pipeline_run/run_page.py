@@ -59,16 +59,16 @@ class RunPageService:
         configurations = snapshot.step_configurations if snapshot is not None else None
         if is_dynamic or not isinstance(configurations, dict):
             configurations = {}
-        step_metadata: dict[uuid.UUID, dict[str, Any]] = {}
+        step_metadata: dict[str, dict[str, Any]] = {}
         if metadata_keys and steps:
             keys = set(metadata_keys)
             found = await self.runs.metadata.values(
-                MetadataResourceTypes.STEP_RUN, [step.id for step in steps]
+                MetadataResourceTypes.STEP_RUN, [uuid.UUID(step.id) for step in steps]
             )
             for step_id, values in found.items():
                 wanted = {k: v for k, v in values.items() if k in keys}
                 if wanted:
-                    step_metadata[step_id] = wanted
+                    step_metadata[str(step_id)] = wanted
         return build_dag(
             run.id,
             run.status,
