@@ -38,7 +38,6 @@ import asyncio
 import contextlib
 import json
 import secrets
-import signal
 import sys
 import tempfile
 import time
@@ -64,11 +63,11 @@ from bench.tracking import (  # noqa: E402
     _clients,
     _remove_tree,
     _run_async,
-    _terminate,
     describe_http_error,
     drive,
     percentile,
     print_servers,
+    run_bench,
     say,
     start_ours,
     start_reference,
@@ -588,17 +587,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    signal.signal(signal.SIGTERM, _terminate)
-    signal.signal(signal.SIGHUP, _terminate)
-    try:
-        return run(args)
-    except BenchError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("interrupted; every server was stopped", file=sys.stderr)
-        return 130
+    return run_bench(run, parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -1230,8 +1230,10 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
+def run_bench(run: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """A bench script's exit code: ``run(args)``, with SIGTERM and SIGHUP stopping it as
+    Ctrl-C does (every server it started is stopped on the way out), and a
+    :class:`BenchError` one line on stderr."""
     signal.signal(signal.SIGTERM, _terminate)
     signal.signal(signal.SIGHUP, _terminate)
     try:
@@ -1242,6 +1244,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted; every server was stopped", file=sys.stderr)
         return 130
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_bench(run, parse_args(argv))
 
 
 if __name__ == "__main__":
