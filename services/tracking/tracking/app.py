@@ -36,6 +36,7 @@ from tracking.run_metadata import endpoints as run_metadata_endpoints
 from tracking.schedule import endpoints as schedule_endpoints
 from tracking.secret import endpoints as secret_endpoints
 from tracking.secret.service import SecretCipher
+from tracking.service_connector import endpoints as service_connector_endpoints
 from tracking.settings import Settings
 from tracking.stack import endpoints as stack_endpoints
 from tracking.state import TrackingState
@@ -69,6 +70,7 @@ def routes() -> list[BaseRoute]:
         *workload_scope_endpoints.routes(),
         *onboarding_endpoints.routes(),
         *trigger_endpoints.routes(),
+        *service_connector_endpoints.routes(),
         *hook_invocation_endpoints.routes(),
         *flavor_endpoints.routes(),
         *pipeline_build_endpoints.routes(),

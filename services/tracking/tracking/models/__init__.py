@@ -27,6 +27,7 @@ from tracking.models.pipeline import (
 from tracking.models.pipeline_build import PipelineBuild
 from tracking.models.project import Project
 from tracking.models.secret import Secret
+from tracking.models.service_connector import ServiceConnector
 from tracking.models.stack import Stack, StackComponent, StackComposition
 from tracking.models.tag import Tag, TagResource
 from tracking.models.trigger import Trigger, TriggerSnapshot
@@ -50,6 +51,7 @@ __all__ = [
     "RunMetadata",
     "Schedule",
     "Secret",
+    "ServiceConnector",
     "Stack",
     "StackComponent",
     "StackComposition",

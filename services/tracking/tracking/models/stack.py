@@ -32,6 +32,10 @@ class StackComponent(SQLModel, table=True):
     )
     labels: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     connector_resource_id: str | None = None
+    # The service connector it reaches its resource through (refused while linked).
+    connector_id: uuid.UUID | None = Field(
+        default=None, foreign_key="service_connectors.id", index=True
+    )
     user_id: uuid.UUID | None = Field(default=None, index=True)
     created: dt.datetime = Field(default_factory=utcnow, index=True)
     updated: dt.datetime = Field(default_factory=utcnow)

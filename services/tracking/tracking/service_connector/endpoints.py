@@ -1,0 +1,326 @@
+"""``/service_connectors`` (and the deprecated ``/workspaces/{project}/service_connectors``
+list and create) and ``/service_connector_types``."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from shared.db import transaction
+from shared.listing import page_of, read_list
+from shared.pagination import Page
+from shared.responses import NO_STORE, render, render_null
+from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
+from shared.users import users_by_id
+from tracking.core.auth import caller
+from tracking.core.listing import query_extras
+from tracking.models import ServiceConnector
+from tracking.service_connector import catalog
+from tracking.service_connector.repository import CONNECTORS
+from tracking.service_connector.schemas import (
+    ClientQuery,
+    FullStackQuery,
+    ServiceConnectorGetQuery,
+    ServiceConnectorInfo,
+    ServiceConnectorListQuery,
+    ServiceConnectorRequest,
+    ServiceConnectorResourcesInfo,
+    ServiceConnectorResourcesModel,
+    ServiceConnectorResponse,
+    ServiceConnectorUpdate,
+    TypesQuery,
+    VerifyConfigQuery,
+    VerifyQuery,
+    connector_response,
+)
+from tracking.service_connector.service import ServiceConnectorService
+from tracking.state import TrackingState
+
+LIST_QUERY = CONNECTORS.query_model(extra=query_extras(ServiceConnectorListQuery))
+FULL_STACK_KINDS = ("artifact_store", "orchestrator", "container_registry")
+
+
+def _service(request: Request, session: Any) -> ServiceConnectorService:
+    return ServiceConnectorService(session, TrackingState.of(request).secret_cipher)
+
+
+async def _render(
+    request: Request,
+    service: ServiceConnectorService,
+    connectors: list[ServiceConnector],
+    *,
+    hydrate: bool,
+    secrets: bool,
+) -> list[ServiceConnectorResponse]:
+    """Connectors with their creators (one lookup) and, ``secrets``, their secret fields
+    in their configuration (which, as on the reference, hydrates a connector that has
+    any)."""
+    users = await users_by_id(request, [c.user_id for c in connectors])
+    rendered = []
+    for connector in connectors:
+        opened = service.secrets_of(connector) if secrets else {}
+        rendered.append(
+            connector_response(
+                connector,
+                catalog.get_type(connector.connector_type),
+                users.get(connector.user_id),
+                hydrate=hydrate or bool(opened),
+                secrets=opened,
+            )
+        )
+    return rendered
+
+
+async def list_connectors(request: Request) -> Response:
+    caller(request)
+    listing = await read_list(request, CONNECTORS)
+    query = parse_query(request, ServiceConnectorListQuery)
+    async with transaction(request) as session:
+        service = _service(request, session)
+        total, rows = await service.list_page(listing, query)
+        items = await _render(
+            request, service, list(rows), hydrate=listing.hydrate, secrets=query.expand_secrets
+        )
+    return render(page_of(listing, total, items), headers=NO_STORE)
+
+
+async def create(request: Request) -> Response:
+    principal = caller(request)
+    body = await parse_json(request, ServiceConnectorRequest)
+    async with transaction(request) as session:
+        service = _service(request, session)
+        connector = await service.create(body, principal)
+        [item] = await _render(request, service, [connector], hydrate=True, secrets=True)
+    return render(item, headers=NO_STORE)
+
+
+async def get(request: Request) -> Response:
+    caller(request)
+    connector_id = path_param(request, "connector_id", uuid.UUID)
+    query = parse_query(request, ServiceConnectorGetQuery)
+    async with transaction(request) as session:
+        service = _service(request, session)
+        connector = await service.get(connector_id)
+        [item] = await _render(
+            request, service, [connector], hydrate=query.hydrate, secrets=query.expand_secrets
+        )
+    return render(item, headers=NO_STORE)
+
+
+async def update(request: Request) -> Response:
+    caller(request)
+    connector_id = path_param(request, "connector_id", uuid.UUID)
+    body = await parse_json(request, ServiceConnectorUpdate)
+    async with transaction(request) as session:
+        service = _service(request, session)
+        connector = await service.update(connector_id, body)
+        [item] = await _render(request, service, [connector], hydrate=True, secrets=True)
+    return render(item, headers=NO_STORE)
+
+
+async def delete(request: Request) -> Response:
+    caller(request)
+    connector_id = path_param(request, "connector_id", uuid.UUID)
+    async with transaction(request) as session:
+        await _service(request, session).delete(connector_id)
+    return render_null()
+
+
+async def verify_config(request: Request) -> Response:
+    caller(request)
+    parse_query(request, VerifyConfigQuery)
+    body = await parse_json(request, ServiceConnectorRequest)
+    async with transaction(request) as session:
+        result = _service(request, session).verify_config(body)
+    return render(result)
+
+
+async def verify(request: Request) -> Response:
+    caller(request)
+    connector_id = path_param(request, "connector_id", uuid.UUID)
+    query = parse_query(request, VerifyQuery)
+    async with transaction(request) as session:
+        result = await _service(request, session).verify(
+            connector_id, query.resource_type, query.resource_id
+        )
+    return render(result)
+
+
+async def client(request: Request) -> Response:
+    caller(request)
+    connector_id = path_param(request, "connector_id", uuid.UUID)
+    query = parse_query(request, ClientQuery)
+    async with transaction(request) as session:
+        service = _service(request, session)
+        connector = await service.client(connector_id, query.resource_type, query.resource_id)
+        [item] = await _render(request, service, [connector], hydrate=True, secrets=True)
+    return render(item, headers=NO_STORE)
+
+
+async def resources(request: Request) -> Response:
+    caller(request)
+    query = parse_query(request, ServiceConnectorListQuery)
+    async with transaction(request) as session:
+        found = await _service(request, session).resources(query)
+    return render(found)
+
+
+async def full_stack_resources(request: Request) -> Response:
+    caller(request)
+    query = parse_query(request, FullStackQuery)
+    info = await parse_json(request, ServiceConnectorInfo | None)  # type: ignore[arg-type]
+    async with transaction(request) as session:
+        connector_type, _ = await _service(request, session).full_stack(info, query.connector_uuid)
+    # Only the cloud types (which need an SDK here, and answer 501 before this) name
+    # components a full stack could use.
+    info_out = ServiceConnectorResourcesInfo(
+        connector_type=connector_type,
+        components_resources_info={kind: [] for kind in FULL_STACK_KINDS},
+    )
+    return render(info_out)
+
+
+async def list_types(request: Request) -> Response:
+    caller(request)
+    query = parse_query(request, TypesQuery)
+    return render(catalog.find_types(query.connector_type, query.resource_type, query.auth_method))
+
+
+async def get_type(request: Request) -> Response:
+    caller(request)
+    return render(catalog.get_type(request.path_params["connector_type"]))
+
+
+def routes() -> list[ApiRoute]:
+    many = "/api/v1/service_connectors"
+    one = many + "/{connector_id}"
+    legacy = "/api/v1/workspaces/{project_name_or_id}/service_connectors"
+    tags = ["service_connectors"]
+    return [
+        *(
+            api_route(
+                path,
+                list_connectors,
+                method="GET",
+                summary="List Service Connectors",
+                tags=tags,
+                query=LIST_QUERY,
+                response=Page[ServiceConnectorResponse],
+                errors=(400, 422),
+            )
+            for path in (many, legacy)
+        ),
+        *(
+            api_route(
+                path,
+                create,
+                method="POST",
+                summary="Create Service Connector",
+                tags=tags,
+                body=ServiceConnectorRequest,
+                response=ServiceConnectorResponse,
+                errors=(400, 404, 409, 422),
+            )
+            for path in (many, legacy)
+        ),
+        api_route(
+            many + "/resources",
+            resources,
+            method="GET",
+            summary="List Service Connector Resources",
+            tags=tags,
+            query=ServiceConnectorListQuery,
+            response=list[ServiceConnectorResourcesModel],
+            errors=(422,),
+        ),
+        api_route(
+            many + "/verify",
+            verify_config,
+            method="POST",
+            summary="Validate And Verify Service Connector Config",
+            tags=tags,
+            query=VerifyConfigQuery,
+            body=ServiceConnectorRequest,
+            response=ServiceConnectorResourcesModel,
+            errors=(400, 404, 422, 501),
+        ),
+        api_route(
+            many + "/full_stack_resources",
+            full_stack_resources,
+            method="POST",
+            summary="Get Resources Based On Service Connector Info",
+            tags=tags,
+            query=FullStackQuery,
+            body=ServiceConnectorInfo,
+            response=ServiceConnectorResourcesInfo,
+            errors=(400, 404, 422, 501),
+        ),
+        api_route(
+            one,
+            get,
+            method="GET",
+            summary="Get Service Connector",
+            tags=tags,
+            query=ServiceConnectorGetQuery,
+            response=ServiceConnectorResponse,
+            errors=(404, 422),
+        ),
+        api_route(
+            one,
+            update,
+            method="PUT",
+            summary="Update Service Connector",
+            tags=tags,
+            body=ServiceConnectorUpdate,
+            response=ServiceConnectorResponse,
+            errors=(400, 403, 404, 409, 422),
+        ),
+        api_route(
+            one,
+            delete,
+            method="DELETE",
+            summary="Delete Service Connector",
+            tags=tags,
+            errors=(403, 404),
+        ),
+        api_route(
+            one + "/verify",
+            verify,
+            method="PUT",
+            summary="Validate And Verify Service Connector",
+            tags=tags,
+            query=VerifyQuery,
+            response=ServiceConnectorResourcesModel,
+            errors=(400, 404, 422, 501),
+        ),
+        api_route(
+            one + "/client",
+            client,
+            method="GET",
+            summary="Get Service Connector Client",
+            tags=tags,
+            query=ClientQuery,
+            response=ServiceConnectorResponse,
+            errors=(400, 404, 422, 501),
+        ),
+        api_route(
+            "/api/v1/service_connector_types",
+            list_types,
+            method="GET",
+            summary="List Service Connector Types",
+            tags=tags,
+            query=TypesQuery,
+            errors=(422,),
+        ),
+        api_route(
+            "/api/v1/service_connector_types/{connector_type}",
+            get_type,
+            method="GET",
+            summary="Get Service Connector Type",
+            tags=tags,
+            errors=(404,),
+        ),
+    ]

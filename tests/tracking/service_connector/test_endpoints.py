@@ -1,0 +1,186 @@
+"""``/service_connectors`` and ``/service_connector_types``: the reference's envelope,
+credentials sealed and answered only where the reference answers them, its type rules,
+and verification as far as the server can go without reaching a user's address."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from tests.tracking.artifact.support import Headers
+
+CONNECTORS = "/api/v1/service_connectors"
+TYPES = "/api/v1/service_connector_types"
+Json = dict[str, Any]
+DOCKER = {
+    "name": "hub",
+    "connector_type": "docker",
+    "auth_method": "password",
+    "resource_types": ["docker-registry"],
+    "configuration": {"username": "ann", "password": "s3cret", "registry": "ghcr.io/ann"},
+    "labels": {"team": "ml"},
+}
+
+
+async def create(tracking: httpx.AsyncClient, auth: Headers, **changes: Any) -> Json:
+    response = await tracking.post(CONNECTORS, json={**DOCKER, **changes}, headers=auth)
+    assert response.status_code == 200, response.text
+    created: Json = response.json()
+    return created
+
+
+async def test_types_are_listed_with_their_auth_methods_and_resources(
+    tracking: httpx.AsyncClient, auth: Headers
+) -> None:
+    listed = (await tracking.get(TYPES, headers=auth)).json()
+    by_type = {t["connector_type"]: t for t in listed}
+    assert set(by_type) == {"aws", "gcp", "azure", "kubernetes", "docker", "oauth2", "hyperai"}
+    docker = by_type["docker"]
+    assert [a["auth_method"] for a in docker["auth_methods"]] == ["password"]
+    assert docker["resource_types"][0]["resource_type"] == "docker-registry"
+    assert docker["resource_types"][0]["supports_instances"] is False
+    s3 = [r for r in by_type["aws"]["resource_types"] if r["resource_type"] == "s3-bucket"]
+    assert s3[0]["supports_instances"] is True
+    filtered = await tracking.get(
+        TYPES, params={"resource_type": "kubernetes-cluster"}, headers=auth
+    )
+    assert {t["connector_type"] for t in filtered.json()} == {"aws", "gcp", "azure", "kubernetes"}
+    one = await tracking.get(f"{TYPES}/kubernetes", headers=auth)
+    assert one.json()["name"] == "Kubernetes Service Connector"
+    missing = await tracking.get(f"{TYPES}/nope", headers=auth)
+    assert missing.status_code == 404
+    assert missing.json()["detail"][0] == "KeyError"
+
+
+async def test_create_keeps_secret_fields_sealed_and_answers_them(
+    tracking: httpx.AsyncClient, auth: Headers
+) -> None:
+    created = await create(tracking, auth)
+    assert list(created) == ["body", "metadata", "resources", "id", "permission_denied", "name"]
+    body = created["body"]
+    assert body["connector_type"]["connector_type"] == "docker"
+    assert body["resource_types"] == ["docker-registry"]
+    assert body["supports_instances"] is False
+    assert created["metadata"]["configuration"] == DOCKER["configuration"]
+    assert created["metadata"]["labels"] == {"team": "ml"}
+    one = f"{CONNECTORS}/{created['id']}"
+    hidden = await tracking.get(one, params={"expand_secrets": "false"}, headers=auth)
+    assert hidden.json()["metadata"]["configuration"] == {"registry": "ghcr.io/ann"}
+    shown = await tracking.get(one, headers=auth)
+    assert shown.json()["metadata"]["configuration"]["password"] == "s3cret"
+
+
+async def test_list_filters_by_resource_type_and_labels(
+    tracking: httpx.AsyncClient, auth: Headers
+) -> None:
+    await create(tracking, auth)
+    await create(tracking, auth, name="other", labels={"team": "web"})
+
+    def names(page: httpx.Response) -> list[str]:
+        assert page.status_code == 200, page.text
+        return sorted(item["name"] for item in page.json()["items"])
+
+    assert names(await tracking.get(CONNECTORS, headers=auth)) == ["hub", "other"]
+    assert names(
+        await tracking.get(CONNECTORS, params={"labels_str": "team=ml"}, headers=auth)
+    ) == ["hub"]
+    assert names(
+        await tracking.get(CONNECTORS, params={"labels_str": '{"team": null}'}, headers=auth)
+    ) == ["hub", "other"]
+    assert (
+        names(await tracking.get(CONNECTORS, params={"resource_type": "s3-bucket"}, headers=auth))
+        == []
+    )
+    plain = await tracking.get(
+        CONNECTORS, params={"expand_secrets": "false", "name": "hub"}, headers=auth
+    )
+    assert plain.json()["items"][0]["metadata"] is None
+
+
+async def test_bad_configurations_are_400_with_the_reference_reason(
+    tracking: httpx.AsyncClient, auth: Headers
+) -> None:
+    missing = await tracking.post(
+        CONNECTORS, json={**DOCKER, "configuration": {"username": "u"}}, headers=auth
+    )
+    assert missing.status_code == 400
+    assert missing.json()["detail"] == [
+        "ValueError",
+        "connector configuration is not valid: missing required attribute 'password'",
+    ]
+    method = await tracking.post(CONNECTORS, json={**DOCKER, "auth_method": "x"}, headers=auth)
+    assert method.status_code == 400
+    assert "does not support the 'x' authentication method" in method.json()["detail"][1]
+
+
+async def test_duplicate_names_are_409(tracking: httpx.AsyncClient, auth: Headers) -> None:
+    await create(tracking, auth)
+    again = await tracking.post(CONNECTORS, json=DOCKER, headers=auth)
+    assert again.status_code == 409
+    assert again.json()["detail"][0] == "EntityExistsError"
+
+
+async def test_update_replaces_configuration_and_clears_the_resource_id(
+    tracking: httpx.AsyncClient, auth: Headers
+) -> None:
+    created = await create(tracking, auth, resource_id="ghcr.io")
+    one = f"{CONNECTORS}/{created['id']}"
+    response = await tracking.put(
+        one,
+        json={"name": "renamed", "configuration": {"username": "bob", "password": "pw2"}},
+        headers=auth,
+    )
+    assert response.status_code == 200, response.text
+    updated = response.json()
+    assert updated["name"] == "renamed"
+    assert updated["body"]["resource_id"] is None
+    assert updated["metadata"]["configuration"] == {"username": "bob", "password": "pw2"}
+    assert (await tracking.delete(one, headers=auth)).json() is None
+    assert (await tracking.get(one, headers=auth)).status_code == 404
+
+
+async def test_docker_verifies_its_registry_without_contacting_it(
+    tracking: httpx.AsyncClient, auth: Headers
+) -> None:
+    response = await tracking.post(f"{CONNECTORS}/verify", json=DOCKER, headers=auth)
+    assert response.status_code == 200, response.text
+    result = response.json()
+    assert result["error"] is None
+    assert result["resources"] == [
+        {"resource_type": "docker-registry", "resource_ids": ["ghcr.io"], "error": None}
+    ]
+    created = await create(tracking, auth)
+    again = await tracking.put(f"{CONNECTORS}/{created['id']}/verify", headers=auth)
+    assert again.json()["id"] == created["id"]
+    listed = (await tracking.get(f"{CONNECTORS}/resources", headers=auth)).json()
+    assert [r["resources"][0]["resource_ids"] for r in listed] == [["ghcr.io"]]
+
+
+async def test_types_needing_an_sdk_answer_501_in_one_sentence(
+    tracking: httpx.AsyncClient, auth: Headers
+) -> None:
+    kubernetes = {
+        "name": "k8s",
+        "connector_type": "kubernetes",
+        "auth_method": "token",
+        "resource_types": [],
+        "configuration": {"server": "https://169.254.169.254", "token": "t", "cluster_name": "c"},
+    }
+    response = await tracking.post(f"{CONNECTORS}/verify", json=kubernetes, headers=auth)
+    assert response.status_code == 501
+    assert response.json()["detail"] == [
+        "NotImplementedError",
+        "Verifying a Kubernetes Service Connector needs the Kubernetes Python client, which "
+        "this server does not carry.",
+    ]
+    created = await create(tracking, auth, **kubernetes)
+    assert created["body"]["resource_types"] == ["kubernetes-cluster"]
+    listed = (await tracking.get(f"{CONNECTORS}/resources", headers=auth)).json()
+    assert listed[0]["resources"][0]["error"].startswith("Verifying a Kubernetes")
+    stack = await tracking.post(
+        f"{CONNECTORS}/full_stack_resources",
+        params={"connector_uuid": created["id"]},
+        headers=auth,
+    )
+    assert stack.status_code == 501
