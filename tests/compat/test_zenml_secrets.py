@@ -117,3 +117,87 @@ def test_zenml_secret_cli_against_our_stack(zenml_client, stack, tmp_path):
     ok("delete private")
     assert steps["get deleted"]["code"] != 0
     assert steps["list after"] == []
+
+
+CONNECTOR_SCENARIO = """
+from click.testing import CliRunner
+from zenml.cli.cli import cli
+
+runner = CliRunner()
+
+
+def zenml(*args):
+    done = runner.invoke(cli, list(args), input="y\\n", catch_exceptions=True)
+    return {"code": done.exit_code, "out": done.output + repr(done.exception or "")}
+
+
+hub = ["--type", "docker", "--auth-method", "password", "--username=hubuser"]
+steps = {}
+steps["list-types"] = zenml("service-connector", "list-types")
+steps["register"] = zenml(
+    "service-connector", "register", "compat-hub", *hub, "--password=pw-v1",
+    "--registry=ghcr.io/compat",
+)
+steps["register unverified"] = zenml(
+    "service-connector", "register", "compat-k8s", "--type", "kubernetes", "--auth-method",
+    "token", "--server=https://10.0.0.1:6443", "--token=k8s-token", "--cluster_name=c1",
+    "--no-verify",
+)
+steps["register verified k8s"] = zenml(
+    "service-connector", "register", "compat-k8s-2", "--type", "kubernetes", "--auth-method",
+    "token", "--server=https://10.0.0.1:6443", "--token=k8s-token", "--cluster_name=c1",
+)
+steps["list"] = zenml("service-connector", "list")
+steps["describe"] = zenml("service-connector", "describe", "compat-hub", "--show-secrets")
+steps["update"] = zenml("service-connector", "update", "compat-hub", "--password=pw-v2")
+steps["describe updated"] = zenml("service-connector", "describe", "compat-hub", "--show-secrets")
+steps["delete"] = zenml("service-connector", "delete", "compat-hub")
+steps["delete unverified"] = zenml("service-connector", "delete", "compat-k8s")
+steps["list after"] = zenml("service-connector", "list")
+emit(steps)
+"""
+
+
+def test_zenml_service_connector_cli_against_our_stack(zenml_client, stack, tmp_path):
+    """``zenml service-connector`` (register with and without verification, list,
+    describe, update, delete, list-types), every command in one client process."""
+    env = client_environment(
+        store_url=stack.url("platform", ""),
+        username=USERNAME,
+        password=ADMIN_PASSWORD,
+        config_dir=tmp_path,
+        verbosity="INFO",
+    )
+    env["COLUMNS"] = "200"
+    try:
+        steps: dict[str, Any] = run_snippet(
+            zenml_client.python, CONNECTOR_SCENARIO, env=env, cwd=tmp_path, timeout=600
+        ).value
+    except ZenmlEnvError as exc:
+        pytest.fail(f"the service connector scenario did not report: {exc}", pytrace=False)
+
+    def ok(name: str) -> str:
+        answer = steps[name]
+        assert answer["code"] == 0, f"{name}: {answer}"
+        out: str = answer["out"]
+        return out
+
+    types = ok("list-types")
+    for name in ("Docker Service Connector", "Kubernetes Service Connector", "docker-registry"):
+        assert name in types
+    assert "Successfully registered service connector `compat-hub`" in ok("register")
+    assert "ghcr.io" in steps["register"]["out"]
+    assert "Successfully registered service connector `compat-k8s`" in ok("register unverified")
+    refused = steps["register verified k8s"]
+    assert refused["code"] != 0
+    assert "does not carry" in refused["out"]
+    listed = ok("list")
+    assert "compat-hub" in listed and "compat-k8s" in listed
+    assert "compat-k8s-2" not in listed
+    described = ok("describe")
+    assert "pw-v1" in described and "ghcr.io/compat" in described
+    ok("update")
+    assert "pw-v2" in ok("describe updated")
+    ok("delete")
+    ok("delete unverified")
+    assert "compat-hub" not in ok("list after")
