@@ -192,10 +192,12 @@ def test_zenml_service_connector_cli_against_our_stack(zenml_client, stack, tmp_
     assert refused["code"] != 0
     assert "does not carry" in refused["out"]
     listed = ok("list")
-    assert "compat-hub" in listed and "compat-k8s" in listed
+    assert "compat-hub" in listed
+    assert "compat-k8s" in listed
     assert "compat-k8s-2" not in listed
     described = ok("describe")
-    assert "pw-v1" in described and "ghcr.io/compat" in described
+    assert "pw-v1" in described
+    assert "ghcr.io/compat" in described
     ok("update")
     assert "pw-v2" in ok("describe updated")
     ok("delete")

@@ -44,9 +44,14 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
 ADMIN_PASSWORD = f"Ui-{secrets.token_urlsafe(12)}"
 RAN = ("pipeline runs",)
-# The families the platform does not serve (deploy/stack.toml's unimplemented): their
-# settings pages get the gateway's 501. The connectors page shows an empty list.
-UNSERVED = {"Connectors": "/api/v1/service_connectors"}
+# A connector the Connectors page lists (created through the API, with the page's cookie).
+WALK_CONNECTOR = {
+    "name": "walk-registry",
+    "connector_type": "docker",
+    "auth_method": "password",
+    "resource_types": ["docker-registry"],
+    "configuration": {"username": "walk", "password": "walk-pass"},
+}
 
 
 @pytest.fixture(scope="module")
@@ -385,13 +390,17 @@ def test_a_secret_is_created_shown_edited_and_deleted_from_the_settings(
 def test_each_other_settings_page_opens_from_the_settings_sidebar(
     stack: LaunchedStack, zenml: PageCheck, link: str, path: str
 ):
-    unserved = UNSERVED.get(link)
-    if unserved:
-        zenml.allow("GET", re.escape(unserved) + r"\b", 501)
+    expected: list[str] = []
+    if link == "Connectors":
+        created = zenml.page.request.post(
+            stack.url("platform", "/api/v1/service_connectors"), data=WALK_CONNECTOR
+        )
+        assert created.ok, created.text()
+        expected = [WALK_CONNECTOR["name"]]
     # The sidebar's link (a breadcrumb may name the page shown too).
     zenml.page.get_by_role("main").get_by_role("link", name=link, exact=True).click()
     zenml.page.wait_for_url(stack.url("platform", path), wait_until="commit")
-    zenml.visit(f"settings: {link.lower()}")
+    zenml.visit(f"settings: {link.lower()}", expect=expected)
 
 
 @pytest.mark.parametrize(
