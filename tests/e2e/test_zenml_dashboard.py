@@ -45,8 +45,9 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 ADMIN_PASSWORD = f"Ui-{secrets.token_urlsafe(12)}"
 RAN = ("pipeline runs",)
 # A connector the Connectors page lists (created through the API, with the page's cookie).
+WALK_CONNECTOR_NAME = "walk-registry"
 WALK_CONNECTOR = {
-    "name": "walk-registry",
+    "name": WALK_CONNECTOR_NAME,
     "connector_type": "docker",
     "auth_method": "password",
     "resource_types": ["docker-registry"],
@@ -396,7 +397,7 @@ def test_each_other_settings_page_opens_from_the_settings_sidebar(
             stack.url("platform", "/api/v1/service_connectors"), data=WALK_CONNECTOR
         )
         assert created.ok, created.text()
-        expected = [WALK_CONNECTOR["name"]]
+        expected = [WALK_CONNECTOR_NAME]
     # The sidebar's link (a breadcrumb may name the page shown too).
     zenml.page.get_by_role("main").get_by_role("link", name=link, exact=True).click()
     zenml.page.wait_for_url(stack.url("platform", path), wait_until="commit")

@@ -184,3 +184,55 @@ async def test_types_needing_an_sdk_answer_501_in_one_sentence(
         headers=auth,
     )
     assert stack.status_code == 501
+
+
+async def test_a_linked_component_shows_its_connector_and_holds_it(
+    tracking: httpx.AsyncClient, auth: Headers
+) -> None:
+    connector = await create(tracking, auth)
+    component = {
+        "name": "linked",
+        "type": "orchestrator",
+        "flavor": "local",
+        "configuration": {},
+        "connector": connector["id"],
+        "connector_resource_id": "ghcr.io",
+    }
+    response = await tracking.post("/api/v1/components", json=component, headers=auth)
+    assert response.status_code == 200, response.text
+    created = response.json()
+    nested = created["metadata"]["connector"]
+    assert nested["id"] == connector["id"]
+    assert nested["body"]["connector_type"] == "docker"
+    assert nested["metadata"] is None
+    assert created["metadata"]["connector_resource_id"] == "ghcr.io"
+    listed = await tracking.get(
+        "/api/v1/components", params={"connector_id": connector["id"]}, headers=auth
+    )
+    assert [c["name"] for c in listed.json()["items"]] == ["linked"]
+    one = f"{CONNECTORS}/{connector['id']}"
+    refused = await tracking.delete(one, headers=auth)
+    assert refused.status_code == 403
+    assert "still referenced by 1 stack components" in refused.json()["detail"][1]
+    retyped = await tracking.put(one, json={"resource_id": "docker.io"}, headers=auth)
+    assert retyped.status_code == 403
+    unlinked = await tracking.put(
+        f"/api/v1/components/{created['id']}", json={"connector": None}, headers=auth
+    )
+    assert unlinked.json()["metadata"]["connector"] is None
+    assert (await tracking.delete(one, headers=auth)).status_code == 200
+
+
+async def test_a_component_naming_an_unknown_connector_is_404(
+    tracking: httpx.AsyncClient, auth: Headers
+) -> None:
+    component = {
+        "name": "linked",
+        "type": "orchestrator",
+        "flavor": "local",
+        "configuration": {},
+        "connector": "6f1d3a44-3a9e-4c27-9d3e-2a4b8e1f0c11",
+    }
+    response = await tracking.post("/api/v1/components", json=component, headers=auth)
+    assert response.status_code == 404
+    assert response.json()["detail"][0] == "KeyError"

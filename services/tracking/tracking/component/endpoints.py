@@ -63,7 +63,7 @@ async def get(request: Request) -> Response:
     component_id = path_param(request, "component_id", uuid.UUID)
     query = parse_query(request, HydrateQuery)
     async with transaction(request) as session:
-        component = await ComponentService(session, _secrets(request)).get(component_id)
+        component = await ComponentService(session, _secrets(request)).read(component_id)
     return await render_one(request, component, component_response, hydrate=query.hydrate)
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Collection
 
-from sqlalchemy import Uuid, func, literal
+from sqlalchemy import func
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
@@ -11,7 +11,7 @@ from shared.listing import Kind, Listing, ListSpec, SortKey, base_fields, column
 from shared.users import user_field
 from tracking.component.schemas import ComponentScopeQuery
 from tracking.core.listing import linked_field, scope_conditions
-from tracking.models import StackComponent, StackComposition
+from tracking.models import ServiceConnector, StackComponent, StackComposition
 
 COMPONENTS = ListSpec(
     resource="component",
@@ -24,8 +24,7 @@ COMPONENTS = ListSpec(
         column_field("name", col(StackComponent.name), Kind.STRING),
         column_field("flavor", col(StackComponent.flavor), Kind.STRING),
         column_field("type", col(StackComponent.type), Kind.STRING),
-        # No service connectors exist here: every component's connector is null.
-        column_field("connector_id", literal(None, type_=Uuid()), Kind.UUID),
+        column_field("connector_id", col(StackComponent.connector_id), Kind.UUID),
         linked_field(
             "stack_id",
             col(StackComponent.id),
@@ -47,6 +46,16 @@ class ComponentRepository:
 
     async def get(self, component_id: uuid.UUID) -> StackComponent | None:
         return await self.session.get(StackComponent, component_id)
+
+    async def connector(self, connector_id: uuid.UUID) -> ServiceConnector | None:
+        return await self.session.get(ServiceConnector, connector_id)
+
+    async def connectors(self, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, ServiceConnector]:
+        """The connectors ``ids`` name, in one query."""
+        if not ids:
+            return {}
+        query = select(ServiceConnector).where(col(ServiceConnector.id).in_(list(ids)))
+        return {c.id: c for c in (await self.session.exec(query)).all()}
 
     async def many(self, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, StackComponent]:
         query = select(StackComponent).where(col(StackComponent.id).in_(list(ids)))

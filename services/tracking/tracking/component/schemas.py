@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -12,7 +13,8 @@ from shared.users import NestedUser
 from tracking.component.flavors import Flavor, StackComponentType, flavor_for
 from tracking.component.secrets import masked_configuration
 from tracking.core.schemas import UserScopedBody
-from tracking.models import StackComponent
+from tracking.models import ServiceConnector, StackComponent
+from tracking.service_connector.schemas import ServiceConnectorResponse, nested_connector
 
 SecretRef = uuid.UUID | str
 """A secret named by id or by name."""
@@ -122,7 +124,7 @@ class ComponentResponseMetadata(BaseModel):
     secrets: list[uuid.UUID] = Field(default_factory=list)
     labels: dict[str, Any] | None = None
     connector_resource_id: str | None = None
-    connector: None = None
+    connector: ServiceConnectorResponse | None = None
 
 
 class ComponentResponseResources(UserScopedResources):
@@ -171,9 +173,22 @@ def nested_component(component: StackComponent) -> ComponentResponse:
     return ComponentResponse(id=component.id, name=component.name, body=_body(component, flavor))
 
 
+@dataclass(frozen=True)
+class LinkedComponent:
+    """A component and the service connector it is linked to (if any), to render."""
+
+    component: StackComponent
+    connector: ServiceConnector | None = None
+
+    @property
+    def user_id(self) -> uuid.UUID | None:
+        return self.component.user_id
+
+
 def component_response(
-    component: StackComponent, hydrate: bool, user: NestedUser | None
+    item: LinkedComponent, hydrate: bool, user: NestedUser | None
 ) -> ComponentResponse:
+    component = item.component
     flavor = flavor_for(component.type, component.flavor)
     metadata = None
     if hydrate:
@@ -183,6 +198,7 @@ def component_response(
             secrets=[uuid.UUID(s) for s in component.secrets],
             labels=component.labels,
             connector_resource_id=component.connector_resource_id,
+            connector=nested_connector(item.connector) if item.connector else None,
         )
     return ComponentResponse(
         id=component.id,

@@ -18,10 +18,11 @@ from tracking.component.schemas import (
     ComponentRequest,
     ComponentScopeQuery,
     ComponentUpdate,
+    LinkedComponent,
     SecretRef,
 )
 from tracking.component.secrets import ComponentSecrets
-from tracking.models import StackComponent
+from tracking.models import ServiceConnector, StackComponent
 from tracking.project.service import copy_given
 
 # The reference's default stack components, which it will not modify or delete.
@@ -73,12 +74,6 @@ def refuse_secrets(secrets: Sequence[SecretRef] | None) -> None:
         raise SecretNotFound(secrets[0])
 
 
-def _check_references(secrets: Sequence[SecretRef] | None, connector: uuid.UUID | None) -> None:
-    refuse_secrets(secrets)
-    if connector is not None:
-        raise ConnectorNotFound(connector)
-
-
 def is_protected(component: StackComponent) -> bool:
     return component.name == DEFAULT_STACK and component.type in PROTECTED_TYPES
 
@@ -94,15 +89,39 @@ class ComponentService:
             raise ComponentNotFound(component_id)
         return component
 
+    async def read(self, component_id: uuid.UUID) -> LinkedComponent:
+        """A component with its service connector, to render."""
+        [item] = await self._linked([await self.get(component_id)])
+        return item
+
     async def list_page(
         self, listing: Listing, scope: ComponentScopeQuery
-    ) -> tuple[int, list[StackComponent]]:
-        return await self.repository.page(listing, scope)
+    ) -> tuple[int, list[LinkedComponent]]:
+        total, components = await self.repository.page(listing, scope)
+        return total, await self._linked(components)
 
-    async def create(self, request: ComponentRequest, user_id: uuid.UUID) -> StackComponent:
+    async def _linked(self, components: Sequence[StackComponent]) -> list[LinkedComponent]:
+        """Each component with its connector (one query for all of them)."""
+        ids = {c.connector_id for c in components if c.connector_id is not None}
+        connectors = await self.repository.connectors(ids)
+        return [
+            LinkedComponent(c, connectors.get(c.connector_id) if c.connector_id else None)
+            for c in components
+        ]
+
+    async def _connector(self, connector_id: uuid.UUID | None) -> ServiceConnector | None:
+        if connector_id is None:
+            return None
+        connector = await self.repository.connector(connector_id)
+        if connector is None:
+            raise ConnectorNotFound(connector_id)
+        return connector
+
+    async def create(self, request: ComponentRequest, user_id: uuid.UUID) -> LinkedComponent:
         flavor = flavor_for(request.type, request.flavor)
         configuration = flavor.validate_config(request.configuration)
-        _check_references(request.secrets, request.connector)
+        refuse_secrets(request.secrets)
+        connector = await self._connector(request.connector)
         clear, encrypted = self.secrets.seal(flavor, configuration, stored={})
         component = StackComponent(
             name=request.name,
@@ -113,32 +132,38 @@ class ComponentService:
             environment=request.environment or {},
             labels=request.labels,
             connector_resource_id=request.connector_resource_id,
+            connector_id=connector.id if connector else None,
             user_id=user_id,
         )
         self.repository.add(component)
         await flush_unique(
             self.repository.session, ComponentAlreadyExists(request.type, request.name)
         )
-        return component
+        return LinkedComponent(component, connector)
 
-    async def update(self, component: StackComponent, update: ComponentUpdate) -> StackComponent:
+    async def update(self, component: StackComponent, update: ComponentUpdate) -> LinkedComponent:
+        """As on the reference, an update links the connector it names, with its
+        ``connector_resource_id``, and one naming none unlinks the component (the
+        client always sends the link to keep)."""
         if is_protected(component):
             raise Forbidden(f"The default {component.type} cannot be modified.")
-        secrets = [*(update.add_secrets or []), *(update.remove_secrets or [])]
-        _check_references(secrets, update.connector)
+        refuse_secrets([*(update.add_secrets or []), *(update.remove_secrets or [])])
+        connector = await self._connector(update.connector)
         if update.configuration is not None:
             flavor = flavor_for(component.type, component.flavor)
             configuration = flavor.validate_config(update.configuration)
             component.configuration, component.encrypted_secrets = self.secrets.seal(
                 flavor, configuration, stored=component.encrypted_secrets
             )
-        copy_given(component, update, ("name", "environment", "labels", "connector_resource_id"))
+        copy_given(component, update, ("name", "environment", "labels"))
+        component.connector_id = connector.id if connector else None
+        component.connector_resource_id = update.connector_resource_id if connector else None
         component.updated = utcnow()
         self.repository.add(component)
         await flush_unique(
             self.repository.session, ComponentAlreadyExists(component.type, component.name)
         )
-        return component
+        return LinkedComponent(component, connector)
 
     async def delete(self, component: StackComponent) -> None:
         if is_protected(component):

@@ -218,3 +218,10 @@ def connector_response(
         metadata=metadata,
         resources=ServiceConnectorResponseResources(user=user),
     )
+
+
+def nested_connector(row: Any) -> ServiceConnectorResponse:
+    """A connector as nested in a stack component: its body only, its type by id (as the
+    reference nests it)."""
+    response = connector_response(row, None, None, hydrate=False)
+    return response.model_copy(update={"resources": None})
