@@ -4,30 +4,10 @@ and verification as far as the server can go without reaching a user's address."
 
 from __future__ import annotations
 
-from typing import Any
-
 import httpx
 
 from tests.tracking.artifact.support import Headers
-
-CONNECTORS = "/api/v1/service_connectors"
-TYPES = "/api/v1/service_connector_types"
-Json = dict[str, Any]
-DOCKER = {
-    "name": "hub",
-    "connector_type": "docker",
-    "auth_method": "password",
-    "resource_types": ["docker-registry"],
-    "configuration": {"username": "ann", "password": "s3cret", "registry": "ghcr.io/ann"},
-    "labels": {"team": "ml"},
-}
-
-
-async def create(tracking: httpx.AsyncClient, auth: Headers, **changes: Any) -> Json:
-    response = await tracking.post(CONNECTORS, json={**DOCKER, **changes}, headers=auth)
-    assert response.status_code == 200, response.text
-    created: Json = response.json()
-    return created
+from tests.tracking.service_connector.support import CONNECTORS, DOCKER, TYPES, create
 
 
 async def test_types_are_listed_with_their_auth_methods_and_resources(

@@ -121,14 +121,19 @@ class SecretCipher:
             raise SecretValuesUnreadable(secret_id) from None
         return values
 
+    def reseal(self, owner_id: uuid.UUID, sealed: str) -> str | None:
+        """``sealed`` again under the first key (``None``: already under it, or no keys);
+        ``owner_id`` names the row in the error when no key opens it."""
+        if self.box is None:
+            return None
+        try:
+            return self.box.rotate(sealed)
+        except SecretUnreadable:
+            raise SecretValuesUnreadable(owner_id) from None
+
     def rotate(self, secret: Secret) -> bool:
         """Re-encrypt the secret's values under the first key; whether they changed."""
-        if self.box is None:
-            return False
-        try:
-            again = self.box.rotate(secret.encrypted_values)
-        except SecretUnreadable:
-            raise SecretValuesUnreadable(secret.id) from None
+        again = self.reseal(secret.id, secret.encrypted_values)
         if again is None:
             return False
         secret.encrypted_values = again

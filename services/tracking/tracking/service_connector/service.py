@@ -115,6 +115,18 @@ def verify(
     )
 
 
+def rotate(cipher: SecretCipher, connector: ServiceConnector) -> bool:
+    """Re-encrypt the connector's secrets under the first key (``python -m
+    tracking.reencrypt``); whether they changed."""
+    if connector.encrypted_secrets is None:
+        return False
+    again = cipher.reseal(connector.id, connector.encrypted_secrets)
+    if again is None:
+        return False
+    connector.encrypted_secrets = again
+    return True
+
+
 class ServiceConnectorService:
     def __init__(self, session: AsyncSession, cipher: SecretCipher) -> None:
         self.repository = ServiceConnectorRepository(session)
