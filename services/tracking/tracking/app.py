@@ -3,6 +3,7 @@ data), code repositories, deployments, and the pipelines, runs and schedules the
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -37,6 +38,7 @@ from tracking.schedule import endpoints as schedule_endpoints
 from tracking.secret import endpoints as secret_endpoints
 from tracking.secret.service import SecretCipher
 from tracking.service_connector import endpoints as service_connector_endpoints
+from tracking.service_connector.probe import ClusterProbe
 from tracking.settings import Settings
 from tracking.stack import endpoints as stack_endpoints
 from tracking.state import TrackingState
@@ -81,7 +83,10 @@ def routes() -> list[BaseRoute]:
 
 
 @asynccontextmanager
-async def _lifespan(app: Starlette, state: State) -> AsyncIterator[State]:
+async def _lifespan(
+    app: Starlette, state: State, *, outside: httpx.AsyncBaseTransport | None = None
+) -> AsyncIterator[State]:
+    """``outside``: replaces the network a connector's verification reaches (tests)."""
     settings: Settings = state["settings"]
     await ensure_defaults(state["sessionmaker"], settings.artifact_store_root)
     secret = settings.download_token_secret
@@ -119,6 +124,9 @@ async def _lifespan(app: Starlette, state: State) -> AsyncIterator[State]:
             "workload_scopes": workload_scopes,
             "component_secrets": component_secrets,
             "secret_cipher": SecretCipher(box),
+            "cluster_probe": ClusterProbe(
+                egress.url, settings.artifact_store_connect_timeout, outside
+            ),
             "artifact_stores": artifact_stores,
         }
     finally:
@@ -140,7 +148,7 @@ def create_app(
         ),
         routes=routes(),
         migrations=MIGRATIONS,
-        lifespan=_lifespan,
+        lifespan=functools.partial(_lifespan, outside=http_transport),
         http_transport=http_transport,
         # Answers carrying a secret's values are kept for idempotent replays encrypted.
         idempotency_cipher=box.cipher if (box := settings.secret_box()) else None,

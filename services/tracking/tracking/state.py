@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from tracking.artifact_version.download import DownloadTokens
     from tracking.component.secrets import ComponentSecrets
     from tracking.secret.service import SecretCipher
+    from tracking.service_connector.probe import ClusterProbe
     from tracking.settings import Settings
     from tracking.store import ArtifactStores
 
@@ -24,3 +25,4 @@ class TrackingState(ServiceState):
     downloads: DownloadTokens
     component_secrets: ComponentSecrets
     secret_cipher: SecretCipher
+    cluster_probe: ClusterProbe

@@ -4,10 +4,18 @@ and verification as far as the server can go without reaching a user's address."
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 
+from tests.support.asgi import HostRouter
 from tests.tracking.artifact.support import Headers
 from tests.tracking.service_connector.support import CONNECTORS, DOCKER, TYPES, create
+
+UNVERIFIED = (
+    "failed to verify Kubernetes cluster access: the server could not reach the Kubernetes "
+    "API server with these credentials."
+)
 
 
 async def test_types_are_listed_with_their_auth_methods_and_resources(
@@ -137,33 +145,90 @@ async def test_docker_verifies_its_registry_without_contacting_it(
     assert [r["resources"][0]["resource_ids"] for r in listed] == [["ghcr.io"]]
 
 
-async def test_types_needing_an_sdk_answer_501_in_one_sentence(
+async def test_types_needing_a_cloud_sdk_answer_501_in_one_sentence(
     tracking: httpx.AsyncClient, auth: Headers
 ) -> None:
-    kubernetes = {
-        "name": "k8s",
-        "connector_type": "kubernetes",
-        "auth_method": "token",
-        "resource_types": [],
-        "configuration": {"server": "https://169.254.169.254", "token": "t", "cluster_name": "c"},
+    aws = {
+        "name": "aws",
+        "connector_type": "aws",
+        "auth_method": "secret-key",
+        "resource_types": ["s3-bucket"],
+        "resource_id": "s3://bucket",
+        "configuration": {
+            "region": "eu-west-1",
+            "aws_access_key_id": "AKIA",
+            "aws_secret_access_key": "k",
+        },
     }
-    response = await tracking.post(f"{CONNECTORS}/verify", json=kubernetes, headers=auth)
+    response = await tracking.post(f"{CONNECTORS}/verify", json=aws, headers=auth)
     assert response.status_code == 501
     assert response.json()["detail"] == [
         "NotImplementedError",
-        "Verifying a Kubernetes Service Connector needs the Kubernetes Python client, which "
-        "this server does not carry.",
+        "Verifying a AWS Service Connector needs boto3 (the AWS SDK), which this server does "
+        "not carry.",
     ]
-    created = await create(tracking, auth, **kubernetes)
-    assert created["body"]["resource_types"] == ["kubernetes-cluster"]
+    created = await create(tracking, auth, **aws)
     listed = (await tracking.get(f"{CONNECTORS}/resources", headers=auth)).json()
-    assert listed[0]["resources"][0]["error"].startswith("Verifying a Kubernetes")
+    assert listed[0]["resources"] == [
+        {"resource_type": "s3-bucket", "resource_ids": ["s3://bucket"], "error": None}
+    ]
     stack = await tracking.post(
         f"{CONNECTORS}/full_stack_resources",
         params={"connector_uuid": created["id"]},
         headers=auth,
     )
     assert stack.status_code == 501
+
+
+K8S_CONFIG = {"server": "https://k8s.test", "token": "good", "cluster_name": "prod"}
+KUBERNETES: dict[str, Any] = {
+    "name": "k8s",
+    "connector_type": "kubernetes",
+    "auth_method": "token",
+    "resource_types": [],
+    "configuration": K8S_CONFIG,
+}
+
+
+async def api_server(scope: Any, receive: Any, send: Any) -> None:
+    """A Kubernetes API server's ``/version``, for the token ``good`` only."""
+    headers = dict(scope["headers"])
+    allowed = headers.get(b"authorization") == b"Bearer good" and scope["path"] == "/version"
+    body = b'{"gitVersion": "v1.31.0"}' if allowed else b'{"kind": "Status"}'
+    status = 200 if allowed else 401
+    await send({"type": "http.response.start", "status": status, "headers": []})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def test_kubernetes_verifies_by_asking_the_api_server_as_the_connector(
+    tracking: httpx.AsyncClient, auth: Headers, router: HostRouter
+) -> None:
+    router.register("k8s.test/", api_server)
+    response = await tracking.post(f"{CONNECTORS}/verify", json=KUBERNETES, headers=auth)
+    assert response.status_code == 200, response.text
+    assert response.json()["error"] is None
+    assert response.json()["resources"] == [
+        {"resource_type": "kubernetes-cluster", "resource_ids": ["prod"], "error": None}
+    ]
+    bad = {**KUBERNETES, "configuration": {**K8S_CONFIG, "token": "bad"}}
+    refused = (await tracking.post(f"{CONNECTORS}/verify", json=bad, headers=auth)).json()
+    assert refused["error"] == UNVERIFIED
+    created = await create(tracking, auth, **KUBERNETES)  # the token is sealed, then used
+    again = await tracking.put(f"{CONNECTORS}/{created['id']}/verify", headers=auth)
+    assert again.json()["resources"][0]["resource_ids"] == ["prod"]
+
+
+async def test_an_unreachable_cluster_is_one_sentence_not_a_500(
+    tracking: httpx.AsyncClient, auth: Headers
+) -> None:
+    for server in ("https://nowhere.test", "http://k8s.test", "not a url"):
+        config = {**K8S_CONFIG, "server": server}
+        response = await tracking.post(
+            f"{CONNECTORS}/verify", json={**KUBERNETES, "configuration": config}, headers=auth
+        )
+        assert response.status_code == 200, response.text
+        assert response.json()["error"] == UNVERIFIED
+        assert response.json()["resources"][0]["error"] == UNVERIFIED
 
 
 async def test_a_linked_component_shows_its_connector_and_holds_it(

@@ -44,7 +44,8 @@ FULL_STACK_KINDS = ("artifact_store", "orchestrator", "container_registry")
 
 
 def _service(request: Request, session: Any) -> ServiceConnectorService:
-    return ServiceConnectorService(session, TrackingState.of(request).secret_cipher)
+    state = TrackingState.of(request)
+    return ServiceConnectorService(session, state.secret_cipher, state.cluster_probe)
 
 
 async def _render(
@@ -134,7 +135,7 @@ async def verify_config(request: Request) -> Response:
     parse_query(request, VerifyConfigQuery)
     body = await parse_json(request, ServiceConnectorRequest)
     async with transaction(request) as session:
-        result = _service(request, session).verify_config(body)
+        result = await _service(request, session).verify_config(body)
     return render(result)
 
 

@@ -6,9 +6,11 @@ credentials included when asked (``expand_secrets``). A connector's secret field
 one Fernet token, opened only for answers that carry them.
 
 Verification: a Docker connector is checked as the reference's server checks it (its
-configuration and the registry it names; the server reaches no registry). The other
-types reach their provider through a cloud or cluster SDK this server does not carry:
-verifying one answers 501 in one sentence, never contacting the address a user gave.
+configuration and the registry it names; the server reaches no registry). A Kubernetes
+connector's API server is asked its version with the connector's credentials, through
+the egress proxy, which refuses internal addresses (:mod:`.probe`). The other types reach
+their provider through a cloud SDK this server does not carry: verifying one answers 501
+in one sentence.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from shared.listing import Listing
 from tracking.models import ServiceConnector
 from tracking.secret.service import NotImplementedHere, SecretCipher
 from tracking.service_connector import catalog
+from tracking.service_connector.probe import ClusterAccess, ClusterProbe, verify_cluster
 from tracking.service_connector.repository import ServiceConnectorRepository, conditions
 from tracking.service_connector.schemas import (
     ServiceConnectorInfo,
@@ -39,12 +42,12 @@ from tracking.service_connector.schemas import (
 )
 
 DOCKER_HUB = "docker.io"
+ACCESS_FIELDS = tuple(ClusterAccess.__dataclass_fields__)
 # The SDK each type's verification needs, named in the 501 it answers here.
 SDKS = {
     "aws": "boto3 (the AWS SDK)",
     "gcp": "the Google Cloud client libraries",
     "azure": "the Azure SDK",
-    "kubernetes": "the Kubernetes Python client",
     "oauth2": "an OAuth2 client able to reach the token endpoint",
     "hyperai": "paramiko (SSH)",
 }
@@ -97,22 +100,43 @@ def docker_registry(resource_id: str) -> str:
     return resource_id.split("/")[0]
 
 
-def verify(
+def _resources(
+    spec: dict[str, Any],
+    resource_types: Sequence[str],
+    ids: list[str] | None,
+    error: str | None = None,
+) -> ServiceConnectorResourcesModel:
+    return ServiceConnectorResourcesModel(
+        connector_type=spec,
+        resources=[
+            TypedResources(resource_type=rt, resource_ids=ids, error=error) for rt in resource_types
+        ],
+        error=error,
+    )
+
+
+async def verify(
+    probe: ClusterProbe,
     spec: dict[str, Any],
     resource_types: Sequence[str],
     configuration: dict[str, Any],
     resource_id: str | None,
 ) -> ServiceConnectorResourcesModel:
-    """What the connector reaches, as far as this server can tell (see the module)."""
-    if spec["connector_type"] != "docker":
-        raise VerificationUnavailable(spec)
-    registry = docker_registry(resource_id or configuration.get("registry") or DOCKER_HUB)
-    return ServiceConnectorResourcesModel(
-        connector_type=spec,
-        resources=[
-            TypedResources(resource_type=rt, resource_ids=[registry]) for rt in resource_types
-        ],
-    )
+    """What the connector reaches, as far as this server can tell (see the module);
+    ``configuration`` with its secret fields."""
+    kind = spec["connector_type"]
+    if kind == "docker":
+        registry = docker_registry(resource_id or configuration.get("registry") or DOCKER_HUB)
+        return _resources(spec, resource_types, [registry])
+    if kind == "kubernetes":
+        access = ClusterAccess(
+            **{k: configuration[k] for k in ACCESS_FIELDS if configuration.get(k) is not None}
+        )
+        error = await verify_cluster(probe, access)
+        if error is not None:
+            return _resources(spec, resource_types, None, error)
+        return _resources(spec, resource_types, [str(configuration["cluster_name"])])
+    raise VerificationUnavailable(spec)
 
 
 def rotate(cipher: SecretCipher, connector: ServiceConnector) -> bool:
@@ -128,9 +152,10 @@ def rotate(cipher: SecretCipher, connector: ServiceConnector) -> bool:
 
 
 class ServiceConnectorService:
-    def __init__(self, session: AsyncSession, cipher: SecretCipher) -> None:
+    def __init__(self, session: AsyncSession, cipher: SecretCipher, probe: ClusterProbe) -> None:
         self.repository = ServiceConnectorRepository(session)
         self.cipher = cipher
+        self.probe = probe
 
     async def _get(self, connector_id: uuid.UUID, *, lock: bool = False) -> ServiceConnector:
         connector = await self.repository.get(connector_id, lock=lock)
@@ -222,13 +247,20 @@ class ServiceConnectorService:
             )
         await self.repository.delete(connector)
 
-    def verify_config(self, request: ServiceConnectorRequest) -> ServiceConnectorResourcesModel:
+    async def verify_config(
+        self, request: ServiceConnectorRequest
+    ) -> ServiceConnectorResourcesModel:
         spec = catalog.get_type(type_id(request.connector_type))
         reach = catalog.resources(
             spec, request.auth_method, request.resource_types, request.resource_id
         )
-        plain, _ = catalog.split_configuration(spec, request.auth_method, request.configuration)
-        return verify(spec, reach.resource_types, plain, reach.resource_id)
+        plain, secrets = catalog.split_configuration(
+            spec, request.auth_method, request.configuration
+        )
+        configuration = {**plain, **secrets}
+        return await verify(
+            self.probe, spec, reach.resource_types, configuration, reach.resource_id
+        )
 
     async def verify(
         self, connector_id: uuid.UUID, resource_type: str | None, resource_id: str | None
@@ -244,8 +276,9 @@ class ServiceConnectorService:
                     f"{', '.join(resource_types)}"
                 )
             resource_types = [resource_type]
-        result = verify(
-            spec, resource_types, connector.configuration, resource_id or connector.resource_id
+        configuration = {**connector.configuration, **self.secrets_of(connector)}
+        result = await verify(
+            self.probe, spec, resource_types, configuration, resource_id or connector.resource_id
         )
         return result.model_copy(update={"id": connector.id, "name": connector.name})
 
@@ -273,8 +306,9 @@ class ServiceConnectorService:
                 [query.resource_type] if query.resource_type else connector.resource_types
             )
             try:
-                result = verify(
-                    spec, resource_types, connector.configuration, connector.resource_id
+                configuration = {**connector.configuration, **self.secrets_of(connector)}
+                result = await verify(
+                    self.probe, spec, resource_types, configuration, connector.resource_id
                 )
             except VerificationUnavailable as unavailable:
                 ids = [connector.resource_id] if connector.resource_id else None
@@ -311,7 +345,7 @@ class ServiceConnectorService:
             auth_method=info.auth_method,
             configuration=info.configuration,
         )
-        return info.type, self.verify_config(request)
+        return info.type, await self.verify_config(request)
 
 
 def _refuse_changes_in_use(connector: ServiceConnector, update: ServiceConnectorUpdate) -> None:
