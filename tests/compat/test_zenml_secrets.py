@@ -4,6 +4,7 @@ own ``zenml`` process, as a user types them."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +66,10 @@ emit(steps)
 """
 
 
-def run_cli(client: ZenmlVenv, stack: LaunchedStack, workdir: Path) -> dict[str, Any]:
+def run_cli(
+    client: ZenmlVenv, stack: LaunchedStack, workdir: Path, scenario: str, what: str
+) -> dict[str, Any]:
+    """The steps ``scenario`` emitted, run by one client process."""
     env = client_environment(
         store_url=stack.url("platform", ""),
         username=USERNAME,
@@ -77,21 +81,28 @@ def run_cli(client: ZenmlVenv, stack: LaunchedStack, workdir: Path) -> dict[str,
     env["COLUMNS"] = "200"
     try:
         steps: dict[str, Any] = run_snippet(
-            client.python, CLI_SCENARIO, env=env, cwd=workdir, timeout=600
+            client.python, scenario, env=env, cwd=workdir, timeout=600
         ).value
     except ZenmlEnvError as exc:
-        pytest.fail(f"the secret CLI scenario did not report: {exc}", pytrace=False)
+        pytest.fail(f"the {what} scenario did not report: {exc}", pytrace=False)
     return steps
 
 
-def test_zenml_secret_cli_against_our_stack(zenml_client, stack, tmp_path):
-    steps = run_cli(zenml_client, stack, tmp_path)
+def succeeded(steps: dict[str, Any]) -> Callable[[str], str]:
+    """``ok(name)``: the output of step ``name``, which must have succeeded."""
 
     def ok(name: str) -> str:
         answer = steps[name]
         assert answer["code"] == 0, f"{name}: {answer}"
         out: str = answer["out"]
         return out
+
+    return ok
+
+
+def test_zenml_secret_cli_against_our_stack(zenml_client, stack, tmp_path):
+    steps = run_cli(zenml_client, stack, tmp_path, CLI_SCENARIO, "secret CLI")
+    ok = succeeded(steps)
 
     assert "Secret 'compat-db' successfully created." in ok("create")
     ok("create private")
@@ -161,26 +172,8 @@ emit(steps)
 def test_zenml_service_connector_cli_against_our_stack(zenml_client, stack, tmp_path):
     """``zenml service-connector`` (register with and without verification, list,
     describe, update, delete, list-types), every command in one client process."""
-    env = client_environment(
-        store_url=stack.url("platform", ""),
-        username=USERNAME,
-        password=ADMIN_PASSWORD,
-        config_dir=tmp_path,
-        verbosity="INFO",
-    )
-    env["COLUMNS"] = "200"
-    try:
-        steps: dict[str, Any] = run_snippet(
-            zenml_client.python, CONNECTOR_SCENARIO, env=env, cwd=tmp_path, timeout=600
-        ).value
-    except ZenmlEnvError as exc:
-        pytest.fail(f"the service connector scenario did not report: {exc}", pytrace=False)
-
-    def ok(name: str) -> str:
-        answer = steps[name]
-        assert answer["code"] == 0, f"{name}: {answer}"
-        out: str = answer["out"]
-        return out
+    steps = run_cli(zenml_client, stack, tmp_path, CONNECTOR_SCENARIO, "service connector")
+    ok = succeeded(steps)
 
     types = ok("list-types")
     for name in ("Docker Service Connector", "Kubernetes Service Connector", "docker-registry"):

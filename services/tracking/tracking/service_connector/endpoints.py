@@ -36,7 +36,7 @@ from tracking.service_connector.schemas import (
     VerifyQuery,
     connector_response,
 )
-from tracking.service_connector.service import ServiceConnectorService
+from tracking.service_connector.service import ServiceConnectorService, open_secrets
 from tracking.state import TrackingState
 
 LIST_QUERY = CONNECTORS.query_model(extra=query_extras(ServiceConnectorListQuery))
@@ -48,21 +48,17 @@ def _service(request: Request, session: Any) -> ServiceConnectorService:
     return ServiceConnectorService(session, state.secret_cipher, state.cluster_probe)
 
 
-async def _render(
-    request: Request,
-    service: ServiceConnectorService,
-    connectors: list[ServiceConnector],
-    *,
-    hydrate: bool,
-    secrets: bool,
+async def _rendered(
+    request: Request, connectors: list[ServiceConnector], *, hydrate: bool, secrets: bool
 ) -> list[ServiceConnectorResponse]:
     """Connectors with their creators (one lookup) and, ``secrets``, their secret fields
     in their configuration (which, as on the reference, hydrates a connector that has
     any)."""
+    cipher = TrackingState.of(request).secret_cipher
     users = await users_by_id(request, [c.user_id for c in connectors])
     rendered = []
     for connector in connectors:
-        opened = service.secrets_of(connector) if secrets else {}
+        opened = open_secrets(cipher, connector) if secrets else {}
         rendered.append(
             connector_response(
                 connector,
@@ -75,16 +71,23 @@ async def _render(
     return rendered
 
 
+async def _one(
+    request: Request, connector: ServiceConnector, *, hydrate: bool = True, secrets: bool = True
+) -> Response:
+    """One connector; answers that may carry credentials are never cached."""
+    [item] = await _rendered(request, [connector], hydrate=hydrate, secrets=secrets)
+    return render(item, headers=NO_STORE)
+
+
 async def list_connectors(request: Request) -> Response:
     caller(request)
     listing = await read_list(request, CONNECTORS)
     query = parse_query(request, ServiceConnectorListQuery)
     async with transaction(request) as session:
-        service = _service(request, session)
-        total, rows = await service.list_page(listing, query)
-        items = await _render(
-            request, service, list(rows), hydrate=listing.hydrate, secrets=query.expand_secrets
-        )
+        total, rows = await _service(request, session).list_page(listing, query)
+    items = await _rendered(
+        request, list(rows), hydrate=listing.hydrate, secrets=query.expand_secrets
+    )
     return render(page_of(listing, total, items), headers=NO_STORE)
 
 
@@ -92,10 +95,8 @@ async def create(request: Request) -> Response:
     principal = caller(request)
     body = await parse_json(request, ServiceConnectorRequest)
     async with transaction(request) as session:
-        service = _service(request, session)
-        connector = await service.create(body, principal)
-        [item] = await _render(request, service, [connector], hydrate=True, secrets=True)
-    return render(item, headers=NO_STORE)
+        connector = await _service(request, session).create(body, principal)
+    return await _one(request, connector)
 
 
 async def get(request: Request) -> Response:
@@ -103,12 +104,8 @@ async def get(request: Request) -> Response:
     connector_id = path_param(request, "connector_id", uuid.UUID)
     query = parse_query(request, ServiceConnectorGetQuery)
     async with transaction(request) as session:
-        service = _service(request, session)
-        connector = await service.get(connector_id)
-        [item] = await _render(
-            request, service, [connector], hydrate=query.hydrate, secrets=query.expand_secrets
-        )
-    return render(item, headers=NO_STORE)
+        connector = await _service(request, session).get(connector_id)
+    return await _one(request, connector, hydrate=query.hydrate, secrets=query.expand_secrets)
 
 
 async def update(request: Request) -> Response:
@@ -116,10 +113,8 @@ async def update(request: Request) -> Response:
     connector_id = path_param(request, "connector_id", uuid.UUID)
     body = await parse_json(request, ServiceConnectorUpdate)
     async with transaction(request) as session:
-        service = _service(request, session)
-        connector = await service.update(connector_id, body)
-        [item] = await _render(request, service, [connector], hydrate=True, secrets=True)
-    return render(item, headers=NO_STORE)
+        connector = await _service(request, session).update(connector_id, body)
+    return await _one(request, connector)
 
 
 async def delete(request: Request) -> Response:
@@ -155,10 +150,10 @@ async def client(request: Request) -> Response:
     connector_id = path_param(request, "connector_id", uuid.UUID)
     query = parse_query(request, ClientQuery)
     async with transaction(request) as session:
-        service = _service(request, session)
-        connector = await service.client(connector_id, query.resource_type, query.resource_id)
-        [item] = await _render(request, service, [connector], hydrate=True, secrets=True)
-    return render(item, headers=NO_STORE)
+        connector = await _service(request, session).client(
+            connector_id, query.resource_type, query.resource_id
+        )
+    return await _one(request, connector)
 
 
 async def resources(request: Request) -> Response:

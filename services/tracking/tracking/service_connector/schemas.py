@@ -107,15 +107,13 @@ class VerifyConfigQuery(BaseModel):
     list_resources: bool = True
 
 
-class VerifyQuery(BaseModel):
-    resource_type: str | None = None
-    resource_id: str | None = None
-    list_resources: bool = True
-
-
 class ClientQuery(BaseModel):
     resource_type: str | None = None
     resource_id: str | None = None
+
+
+class VerifyQuery(ClientQuery):
+    list_resources: bool = True
 
 
 class FullStackQuery(BaseModel):

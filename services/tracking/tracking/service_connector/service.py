@@ -139,6 +139,13 @@ async def verify(
     raise VerificationUnavailable(spec)
 
 
+def open_secrets(cipher: SecretCipher, connector: ServiceConnector) -> dict[str, str]:
+    """The connector's secret fields in clear (none: ``{}``)."""
+    if connector.encrypted_secrets is None:
+        return {}
+    return cipher.open(connector.id, connector.encrypted_secrets)
+
+
 def rotate(cipher: SecretCipher, connector: ServiceConnector) -> bool:
     """Re-encrypt the connector's secrets under the first key (``python -m
     tracking.reencrypt``); whether they changed."""
@@ -162,11 +169,6 @@ class ServiceConnectorService:
         if connector is None:
             raise ServiceConnectorNotFound(connector_id)
         return connector
-
-    def secrets_of(self, connector: Any) -> dict[str, str]:
-        if connector.encrypted_secrets is None:
-            return {}
-        return self.cipher.open(connector.id, connector.encrypted_secrets)
 
     def _seal(self, secrets: dict[str, str]) -> str | None:
         return self.cipher.seal(secrets) if secrets else None
@@ -276,7 +278,7 @@ class ServiceConnectorService:
                     f"{', '.join(resource_types)}"
                 )
             resource_types = [resource_type]
-        configuration = {**connector.configuration, **self.secrets_of(connector)}
+        configuration = {**connector.configuration, **open_secrets(self.cipher, connector)}
         result = await verify(
             self.probe, spec, resource_types, configuration, resource_id or connector.resource_id
         )
@@ -306,7 +308,7 @@ class ServiceConnectorService:
                 [query.resource_type] if query.resource_type else connector.resource_types
             )
             try:
-                configuration = {**connector.configuration, **self.secrets_of(connector)}
+                configuration = {**connector.configuration, **open_secrets(self.cipher, connector)}
                 result = await verify(
                     self.probe, spec, resource_types, configuration, connector.resource_id
                 )
