@@ -11,6 +11,7 @@ import pytest
 from tests.support.asgi import LifespanApp
 from tests.tracking.artifact.support import Headers, names, new_user
 from tests.tracking.component.support import create_component
+from tests.tracking.service_connector.support import create as create_connector
 
 STACKS = "/api/v1/stacks"
 ENVELOPE = ["body", "metadata", "resources", "id", "permission_denied", "name"]
@@ -214,7 +215,7 @@ async def test_duplicate_name_is_409(
     assert response.json()["detail"][0] == "EntityExistsError"
 
 
-async def test_secrets_and_connectors_are_refused(
+async def test_secrets_new_and_unknown_connectors_are_refused(
     tracking: httpx.AsyncClient, auth: Headers, parts: dict[str, str]
 ) -> None:
     secret = await post(tracking, auth, "prod", composition(parts), secrets=["db"])
@@ -228,6 +229,11 @@ async def test_secrets_and_connectors_are_refused(
         tracking, auth, "prod", composition(parts), service_connectors=[inline]
     )
     assert new_connector.status_code == 400
+    registered = await create_connector(tracking, auth)
+    named = await post(
+        tracking, auth, "prod", composition(parts), service_connectors=[registered["id"]]
+    )
+    assert named.status_code == 200, named.text
 
 
 async def test_inline_component_creation_is_not_supported(

@@ -68,9 +68,16 @@ class StackService:
     async def create(self, request: StackRequest, user_id: uuid.UUID) -> Stack:
         refuse_secrets(request.secrets)
         for connector in request.service_connectors:
-            if isinstance(connector, uuid.UUID):
+            # Components are given here as registered ones (ids), so a connector a full
+            # stack request names has no new component to serve: it must exist, and a
+            # new one is registered on its own first.
+            if not isinstance(connector, uuid.UUID):
+                raise BadRequest(
+                    "A stack is made here of registered components: register the service "
+                    "connector first (POST /api/v1/service_connectors)."
+                )
+            if await self.components.connector(connector) is None:
                 raise ConnectorNotFound(connector)
-            raise BadRequest("This server cannot create service connectors.")
         component_ids = await self._check_composition(request.components)
         stack = Stack(
             name=request.name,
