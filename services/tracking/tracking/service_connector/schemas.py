@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import uuid
 from typing import Any
@@ -38,7 +37,7 @@ class ServiceConnectorRequest(BaseModel):
     resource_types: list[str] = Field(default_factory=list)
     resource_id: str | None = Field(default=None, max_length=255)
     supports_instances: bool = False
-    expires_at: dt.datetime | None = None
+    expires_at: WireDatetime | None = None
     expires_skew_tolerance: int | None = None
     expiration_seconds: int | None = None
     configuration: dict[str, Any] = Field(default_factory=dict)
@@ -59,7 +58,7 @@ class ServiceConnectorUpdate(BaseModel):
     resource_types: list[str] | None = None
     resource_id: str | None = Field(default=None, max_length=255)
     supports_instances: bool | None = None
-    expires_at: dt.datetime | None = None
+    expires_at: WireDatetime | None = None
     expires_skew_tolerance: int | None = None
     expiration_seconds: int | None = None
     configuration: dict[str, Any] | None = None
