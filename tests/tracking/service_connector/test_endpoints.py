@@ -281,3 +281,18 @@ async def test_a_component_naming_an_unknown_connector_is_404(
     response = await tracking.post("/api/v1/components", json=component, headers=auth)
     assert response.status_code == 404
     assert response.json()["detail"][0] == "KeyError"
+
+
+async def test_configuration_values_take_their_schemas_types(
+    tracking: httpx.AsyncClient, auth: Headers
+) -> None:
+    as_text = {**K8S_CONFIG, "insecure": "true", "server": "https://k8s.test"}
+    created = await create(tracking, auth, **{**KUBERNETES, "configuration": as_text})
+    assert created["metadata"]["configuration"]["insecure"] is True
+    for wrong in ({"server": 6443}, {"insecure": "maybe"}, {"cluster_name": ["a"]}):
+        config = {**K8S_CONFIG, **wrong}
+        response = await tracking.post(
+            CONNECTORS, json={**KUBERNETES, "name": "wrong", "configuration": config}, headers=auth
+        )
+        assert response.status_code == 400, response.text
+        assert "is not a valid" in response.json()["detail"][1]

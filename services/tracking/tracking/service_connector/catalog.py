@@ -126,9 +126,8 @@ def _attribute(schema: dict[str, Any]) -> tuple[bool, str]:
 def split_configuration(
     spec: dict[str, Any], auth_method: str, configuration: dict[str, Any]
 ) -> tuple[dict[str, Any], dict[str, str]]:
-    """The auth method's fields of ``configuration``, as (plain fields, secret fields);
-    other keys are dropped, as the reference drops them. An array given as text is read
-    as JSON or a comma-separated list."""
+    """The auth method's fields of ``configuration``, as (plain fields, secret fields),
+    each of its schema's type; other keys are dropped, as the reference drops them."""
     method = next(a for a in spec["auth_methods"] if a["auth_method"] == auth_method)
     schema = method["config_schema"]
     required = set(schema.get("required", []))
@@ -146,10 +145,37 @@ def split_configuration(
                 raise _invalid(f"attribute '{name}' is a secret but is not a string")
             secrets[name] = value
             continue
-        if kind == "array" and isinstance(value, str):
-            try:
-                value = json.loads(value)
-            except json.JSONDecodeError:
-                value = value.split(",")
-        plain[name] = value
+        plain[name] = _typed(name, kind, value)
     return plain, secrets
+
+
+_TRUE = frozenset({"true", "1", "yes", "on"})
+_FALSE = frozenset({"false", "0", "no", "off"})
+
+
+def _typed(name: str, kind: str, value: Any) -> Any:
+    """``value`` as the schema's ``kind`` says, read from text where the CLI sends text
+    (``--insecure=true``, ``--policy_arns=a,b``); 400 when it is not one."""
+    if isinstance(value, str) and kind != "string":
+        text = value.strip()
+        if kind == "boolean" and text.lower() in _TRUE | _FALSE:
+            return text.lower() in _TRUE
+        if kind in ("array", "object", "integer", "number"):
+            try:
+                value = json.loads(text)
+            except json.JSONDecodeError:
+                if kind == "array":
+                    return value.split(",")
+    expected: dict[str, tuple[type, ...]] = {
+        "string": (str,),
+        "boolean": (bool,),
+        "integer": (int,),
+        "number": (int, float),
+        "array": (list,),
+        "object": (dict,),
+    }
+    types = expected.get(kind)
+    wrong_bool = isinstance(value, bool) and kind in ("integer", "number")
+    if types is not None and (not isinstance(value, types) or wrong_bool):
+        raise _invalid(f"attribute '{name}' is not a valid {kind}")
+    return value
