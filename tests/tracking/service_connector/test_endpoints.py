@@ -296,3 +296,23 @@ async def test_configuration_values_take_their_schemas_types(
         )
         assert response.status_code == 400, response.text
         assert "is not a valid" in response.json()["detail"][1]
+
+
+async def test_the_reference_lists_parameters_are_accepted(
+    tracking: httpx.AsyncClient, auth: Headers
+) -> None:
+    created = await create(tracking, auth)
+    params = {
+        "scope_user": created["body"]["user_id"],
+        "project_name_or_id": "default",
+        "sort_by": "desc:connector_type",
+        "connector_type": "docker",
+        "auth_method": "contains:pass",
+    }
+    response = await tracking.get(CONNECTORS, params=params, headers=auth)
+    assert response.status_code == 200, response.text
+    assert [c["name"] for c in response.json()["items"]] == ["hub"]
+    legacy = await tracking.get("/api/v1/workspaces/default/service_connectors", headers=auth)
+    assert legacy.json()["total"] == 1
+    someone = {"scope_user": "6f1d3a44-3a9e-4c27-9d3e-2a4b8e1f0c11"}
+    assert (await tracking.get(CONNECTORS, params=someone, headers=auth)).json()["total"] == 0

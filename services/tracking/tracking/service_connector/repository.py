@@ -47,11 +47,17 @@ CONNECTORS = ListSpec(
 
 
 def conditions(
-    resource_type: str | None, resource_id: str | None, labels: dict[str, str | None] | None
+    resource_type: str | None,
+    resource_id: str | None,
+    labels: dict[str, str | None] | None,
+    scope_user: uuid.UUID | None = None,
 ) -> list[ColumnElement[bool]]:
     """The reference's filters past plain columns: a resource type among the connector's,
-    its resource id, and labels (a label without a value: present with any value)."""
+    its resource id, labels (a label without a value: present with any value) and the
+    creator (``scope_user``)."""
     found: list[ColumnElement[bool]] = []
+    if scope_user is not None:
+        found.append(col(ServiceConnector.user_id) == scope_user)
     if resource_type is not None:
         found.append(cast(col(ServiceConnector.resource_types), JSONB).contains([resource_type]))
     if resource_id is not None:

@@ -76,12 +76,14 @@ class ServiceConnectorInfo(BaseModel):
 class ServiceConnectorListQuery(BaseModel):
     """The reference's filters that are not plain columns: ``resource_type`` (one of
     the connector's), ``resource_id``, ``labels_str`` (JSON object, or ``a=1,b=``: a
-    label without a value matches any value); ``expand_secrets`` (default true) puts the
+    label without a value matches any value), ``scope_user`` (the creator);
+    ``expand_secrets`` (default true) puts the
     secret fields into each connector's configuration."""
 
     resource_type: str | None = None
     resource_id: str | None = None
     labels_str: str | None = None
+    scope_user: uuid.UUID | None = Field(default=None, description="Only this user's.")
     expand_secrets: bool = True
 
     def labels(self) -> dict[str, str | None] | None:

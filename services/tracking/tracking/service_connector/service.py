@@ -176,7 +176,7 @@ class ServiceConnectorService:
     async def list_page(
         self, listing: Listing, query: ServiceConnectorListQuery
     ) -> tuple[int, Sequence[ServiceConnector]]:
-        scope = conditions(query.resource_type, query.resource_id, query.labels())
+        scope = conditions(query.resource_type, query.resource_id, query.labels(), query.scope_user)
         return await self.repository.page(listing, scope)
 
     async def get(self, connector_id: uuid.UUID) -> ServiceConnector:
@@ -298,7 +298,7 @@ class ServiceConnectorService:
     ) -> list[ServiceConnectorResourcesModel]:
         """What every matching connector reaches; a connector this server cannot verify
         is listed from what it stores, with the reason where it names no resource."""
-        scope = conditions(query.resource_type, None, query.labels())
+        scope = conditions(query.resource_type, None, query.labels(), query.scope_user)
         found: list[ServiceConnectorResourcesModel] = []
         for connector in await self.repository.matching(scope):
             spec = catalog.get_type(connector.connector_type)
