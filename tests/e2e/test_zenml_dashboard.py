@@ -9,7 +9,7 @@ the pipelines list, a run's DAG and logs, a step's details and logs, its output 
 the visualization and the download, the artifacts list, the component and stack wizards
 (each registers one), a service account and its API key, a new member who activates
 through the invitation link, an API token, a secret (created, shown, edited, deleted), and
-every settings page.
+every settings page (the Connectors page listing a connector registered through the API).
 
 Each screen is checked by :class:`tests.support.browser.PageCheck` (no call failing that
 the reference answers without an error there, no error screen, nothing spinning) and its
