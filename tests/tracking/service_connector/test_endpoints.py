@@ -164,8 +164,8 @@ async def test_types_needing_a_cloud_sdk_answer_501_in_one_sentence(
     assert response.status_code == 501
     assert response.json()["detail"] == [
         "NotImplementedError",
-        "Verifying a AWS Service Connector needs boto3 (the AWS SDK), which this server does "
-        "not carry.",
+        "The AWS Service Connector needs boto3 (the AWS SDK) on the server, which this "
+        "server does not carry.",
     ]
     created = await create(tracking, auth, **aws)
     listed = (await tracking.get(f"{CONNECTORS}/resources", headers=auth)).json()
@@ -178,6 +178,8 @@ async def test_types_needing_a_cloud_sdk_answer_501_in_one_sentence(
         headers=auth,
     )
     assert stack.status_code == 501
+    client = await tracking.get(f"{CONNECTORS}/{created['id']}/client", headers=auth)
+    assert client.status_code == 501
 
 
 K8S_CONFIG = {"server": "https://k8s.test", "token": "good", "cluster_name": "prod"}
@@ -316,3 +318,43 @@ async def test_the_reference_lists_parameters_are_accepted(
     assert legacy.json()["total"] == 1
     someone = {"scope_user": "6f1d3a44-3a9e-4c27-9d3e-2a4b8e1f0c11"}
     assert (await tracking.get(CONNECTORS, params=someone, headers=auth)).json()["total"] == 0
+
+
+async def test_a_docker_connectors_client_is_itself_for_a_resource_it_reaches(
+    tracking: httpx.AsyncClient, auth: Headers
+) -> None:
+    created = await create(tracking, auth)
+    client = f"{CONNECTORS}/{created['id']}/client"
+    response = await tracking.get(client, params={"resource_id": "ghcr.io/ann/x"}, headers=auth)
+    assert response.status_code == 200, response.text
+    assert response.json()["metadata"]["configuration"]["password"] == "s3cret"
+    wrong = await tracking.get(client, params={"resource_type": "s3-bucket"}, headers=auth)
+    assert wrong.status_code == 400
+    assert "does not support resource type: 's3-bucket'" in wrong.json()["detail"][1]
+    bad = await tracking.get(client, params={"resource_id": "not a registry!"}, headers=auth)
+    assert bad.status_code == 400
+
+
+async def test_full_stack_resources_take_one_connector_exactly(
+    tracking: httpx.AsyncClient, auth: Headers
+) -> None:
+    created = await create(tracking, auth)
+    url = f"{CONNECTORS}/full_stack_resources"
+    info = {"type": "docker", "auth_method": "password", "configuration": DOCKER["configuration"]}
+    both = await tracking.post(
+        url, params={"connector_uuid": created["id"]}, json=info, headers=auth
+    )
+    assert both.status_code == 400
+    neither = await tracking.post(url, headers=auth)
+    assert (
+        neither.json()["detail"][1] == "Either connector_info or connector_uuid must be provided."
+    )
+    answer = await tracking.post(url, json=info, headers=auth)
+    assert answer.json() == {
+        "connector_type": "docker",
+        "components_resources_info": {
+            "artifact_store": [],
+            "orchestrator": [],
+            "container_registry": [],
+        },
+    }

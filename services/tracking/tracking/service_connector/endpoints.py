@@ -36,7 +36,11 @@ from tracking.service_connector.schemas import (
     VerifyQuery,
     connector_response,
 )
-from tracking.service_connector.service import ServiceConnectorService, open_secrets
+from tracking.service_connector.service import (
+    ConnectorVerifier,
+    ServiceConnectorService,
+    open_secrets,
+)
 from tracking.state import TrackingState
 
 LIST_QUERY = CONNECTORS.query_model(extra=query_extras(ServiceConnectorListQuery))
@@ -44,8 +48,14 @@ FULL_STACK_KINDS = ("artifact_store", "orchestrator", "container_registry")
 
 
 def _service(request: Request, session: Any) -> ServiceConnectorService:
+    return ServiceConnectorService(session, TrackingState.of(request).secret_cipher)
+
+
+def _verifier(request: Request) -> ConnectorVerifier:
+    """Verification runs after the transaction that read the connector: what it reaches
+    outside holds no database connection while it waits."""
     state = TrackingState.of(request)
-    return ServiceConnectorService(session, state.secret_cipher, state.cluster_probe)
+    return ConnectorVerifier(state.secret_cipher, state.cluster_probe)
 
 
 async def _rendered(
@@ -129,9 +139,7 @@ async def verify_config(request: Request) -> Response:
     caller(request)
     parse_query(request, VerifyConfigQuery)
     body = await parse_json(request, ServiceConnectorRequest)
-    async with transaction(request) as session:
-        result = await _service(request, session).verify_config(body)
-    return render(result)
+    return render(await _verifier(request).verify_config(body))
 
 
 async def verify(request: Request) -> Response:
@@ -139,10 +147,9 @@ async def verify(request: Request) -> Response:
     connector_id = path_param(request, "connector_id", uuid.UUID)
     query = parse_query(request, VerifyQuery)
     async with transaction(request) as session:
-        result = await _service(request, session).verify(
-            connector_id, query.resource_type, query.resource_id
-        )
-    return render(result)
+        connector = await _service(request, session).get(connector_id)
+    verifier = _verifier(request)
+    return render(await verifier.verify(connector, query.resource_type, query.resource_id))
 
 
 async def client(request: Request) -> Response:
@@ -150,9 +157,8 @@ async def client(request: Request) -> Response:
     connector_id = path_param(request, "connector_id", uuid.UUID)
     query = parse_query(request, ClientQuery)
     async with transaction(request) as session:
-        connector = await _service(request, session).client(
-            connector_id, query.resource_type, query.resource_id
-        )
+        connector = await _service(request, session).get(connector_id)
+    _verifier(request).check_client(connector, query.resource_type, query.resource_id)
     return await _one(request, connector)
 
 
@@ -160,8 +166,8 @@ async def resources(request: Request) -> Response:
     caller(request)
     query = parse_query(request, ServiceConnectorListQuery)
     async with transaction(request) as session:
-        found = await _service(request, session).resources(query)
-    return render(found)
+        connectors = await _service(request, session).matching(query)
+    return render(await _verifier(request).resources(connectors, query))
 
 
 async def full_stack_resources(request: Request) -> Response:
@@ -169,14 +175,15 @@ async def full_stack_resources(request: Request) -> Response:
     query = parse_query(request, FullStackQuery)
     info = await parse_json(request, ServiceConnectorInfo | None)  # type: ignore[arg-type]
     async with transaction(request) as session:
-        connector_type, _ = await _service(request, session).full_stack(info, query.connector_uuid)
+        connector = await _service(request, session).get_given(query.connector_uuid)
+    connector_type = await _verifier(request).full_stack(info, query.connector_uuid, connector)
     # Only the cloud types (which need an SDK here, and answer 501 before this) name
     # components a full stack could use.
-    info_out = ServiceConnectorResourcesInfo(
+    answer = ServiceConnectorResourcesInfo(
         connector_type=connector_type,
         components_resources_info={kind: [] for kind in FULL_STACK_KINDS},
     )
-    return render(info_out)
+    return render(answer)
 
 
 async def list_types(request: Request) -> Response:

@@ -77,7 +77,7 @@ class VerificationUnavailable(NotImplementedHere):
     def __init__(self, spec: dict[str, Any]) -> None:
         sdk = SDKS.get(spec["connector_type"], "a client library")
         super().__init__(
-            f"Verifying a {spec['name']} needs {sdk}, which this server does not carry."
+            f"The {spec['name']} needs {sdk} on the server, which this server does not carry."
         )
 
 
@@ -159,10 +159,9 @@ def rotate(cipher: SecretCipher, connector: ServiceConnector) -> bool:
 
 
 class ServiceConnectorService:
-    def __init__(self, session: AsyncSession, cipher: SecretCipher, probe: ClusterProbe) -> None:
+    def __init__(self, session: AsyncSession, cipher: SecretCipher) -> None:
         self.repository = ServiceConnectorRepository(session)
         self.cipher = cipher
-        self.probe = probe
 
     async def _get(self, connector_id: uuid.UUID, *, lock: bool = False) -> ServiceConnector:
         connector = await self.repository.get(connector_id, lock=lock)
@@ -249,6 +248,25 @@ class ServiceConnectorService:
             )
         await self.repository.delete(connector)
 
+    async def matching(self, query: ServiceConnectorListQuery) -> Sequence[ServiceConnector]:
+        """Every connector the resources list asks about (its filters but for the
+        resource id, which each connector's verification checks)."""
+        scope = conditions(query.resource_type, None, query.labels(), query.scope_user)
+        return await self.repository.matching(scope)
+
+    async def get_given(self, connector_id: uuid.UUID | None) -> ServiceConnector | None:
+        return None if connector_id is None else await self._get(connector_id)
+
+
+class ConnectorVerifier:
+    """Verification, apart from the database: what reaches outside (a Kubernetes API
+    server) runs with no transaction open, so a slow address holds no connection of the
+    pool."""
+
+    def __init__(self, cipher: SecretCipher, probe: ClusterProbe) -> None:
+        self.cipher = cipher
+        self.probe = probe
+
     async def verify_config(
         self, request: ServiceConnectorRequest
     ) -> ServiceConnectorResourcesModel:
@@ -265,89 +283,95 @@ class ServiceConnectorService:
         )
 
     async def verify(
-        self, connector_id: uuid.UUID, resource_type: str | None, resource_id: str | None
+        self, connector: ServiceConnector, resource_type: str | None, resource_id: str | None
     ) -> ServiceConnectorResourcesModel:
-        connector = await self._get(connector_id)
         spec = catalog.get_type(connector.connector_type)
-        resource_types = connector.resource_types
-        if resource_type is not None:
-            if resource_type not in resource_types:
-                raise BadRequest(
-                    f"connector '{connector.name}' does not support resource type: "
-                    f"'{resource_type}'. Supported resource types are: "
-                    f"{', '.join(resource_types)}"
-                )
-            resource_types = [resource_type]
+        resource_types = _asked_types(connector, resource_type)
         configuration = {**connector.configuration, **open_secrets(self.cipher, connector)}
         result = await verify(
             self.probe, spec, resource_types, configuration, resource_id or connector.resource_id
         )
         return result.model_copy(update={"id": connector.id, "name": connector.name})
 
-    async def client(
-        self, connector_id: uuid.UUID, resource_type: str | None, resource_id: str | None
-    ) -> ServiceConnector:
-        """The reference hands out a client connector (short-lived credentials for one
-        resource); for a Docker connector that is the connector itself, for one
-        resource type and registry."""
-        await self.verify(connector_id, resource_type, resource_id)
-        return await self._get(connector_id)
+    def check_client(
+        self, connector: ServiceConnector, resource_type: str | None, resource_id: str | None
+    ) -> None:
+        """The reference hands out a client connector for one resource. A Docker or
+        Kubernetes connector's client is the connector itself (nothing short-lived is
+        made), once the resource asked for is one it reaches; the cloud types make
+        short-lived credentials with their SDK (501 here)."""
+        spec = catalog.get_type(connector.connector_type)
+        _asked_types(connector, resource_type)
+        if spec["connector_type"] == "docker":
+            docker_registry(resource_id or connector.resource_id or DOCKER_HUB)
+        elif spec["connector_type"] != "kubernetes":
+            raise VerificationUnavailable(spec)
 
     async def resources(
-        self, query: ServiceConnectorListQuery
+        self, connectors: Sequence[ServiceConnector], query: ServiceConnectorListQuery
     ) -> list[ServiceConnectorResourcesModel]:
-        """What every matching connector reaches; a connector this server cannot verify
-        is listed from what it stores, with the reason where it names no resource."""
-        scope = conditions(query.resource_type, None, query.labels(), query.scope_user)
+        """What every connector reaches; one this server cannot verify is listed from
+        what it stores, with the reason where it names no resource."""
         found: list[ServiceConnectorResourcesModel] = []
-        for connector in await self.repository.matching(scope):
-            spec = catalog.get_type(connector.connector_type)
+        for connector in connectors:
             if query.resource_id and connector.resource_id != query.resource_id:
                 continue
-            resource_types = (
-                [query.resource_type] if query.resource_type else connector.resource_types
-            )
             try:
-                configuration = {**connector.configuration, **open_secrets(self.cipher, connector)}
-                result = await verify(
-                    self.probe, spec, resource_types, configuration, connector.resource_id
-                )
+                found.append(await self.verify(connector, query.resource_type, None))
             except VerificationUnavailable as unavailable:
-                ids = [connector.resource_id] if connector.resource_id else None
-                result = ServiceConnectorResourcesModel(
-                    connector_type=spec,
-                    resources=[
-                        TypedResources(
-                            resource_type=rt,
-                            resource_ids=ids,
-                            error=None if ids else unavailable.message,
-                        )
-                        for rt in resource_types
-                    ],
-                )
+                found.append(_stored(connector, query.resource_type, unavailable.message))
             except BadRequest:
                 continue
-            found.append(result.model_copy(update={"id": connector.id, "name": connector.name}))
         return found
 
     async def full_stack(
-        self, info: ServiceConnectorInfo | None, connector_id: uuid.UUID | None
-    ) -> tuple[str, ServiceConnectorResourcesModel]:
+        self,
+        info: ServiceConnectorInfo | None,
+        connector_id: uuid.UUID | None,
+        connector: ServiceConnector | None,
+    ) -> str:
+        """The connector's type, once verified (``connector``: the one ``connector_id``
+        names)."""
         if info is not None and connector_id is not None:
             raise BadRequest("Only one of connector_info or connector_uuid must be provided.")
-        if info is None and connector_id is None:
+        if connector is not None:
+            await self.verify(connector, None, None)
+            return connector.connector_type
+        if info is None:
             raise BadRequest("Either connector_info or connector_uuid must be provided.")
-        if connector_id is not None:
-            connector = await self._get(connector_id)
-            return connector.connector_type, await self.verify(connector_id, None, None)
-        assert info is not None
         request = ServiceConnectorRequest(
             name="fake",
             connector_type=info.type,
             auth_method=info.auth_method,
             configuration=info.configuration,
         )
-        return info.type, await self.verify_config(request)
+        await self.verify_config(request)
+        return info.type
+
+
+def _asked_types(connector: ServiceConnector, resource_type: str | None) -> list[str]:
+    if resource_type is None:
+        return list(connector.resource_types)
+    if resource_type not in connector.resource_types:
+        raise BadRequest(
+            f"connector '{connector.name}' does not support resource type: "
+            f"'{resource_type}'. Supported resource types are: "
+            f"{', '.join(connector.resource_types)}"
+        )
+    return [resource_type]
+
+
+def _stored(
+    connector: ServiceConnector, resource_type: str | None, reason: str
+) -> ServiceConnectorResourcesModel:
+    """A connector's resources as it stores them (the reference's answer for a type its
+    server does not carry): its resource id, or ``reason`` where it names none."""
+    ids = [connector.resource_id] if connector.resource_id else None
+    types = [resource_type] if resource_type else connector.resource_types
+    result = _resources(catalog.get_type(connector.connector_type), types, ids)
+    for typed in result.resources:
+        typed.error = None if ids else reason
+    return result.model_copy(update={"id": connector.id, "name": connector.name})
 
 
 def _refuse_changes_in_use(connector: ServiceConnector, update: ServiceConnectorUpdate) -> None:
