@@ -223,7 +223,7 @@ async def test_kubernetes_verifies_by_asking_the_api_server_as_the_connector(
 async def test_an_unreachable_cluster_is_one_sentence_not_a_500(
     tracking: httpx.AsyncClient, auth: Headers
 ) -> None:
-    for server in ("https://nowhere.test", "http://k8s.test", "not a url"):
+    for server in ("https://nowhere.test", "http://k8s.test", "not a url", "https://a:b@k8s.test"):
         config = {**K8S_CONFIG, "server": server}
         response = await tracking.post(
             f"{CONNECTORS}/verify", json={**KUBERNETES, "configuration": config}, headers=auth
@@ -314,8 +314,10 @@ async def test_the_reference_lists_parameters_are_accepted(
     response = await tracking.get(CONNECTORS, params=params, headers=auth)
     assert response.status_code == 200, response.text
     assert [c["name"] for c in response.json()["items"]] == ["hub"]
-    legacy = await tracking.get("/api/v1/workspaces/default/service_connectors", headers=auth)
-    assert legacy.json()["total"] == 1
+    legacy_path = "/api/v1/workspaces/default/service_connectors"
+    legacy = await tracking.post(legacy_path, json={**DOCKER, "name": "legacy"}, headers=auth)
+    assert legacy.status_code == 200, legacy.text
+    assert (await tracking.get(legacy_path, headers=auth)).json()["total"] == 2
     someone = {"scope_user": "6f1d3a44-3a9e-4c27-9d3e-2a4b8e1f0c11"}
     assert (await tracking.get(CONNECTORS, params=someone, headers=auth)).json()["total"] == 0
 

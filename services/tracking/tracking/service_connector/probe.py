@@ -100,7 +100,9 @@ class ClusterProbe:
         """The cluster's version (``gitVersion``); :class:`ProbeFailed` otherwise."""
         parts = urlsplit(access.server)
         if parts.scheme != "https" or not parts.hostname:
-            raise ProbeFailed(f"not an https URL: {access.server[:200]!r}")
+            raise ProbeFailed("the server is not an https URL")
+        if parts.username is not None or parts.password is not None:
+            raise ProbeFailed("the server URL holds credentials")
         headers = {"Accept": "application/json"}
         auth = None
         if access.token:
