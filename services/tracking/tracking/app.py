@@ -39,6 +39,7 @@ from tracking.secret.service import SecretCipher
 from tracking.settings import Settings
 from tracking.stack import endpoints as stack_endpoints
 from tracking.state import TrackingState
+from tracking.statistics import endpoints as statistics_endpoints
 from tracking.step_run import endpoints as step_run_endpoints
 from tracking.store import ArtifactStores
 from tracking.store.egress import AddressPolicy, EgressProxy
@@ -75,6 +76,7 @@ def routes() -> list[BaseRoute]:
         *run_metadata_endpoints.routes(),
         *tag_endpoints.routes(),
         *secret_endpoints.routes(),
+        *statistics_endpoints.routes(),
     ]
 
 
