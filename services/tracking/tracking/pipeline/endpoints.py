@@ -22,6 +22,7 @@ from tracking.pipeline.schemas import (
     PipelineItem,
     PipelineRequest,
     PipelineResponse,
+    PipelineUpdate,
     pipeline_response,
 )
 from tracking.pipeline.service import PipelineService
@@ -70,6 +71,16 @@ async def get(request: Request) -> Response:
     return await render_one(request, item, pipeline_response, hydrate=query.hydrate)
 
 
+async def update(request: Request) -> Response:
+    user_id = caller_id(request)
+    pipeline_id = path_param(request, "pipeline_id", uuid.UUID)
+    body = await parse_json(request, PipelineUpdate)
+    async with transaction(request) as session:
+        item = await PipelineService(session).update(pipeline_id, body, user_id)
+    (item,) = await with_runners(request, [item])
+    return await render_one(request, item, pipeline_response, hydrate=True)
+
+
 async def delete(request: Request) -> Response:
     caller_id(request)
     pipeline_id = path_param(request, "pipeline_id", uuid.UUID)
@@ -110,6 +121,16 @@ def routes() -> list[ApiRoute]:
             summary="Get Pipeline",
             tags=tags,
             query=HydrateQuery,
+            response=PipelineResponse,
+            errors=(404,),
+        ),
+        api_route(
+            one,
+            update,
+            method="PUT",
+            summary="Update Pipeline",
+            tags=tags,
+            body=PipelineUpdate,
             response=PipelineResponse,
             errors=(404,),
         ),
