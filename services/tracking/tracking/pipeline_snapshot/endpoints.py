@@ -24,6 +24,7 @@ from tracking.pipeline_snapshot.repository import SNAPSHOTS
 from tracking.pipeline_snapshot.schemas import (
     PipelineSnapshotRequest,
     PipelineSnapshotResponse,
+    PipelineSnapshotUpdate,
     SnapshotListQuery,
     snapshot_response,
 )
@@ -53,6 +54,15 @@ async def get(request: Request) -> Response:
     async with transaction(request) as session:
         item = await SnapshotService(session).get(snapshot_id)
     return await render_one(request, item, snapshot_response, hydrate=query.hydrate)
+
+
+async def update(request: Request) -> Response:
+    user_id = caller_id(request)
+    snapshot_id = path_param(request, "snapshot_id", uuid.UUID)
+    body = await parse_json(request, PipelineSnapshotUpdate)
+    async with transaction(request) as session:
+        item = await SnapshotService(session).update(snapshot_id, body, user_id)
+    return await render_one(request, item, snapshot_response, hydrate=True)
 
 
 async def delete(request: Request) -> Response:
@@ -129,6 +139,16 @@ def routes() -> list[ApiRoute]:
             query=HydrateQuery,
             response=PipelineSnapshotResponse,
             errors=(404,),
+        ),
+        api_route(
+            one,
+            update,
+            method="PUT",
+            summary="Update Snapshot",
+            tags=tags,
+            body=PipelineSnapshotUpdate,
+            response=PipelineSnapshotResponse,
+            errors=(400, 404, 409),
         ),
         api_route(
             one, delete, method="DELETE", summary="Delete Snapshot", tags=tags, errors=(400, 404)
