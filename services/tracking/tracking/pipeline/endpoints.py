@@ -17,6 +17,7 @@ from tracking.core.auth import caller, caller_id
 from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
 from tracking.core.schemas import HydrateQuery, ScopedListQuery
+from tracking.core.workspace import scoped_body, scoped_query
 from tracking.pipeline.repository import PIPELINES
 from tracking.pipeline.schemas import (
     PipelineItem,
@@ -45,7 +46,7 @@ async def with_runners(request: Request, items: list[PipelineItem]) -> list[Pipe
 async def list_(request: Request) -> Response:
     caller(request)
     listing = await read_list(request, PIPELINES)
-    query = parse_query(request, ScopedListQuery)
+    query = scoped_query(request, ScopedListQuery)
     async with transaction(request) as session:
         total, items = await PipelineService(session).list_page(listing, query)
     return await render_page(
@@ -55,7 +56,7 @@ async def list_(request: Request) -> Response:
 
 async def create(request: Request) -> Response:
     user_id = caller_id(request)
-    body = await parse_json(request, PipelineRequest)
+    body = await scoped_body(request, PipelineRequest)
     async with transaction(request) as session:
         item = await PipelineService(session).create(body, user_id)
     return await render_one(request, item, pipeline_response, hydrate=True)

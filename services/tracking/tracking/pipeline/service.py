@@ -71,7 +71,7 @@ class PipelineService(ScopedService[Pipeline]):
         await self.delete_row(pipeline_id)
 
     async def create(self, request: PipelineRequest, user_id: uuid.UUID) -> PipelineItem:
-        project = await self.project(request.project)
+        project = await self.project(request.project_ref())
         pipeline = Pipeline(
             project_id=project.id,
             name=request.name,

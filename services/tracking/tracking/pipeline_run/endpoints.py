@@ -19,6 +19,7 @@ from shared.users import users_by_id
 from tracking.core.auth import caller, caller_id, object_id, snapshot_runner
 from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
+from tracking.core.workspace import scoped_body, scoped_query
 from tracking.logs.entries import LogEntry
 from tracking.pipeline_run.repository import RUNS
 from tracking.pipeline_run.run_page import RunPageService
@@ -57,7 +58,7 @@ SCOPE = ScopeKind.PIPELINE_RUN
 async def list_(request: Request) -> Response:
     caller(request)
     listing = await read_list(request, RUNS)
-    query = parse_query(request, RunListQuery)
+    query = scoped_query(request, RunListQuery)
     async with transaction(request) as session:
         total, items = await RunService(session).list_page(listing, query)
     return await render_page(request, listing, total, items, run_response)
@@ -75,7 +76,7 @@ async def statistics(request: Request) -> Response:
 async def get_or_create_run(request: Request) -> Response:
     """200 ``[run, created]``, as the reference."""
     user_id = caller_id(request)
-    body = await parse_json(request, PipelineRunRequest)
+    body = await scoped_body(request, PipelineRunRequest)
     async with transaction(request) as session:
         item, created = await RunService(session).get_or_create(body, user_id)
     users = await users_by_id(request, [item.user_id])

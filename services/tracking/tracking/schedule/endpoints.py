@@ -15,6 +15,7 @@ from tracking.core.auth import MANAGING_KINDS, caller, caller_id, object_id
 from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
 from tracking.core.schemas import HydrateQuery, ScopedListQuery
+from tracking.core.workspace import scoped_body, scoped_query
 from tracking.schedule.repository import SCHEDULES
 from tracking.schedule.schemas import (
     ScheduleRequest,
@@ -31,7 +32,7 @@ SCOPE = ScopeKind.SCHEDULE
 async def list_(request: Request) -> Response:
     caller(request)
     listing = await read_list(request, SCHEDULES)
-    query = parse_query(request, ScopedListQuery)
+    query = scoped_query(request, ScopedListQuery)
     async with transaction(request) as session:
         total, items = await ScheduleService(session).list_page(listing, query)
     return await render_page(request, listing, total, items, schedule_response)
@@ -39,7 +40,7 @@ async def list_(request: Request) -> Response:
 
 async def create(request: Request) -> Response:
     user_id = caller_id(request, kinds=MANAGING_KINDS)
-    body = await parse_json(request, ScheduleRequest)
+    body = await scoped_body(request, ScheduleRequest)
     async with transaction(request) as session:
         item = await ScheduleService(session).create(body, user_id)
     return await render_one(request, item, schedule_response, hydrate=True)

@@ -16,5 +16,5 @@ async def count_all(session: AsyncSession) -> tuple[int, int, int]:
         sa_select(func.count(col(StackComponent.id))).scalar_subquery(),
         sa_select(func.count(col(Project.id))).scalar_subquery(),
     )
-    stacks, components, projects = (await core_execute(session, statement)).one()
-    return stacks, components, projects
+    row: tuple[int, int, int] = tuple((await core_execute(session, statement)).one())
+    return row[0], row[1], row[2]
