@@ -22,7 +22,7 @@ from tracking.bootstrap import ensure_defaults
 from tracking.code_repository import endpoints as code_repository_endpoints
 from tracking.component import endpoints as component_endpoints
 from tracking.component.secrets import ComponentSecrets
-from tracking.core.workspace import workspace_aliases
+from tracking.core.aliases import aliases
 from tracking.deployment import endpoints as deployment_endpoints
 from tracking.flavor import endpoints as flavor_endpoints
 from tracking.hook_invocation import endpoints as hook_invocation_endpoints
@@ -79,7 +79,7 @@ def routes() -> list[BaseRoute]:
         *secret_endpoints.routes(),
         *statistics_endpoints.routes(),
     ]
-    return [*served, *workspace_aliases(served)]
+    return [*served, *aliases(served)]
 
 
 @asynccontextmanager

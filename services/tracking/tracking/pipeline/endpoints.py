@@ -13,11 +13,11 @@ from shared.pagination import Page
 from shared.responses import render_null
 from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
 from shared.users import users_by_id
+from tracking.core.aliases import scoped_body, scoped_query
 from tracking.core.auth import caller, caller_id
 from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
 from tracking.core.schemas import HydrateQuery, ScopedListQuery
-from tracking.core.workspace import scoped_body, scoped_query
 from tracking.pipeline.repository import PIPELINES
 from tracking.pipeline.schemas import (
     PipelineItem,

@@ -16,10 +16,10 @@ from shared.pagination import Page
 from shared.responses import render, render_null
 from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
 from shared.users import users_by_id
+from tracking.core.aliases import scoped_body, scoped_query
 from tracking.core.auth import caller, caller_id, object_id, snapshot_runner
 from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
-from tracking.core.workspace import scoped_body, scoped_query
 from tracking.logs.entries import LogEntry
 from tracking.pipeline_run.repository import RUNS
 from tracking.pipeline_run.run_page import RunPageService

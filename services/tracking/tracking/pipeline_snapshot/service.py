@@ -77,7 +77,7 @@ class SnapshotService:
         return Snapshot(snapshot, pipeline, stack, tags.get(snapshot_id, ()))
 
     async def create(self, request: PipelineSnapshotRequest, user_id: uuid.UUID) -> Snapshot:
-        project = await self.pipelines.project(request.project)
+        project = await self.pipelines.project(request.project_ref())
         await self.pipelines.in_project(request.pipeline, project.id)
         for model, wanted, what in (
             (Stack, request.stack, "stack"),

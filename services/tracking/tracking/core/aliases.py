@@ -1,9 +1,11 @@
-"""The reference's deprecated ``/workspaces/{project_name_or_id}/<resource>`` paths, which
-older clients still call: route aliases of the ``/<resource>`` routes (the same handlers).
+"""The reference's deprecated paths, which older clients still call, as route aliases (the
+same handlers): ``/pipeline_deployments``, the old name of ``/pipeline_snapshots``, and
+``/workspaces/{project_name_or_id}/<resource>``.
 
 As the reference, the path's project scopes a list (it wins over ``?project=``) and a
 created resource (it wins over the body's ``project``), where the resource is
-project-scoped; stacks and components are global, and there it is ignored.
+project-scoped (over ``?project=`` and ``?project_name_or_id=`` too); stacks and
+components are global, and there it is ignored.
 """
 
 from __future__ import annotations
@@ -18,10 +20,23 @@ from starlette.routing import BaseRoute
 from shared.routing import ApiRoute, parse_json, parse_query
 from tracking.core.schemas import ScopedListQuery, ScopedRequest
 
-__all__ = ["WORKSPACE_ALIASES", "scoped_body", "scoped_query", "workspace_aliases"]
+__all__ = [
+    "RENAMED",
+    "WORKSPACE_ALIASES",
+    "aliases",
+    "renamed_aliases",
+    "scoped_body",
+    "scoped_query",
+    "workspace_aliases",
+]
 
 PREFIX = "/api/v1/workspaces/{project_name_or_id}"
 PARAMETER = "project_name_or_id"
+
+# Old names of a resource's paths (new -> old) and the methods served under them.
+RENAMED: Mapping[str, tuple[str, tuple[str, ...]]] = {
+    "/api/v1/pipeline_snapshots": ("/api/v1/pipeline_deployments", ("GET", "POST", "DELETE")),
+}
 
 # The resources whose deprecated workspace paths ZenML 0.96.3 still serves, and the
 # methods it serves there.
@@ -31,10 +46,40 @@ WORKSPACE_ALIASES: Mapping[str, tuple[str, ...]] = {
     "schedules": ("GET", "POST"),
     "stacks": ("GET", "POST"),
     "components": ("GET", "POST"),
+    "pipeline_deployments": ("GET", "POST"),
 }
 
 Q = TypeVar("Q", bound=ScopedListQuery)
 R = TypeVar("R", bound=ScopedRequest)
+
+
+def _alias(route: ApiRoute, path: str, methods: list[str]) -> ApiRoute:
+    operation = dataclasses.replace(route.operation, operation_id=None)
+    return ApiRoute(path, route.endpoint, methods=methods, operation=operation)
+
+
+def renamed_aliases(
+    routes: Sequence[BaseRoute], renamed: Mapping[str, tuple[str, tuple[str, ...]]] = RENAMED
+) -> list[ApiRoute]:
+    """Each route under a renamed path (itself or one level below it, ``/{id}``) again
+    under the old name, for the methods the old name serves."""
+    found = []
+    for route in routes:
+        if not isinstance(route, ApiRoute):
+            continue
+        for new, (old, allowed) in renamed.items():
+            rest = route.path.removeprefix(new)
+            if rest != route.path and (not rest or (rest.count("/") == 1 and rest[1] == "{")):
+                methods = [m for m in route.methods or () if m in allowed]
+                if methods:
+                    found.append(_alias(route, old + rest, methods))
+    return found
+
+
+def aliases(routes: Sequence[BaseRoute]) -> list[ApiRoute]:
+    """Every alias of ``routes``: the renamed paths, and the workspace paths of both."""
+    renamed = renamed_aliases(routes)
+    return [*renamed, *workspace_aliases([*routes, *renamed])]
 
 
 def workspace_aliases(
@@ -64,6 +109,8 @@ def scoped_query(request: Request, model: type[Q]) -> Q:
     workspace = request.path_params.get(PARAMETER)
     if workspace is not None:
         query.project = workspace
+        if "project_name_or_id" in model.model_fields:  # the snapshots' overriding parameter
+            query.project_name_or_id = None
     return query
 
 

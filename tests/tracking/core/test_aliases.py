@@ -7,9 +7,10 @@ from typing import Any
 
 import httpx
 
+from shared.routing import ApiRoute
 from tests.tracking.artifact.support import Headers, names, new_project
 from tracking.app import routes
-from tracking.core.workspace import WORKSPACE_ALIASES
+from tracking.core.aliases import RENAMED, WORKSPACE_ALIASES
 
 Json = dict[str, Any]
 
@@ -19,11 +20,16 @@ def workspace(project: str, resource: str) -> str:
 
 
 def test_every_alias_is_the_handler_of_its_resource_path():
-    table = {(m, r.path): r.endpoint for r in routes() for m in getattr(r, "methods", None) or ()}
+    api = [r for r in routes() if isinstance(r, ApiRoute)]
+    table = {(m, r.path): r.endpoint for r in api for m in r.methods or ()}
     for resource, methods in WORKSPACE_ALIASES.items():
         for method in methods:
             alias = table[(method, workspace("{project_name_or_id}", resource))]
             assert alias is table[(method, f"/api/v1/{resource}")], (method, resource)
+    for new, (old, methods) in RENAMED.items():
+        for method in methods:
+            one = "/{snapshot_id}" if method == "DELETE" else ""
+            assert table[(method, old + one)] is table[(method, new + one)], (method, old)
 
 
 async def test_a_pipeline_made_on_a_workspace_path_is_of_that_project(
@@ -40,6 +46,30 @@ async def test_a_pipeline_made_on_a_workspace_path_is_of_that_project(
     assert names(listed) == ["trainer"]
     default = workspace(default_project["name"], "pipelines")
     assert names(await tracking.get(default, headers=auth)) == []
+
+
+async def test_a_snapshot_is_read_and_made_under_its_old_name(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+):
+    other = await new_project(tracking, auth, "other")
+    pipeline = await tracking.post(
+        workspace("other", "pipelines"), json={"project": other["id"], "name": "p"}, headers=auth
+    )
+    stacks = await tracking.get("/api/v1/stacks", headers=auth)
+    body = {
+        "project": default_project["id"], "run_name_template": "run", "pipeline_configuration":
+        {"name": "p"}, "stack": stacks.json()["items"][0]["id"], "pipeline": pipeline.json()["id"],
+    }  # fmt: skip
+    made = await tracking.post(workspace("other", "pipeline_deployments"), json=body, headers=auth)
+    assert made.status_code == 200, made.text
+    assert made.json()["body"]["project_id"] == other["id"]
+    read = await tracking.get(f"/api/v1/pipeline_deployments/{made.json()['id']}", headers=auth)
+    assert read.json()["id"] == made.json()["id"]
+    listed = await tracking.get(
+        workspace(other["name"], "pipeline_deployments"),
+        params={"project_name_or_id": default_project["id"]}, headers=auth,
+    )  # fmt: skip
+    assert [item["id"] for item in listed.json()["items"]] == [made.json()["id"]]
 
 
 async def test_an_unknown_workspace_is_404(tracking: httpx.AsyncClient, auth: Headers):
