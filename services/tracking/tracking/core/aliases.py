@@ -107,11 +107,12 @@ def scoped_query(request: Request, model: type[Q]) -> Q:
     """The list's scope; on a workspace path, its project."""
     query = parse_query(request, model)
     workspace = request.path_params.get(PARAMETER)
-    if workspace is not None:
-        query.project = workspace
-        if "project_name_or_id" in model.model_fields:  # the snapshots' overriding parameter
-            query.project_name_or_id = None
-    return query
+    if workspace is None:
+        return query
+    update: dict[str, str | None] = {"project": workspace}
+    if "project_name_or_id" in model.model_fields:  # the snapshots' overriding parameter
+        update["project_name_or_id"] = None
+    return query.model_copy(update=update)
 
 
 async def scoped_body(request: Request, model: type[R]) -> R:
