@@ -10,7 +10,7 @@ from starlette.responses import Response
 
 from shared.auth import ScopeKind
 from shared.db import transaction
-from shared.errors import Conflict
+from shared.errors import Conflict, HTTPDetailError
 from shared.listing import read_list, resolve_lookups
 from shared.pagination import Page
 from shared.responses import render, render_null
@@ -260,9 +260,31 @@ def _run_page_routes(one: str) -> list[ApiRoute]:
     ]
 
 
+async def events_not_streamed(request: Request) -> Response:
+    """A run's live event stream, which the reference serves only with a stream broker
+    configured; this server has none, so it answers as the reference without one."""
+    caller_id(request)
+    raise HTTPDetailError(501, "Live event streaming is not enabled on this server.")
+
+
 def routes() -> list[ApiRoute]:
     runs = "/api/v1/runs"
+    events = runs + "/{pipeline_run_id}/events"
     return [
+        *(
+            api_route(
+                path,
+                events_not_streamed,
+                method=method,
+                summary=summary,
+                tags=["runs"],
+                errors=(501,),
+            )
+            for path, method, summary in (
+                (events, "POST", "Publish Run Events"),
+                (events + "/stream", "GET", "Stream Run Events"),
+            )
+        ),
         api_route(
             runs,
             list_,
