@@ -26,12 +26,23 @@ def stack() -> Any:
             "valkey": {"port": 6399},
             "postgres": {"port": 5499},
             "entrypoint": [
-                {"name": "platform", "title": "p", "port": 8080,
-                 "unimplemented": ["/api/v1/models"]},  # fmt: skip
+                {
+                    "name": "platform",
+                    "title": "p",
+                    "port": 8080,
+                    "unimplemented": ["/api/v1/models"],
+                },
             ],
             "service": [
-                {"name": "things", "module": "things", "kind": "web", "port": 8101,
-                 "entrypoint": "platform", "routes": ["/api/v1/things"], "issuer": True},  # fmt: skip
+                {
+                    "name": "things",
+                    "module": "things",
+                    "kind": "web",
+                    "port": 8101,
+                    "entrypoint": "platform",
+                    "routes": ["/api/v1/things"],
+                    "issuer": True,
+                },
             ],
         }
     )
