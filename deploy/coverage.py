@@ -152,12 +152,16 @@ def measure(
 
 
 def platform_routes(stack: Stack) -> dict[str, Sequence[BaseRoute]]:
-    """Each platform web service's routes, from its app (service name -> routes)."""
-    return {
-        service.name: service_app(service.module).routes
-        for service in stack.web_services
-        if service.entrypoint == ENTRYPOINT
-    }
+    """Each platform web service's routes, from its app (service name -> routes); a
+    service whose module builds no service app (not written yet) serves nothing."""
+    routes: dict[str, Sequence[BaseRoute]] = {}
+    for service in stack.web_services:
+        if service.entrypoint == ENTRYPOINT:
+            try:
+                routes[service.name] = service_app(service.module).routes
+            except LookupError:
+                routes[service.name] = ()
+    return routes
 
 
 def render(coverage: Coverage, operations: Sequence[tuple[str, str]]) -> str:

@@ -10,7 +10,14 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from deploy.config import parse_stack
-from deploy.coverage import PAGE, REFERENCE, build, measure, reference_operations
+from deploy.coverage import (
+    PAGE,
+    REFERENCE,
+    build,
+    measure,
+    platform_routes,
+    reference_operations,
+)
 
 Ops = list[tuple[str, str]]
 
@@ -107,3 +114,8 @@ def test_an_operation_without_reason_and_a_reason_without_operation_are_problems
     assert (coverage.unexplained, coverage.stale_reasons) == ([], [])
     coverage = measure(stack(), OPERATIONS[:1], reasons, ROUTES)
     assert coverage.stale_reasons == ["GET /api/v1/things"]
+
+
+def test_a_service_without_an_app_serves_nothing():
+    routes = platform_routes(stack())  # "things" is no importable module
+    assert routes == {"things": ()}
