@@ -33,11 +33,15 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 from string import Template
+from typing import TYPE_CHECKING
 
 import httpx
 
 from deploy.config import DEFAULT_STACK_FILE, Stack, StackConfigError, load_stack
 from deploy.gateway.openapi import Document, MergeError, merge
+
+if TYPE_CHECKING:
+    from shared.app import ServiceApp
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SITE = Path(__file__).resolve().parent / "site"
@@ -61,6 +65,13 @@ def service_document(module: str) -> Document:
     Raises :class:`LookupError` when ``module`` has no ``app.create_app`` and
     ``settings.Settings``, the layout every service has.
     """
+    return service_app(module).openapi_document()
+
+
+def service_app(module: str) -> ServiceApp:
+    """The service app ``module`` builds (in this process), with settings constructed
+    without validation or the environment and without its lifespan; :class:`LookupError`
+    as :func:`service_document`."""
     try:
         factory = importlib.import_module(f"{module}.app").create_app
         settings = importlib.import_module(f"{module}.settings").Settings
@@ -76,7 +87,7 @@ def service_document(module: str) -> Document:
     app = factory(settings.model_construct())
     if not isinstance(app, ServiceApp):
         raise LookupError(f"{module}.app.create_app does not build a service app")
-    return app.openapi_document()
+    return app
 
 
 def document_command(module: str) -> list[str]:

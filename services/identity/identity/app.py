@@ -11,6 +11,7 @@ from pathlib import Path
 
 import httpx
 from starlette.applications import Starlette
+from starlette.routing import BaseRoute
 
 from identity import (
     api_key,
@@ -124,6 +125,19 @@ def _lifespan(clock: Clock) -> LifespanHook:
     return lifespan
 
 
+def routes() -> list[BaseRoute]:
+    return [
+        *server_endpoints.routes(),
+        *server_settings_endpoints.routes(),
+        *auth_endpoints.routes(),
+        *device_endpoints.routes(),
+        *api_token_endpoints.routes(),
+        *user_endpoints.routes(),
+        *service_account_endpoints.routes(),
+        *api_key_endpoints.routes(),
+    ]
+
+
 def create_app(
     settings: Settings | None = None,
     *,
@@ -141,16 +155,7 @@ def create_app(
             "Logins, devices, service accounts and their API keys, API tokens and the "
             "platform's signing keys."
         ),
-        routes=[
-            *server_endpoints.routes(),
-            *server_settings_endpoints.routes(),
-            *auth_endpoints.routes(),
-            *device_endpoints.routes(),
-            *api_token_endpoints.routes(),
-            *user_endpoints.routes(),
-            *service_account_endpoints.routes(),
-            *api_key_endpoints.routes(),
-        ],
+        routes=routes(),
         migrations=MIGRATIONS,
         lifespan=_lifespan(clock),
         http_transport=http_transport,

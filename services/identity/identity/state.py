@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 from shared.state import StoreState
 
 if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncEngine
+
     from identity.server_settings.service import TrackingOnboarding, UserActivity
     from identity.settings import Settings
     from identity.signing_key.service import KeyRing
@@ -20,6 +22,7 @@ __all__ = ["IdentityState"]
 @dataclass(frozen=True, slots=True)
 class IdentityState(StoreState):
     settings: Settings
+    engine: AsyncEngine
     clock: Clock
     keyring: KeyRing
     workload_scopes: WorkloadScopes

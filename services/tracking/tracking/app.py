@@ -23,6 +23,7 @@ from tracking.bootstrap import ensure_defaults
 from tracking.code_repository import endpoints as code_repository_endpoints
 from tracking.component import endpoints as component_endpoints
 from tracking.component.secrets import ComponentSecrets
+from tracking.core.aliases import aliases
 from tracking.deployment import endpoints as deployment_endpoints
 from tracking.flavor import endpoints as flavor_endpoints
 from tracking.hook_invocation import endpoints as hook_invocation_endpoints
@@ -42,6 +43,7 @@ from tracking.service_connector.probe import ClusterProbe
 from tracking.settings import Settings
 from tracking.stack import endpoints as stack_endpoints
 from tracking.state import TrackingState
+from tracking.statistics import endpoints as statistics_endpoints
 from tracking.step_run import endpoints as step_run_endpoints
 from tracking.store import ArtifactStores
 from tracking.store.egress import AddressPolicy, EgressProxy
@@ -55,7 +57,7 @@ MIGRATIONS = Path(__file__).parent / "migrations"
 
 
 def routes() -> list[BaseRoute]:
-    return [
+    served = [
         *project_endpoints.routes(),
         *stack_endpoints.routes(),
         *component_endpoints.routes(),
@@ -79,7 +81,9 @@ def routes() -> list[BaseRoute]:
         *run_metadata_endpoints.routes(),
         *tag_endpoints.routes(),
         *secret_endpoints.routes(),
+        *statistics_endpoints.routes(),
     ]
+    return [*served, *aliases(served)]
 
 
 @asynccontextmanager

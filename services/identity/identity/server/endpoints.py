@@ -1,4 +1,5 @@
-"""``/info`` (the server model the zenml client reads first) and the public JWKS."""
+"""``/info`` (the server model the zenml client reads first), ``/version``, ``/load-info``
+(this process's threads and database pool) and the public JWKS."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from identity.server.schemas import AuthScheme, ServerModel
+from identity.server.schemas import AuthScheme, ServerLoadInfo, ServerModel
+from identity.server.service import load_info
 from identity.server_settings.service import ServerSettingsService
 from identity.settings import Settings
 from identity.state import IdentityState
+from shared.auth import require_principal
 from shared.db import transaction
 from shared.responses import render
 from shared.routing import ApiRoute, api_route
@@ -42,6 +45,15 @@ async def info(request: Request) -> Response:
     )
 
 
+async def version(_request: Request) -> Response:
+    return render(PLATFORM_VERSION)
+
+
+async def get_load_info(request: Request) -> Response:
+    require_principal(request)
+    return render(load_info(IdentityState.of(request).engine))
+
+
 async def jwks(request: Request) -> Response:
     # Public keys only; cached briefly by clients, who refetch on an unknown kid anyway.
     document = await IdentityState.of(request).keyring.jwks()
@@ -58,6 +70,23 @@ def routes() -> list[ApiRoute]:
             tags=["server"],
             auth=False,
             response=ServerModel,
+        ),
+        api_route(
+            "/api/v1/version",
+            version,
+            method="GET",
+            summary="Version",
+            tags=["server"],
+            auth=False,
+            response=str,
+        ),
+        api_route(
+            "/api/v1/load-info",
+            get_load_info,
+            method="GET",
+            summary="Server Load Info",
+            tags=["server"],
+            response=ServerLoadInfo,
         ),
         api_route(
             "/.well-known/jwks.json",

@@ -36,3 +36,10 @@ class ServerModel(BaseModel):
     pro_organization_name: str | None = None
     pro_workspace_id: uuid.UUID | None = None
     pro_workspace_name: str | None = None
+
+
+class ServerLoadInfo(BaseModel):
+    threads: int
+    db_connections_total: int
+    db_connections_active: int
+    db_connections_overflow: int

@@ -1,4 +1,5 @@
-"""``/settings`` (any user reads them, an admin changes them) and ``/onboarding_state``."""
+"""``/settings`` (any user reads them, an admin changes them), ``/onboarding_state`` and
+``/activate`` (refused: this server is active from its first start)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from identity.server_settings.schemas import (
+    ServerActivationRequest,
     ServerSettingsQuery,
     ServerSettingsResponse,
     ServerSettingsUpdate,
@@ -16,7 +18,7 @@ from identity.settings import Settings
 from identity.state import IdentityState
 from shared.auth import require_principal
 from shared.db import transaction
-from shared.responses import render
+from shared.responses import render, render_null
 from shared.routing import ApiRoute, api_route, parse_json, parse_query
 
 
@@ -38,6 +40,14 @@ async def update(request: Request) -> Response:
     async with transaction(request) as session:
         row = await ServerSettingsService(session, state.clock).update_for(caller, body)
     return render(settings_response(row, settings.server_id, hydrate=True))
+
+
+async def activate(request: Request) -> Response:
+    state = IdentityState.of(request)
+    body = await parse_json(request, ServerActivationRequest)
+    async with transaction(request) as session:
+        await ServerSettingsService(session, state.clock).activate(body)
+    return render_null()
 
 
 async def get_onboarding_state(request: Request) -> Response:
@@ -73,6 +83,17 @@ def routes() -> list[ApiRoute]:
             tags=tags,
             body=ServerSettingsUpdate,
             response=ServerSettingsResponse,
+            errors=(403,),
+        ),
+        api_route(
+            "/api/v1/activate",
+            activate,
+            method="PUT",
+            summary="Activate Server",
+            tags=tags,
+            auth=False,
+            body=ServerActivationRequest,
+            response=None,
             errors=(403,),
         ),
         api_route(

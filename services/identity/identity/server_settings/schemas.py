@@ -51,6 +51,13 @@ class ServerSettingsUpdate(BaseModel):
         return changes
 
 
+class ServerActivationRequest(ServerSettingsUpdate):
+    """``PUT /activate``: the settings a server starts with and, optionally, its first admin."""
+
+    admin_username: str | None = None
+    admin_password: str | None = None
+
+
 class ServerSettingsResponseBody(BaseModel):
     server_id: uuid.UUID
     server_name: str

@@ -24,7 +24,11 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from identity.core.auth import acting_user
 from identity.models import ServerSettings
 from identity.server_settings.repository import ServerSettingsRepository
-from identity.server_settings.schemas import TRACKING_STEPS, ServerSettingsUpdate
+from identity.server_settings.schemas import (
+    TRACKING_STEPS,
+    ServerActivationRequest,
+    ServerSettingsUpdate,
+)
 from identity.settings import Settings
 from shared.auth import Principal
 from shared.db import Clock, SessionMaker, session_scope
@@ -42,6 +46,11 @@ _STEPS = TypeAdapter(list[str])
 class NotAdmin(Forbidden):
     def __init__(self) -> None:
         super().__init__("Only admins can update server settings.")
+
+
+class AlreadyActive(Forbidden):
+    def __init__(self) -> None:
+        super().__init__("The server is already active.")
 
 
 def initial_settings(settings: Settings, now: dt.datetime) -> ServerSettings:
@@ -89,6 +98,12 @@ class ServerSettingsService:
             self.repository.add(row)
             await self.repository.session.flush()
         return row
+
+    async def activate(self, _request: ServerActivationRequest) -> None:
+        """The reference activates a server once; this one is active from its first start
+        (it creates its default admin then), so every activation is refused as the
+        reference refuses a second one."""
+        raise AlreadyActive()
 
     async def complete_steps(self, steps: set[OnboardingStep]) -> None:
         await self.repository.complete_steps(steps, self.clock())

@@ -72,6 +72,16 @@ async def update(request: Request) -> Response:
     return render(user_response(user, hydrate=True))
 
 
+async def email_opt_in(request: Request) -> Response:
+    body = await parse_json(request, UserUpdate)
+    caller = require_principal(request)
+    async with transaction(request) as session:
+        user = await _users(request, session).email_opt_in_for(
+            caller, request.path_params["user_name_or_id"], body
+        )
+    return render(user_response(user, hydrate=True))
+
+
 async def deactivate(request: Request) -> Response:
     caller = require_principal(request)
     async with transaction(request) as session:
@@ -169,5 +179,15 @@ def routes() -> list[ApiRoute]:
             response=UserResponse,
             auth=False,
             errors=(400, 403, 404),
+        ),
+        api_route(
+            one + "/email-opt-in",
+            email_opt_in,
+            method="PUT",
+            summary="Email Opt In Response",
+            tags=tags,
+            body=UserUpdate,
+            response=UserResponse,
+            errors=(404,),
         ),
     ]

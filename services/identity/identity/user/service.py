@@ -23,6 +23,7 @@ from identity.user.schemas import UserRequest, UserUpdate
 from shared.auth import Principal, RevocationList, TokenKind
 from shared.db import Clock, utcnow
 from shared.errors import (
+    AuthorizationFailed,
     BadRequest,
     Conflict,
     Forbidden,
@@ -131,6 +132,18 @@ class UserService:
         if user.id != actor.id and not actor.is_admin:
             raise Forbidden("Only admins can update other accounts.")
         return await self.update(user, update, by_admin=actor.is_admin, actor=str(actor.id))
+
+    async def email_opt_in_for(
+        self, caller: Principal, name_or_id: str, answer: UserUpdate
+    ) -> User:
+        """A user's answer to the email prompt: their email and whether they opted in. As
+        the reference, only for oneself and named by id (a name is refused as another's)."""
+        actor = await self._actor(caller)
+        user = await self.get(name_or_id)
+        if str(actor.id) != name_or_id:
+            raise AuthorizationFailed("Users can not opt in on behalf of another user.")
+        only = UserUpdate(email=answer.email, email_opted_in=answer.email_opted_in)
+        return await self.update(user, only, by_admin=False, actor=str(actor.id))
 
     async def deactivate_for(self, caller: Principal, name_or_id: str) -> tuple[User, str]:
         """The deactivated account and its fresh activation token."""

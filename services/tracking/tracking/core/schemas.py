@@ -10,7 +10,7 @@ import uuid
 from enum import StrEnum
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, WithJsonSchema
 
 from shared.types import WireDatetime
 
@@ -80,6 +80,15 @@ class ScopedRequest(BaseModel):
 
     user: uuid.UUID | None = None
     project: uuid.UUID
+    _workspace: str | None = PrivateAttr(default=None)
+
+    def in_workspace(self, workspace: str | None) -> None:
+        """Made on a deprecated ``/workspaces/{project}/...`` path: that project (a name or
+        an id) wins over ``project``, as the reference's."""
+        self._workspace = workspace
+
+    def project_ref(self) -> str | uuid.UUID:
+        return self._workspace or self.project
 
 
 class ScopedListQuery(BaseModel):

@@ -16,7 +16,12 @@ from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
 from tracking.core.schemas import HydrateQuery, ScopedListQuery
 from tracking.deployment.repository import DEPLOYMENTS
-from tracking.deployment.schemas import DeploymentRequest, DeploymentResponse, deployment_response
+from tracking.deployment.schemas import (
+    DeploymentRequest,
+    DeploymentResponse,
+    DeploymentUpdate,
+    deployment_response,
+)
 from tracking.deployment.service import DeploymentService
 
 LIST_QUERY = DEPLOYMENTS.query_model(extra=query_extras(ScopedListQuery))
@@ -46,6 +51,15 @@ async def get(request: Request) -> Response:
     async with transaction(request) as session:
         item = await DeploymentService(session).get(deployment_id)
     return await render_one(request, item, deployment_response, hydrate=query.hydrate)
+
+
+async def update(request: Request) -> Response:
+    deployment_id = object_id(request, "deployment_id", SCOPE)
+    user_id = caller_id(request)
+    body = await parse_json(request, DeploymentUpdate)
+    async with transaction(request) as session:
+        item = await DeploymentService(session).update(deployment_id, body, user_id)
+    return await render_one(request, item, deployment_response, hydrate=True)
 
 
 async def delete(request: Request) -> Response:
@@ -89,6 +103,16 @@ def routes() -> list[ApiRoute]:
             query=HydrateQuery,
             response=DeploymentResponse,
             errors=(404,),
+        ),
+        api_route(
+            one,
+            update,
+            method="PUT",
+            summary="Update Deployment",
+            tags=tags,
+            body=DeploymentUpdate,
+            response=DeploymentResponse,
+            errors=(404, 409),
         ),
         api_route(
             one, delete, method="DELETE", summary="Delete Deployment", tags=tags, errors=(400, 404)

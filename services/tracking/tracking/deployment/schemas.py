@@ -28,6 +28,25 @@ class DeploymentStatus(StrEnum):
     ERROR = "error"
 
 
+class DeploymentUpdate(BaseModel):
+    """What is given (and not null) is set; tags are added or taken off."""
+
+    name: str | None = Field(default=None, min_length=1, max_length=255)
+    snapshot_id: uuid.UUID | None = None
+    url: str | None = None
+    status: DeploymentStatus | None = None
+    deployment_metadata: dict[str, Any] | None = None
+    auth_key: str | None = None
+    add_tags: list[TagName] | None = None
+    remove_tags: list[str] | None = None
+
+    def changes(self) -> dict[str, Any]:
+        """The columns to set besides the name."""
+        return self.model_dump(
+            exclude_unset=True, exclude_none=True, exclude={"name", "add_tags", "remove_tags"}
+        )
+
+
 class DeploymentRequest(ScopedRequest):
     name: str = Field(min_length=1, max_length=255)
     snapshot_id: uuid.UUID

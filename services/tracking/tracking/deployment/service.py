@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from shared.db import utcnow
 from shared.errors import BadRequest, NotFound
 from shared.listing import Listing
 from tracking.component.flavors import StackComponentType
@@ -18,7 +19,7 @@ from tracking.core.errors import NameTaken, ScopedNotFound
 from tracking.core.schemas import ScopedListQuery
 from tracking.core.service import ScopedService
 from tracking.deployment.repository import DEPLOYMENTS, TAG_RESOURCE, DeploymentRepository
-from tracking.deployment.schemas import DeploymentItem, DeploymentRequest
+from tracking.deployment.schemas import DeploymentItem, DeploymentRequest, DeploymentUpdate
 from tracking.models import Deployment, Pipeline, PipelineSnapshot, Stack, StackComponent
 from tracking.pipeline.service import PipelineService
 from tracking.stack.schemas import nested_stack
@@ -58,12 +59,7 @@ class DeploymentService(ScopedService[Deployment]):
 
     async def create(self, request: DeploymentRequest, user_id: uuid.UUID) -> DeploymentItem:
         project = await self.project(request.project)
-        snapshot = await self.session.get(PipelineSnapshot, request.snapshot_id)
-        if snapshot is None or snapshot.project_id != project.id:
-            raise NotFound(
-                f"The pipeline snapshot with ID {request.snapshot_id} referenced by the "
-                f"deployment being created was not found in the '{project.id}' project"
-            )
+        await self._snapshot_in(project.id, request.snapshot_id, "created", str(project.id))
         deployer = await self.session.get(StackComponent, request.deployer_id)
         if deployer is None:
             raise ComponentNotFound(request.deployer_id)
@@ -83,6 +79,36 @@ class DeploymentService(ScopedService[Deployment]):
         await self.insert(deployment, project)
         await self.tags.attach(TAG_RESOURCE, deployment.id, request.tag_names(), user_id)
         return await self.get(deployment.id)
+
+    async def update(
+        self, deployment_id: uuid.UUID, update: DeploymentUpdate, user_id: uuid.UUID
+    ) -> DeploymentItem:
+        """As the reference: a new snapshot must be of the deployment's project, a new
+        name free in it."""
+        deployment = await self.get_row(deployment_id)
+        if update.snapshot_id is not None:
+            project = await self.project(deployment.project_id)
+            await self._snapshot_in(project.id, update.snapshot_id, "updated", project.name)
+        for column, value in update.changes().items():
+            setattr(deployment, column, value)
+        deployment.updated = utcnow()
+        if update.name is not None:
+            await self.rename(deployment, update.name)
+        await self.session.flush()
+        await self.tags.attach(TAG_RESOURCE, deployment.id, update.add_tags or [], user_id)
+        await self.tags.detach(TAG_RESOURCE, deployment.id, update.remove_tags or [])
+        return await self.get(deployment.id)
+
+    async def _snapshot_in(
+        self, project_id: uuid.UUID, snapshot_id: uuid.UUID, operation: str, project: str
+    ) -> None:
+        """404 unless the snapshot is of the project (the reference's message)."""
+        snapshot = await self.session.get(PipelineSnapshot, snapshot_id)
+        if snapshot is None or snapshot.project_id != project_id:
+            raise NotFound(
+                f"The pipeline snapshot with ID {snapshot_id} referenced by the "
+                f"deployment being {operation} was not found in the '{project}' project"
+            )
 
     async def _by_id(self, model: type[Any], ids: set[Any]) -> dict[uuid.UUID, Any]:
         return await self.repository.by_id(model, ids)

@@ -1,5 +1,6 @@
 """``/flavors``: the stack component flavors tracking knows (list and get; they are built
-in, so not created, changed or deleted through the API)."""
+in, so not created, changed or deleted through the API, and ``PATCH /flavors/sync`` has
+nothing to bring in)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from starlette.responses import Response
 from shared.db import transaction
 from shared.listing import page_of, read_list
 from shared.pagination import Page
-from shared.responses import render
+from shared.responses import render, render_null
 from shared.routing import ApiRoute, api_route, parse_query, path_param
 from tracking.component.schemas import FlavorResponse
 from tracking.core.auth import caller, caller_id
@@ -41,6 +42,13 @@ async def get(request: Request) -> Response:
     return render(flavor_response(flavor_by_id(flavor_id), query.hydrate))
 
 
+async def sync(request: Request) -> Response:
+    """The reference's re-registration of its built-in flavors; here they are the code's
+    registry, always in sync, so any user's call succeeds with nothing to do."""
+    caller_id(request)
+    return render_null()
+
+
 def routes() -> list[ApiRoute]:
     many = "/api/v1/flavors"
     return [
@@ -64,4 +72,5 @@ def routes() -> list[ApiRoute]:
             response=FlavorResponse,
             errors=(404,),
         ),
+        api_route(many + "/sync", sync, method="PATCH", summary="Sync Flavors", tags=["flavors"]),
     ]

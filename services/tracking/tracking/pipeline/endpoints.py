@@ -13,6 +13,7 @@ from shared.pagination import Page
 from shared.responses import render_null
 from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
 from shared.users import users_by_id
+from tracking.core.aliases import scoped_body, scoped_query
 from tracking.core.auth import caller, caller_id
 from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
@@ -22,6 +23,7 @@ from tracking.pipeline.schemas import (
     PipelineItem,
     PipelineRequest,
     PipelineResponse,
+    PipelineUpdate,
     pipeline_response,
 )
 from tracking.pipeline.service import PipelineService
@@ -44,7 +46,7 @@ async def with_runners(request: Request, items: list[PipelineItem]) -> list[Pipe
 async def list_(request: Request) -> Response:
     caller(request)
     listing = await read_list(request, PIPELINES)
-    query = parse_query(request, ScopedListQuery)
+    query = scoped_query(request, ScopedListQuery)
     async with transaction(request) as session:
         total, items = await PipelineService(session).list_page(listing, query)
     return await render_page(
@@ -54,7 +56,7 @@ async def list_(request: Request) -> Response:
 
 async def create(request: Request) -> Response:
     user_id = caller_id(request)
-    body = await parse_json(request, PipelineRequest)
+    body = await scoped_body(request, PipelineRequest)
     async with transaction(request) as session:
         item = await PipelineService(session).create(body, user_id)
     return await render_one(request, item, pipeline_response, hydrate=True)
@@ -68,6 +70,16 @@ async def get(request: Request) -> Response:
         item = await PipelineService(session).get(pipeline_id)
     (item,) = await with_runners(request, [item])
     return await render_one(request, item, pipeline_response, hydrate=query.hydrate)
+
+
+async def update(request: Request) -> Response:
+    user_id = caller_id(request)
+    pipeline_id = path_param(request, "pipeline_id", uuid.UUID)
+    body = await parse_json(request, PipelineUpdate)
+    async with transaction(request) as session:
+        item = await PipelineService(session).update(pipeline_id, body, user_id)
+    (item,) = await with_runners(request, [item])
+    return await render_one(request, item, pipeline_response, hydrate=True)
 
 
 async def delete(request: Request) -> Response:
@@ -110,6 +122,16 @@ def routes() -> list[ApiRoute]:
             summary="Get Pipeline",
             tags=tags,
             query=HydrateQuery,
+            response=PipelineResponse,
+            errors=(404,),
+        ),
+        api_route(
+            one,
+            update,
+            method="PUT",
+            summary="Update Pipeline",
+            tags=tags,
+            body=PipelineUpdate,
             response=PipelineResponse,
             errors=(404,),
         ),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Annotated, Any, NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -20,6 +20,14 @@ class PipelineRequest(ScopedRequest):
     name: str = Field(min_length=1, max_length=255)
     description: str | None = None
     tags: list[TagRef] | None = None
+
+
+class PipelineUpdate(BaseModel):
+    """As the reference, the description is replaced whole (left out, it is cleared)."""
+
+    description: str | None = Field(default=None, max_length=65535)
+    add_tags: list[Annotated[str, Field(max_length=255)]] | None = None
+    remove_tags: list[str] | None = None
 
 
 class PipelineResponseBody(ProjectScopedBody):

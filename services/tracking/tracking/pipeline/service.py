@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from shared.db import utcnow
 from shared.listing import Listing
 from tracking.core.errors import NameTaken, ScopedNotFound
 from tracking.core.rows import ScopedRow
@@ -16,7 +17,7 @@ from tracking.core.schemas import ScopedListQuery
 from tracking.core.service import ScopedService
 from tracking.models import Pipeline
 from tracking.pipeline.repository import PIPELINES, PipelineRepository
-from tracking.pipeline.schemas import PipelineItem, PipelineRequest
+from tracking.pipeline.schemas import PipelineItem, PipelineRequest, PipelineUpdate
 from tracking.run_metadata.repository import RunMetadataRepository
 from tracking.tag.schemas import TaggableResourceTypes
 from tracking.tag.service import TagService
@@ -70,7 +71,7 @@ class PipelineService(ScopedService[Pipeline]):
         await self.delete_row(pipeline_id)
 
     async def create(self, request: PipelineRequest, user_id: uuid.UUID) -> PipelineItem:
-        project = await self.project(request.project)
+        project = await self.project(request.project_ref())
         pipeline = Pipeline(
             project_id=project.id,
             name=request.name,
@@ -81,6 +82,17 @@ class PipelineService(ScopedService[Pipeline]):
         await self.tags.attach(TAG_RESOURCE, pipeline.id, request.tags or [], user_id)
         tags = await self.tags.for_resources(TAG_RESOURCE, [pipeline.id])
         return PipelineItem(pipeline, tags=tags.get(pipeline.id, ()))
+
+    async def update(
+        self, pipeline_id: uuid.UUID, update: PipelineUpdate, user_id: uuid.UUID
+    ) -> PipelineItem:
+        pipeline = await self.get_row(pipeline_id)
+        pipeline.description = update.description
+        pipeline.updated = utcnow()
+        await self.tags.attach(TAG_RESOURCE, pipeline.id, update.add_tags or [], user_id)
+        await self.tags.detach(TAG_RESOURCE, pipeline.id, update.remove_tags or [])
+        await self.session.flush()
+        return await self.get(pipeline.id)
 
     async def in_project(self, pipeline_id: uuid.UUID, project_id: uuid.UUID) -> ScopedRow:
         """The pipeline, which must be in ``project_id`` (404 otherwise)."""

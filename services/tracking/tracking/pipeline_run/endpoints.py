@@ -10,12 +10,13 @@ from starlette.responses import Response
 
 from shared.auth import ScopeKind
 from shared.db import transaction
-from shared.errors import Conflict
+from shared.errors import Conflict, HTTPDetailError
 from shared.listing import read_list, resolve_lookups
 from shared.pagination import Page
 from shared.responses import render, render_null
 from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
 from shared.users import users_by_id
+from tracking.core.aliases import scoped_body, scoped_query
 from tracking.core.auth import caller, caller_id, object_id, snapshot_runner
 from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
@@ -57,7 +58,7 @@ SCOPE = ScopeKind.PIPELINE_RUN
 async def list_(request: Request) -> Response:
     caller(request)
     listing = await read_list(request, RUNS)
-    query = parse_query(request, RunListQuery)
+    query = scoped_query(request, RunListQuery)
     async with transaction(request) as session:
         total, items = await RunService(session).list_page(listing, query)
     return await render_page(request, listing, total, items, run_response)
@@ -75,7 +76,7 @@ async def statistics(request: Request) -> Response:
 async def get_or_create_run(request: Request) -> Response:
     """200 ``[run, created]``, as the reference."""
     user_id = caller_id(request)
-    body = await parse_json(request, PipelineRunRequest)
+    body = await scoped_body(request, PipelineRunRequest)
     async with transaction(request) as session:
         item, created = await RunService(session).get_or_create(body, user_id)
     users = await users_by_id(request, [item.user_id])
@@ -259,9 +260,31 @@ def _run_page_routes(one: str) -> list[ApiRoute]:
     ]
 
 
+async def events_not_streamed(request: Request) -> Response:
+    """A run's live event stream, which the reference serves only with a stream broker
+    configured; this server has none, so it answers as the reference without one."""
+    caller_id(request)
+    raise HTTPDetailError(501, "Live event streaming is not enabled on this server.")
+
+
 def routes() -> list[ApiRoute]:
     runs = "/api/v1/runs"
+    events = runs + "/{pipeline_run_id}/events"
     return [
+        *(
+            api_route(
+                path,
+                events_not_streamed,
+                method=method,
+                summary=summary,
+                tags=["runs"],
+                errors=(501,),
+            )
+            for path, method, summary in (
+                (events, "POST", "Publish Run Events"),
+                (events + "/stream", "GET", "Stream Run Events"),
+            )
+        ),
         api_route(
             runs,
             list_,

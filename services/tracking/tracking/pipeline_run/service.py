@@ -162,7 +162,7 @@ class RunService(ScopedService[PipelineRun]):
         (``False``); else the snapshot's announced run, now taken by the orchestrator
         (``True``); else the run of that name for the same snapshot (``False``); else a
         new one (``True``)."""
-        project = await self.project(request.project)
+        project = await self.project(request.project_ref())
         snapshot = await self._snapshot_of(request.snapshot, project)
         if request.orchestrator_run_id:
             started = await self.runs.by_orchestrator_run(

@@ -16,6 +16,7 @@ from shared.pagination import Page
 from shared.responses import render, render_null
 from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
 from tracking.artifact_version.download import SNAPSHOT_CODE, DownloadTokens
+from tracking.core.aliases import scoped_body, scoped_query
 from tracking.core.auth import caller, caller_id
 from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
@@ -24,6 +25,7 @@ from tracking.pipeline_snapshot.repository import SNAPSHOTS
 from tracking.pipeline_snapshot.schemas import (
     PipelineSnapshotRequest,
     PipelineSnapshotResponse,
+    PipelineSnapshotUpdate,
     SnapshotListQuery,
     snapshot_response,
 )
@@ -40,7 +42,7 @@ class CodeQuery(BaseModel):
 
 async def create(request: Request) -> Response:
     user_id = caller_id(request)
-    body = await parse_json(request, PipelineSnapshotRequest)
+    body = await scoped_body(request, PipelineSnapshotRequest)
     async with transaction(request) as session:
         item = await SnapshotService(session).create(body, user_id)
     return await render_one(request, item, snapshot_response, hydrate=True)
@@ -53,6 +55,15 @@ async def get(request: Request) -> Response:
     async with transaction(request) as session:
         item = await SnapshotService(session).get(snapshot_id)
     return await render_one(request, item, snapshot_response, hydrate=query.hydrate)
+
+
+async def update(request: Request) -> Response:
+    user_id = caller_id(request)
+    snapshot_id = path_param(request, "snapshot_id", uuid.UUID)
+    body = await parse_json(request, PipelineSnapshotUpdate)
+    async with transaction(request) as session:
+        item = await SnapshotService(session).update(snapshot_id, body, user_id)
+    return await render_one(request, item, snapshot_response, hydrate=True)
 
 
 async def delete(request: Request) -> Response:
@@ -99,7 +110,7 @@ async def code(request: Request) -> Response:
 async def list_snapshots(request: Request) -> Response:
     caller(request)
     listing = await read_list(request, SNAPSHOTS)
-    query = parse_query(request, SnapshotListQuery)
+    query = scoped_query(request, SnapshotListQuery)
     async with transaction(request) as session:
         total, items = await SnapshotService(session).list_page(listing, query)
     return await render_page(request, listing, total, items, snapshot_response)
@@ -129,6 +140,16 @@ def routes() -> list[ApiRoute]:
             query=HydrateQuery,
             response=PipelineSnapshotResponse,
             errors=(404,),
+        ),
+        api_route(
+            one,
+            update,
+            method="PUT",
+            summary="Update Snapshot",
+            tags=tags,
+            body=PipelineSnapshotUpdate,
+            response=PipelineSnapshotResponse,
+            errors=(400, 404, 409),
         ),
         api_route(
             one, delete, method="DELETE", summary="Delete Snapshot", tags=tags, errors=(400, 404)

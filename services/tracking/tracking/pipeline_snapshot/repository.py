@@ -13,6 +13,7 @@ from sqlalchemy import Table, exists, func, not_, true
 from sqlalchemy import delete as sa_delete
 from sqlalchemy import insert as sa_insert
 from sqlalchemy import select as sa_select
+from sqlalchemy import update as sa_update
 from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
@@ -231,6 +232,27 @@ class SnapshotRepository:
 
     async def delete(self, snapshot_id: uuid.UUID) -> None:
         statement = sa_delete(self.table).where(col(PipelineSnapshot.id) == snapshot_id)
+        await self.session.exec(statement)
+
+    async def named(self, pipeline_id: uuid.UUID, name: str) -> uuid.UUID | None:
+        """The id of the pipeline's snapshot called ``name``, if any."""
+        query = sa_select(col(PipelineSnapshot.id)).where(
+            col(PipelineSnapshot.pipeline_id) == pipeline_id, col(PipelineSnapshot.name) == name
+        )
+        found: uuid.UUID | None = (await self.session.exec(query)).scalars().first()  # type: ignore[call-overload]
+        return found
+
+    async def update(self, snapshot_id: uuid.UUID, values: dict[str, Any]) -> None:
+        statement = (
+            sa_update(self.table).where(col(PipelineSnapshot.id) == snapshot_id).values(values)
+        )
+        await self.session.exec(statement)
+
+    async def unlink_triggers(self, snapshot_id: uuid.UUID) -> None:
+        """An unnamed snapshot is no trigger's target any more (the reference's rule)."""
+        statement = sa_delete(TriggerSnapshot).where(
+            col(TriggerSnapshot.snapshot_id) == snapshot_id
+        )
         await self.session.exec(statement)
 
     async def insert(self, values: dict[str, Any]) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Annotated, Any, NamedTuple
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from shared.envelope import Envelope
 from shared.users import NestedUser
@@ -35,6 +35,32 @@ class SnapshotListQuery(ScopedListQuery):
     """``project_name_or_id`` (the query parameter) overrides ``project``."""
 
     project_name_or_id: str | None = None
+
+
+class PipelineSnapshotUpdate(BaseModel):
+    """A new name (``false`` takes it off; ``replace`` takes it from the pipeline's snapshot
+    that has it), a description (kept when empty) and tags to add or take off."""
+
+    name: str | bool | None = None
+    description: str | None = Field(default=None, max_length=65535)
+    replace: bool | None = None
+    add_tags: list[Annotated[str, Field(max_length=255)]] | None = None
+    remove_tags: list[str] | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str | bool | None) -> str | bool | None:
+        # The reference's messages.
+        if isinstance(value, str):
+            if not value:
+                raise ValueError("Snapshot name cannot be empty.")
+            if len(value) > 255:
+                raise ValueError(
+                    f"Snapshot name `{value}` is too long. The maximum length is 255 characters."
+                )
+        elif value is True:
+            raise ValueError("Snapshot name cannot be `True`.")
+        return value
 
 
 class PipelineSnapshotRequest(ScopedRequest):

@@ -12,12 +12,18 @@ from typing import NamedTuple
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from shared.db import new_id, utcnow
-from shared.errors import BadRequest, Forbidden, NotFound
+from shared.errors import BadRequest, Conflict, Forbidden, NotFound
 from shared.listing import Listing
+from tracking.artifact.service import check_name
 from tracking.models import PipelineBuild, Schedule, Stack
 from tracking.pipeline.service import SNAPSHOT_TAG_RESOURCE, PipelineService
 from tracking.pipeline_snapshot.repository import SnapshotRepository, SnapshotStoreRepository
-from tracking.pipeline_snapshot.schemas import PipelineSnapshotRequest, Snapshot, SnapshotListQuery
+from tracking.pipeline_snapshot.schemas import (
+    PipelineSnapshotRequest,
+    PipelineSnapshotUpdate,
+    Snapshot,
+    SnapshotListQuery,
+)
 from tracking.store import ArtifactStores
 from tracking.store.base import ArtifactStore, Entry
 
@@ -27,6 +33,14 @@ class SnapshotNotFound(NotFound):
         super().__init__(
             f"Unable to get pipeline snapshot with ID '{snapshot_id}': "
             "No pipeline snapshot with this ID found"
+        )
+
+
+class SnapshotNameTaken(Conflict):
+    def __init__(self, name: str, pipeline_id: object) -> None:
+        super().__init__(
+            f"Snapshot with name `{name}` already exists for pipeline {pipeline_id}. If you "
+            "want to replace the existing snapshot, set the `replace` flag to `True`."
         )
 
 
@@ -63,7 +77,7 @@ class SnapshotService:
         return Snapshot(snapshot, pipeline, stack, tags.get(snapshot_id, ()))
 
     async def create(self, request: PipelineSnapshotRequest, user_id: uuid.UUID) -> Snapshot:
-        project = await self.pipelines.project(request.project)
+        project = await self.pipelines.project(request.project_ref())
         await self.pipelines.in_project(request.pipeline, project.id)
         for model, wanted, what in (
             (Stack, request.stack, "stack"),
@@ -110,6 +124,35 @@ class SnapshotService:
         )
         names = request.tags or []
         await self.tags.attach(SNAPSHOT_TAG_RESOURCE, snapshot_id, names, user_id)
+        return await self.get(snapshot_id)
+
+    async def update(
+        self, snapshot_id: uuid.UUID, update: PipelineSnapshotUpdate, user_id: uuid.UUID
+    ) -> Snapshot:
+        """As the reference: a name is the pipeline's snapshot's alone (``replace`` takes it
+        from the one that has it), and a snapshot left without one is no trigger's target."""
+        snapshot = await self.snapshots.read(snapshot_id)
+        if snapshot is None:
+            raise SnapshotNotFound(snapshot_id)
+        values: dict[str, object] = {"updated": utcnow()}
+        if isinstance(update.name, str):
+            check_name(update.name, "PipelineSnapshotUpdate")
+            holder = await self.snapshots.named(snapshot.pipeline_id, update.name)
+            if holder is not None and holder != snapshot_id:
+                if not update.replace:
+                    raise SnapshotNameTaken(update.name, snapshot.pipeline_id)
+                await self.snapshots.update(holder, {"name": None})
+                await self.snapshots.unlink_triggers(holder)
+            values["name"] = update.name
+        elif update.name is False:
+            values["name"] = None
+        if update.description:
+            values["description"] = update.description
+        await self.snapshots.update(snapshot_id, values)
+        await self.tags.attach(SNAPSHOT_TAG_RESOURCE, snapshot_id, update.add_tags or [], user_id)
+        await self.tags.detach(SNAPSHOT_TAG_RESOURCE, snapshot_id, update.remove_tags or [])
+        if values.get("name", snapshot.name) is None:
+            await self.snapshots.unlink_triggers(snapshot_id)
         return await self.get(snapshot_id)
 
     async def delete(self, snapshot_id: uuid.UUID) -> None:

@@ -11,6 +11,7 @@ from shared.listing import read_list
 from shared.pagination import Page
 from shared.responses import render_null
 from shared.routing import ApiRoute, api_route, parse_json, parse_query
+from tracking.core.aliases import scoped_body, scoped_query
 from tracking.core.auth import MANAGING_KINDS, caller, caller_id, object_id
 from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
@@ -31,7 +32,7 @@ SCOPE = ScopeKind.SCHEDULE
 async def list_(request: Request) -> Response:
     caller(request)
     listing = await read_list(request, SCHEDULES)
-    query = parse_query(request, ScopedListQuery)
+    query = scoped_query(request, ScopedListQuery)
     async with transaction(request) as session:
         total, items = await ScheduleService(session).list_page(listing, query)
     return await render_page(request, listing, total, items, schedule_response)
@@ -39,7 +40,7 @@ async def list_(request: Request) -> Response:
 
 async def create(request: Request) -> Response:
     user_id = caller_id(request, kinds=MANAGING_KINDS)
-    body = await parse_json(request, ScheduleRequest)
+    body = await scoped_body(request, ScheduleRequest)
     async with transaction(request) as session:
         item = await ScheduleService(session).create(body, user_id)
     return await render_one(request, item, schedule_response, hydrate=True)

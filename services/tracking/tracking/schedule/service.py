@@ -77,7 +77,7 @@ class ScheduleService(ScopedService[Schedule]):
         await self.delete_row(schedule_id)
 
     async def create(self, request: ScheduleRequest, user_id: uuid.UUID) -> ScheduleItem:
-        project = await self.project(request.project)
+        project = await self.project(request.project_ref())
         if not (request.cron_expression or request.interval_second or request.run_once_start_time):
             raise BadRequest(
                 "Either a cron expression, an interval or a run-once start time is required "

@@ -1,5 +1,6 @@
 """``/triggers``: list and get (what ``zenml trigger list`` calls). This server runs no
-triggers, so their writes answer 501 (see :class:`TriggersNotRun`)."""
+triggers, so their writes answer 501 (see :class:`TriggersNotRun`). ``/supported-events``:
+the events a platform event trigger may name, by its source's type."""
 
 from __future__ import annotations
 
@@ -11,13 +12,21 @@ from starlette.responses import Response
 from shared.db import transaction
 from shared.listing import read_list
 from shared.pagination import Page
+from shared.responses import render
 from shared.routing import ApiRoute, api_route, parse_query, path_param
 from tracking.core.auth import caller, caller_id
 from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
 from tracking.core.schemas import HydrateQuery
 from tracking.trigger.repository import TRIGGERS
-from tracking.trigger.schemas import TriggerListQuery, TriggerResponse, trigger_response
+from tracking.trigger.schemas import (
+    SUPPORTED_EVENTS,
+    SupportedEvent,
+    SupportedEventsQuery,
+    TriggerListQuery,
+    TriggerResponse,
+    trigger_response,
+)
 from tracking.trigger.service import TriggerService, TriggersNotRun
 
 LIST_QUERY = TRIGGERS.query_model(extra=query_extras(TriggerListQuery))
@@ -39,6 +48,13 @@ async def get(request: Request) -> Response:
     async with transaction(request) as session:
         item = await TriggerService(session).get(trigger_id)
     return await render_one(request, item, trigger_response, hydrate=query.hydrate)
+
+
+async def supported_events(request: Request) -> Response:
+    """No login needed, as the reference's."""
+    query = parse_query(request, SupportedEventsQuery)
+    events = SUPPORTED_EVENTS[query.source_type]
+    return render([SupportedEvent(value=v, description=d) for v, d in events.items()])
 
 
 async def refuse(request: Request) -> Response:
@@ -78,6 +94,16 @@ def routes() -> list[ApiRoute]:
             query=HydrateQuery,
             response=TriggerResponse,
             errors=(404,),
+        ),
+        api_route(
+            "/api/v1/supported-events",
+            supported_events,
+            method="GET",
+            summary="List Supported Events",
+            tags=tags,
+            auth=False,
+            query=SupportedEventsQuery,
+            response=list[SupportedEvent],
         ),
         *(
             api_route(path, refuse, method=method, summary=summary, tags=tags, errors=(501,))

@@ -37,6 +37,33 @@ class SourceEntityType(StrEnum):
     PIPELINE_SNAPSHOT = "pipeline_snapshot"
 
 
+# The events a platform event trigger may wait for, by its source's type, with the
+# reference's descriptions (``GET /supported-events``).
+SUPPORTED_EVENTS: dict[SourceEntityType, dict[str, str]] = {
+    SourceEntityType.PIPELINE: {
+        "run_completed": "A pipeline run of the source pipeline has completed successfully.",
+        "run_failed": "A pipeline run of the source pipeline has failed.",
+    },
+    SourceEntityType.PIPELINE_RUN: {
+        "completed": "Source pipeline run completed successfully.",
+        "failed": "Source pipeline run failed.",
+    },
+    SourceEntityType.PIPELINE_SNAPSHOT: {
+        "run_completed": "A pipeline run of the source snapshot has completed successfully.",
+        "run_failed": "A pipeline run of the source snapshot has failed.",
+    },
+}
+
+
+class SupportedEventsQuery(BaseModel):
+    source_type: SourceEntityType
+
+
+class SupportedEvent(BaseModel):
+    value: str
+    description: str | None
+
+
 class SourceEntity(BaseModel):
     type: SourceEntityType
     id: uuid.UUID

@@ -1,0 +1,122 @@
+"""The reference's deprecated paths, which older clients still call, as route aliases (the
+same handlers): ``/pipeline_deployments``, the old name of ``/pipeline_snapshots``, and
+``/workspaces/{project_name_or_id}/<resource>``.
+
+As the reference, the path's project scopes a list (it wins over ``?project=``) and a
+created resource (it wins over the body's ``project``), where the resource is
+project-scoped (over ``?project=`` and ``?project_name_or_id=`` too); stacks and
+components are global, and there it is ignored.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import TypeVar
+
+from starlette.requests import Request
+from starlette.routing import BaseRoute
+
+from shared.routing import ApiRoute, parse_json, parse_query
+from tracking.core.schemas import ScopedListQuery, ScopedRequest
+
+__all__ = [
+    "RENAMED",
+    "WORKSPACE_ALIASES",
+    "aliases",
+    "renamed_aliases",
+    "scoped_body",
+    "scoped_query",
+    "workspace_aliases",
+]
+
+PREFIX = "/api/v1/workspaces/{project_name_or_id}"
+PARAMETER = "project_name_or_id"
+
+# Old names of a resource's paths (new -> old) and the methods served under them.
+RENAMED: Mapping[str, tuple[str, tuple[str, ...]]] = {
+    "/api/v1/pipeline_snapshots": ("/api/v1/pipeline_deployments", ("GET", "POST", "DELETE")),
+}
+
+# The resources whose deprecated workspace paths ZenML 0.96.3 still serves, and the
+# methods it serves there.
+WORKSPACE_ALIASES: Mapping[str, tuple[str, ...]] = {
+    "pipelines": ("GET", "POST"),
+    "runs": ("GET", "POST"),
+    "schedules": ("GET", "POST"),
+    "stacks": ("GET", "POST"),
+    "components": ("GET", "POST"),
+    "pipeline_deployments": ("GET", "POST"),
+}
+
+Q = TypeVar("Q", bound=ScopedListQuery)
+R = TypeVar("R", bound=ScopedRequest)
+
+
+def _alias(route: ApiRoute, path: str, methods: list[str]) -> ApiRoute:
+    operation = dataclasses.replace(route.operation, operation_id=None)
+    return ApiRoute(path, route.endpoint, methods=methods, operation=operation)
+
+
+def renamed_aliases(
+    routes: Sequence[BaseRoute], renamed: Mapping[str, tuple[str, tuple[str, ...]]] = RENAMED
+) -> list[ApiRoute]:
+    """Each route under a renamed path (itself or one level below it, ``/{id}``) again
+    under the old name, for the methods the old name serves."""
+    found = []
+    for route in routes:
+        if not isinstance(route, ApiRoute):
+            continue
+        for new, (old, allowed) in renamed.items():
+            rest = route.path.removeprefix(new)
+            if rest != route.path and (not rest or (rest.count("/") == 1 and rest[1] == "{")):
+                methods = [m for m in route.methods or () if m in allowed]
+                if methods:
+                    found.append(_alias(route, old + rest, methods))
+    return found
+
+
+def aliases(routes: Sequence[BaseRoute]) -> list[ApiRoute]:
+    """Every alias of ``routes``: the renamed paths, and the workspace paths of both."""
+    renamed = renamed_aliases(routes)
+    return [*renamed, *workspace_aliases([*routes, *renamed])]
+
+
+def workspace_aliases(
+    routes: Sequence[BaseRoute], aliases: Mapping[str, tuple[str, ...]] = WORKSPACE_ALIASES
+) -> list[ApiRoute]:
+    """For each ``/api/v1/<resource>`` route of ``aliases``' methods, the same handler and
+    operation at ``/api/v1/workspaces/{project_name_or_id}/<resource>``."""
+    found = []
+    for route in routes:
+        if not isinstance(route, ApiRoute) or not route.path.startswith("/api/v1/"):
+            continue
+        resource = route.path.removeprefix("/api/v1/")
+        methods = [m for m in route.methods or () if m in aliases.get(resource, ())]
+        if methods:
+            operation = dataclasses.replace(route.operation, operation_id=None)
+            found.append(
+                ApiRoute(
+                    f"{PREFIX}/{resource}", route.endpoint, methods=methods, operation=operation
+                )
+            )
+    return found
+
+
+def scoped_query(request: Request, model: type[Q]) -> Q:
+    """The list's scope; on a workspace path, its project."""
+    query = parse_query(request, model)
+    workspace = request.path_params.get(PARAMETER)
+    if workspace is None:
+        return query
+    update: dict[str, str | None] = {"project": workspace}
+    if "project_name_or_id" in model.model_fields:  # the snapshots' overriding parameter
+        update["project_name_or_id"] = None
+    return query.model_copy(update=update)
+
+
+async def scoped_body(request: Request, model: type[R]) -> R:
+    """The request to create; on a workspace path, for its project."""
+    body = await parse_json(request, model)
+    body.in_workspace(request.path_params.get(PARAMETER))
+    return body
