@@ -133,8 +133,10 @@ def model_version_response(
     return MODEL_VERSION(item.version, resources, hydrate=hydrate, body=body, metadata=metadata)
 
 
-def nested_model_version(item: VersionItem) -> dict[str, Any]:
+def nested_model_version(item: VersionItem | None) -> dict[str, Any] | None:
     """A version as a run or step shows it: body only."""
+    if item is None:
+        return None
     return MODEL_VERSION.envelope.of(
         item.version,
         body=MODEL_VERSION.body.of(item.version, model=nested_model(item.model)),
