@@ -411,3 +411,41 @@ def test_against_reference(zenml_client, tmp_path):
     except ZenmlEnvError as exc:
         pytest.fail(f"reference server: {exc}", pytrace=False)
     check_scenario(report, f"the reference server ({running.url})")
+
+
+MODEL_SCENARIO = Path(__file__).with_name("model_scenario.py")
+
+
+def test_zenml_models_against_our_stack(zenml_client, stack, tmp_path):
+    """Models and their versions as the client makes them in a pipeline run (the step
+    context's model, the run's version, the links) and as ``zenml model`` manages them."""
+    env = client_environment(
+        store_url=stack.url("platform", ""),
+        username=USERNAME,
+        password=ADMIN_PASSWORD,
+        config_dir=tmp_path,
+        verbosity="INFO",
+    )
+    env["COLUMNS"] = "200"
+    try:
+        out = run_snippet(
+            zenml_client.python, MODEL_SCENARIO.read_text(), env=env, cwd=tmp_path, timeout=600
+        ).value
+    except ZenmlEnvError as exc:
+        pytest.fail(f"the model scenario did not report: {exc}", pytrace=False)
+    first, second = out["runs"]
+    assert (first["model_version"], second["model_version"]) == (["1", 1], ["2", 2])
+    assert first["seen"].endswith(":1:1")
+    assert second["seen"].endswith(":2:2")
+    assert second["step_version"] == second["run_version_id"]
+    assert len(out["linked_runs"]) == 1
+    assert out["linked_artifacts"], "the step's output was not linked to the version"
+    assert out["production"] == 2
+    assert out["pinned"]["model_version"] == ["2", 2]
+    assert out["versions"] == [1, 2]
+    for name, answer in out["cli"].items():
+        assert answer["code"] == 0, f"{name}: {answer}"
+    assert "MIT" in out["cli"]["list"]["out"] or "-cli" in out["cli"]["list"]["out"]
+    assert out["updated"] == ["described", ["a", "b"]]
+    assert out["stages"] == {"1": "archived"}
+    assert out["models after"] == []

@@ -23,7 +23,8 @@ Json = dict[str, Any]
 async def run_with_model(
     tracking: httpx.AsyncClient, auth: Headers, project: Json, model: Json, status: int = 200
 ) -> httpx.Response:
-    """A run of a new snapshot whose pipeline (and its one step) configures ``model``."""
+    """A run of a new snapshot whose pipeline configures ``model`` (its one step
+    inherits it)."""
     pipeline = await create_pipeline(tracking, auth, project, uuid.uuid4().hex[:8])
     snapshot = await create_snapshot(
         tracking,
@@ -31,9 +32,8 @@ async def run_with_model(
         project,
         pipeline,
         pipeline_configuration={"name": pipeline["name"], "model": model},
-        step_configurations={
-            "trainer": {"config": {"name": "trainer", "model": model}, "spec": {}}
-        },
+        # As the client sends it: the step's own overrides, the model being the pipeline's.
+        step_configurations={"trainer": {"step_config_overrides": {"name": "trainer"}}},
     )
     response = await run_of_snapshot(tracking, auth, project, snapshot, status)
     return response

@@ -218,7 +218,12 @@ class StepService:
         snapshot = (
             await self.runs.snapshots.snapshots.read(run.snapshot_id) if run.snapshot_id else None
         )
-        configured = (step_configuration(step, snapshot).get("config") or {}).get("model")
+        found = step_configuration(step, snapshot)
+        # The client sends a step's own overrides; its pipeline's model is the default.
+        own = found.get("config") or found.get("step_config_overrides") or {}
+        configured = own.get("model") or (
+            (snapshot.pipeline_configuration or {}).get("model") if snapshot else None
+        )
         if not isinstance(configured, dict):
             return None
         filled = substitutions(snapshot, as_datetime(run.start_time)) if snapshot else {}
