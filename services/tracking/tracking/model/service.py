@@ -20,6 +20,8 @@ from tracking.model.repository import MODELS, TAG_RESOURCE, ModelRepository, Tag
 from tracking.model.schemas import ModelFields, ModelRequest, ModelUpdate
 from tracking.models import Model
 from tracking.project.repository import ProjectRef
+from tracking.run_metadata.repository import RunMetadataRepository
+from tracking.run_metadata.schemas import MetadataResourceTypes
 from tracking.tag.service import TagService
 
 VERSION_TAG_RESOURCE = "model_version"
@@ -131,10 +133,13 @@ class ModelService(ScopedService[Model]):
         return await self.get(model.id)
 
     async def delete(self, model_id: uuid.UUID) -> None:
-        """The model with its versions and their links (cascades); runs and steps keep
-        going without a model version (set null), as the reference."""
+        """The model with its versions, their tags, metadata and links (cascades); runs
+        and steps keep going without a model version (set null), as the reference."""
         version_ids = await self.models.version_ids(model_id)
         await self.tags.detach_all(VERSION_TAG_RESOURCE, version_ids)
+        await RunMetadataRepository(self.session).delete_of(
+            MetadataResourceTypes.MODEL_VERSION, version_ids
+        )
         model = await self.delete_row(model_id)
         await self.tags.detach_all(TAG_RESOURCE, [model.id])
 

@@ -121,10 +121,10 @@ class ModelVersionRepository(ScopedRepository[ModelVersion]):
         self,
         listing: Listing,
         project_id: uuid.UUID,
-        model_id: uuid.UUID,
+        model_id: uuid.UUID | None,
         scope_user: uuid.UUID | None,
     ) -> tuple[int, list[Any]]:
-        """A page of one model's versions."""
+        """A page of one model's versions (``None``: of no model, an empty page)."""
         params = {"scope_project": project_id, "scope_model": model_id}
         if scope_user is not None:
             params["scope_user"] = scope_user

@@ -14,7 +14,6 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from shared.db import utcnow
 from shared.errors import BadRequest, Conflict, NotFound, PlatformError
 from shared.listing import Listing
-from shared.pagination import check_page
 from tracking.artifact.service import check_name
 from tracking.core.errors import ScopedNotFound
 from tracking.core.repository import new_row
@@ -108,10 +107,9 @@ class ModelVersionService(ScopedService[ModelVersion]):
                 MODEL_VERSIONS, listing, project.id, query.scope_user
             )
         else:
+            # A model the project lacks (None) has no versions: `model_id = NULL` holds
+            # for no row.
             model_id = await self._model_named(query.model, project.id)
-            if model_id is None:
-                check_page(listing.page, listing.size, 0)
-                return 0, []
             total, rows = await self.versions.page_of_model(
                 listing, project.id, model_id, query.scope_user
             )
