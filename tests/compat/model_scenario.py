@@ -35,10 +35,12 @@ def run_with(model: Model):
 def run_view(client: Client, run_id) -> dict:
     run = client.get_pipeline_run(run_id)
     version = run.model_version
+    step_run = client.get_run_step(run.steps["seen_model"].id)
     return {
         "model_version": None if version is None else [version.name, version.number],
         "seen": run.steps["seen_model"].output.load(),
-        "step_version": str(run.steps["seen_model"].model_version.id),
+        "step_version": str(step_run.model_version_id),
+        "step_nested": None if step_run.model_version is None else str(step_run.model_version.id),
         "run_version_id": None if version is None else str(version.id),
     }
 

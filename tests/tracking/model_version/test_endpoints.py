@@ -161,3 +161,15 @@ async def test_delete_keeps_the_numbering_of_the_others(
     third = await create_model_version(tracking, auth, model)
     assert third["body"]["number"] == 2
     assert (await tracking.get(f"{VERSIONS}/{first['id']}", headers=auth)).status_code == 200
+
+
+async def test_model_name_or_id_query_parameter_scopes_the_list(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    first = await create_model(tracking, auth, default_project, "m1")
+    second = await create_model(tracking, auth, default_project, "m2")
+    await create_model_version(tracking, auth, first)
+    mine = await create_model_version(tracking, auth, second)
+    params = {"model_name_or_id": "m2", "model": "m1"}
+    listed = (await tracking.get(VERSIONS, params=params, headers=auth)).json()
+    assert [v["id"] for v in listed["items"]] == [mine["id"]]

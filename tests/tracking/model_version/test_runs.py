@@ -21,22 +21,29 @@ Json = dict[str, Any]
 
 
 async def run_with_model(
-    tracking: httpx.AsyncClient, auth: Headers, project: Json, model: Json, status: int = 200
+    tracking: httpx.AsyncClient,
+    auth: Headers,
+    project: Json,
+    model: Json,
+    status: int = 200,
+    step_model: Json | None = None,
 ) -> httpx.Response:
-    """A run of a new snapshot whose pipeline configures ``model`` (its one step
-    inherits it)."""
+    """A run of a new snapshot whose pipeline configures ``model`` and whose one step,
+    ``trainer``, configures ``step_model`` (as the client sends it: the step's own
+    overrides; a pipeline's model is not its steps')."""
     pipeline = await create_pipeline(tracking, auth, project, uuid.uuid4().hex[:8])
+    overrides: Json = {"name": "trainer"}
+    if step_model is not None:
+        overrides["model"] = step_model
     snapshot = await create_snapshot(
         tracking,
         auth,
         project,
         pipeline,
         pipeline_configuration={"name": pipeline["name"], "model": model},
-        # As the client sends it: the step's own overrides, the model being the pipeline's.
-        step_configurations={"trainer": {"step_config_overrides": {"name": "trainer"}}},
+        step_configurations={"trainer": {"step_config_overrides": overrides}},
     )
-    response = await run_of_snapshot(tracking, auth, project, snapshot, status)
-    return response
+    return await run_of_snapshot(tracking, auth, project, snapshot, status)
 
 
 async def test_each_run_makes_the_next_numbered_version_and_links_it(
@@ -60,16 +67,26 @@ async def test_each_run_makes_the_next_numbered_version_and_links_it(
     assert link["body"]["pipeline_run"]["resources"] is None
 
 
-async def test_a_step_gets_its_runs_numbered_version(
+async def test_a_step_gets_the_runs_numbered_version_of_its_own_model(
     tracking: httpx.AsyncClient, auth: Headers, default_project: Json
 ) -> None:
-    run = (await run_with_model(tracking, auth, default_project, {"name": "m1"})).json()[0]
-    step = await create_step(tracking, auth, default_project, run, "trainer")
-    version = run["resources"]["model_version"]
+    model = {"name": "m1"}
+    run = (await run_with_model(tracking, auth, default_project, model, step_model=model)).json()
+    step = await create_step(tracking, auth, default_project, run[0], "trainer")
+    version = run[0]["resources"]["model_version"]
     assert step["body"]["model_version_id"] == version["id"]
     assert step["resources"]["model_version"]["id"] == version["id"]
     listed = await tracking.get(VERSIONS, params={"model": "m1"}, headers=auth)
     assert listed.json()["total"] == 1
+
+
+async def test_a_step_without_a_model_of_its_own_has_no_version(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    run = (await run_with_model(tracking, auth, default_project, {"name": "m1"})).json()[0]
+    step = await create_step(tracking, auth, default_project, run, "trainer")
+    assert step["body"]["model_version_id"] is None
+    assert step["resources"]["model_version"] is None
 
 
 async def test_a_named_version_is_made_once_and_reused(

@@ -13,7 +13,7 @@ from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from shared.db import core_execute
-from shared.listing import Kind, ListSpec, SortKey, column_field
+from shared.listing import ListSpec, SortKey
 from tracking.core.listing import scoped_fields, scoped_sort_keys
 from tracking.core.repository import ScopedRepository
 from tracking.core.rows import ScopedRow
@@ -40,7 +40,6 @@ MODELS = ListSpec(
     id_column=col(Model.id),
     fields=[
         *scoped_fields(Model),
-        column_field("save_models_to_registry", col(Model.save_models_to_registry), Kind.BOOL),
         tags_field(TAG_RESOURCE, col(Model.id)),
     ],
     sort_keys=[

@@ -35,7 +35,8 @@ async def list_(request: Request) -> Response:
     listing = await read_list(request, MODEL_VERSIONS)
     query = parse_query(request, ModelVersionListQuery)
     # On /models/{model_name_or_id}/model_versions, the path's model wins.
-    query.model = request.path_params.get("model_name_or_id", query.model)
+    named = request.path_params.get("model_name_or_id", query.model_name_or_id)
+    query.model = named or query.model
     async with transaction(request) as session:
         total, items = await ModelVersionService(session).list_page(listing, query)
     return await render_page(request, listing, total, items, model_version_response)

@@ -60,11 +60,13 @@ class ModelVersionUpdate(BaseModel):
 
 
 class ModelVersionListQuery(ScopedListQuery):
-    """``model`` (name or id) scopes the list, ANDed on whatever else filters it."""
+    """``model`` (name or id) scopes the list, ANDed on whatever else filters it;
+    ``model_name_or_id`` (a query parameter here too, as on the reference) wins over it."""
 
     model_config = ConfigDict(protected_namespaces=())
 
     model: str | None = None
+    model_name_or_id: str | None = None
 
 
 class ModelVersionResponseBody(ProjectScopedBody):

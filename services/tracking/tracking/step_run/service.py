@@ -212,18 +212,15 @@ class StepService:
         return await self.get(step.id)
 
     async def _model_version(self, run: Any, step: StepRun) -> uuid.UUID | None:
-        """As the reference at step creation: the version of the step's configured model
-        (its pipeline's, unless the step names its own), the run's numbered one when
-        it names no version."""
+        """As the reference at step creation: the version of the step's own configured
+        model, the run's numbered one when it names no version."""
         snapshot = (
             await self.runs.snapshots.snapshots.read(run.snapshot_id) if run.snapshot_id else None
         )
         found = step_configuration(step, snapshot)
-        # The client sends a step's own overrides; its pipeline's model is the default.
-        own = found.get("config") or found.get("step_config_overrides") or {}
-        configured = own.get("model") or (
-            (snapshot.pipeline_configuration or {}).get("model") if snapshot else None
-        )
+        # The step's own model only: the reference does not propagate its pipeline's
+        # model into a step's configuration (the run has that one).
+        configured = (found.get("config") or found.get("step_config_overrides") or {}).get("model")
         if not isinstance(configured, dict):
             return None
         filled = substitutions(snapshot, as_datetime(run.start_time)) if snapshot else {}
