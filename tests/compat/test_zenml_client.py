@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -390,27 +390,37 @@ def _free_port() -> int:
     raise AssertionError("no free port for the reference server")
 
 
-@pytest.mark.skipif(
+needs_reference = pytest.mark.skipif(
     os.environ.get("COMPAT_REFERENCE") != "1",
     reason="needs zenml[server]==0.96.3 (a heavy install); set COMPAT_REFERENCE=1",
 )
-def test_against_reference(zenml_client, tmp_path):
-    """The same scenario and checks against the real ZenML 0.96.3 server."""
+
+
+def against_reference(tmp_path: Path, run: Callable[[str, str, Path], Any]) -> Any:
+    """``run(url, password, client_dir)`` while a real ZenML 0.96.3 server runs."""
     try:
         server = server_venv()
     except ZenmlEnvError as exc:
         pytest.fail(f"zenml server environment: {exc}", pytrace=False)
     password = f"Ref-{secrets.token_urlsafe(12)}"
+    client_dir = tmp_path / "client"
+    client_dir.mkdir()
     try:
         with reference_server(
             server.python, tmp_path / "server", port=_free_port(), password=password
         ) as running:
-            client_dir = tmp_path / "client"
-            client_dir.mkdir()
-            report = run_scenario(zenml_client, running.url, password, client_dir)
+            return run(running.url, password, client_dir), running.url
     except ZenmlEnvError as exc:
         pytest.fail(f"reference server: {exc}", pytrace=False)
-    check_scenario(report, f"the reference server ({running.url})")
+
+
+@needs_reference
+def test_against_reference(zenml_client, tmp_path):
+    """The same scenario and checks against the real ZenML 0.96.3 server."""
+    report, url = against_reference(
+        tmp_path, lambda url, password, workdir: run_scenario(zenml_client, url, password, workdir)
+    )
+    check_scenario(report, f"the reference server ({url})")
 
 
 MODEL_SCENARIO = Path(__file__).with_name("model_scenario.py")
@@ -460,24 +470,10 @@ def test_zenml_models_against_our_stack(zenml_client, stack, tmp_path):
     check_models(run_models(zenml_client, stack.url("platform", ""), ADMIN_PASSWORD, tmp_path))
 
 
-@pytest.mark.skipif(
-    os.environ.get("COMPAT_REFERENCE") != "1",
-    reason="needs zenml[server]==0.96.3 (a heavy install); set COMPAT_REFERENCE=1",
-)
+@needs_reference
 def test_models_against_reference(zenml_client, tmp_path):
     """The same model scenario and checks against the real ZenML 0.96.3 server."""
-    try:
-        server = server_venv()
-    except ZenmlEnvError as exc:
-        pytest.fail(f"zenml server environment: {exc}", pytrace=False)
-    password = f"Ref-{secrets.token_urlsafe(12)}"
-    client_dir = tmp_path / "client"
-    client_dir.mkdir()
-    try:
-        with reference_server(
-            server.python, tmp_path / "server", port=_free_port(), password=password
-        ) as running:
-            out = run_models(zenml_client, running.url, password, client_dir)
-    except ZenmlEnvError as exc:
-        pytest.fail(f"reference server: {exc}", pytrace=False)
+    out, _ = against_reference(
+        tmp_path, lambda url, password, workdir: run_models(zenml_client, url, password, workdir)
+    )
     check_models(out)
