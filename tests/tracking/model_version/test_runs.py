@@ -131,3 +131,11 @@ async def test_deleting_the_version_leaves_the_run_without_one(
     assert (await tracking.delete(f"{VERSIONS}/{version['id']}", headers=auth)).status_code == 200
     again = (await tracking.get(f"/api/v1/runs/{run['id']}", headers=auth)).json()
     assert again["resources"]["model_version"] is None
+
+
+async def test_an_invalid_configured_model_refuses_the_run_with_400(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    configured = {"name": "m1", "tags": ["x" * 300]}
+    response = await run_with_model(tracking, auth, default_project, configured, status=400)
+    assert response.json()["detail"][0] == "ValueError"

@@ -9,6 +9,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from pydantic import ValidationError
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from shared.db import utcnow
@@ -222,9 +223,11 @@ class ModelVersionService(ScopedService[ModelVersion]):
         name = _filled(str(configured.get("name") or ""), substitutions)
         fields = {k: configured.get(k) for k in ModelRequest.model_fields if k in configured}
         fields.update(name=name, project=project_id, tags=None)
-        model_id = await ModelService(self.session).get_or_create(
-            ModelRequest.model_validate(fields), user_id
-        )
+        try:
+            request = ModelRequest.model_validate(fields)
+        except ValidationError as exc:
+            raise BadRequest(f"The configured model is not valid: {exc}") from None
+        model_id = await ModelService(self.session).get_or_create(request, user_id)
         version = configured.get("version")
         version_name = _filled(str(version), substitutions) if version is not None else None
         if version_name is not None and (version_name.isnumeric() or version_name in STAGES):
@@ -237,14 +240,17 @@ class ModelVersionService(ScopedService[ModelVersion]):
         )
         if found is not None:
             return found
-        request = ModelVersionRequest(
-            project=project_id,
-            model=model_id,
-            name=version_name,
-            description=configured.get("description"),
-            tags=configured.get("tags"),
-        )
-        return await self._create(request, user_id, producer_run_id)
+        try:
+            version_request = ModelVersionRequest(
+                project=project_id,
+                model=model_id,
+                name=version_name,
+                description=configured.get("description"),
+                tags=configured.get("tags"),
+            )
+        except ValidationError as exc:
+            raise BadRequest(f"The configured model version is not valid: {exc}") from None
+        return await self._create(version_request, user_id, producer_run_id)
 
     async def _configured(self, model_id: uuid.UUID, version: str) -> uuid.UUID:
         if version.isnumeric():
