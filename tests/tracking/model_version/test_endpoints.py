@@ -9,7 +9,8 @@ from typing import Any
 
 import httpx
 
-from tests.tracking.artifact.support import Headers
+from tests.support.asgi import LifespanApp
+from tests.tracking.artifact.support import Headers, statements
 from tests.tracking.model.support import MODELS, VERSIONS, create_model, create_model_version
 
 Json = dict[str, Any]
@@ -173,3 +174,21 @@ async def test_model_name_or_id_query_parameter_scopes_the_list(
     params = {"model_name_or_id": "m2", "model": "m1"}
     listed = (await tracking.get(VERSIONS, params=params, headers=auth)).json()
     assert [v["id"] for v in listed["items"]] == [mine["id"]]
+
+
+async def test_a_page_costs_the_same_statements_whatever_its_size(
+    tracking_app: LifespanApp, tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    model = await create_model(tracking, auth, default_project)
+    for _ in range(12):
+        await create_model_version(tracking, auth, model, tags=["t"])
+    counts = []
+    for size in (2, 12):
+        with statements(tracking_app.state["engine"]) as seen:
+            response = await tracking.get(
+                VERSIONS, params={"size": size, "model": "m1", "hydrate": "true"}, headers=auth
+            )
+        assert len(response.json()["items"]) == size
+        counts.append(len([s for s in seen if s.lstrip().upper().startswith("SELECT")]))
+    # The project, the model's id, the count, the page, the models, the tags, the metadata.
+    assert counts[0] == counts[1] == 7
