@@ -36,8 +36,8 @@ async def create_artifact_link(request: Request) -> Response:
     caller_id(request)
     body = await parse_json(request, ModelVersionArtifactRequest)
     async with transaction(request) as session:
-        item = await artifact_links(session).create(body.model_version, body.artifact_version)
-    return await render_one(request, item, link_response, hydrate=True)
+        item, made = await artifact_links(session).create(body.model_version, body.artifact_version)
+    return await render_one(request, item, link_response, hydrate=made)
 
 
 async def list_artifact_links(request: Request) -> Response:
@@ -53,8 +53,8 @@ async def create_run_link(request: Request) -> Response:
     caller_id(request)
     body = await parse_json(request, ModelVersionPipelineRunRequest)
     async with transaction(request) as session:
-        item = await run_links(session).create(body.model_version, body.pipeline_run)
-    return await render_one(request, item, link_response, hydrate=True)
+        item, made = await run_links(session).create(body.model_version, body.pipeline_run)
+    return await render_one(request, item, link_response, hydrate=made)
 
 
 async def list_run_links(request: Request) -> Response:

@@ -85,7 +85,7 @@ class LinkItem(NamedTuple):
 
 
 def link_response(item: LinkItem, hydrate: bool, user: object) -> dict[str, Any]:
-    """As the reference's: ``metadata`` is ``{}`` hydrated (and on a new link)."""
+    """As the reference's: ``metadata`` is ``{}`` hydrated (a new link is)."""
     link = item.link
     return {
         "body": {

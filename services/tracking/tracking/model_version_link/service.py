@@ -44,13 +44,16 @@ class LinkService:
         self.links = LinkRepository(session, kind)
         self.versions = ModelVersionService(session)
 
-    async def create(self, model_version_id: uuid.UUID, target_id: uuid.UUID) -> LinkItem:
-        """The link (404 when either end does not exist); rendered hydrated when new, as
-        the reference's."""
+    async def create(
+        self, model_version_id: uuid.UUID, target_id: uuid.UUID
+    ) -> tuple[LinkItem, bool]:
+        """The link (404 when either end does not exist) and whether it is new (the
+        reference answers a new one hydrated, one already there not)."""
         await self.versions.get_row(model_version_id)
         (target,) = await self._targets([target_id], missing_raises=True)
-        await self.links.insert_new(model_version_id, target_id)
-        return LinkItem(await self.links.find(model_version_id, target_id), target, self._field)
+        made = await self.links.insert_new(model_version_id, target_id)
+        link = await self.links.find(model_version_id, target_id)
+        return LinkItem(link, target, self._field), made
 
     async def list_page(
         self, listing: Listing, query: ArtifactLinkListQuery | None = None
