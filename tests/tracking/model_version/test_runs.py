@@ -139,3 +139,25 @@ async def test_an_invalid_configured_model_refuses_the_run_with_400(
     configured = {"name": "m1", "tags": ["x" * 300]}
     response = await run_with_model(tracking, auth, default_project, configured, status=400)
     assert response.json()["detail"][0] == "ValueError"
+
+
+async def test_runs_and_steps_filter_by_their_model_and_version(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    model = {"name": "m1"}
+    run = (await run_with_model(tracking, auth, default_project, model, step_model=model)).json()
+    other = (await run_with_model(tracking, auth, default_project, {"name": "m2"})).json()
+    step = await create_step(tracking, auth, default_project, run[0], "trainer")
+    version = run[0]["resources"]["model_version"]["id"]
+
+    async def ids(path: str, **params: str) -> list[str]:
+        response = await tracking.get(path, params=params, headers=auth)
+        assert response.status_code == 200, response.text
+        return [item["id"] for item in response.json()["items"]]
+
+    assert await ids("/api/v1/runs", model="m1") == [run[0]["id"]]
+    assert await ids("/api/v1/runs", model_version_id=version) == [run[0]["id"]]
+    linked = {"linked_to_model_version_id": other[0]["resources"]["model_version"]["id"]}
+    assert await ids("/api/v1/runs", **linked) == [other[0]["id"]]
+    assert await ids("/api/v1/steps", model="m1") == [step["id"]]
+    assert await ids("/api/v1/steps", model="m2") == []

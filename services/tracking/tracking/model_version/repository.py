@@ -14,7 +14,17 @@ from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from shared.db import core_execute
-from shared.listing import Kind, Listing, ListSpec, SortKey, column_field, fetch_page
+from shared.listing import (
+    Condition,
+    Field,
+    Kind,
+    Listing,
+    ListSpec,
+    SortKey,
+    column_field,
+    fetch_page,
+    name_or_id,
+)
 from tracking.core.listing import page_scope, scoped_fields, scoped_sort_keys
 from tracking.core.repository import ScopedRepository, rendered_columns
 from tracking.model_version.schemas import ModelStages
@@ -45,6 +55,26 @@ MODEL_VERSIONS = ListSpec(
         tags_sort(TAG_RESOURCE, col(V.id)),
     ],
 )
+
+
+def version_fields(version_id: Any) -> list[Field]:
+    """The reference's ``model_version_id`` and ``model`` (name or id) filters of rows
+    whose ``version_id`` column points at their model version (runs, steps)."""
+    model = name_or_id(
+        "model",
+        col(V.model_id),
+        target_id=col(Model.id),
+        target_names=[col(Model.name)],
+    )
+
+    def of_model(cond: Condition) -> ColumnElement[bool]:
+        return version_id.in_(sa_select(col(V.id)).where(model.sql(cond)))  # type: ignore[no-any-return]
+
+    return [
+        column_field("model_version_id", version_id, Kind.UUID),
+        Field(name="model", kind=Kind.STRING, build=of_model, description="Model name or id"),
+    ]
+
 
 _SCOPES: dict[bool, tuple[ColumnElement[bool], ...]] = {}
 
