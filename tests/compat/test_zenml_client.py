@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -390,24 +390,90 @@ def _free_port() -> int:
     raise AssertionError("no free port for the reference server")
 
 
-@pytest.mark.skipif(
+needs_reference = pytest.mark.skipif(
     os.environ.get("COMPAT_REFERENCE") != "1",
     reason="needs zenml[server]==0.96.3 (a heavy install); set COMPAT_REFERENCE=1",
 )
-def test_against_reference(zenml_client, tmp_path):
-    """The same scenario and checks against the real ZenML 0.96.3 server."""
+
+
+def against_reference(tmp_path: Path, run: Callable[[str, str, Path], Any]) -> Any:
+    """``run(url, password, client_dir)`` while a real ZenML 0.96.3 server runs."""
     try:
         server = server_venv()
     except ZenmlEnvError as exc:
         pytest.fail(f"zenml server environment: {exc}", pytrace=False)
     password = f"Ref-{secrets.token_urlsafe(12)}"
+    client_dir = tmp_path / "client"
+    client_dir.mkdir()
     try:
         with reference_server(
             server.python, tmp_path / "server", port=_free_port(), password=password
         ) as running:
-            client_dir = tmp_path / "client"
-            client_dir.mkdir()
-            report = run_scenario(zenml_client, running.url, password, client_dir)
+            return run(running.url, password, client_dir), running.url
     except ZenmlEnvError as exc:
         pytest.fail(f"reference server: {exc}", pytrace=False)
-    check_scenario(report, f"the reference server ({running.url})")
+
+
+@needs_reference
+def test_against_reference(zenml_client, tmp_path):
+    """The same scenario and checks against the real ZenML 0.96.3 server."""
+    report, url = against_reference(
+        tmp_path, lambda url, password, workdir: run_scenario(zenml_client, url, password, workdir)
+    )
+    check_scenario(report, f"the reference server ({url})")
+
+
+MODEL_SCENARIO = Path(__file__).with_name("model_scenario.py")
+
+
+def run_models(client: ZenmlVenv, store_url: str, password: str, workdir: Path) -> Any:
+    """``model_scenario.py`` against ``store_url``; what it emitted."""
+    env = client_environment(
+        store_url=store_url,
+        username=USERNAME,
+        password=password,
+        config_dir=workdir,
+        verbosity="INFO",
+    )
+    env["COLUMNS"] = "200"
+    try:
+        return run_snippet(
+            client.python, MODEL_SCENARIO.read_text(), env=env, cwd=workdir, timeout=600
+        ).value
+    except ZenmlEnvError as exc:
+        pytest.fail(f"the model scenario did not report: {exc}", pytrace=False)
+
+
+def check_models(out: dict[str, Any]) -> None:
+    first, second = out["runs"]
+    assert (first["model_version"], second["model_version"]) == (["1", 1], ["2", 2])
+    assert first["seen"].endswith(":1:1")
+    assert second["seen"].endswith(":2:2")
+    # As the reference: a pipeline's model is its runs', not its steps'.
+    assert (second["step_version"], second["step_nested"]) == ("None", None)
+    assert len(out["linked_runs"]) == 1
+    assert out["linked_artifacts"], "the step's output was not linked to the version"
+    assert out["production"] == 2
+    assert out["pinned"]["model_version"] == ["2", 2]
+    assert out["versions"] == [1, 2]
+    for name, answer in out["cli"].items():
+        assert answer["code"] == 0, f"{name}: {answer}"
+    assert "-cli" in out["cli"]["list"]["out"]
+    assert out["updated"] == ["described", ["a", "b"]]
+    assert out["stages"] == {"1": "archived"}
+    assert out["models after"] == []
+
+
+def test_zenml_models_against_our_stack(zenml_client, stack, tmp_path):
+    """Models and their versions as the client makes them in a pipeline run (the step
+    context's model, the run's version, the links) and as ``zenml model`` manages them."""
+    check_models(run_models(zenml_client, stack.url("platform", ""), ADMIN_PASSWORD, tmp_path))
+
+
+@needs_reference
+def test_models_against_reference(zenml_client, tmp_path):
+    """The same model scenario and checks against the real ZenML 0.96.3 server."""
+    out, _ = against_reference(
+        tmp_path, lambda url, password, workdir: run_models(zenml_client, url, password, workdir)
+    )
+    check_models(out)

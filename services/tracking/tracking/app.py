@@ -28,6 +28,9 @@ from tracking.deployment import endpoints as deployment_endpoints
 from tracking.flavor import endpoints as flavor_endpoints
 from tracking.hook_invocation import endpoints as hook_invocation_endpoints
 from tracking.logs import endpoints as logs_endpoints
+from tracking.model import endpoints as model_endpoints
+from tracking.model_version import endpoints as model_version_endpoints
+from tracking.model_version_link import endpoints as model_version_link_endpoints
 from tracking.onboarding import endpoints as onboarding_endpoints
 from tracking.pipeline import endpoints as pipeline_endpoints
 from tracking.pipeline_build import endpoints as pipeline_build_endpoints
@@ -75,6 +78,9 @@ def routes() -> list[BaseRoute]:
         *onboarding_endpoints.routes(),
         *trigger_endpoints.routes(),
         *service_connector_endpoints.routes(),
+        *model_endpoints.routes(),
+        *model_version_endpoints.routes(),
+        *model_version_link_endpoints.routes(),
         *hook_invocation_endpoints.routes(),
         *flavor_endpoints.routes(),
         *pipeline_build_endpoints.routes(),

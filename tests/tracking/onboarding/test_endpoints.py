@@ -16,8 +16,7 @@ from tests.support.asgi import LifespanApp
 from tests.tracking.artifact.support import Headers
 from tests.tracking.component.support import create_component
 from tests.tracking.component.test_s3_flavor import post_s3, s3_configuration
-from tests.tracking.pipeline_run.support import create_run, create_snapshot
-from tests.tracking.tag.test_endpoints import run_of
+from tests.tracking.pipeline_run.support import create_run, create_snapshot, run_of_snapshot
 from tests.tracking.workload_scope import support
 from tests.tracking.workload_scope.support import Json, create_served_deployment, finish_run
 from tracking.models import Stack, StackComponent, StackComposition
@@ -84,7 +83,8 @@ async def create_stack(
 async def run_on(tracking: httpx.AsyncClient, auth: Headers, project: Json, stack: Json) -> Json:
     """A running run of a snapshot on ``stack``."""
     snapshot = await create_snapshot(tracking, auth, project, stack=stack["id"])
-    return await run_of(tracking, auth, project, snapshot)
+    run: Json = (await run_of_snapshot(tracking, auth, project, snapshot)).json()[0]
+    return run
 
 
 @pytest.fixture

@@ -98,3 +98,18 @@ async def create_step(
     }
     created: Json = await _post(tracking, auth, "/api/v1/steps", body)
     return created
+
+
+async def run_of_snapshot(
+    tracking: httpx.AsyncClient, auth: Headers, project: Json, snapshot: Json, expected: int = 200
+) -> httpx.Response:
+    """``POST /runs`` of a new running run of ``snapshot``, answered ``expected``."""
+    body = {
+        "project": project["id"],
+        "name": f"run-{uuid.uuid4().hex[:8]}",
+        "snapshot": snapshot["id"],
+        "status": "running",
+    }
+    response = await tracking.post("/api/v1/runs", json=body, headers=auth)
+    assert response.status_code == expected, response.text
+    return response

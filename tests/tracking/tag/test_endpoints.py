@@ -13,7 +13,12 @@ from tests.support.asgi import LifespanApp
 from tests.tracking.artifact.support import ARTIFACT, Headers
 from tests.tracking.artifact_version.support import VERSIONS, create_version
 from tests.tracking.deployment.test_endpoints import create_deployer, create_deployment
-from tests.tracking.pipeline_run.support import create_pipeline, create_run, create_snapshot
+from tests.tracking.pipeline_run.support import (
+    create_pipeline,
+    create_run,
+    create_snapshot,
+    run_of_snapshot,
+)
 from tests.tracking.tag.support import LINKS, TAGS, create_tag, link
 from tracking.tag.service import TagService
 
@@ -235,7 +240,9 @@ async def test_an_exclusive_tag_is_on_one_run_snapshot_and_deployment_per_pipeli
         await create_deployment(tracking, auth, default_project, name, snapshot, deployer)
         for name, snapshot in (("blue", first), ("green", second))
     ]
-    runs = [await run_of(tracking, auth, default_project, first) for _ in range(2)]
+    runs = [
+        (await run_of_snapshot(tracking, auth, default_project, first)).json()[0] for _ in range(2)
+    ]
     elsewhere = await create_run(tracking, auth, default_project)
     for kind, items in (
         ("pipeline_snapshot", [first, second]),
@@ -258,16 +265,3 @@ async def test_an_exclusive_tag_is_on_one_run_snapshot_and_deployment_per_pipeli
     assert set(tagged) == {uuid.UUID(second["id"])}
     assert set(on_deployments) == {uuid.UUID(deployments[1]["id"])}
     assert set(on_runs) == {uuid.UUID(runs[1]["id"]), uuid.UUID(elsewhere["id"])}
-
-
-async def run_of(tracking: httpx.AsyncClient, auth: Headers, project: Json, snapshot: Json) -> Json:
-    body = {
-        "project": project["id"],
-        "name": f"run-{uuid.uuid4().hex[:8]}",
-        "snapshot": snapshot["id"],
-        "status": "running",
-    }
-    response = await tracking.post("/api/v1/runs", json=body, headers=auth)
-    assert response.status_code == 200, response.text
-    run: Json = response.json()[0]
-    return run

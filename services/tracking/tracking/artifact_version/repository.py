@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from sqlalchemy import (
-    String,
     Table,
     bindparam,
     delete,
     exists,
     func,
-    literal,
     not_,
 )
 from sqlalchemy import insert as sa_insert
@@ -30,6 +28,7 @@ from shared.listing import (
     Kind,
     Listing,
     ListSpec,
+    Op,
     SortKey,
     base_fields,
     column_field,
@@ -46,6 +45,9 @@ from tracking.models import (
     ArtifactVersion,
     ArtifactVersionCount,
     ArtifactVisualization,
+    Model,
+    ModelVersion,
+    ModelVersionArtifact,
     PipelineRun,
     RunMetadata,
     StepRun,
@@ -78,23 +80,68 @@ def _has_custom_name(cond: Condition) -> ColumnElement[bool]:
     return col(V.artifact_id).in_(named)
 
 
-def _pipeline_run(cond: Condition) -> ColumnElement[bool]:
-    """Versions a step of the named run (name or id) produced or read."""
-    run = name_or_id(
-        "pipeline_run",
-        col(StepRun.pipeline_run_id),
-        target_id=col(PipelineRun.id),
-        target_names=[col(PipelineRun.name)],
+def _named_through(
+    name: str, target: Any, middle: Any, link_middle: Any, link_version: Any
+) -> Callable[[Condition], ColumnElement[bool]]:
+    """A ``name``-or-id filter on ``target`` rows (runs, models) that reaches a version
+    through the ``middle`` rows pointing at them (steps, model versions) and a link table
+    (``link_middle`` to ``link_version``)."""
+    field = name_or_id(
+        name,
+        col(getattr(middle, f"{name}_id")),
+        target_id=col(target.id),
+        target_names=[col(target.name)],
     )
-    steps = sa_select(col(StepRun.id)).where(run.sql(cond))
-    linked = sa_select(col(StepRunArtifact.artifact_version_id)).where(
-        col(StepRunArtifact.step_id).in_(steps)
+
+    def build(cond: Condition) -> ColumnElement[bool]:
+        middles = sa_select(col(middle.id)).where(field.sql(cond))
+        return col(V.id).in_(sa_select(link_version).where(link_middle.in_(middles)))
+
+    return build
+
+
+_pipeline_run = _named_through(
+    "pipeline_run",
+    PipelineRun,
+    StepRun,
+    col(StepRunArtifact.step_id),
+    col(StepRunArtifact.artifact_version_id),
+)
+"""Versions a step of the named run (name or id) produced or read."""
+
+_linked_to_model = _named_through(
+    "model",
+    Model,
+    ModelVersion,
+    col(ModelVersionArtifact.model_version_id),
+    col(ModelVersionArtifact.artifact_version_id),
+)
+
+
+def _linkage(cond: Condition) -> ColumnElement[bool] | None:
+    """``isnull:``/``isnotnull:`` on a version's model (version): not linked to any, or
+    linked to one."""
+    if cond.op not in (Op.IS_NULL, Op.IS_NOT_NULL):
+        return None
+    linked = col(V.id).in_(sa_select(col(ModelVersionArtifact.artifact_version_id)))
+    return linked if cond.op is Op.IS_NOT_NULL else not_(linked)
+
+
+def _model_version_id(cond: Condition) -> ColumnElement[bool]:
+    """Versions linked to the model version."""
+    if (linkage := _linkage(cond)) is not None:
+        return linkage
+    linked = sa_select(col(ModelVersionArtifact.artifact_version_id)).where(
+        condition_sql(col(ModelVersionArtifact.model_version_id), Kind.UUID, cond)
     )
     return col(V.id).in_(linked)
 
 
-# Models live elsewhere: no version belongs to a model version here.
-_NO_MODEL_VERSION = literal(None, type_=String())
+def _model(cond: Condition) -> ColumnElement[bool]:
+    """Versions linked to a version of the model (name or id)."""
+    linkage = _linkage(cond)
+    return linkage if linkage is not None else _linked_to_model(cond)
+
 
 ARTIFACT_VERSIONS = ListSpec(
     resource="artifact_version",
@@ -122,8 +169,13 @@ ARTIFACT_VERSIONS = ListSpec(
         column_field("content_hash", col(V.content_hash), Kind.STRING),
         column_field("item_count", col(V.item_count), Kind.INT),
         column_field("artifact_store_id", col(V.artifact_store_id), Kind.UUID),
-        column_field("model_version_id", _NO_MODEL_VERSION, Kind.UUID),
-        column_field("model", _NO_MODEL_VERSION, Kind.STRING, description="Model name or id"),
+        Field(
+            name="model_version_id",
+            kind=Kind.UUID,
+            build=_model_version_id,
+            description="A model version the version is linked to",
+        ),
+        Field(name="model", kind=Kind.STRING, build=_model, description="Model name or id"),
         Field(
             name="has_custom_name",
             kind=Kind.BOOL,

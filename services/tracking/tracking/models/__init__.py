@@ -15,6 +15,7 @@ from tracking.models.code_repository import CodeRepository
 from tracking.models.deployment import Deployment
 from tracking.models.hook_invocation import HookInvocation, HookInvocationOutput
 from tracking.models.logs import Logs
+from tracking.models.model import Model, ModelVersion, ModelVersionArtifact, ModelVersionRun
 from tracking.models.pipeline import (
     Pipeline,
     PipelineRun,
@@ -42,6 +43,10 @@ __all__ = [
     "HookInvocation",
     "HookInvocationOutput",
     "Logs",
+    "Model",
+    "ModelVersion",
+    "ModelVersionArtifact",
+    "ModelVersionRun",
     "Pipeline",
     "PipelineBuild",
     "PipelineRun",

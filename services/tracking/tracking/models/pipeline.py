@@ -131,6 +131,11 @@ class PipelineRun(SQLModel, table=True):
     trigger_execution_info: dict[str, Any] | None = Field(
         default=None, sa_column=Column(JSON, nullable=True)
     )
+    model_version_id: uuid.UUID | None = Field(
+        default=None,
+        sa_column_args=[ForeignKey("model_versions.id", ondelete="SET NULL")],
+        index=True,
+    )
     orchestrator_environment: dict[str, Any] = Field(
         default_factory=dict, sa_column=Column(JSON, nullable=False, server_default="{}")
     )
@@ -177,6 +182,11 @@ class StepRun(SQLModel, table=True):
     # cost more than everything else the DAG does.
     dag_config: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
     latest_heartbeat: dt.datetime | None = None
+    model_version_id: uuid.UUID | None = Field(
+        default=None,
+        sa_column_args=[ForeignKey("model_versions.id", ondelete="SET NULL")],
+        index=True,
+    )
     user_id: uuid.UUID | None = Field(default=None, index=True)
     created: dt.datetime = Field(default_factory=utcnow, index=True)
     updated: dt.datetime = Field(default_factory=utcnow)

@@ -8,20 +8,26 @@ from typing import Any
 
 from sqlalchemy import Table, Text, bindparam, cast, func, or_
 from sqlalchemy import select as sa_select
+from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import col
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from shared.db import core_execute
 from shared.listing import (
+    Condition,
+    Field,
     Kind,
     ListSpec,
     SortKey,
     column_field,
 )
+from shared.listing.sql import condition_sql
 from tracking.core.listing import scoped_fields, scoped_sort_keys
 from tracking.core.repository import ScopedRepository
+from tracking.model_version.repository import version_fields
 from tracking.models import (
     ArtifactVersion,
+    ModelVersionRun,
     Pipeline,
     PipelineRun,
     PipelineSnapshot,
@@ -38,6 +44,14 @@ from tracking.tag.repository import tags_field, tags_sort
 TAG_RESOURCE = "pipeline_run"
 METADATA_RESOURCE = "pipeline_run"
 
+
+def _linked_to_model_version(cond: Condition) -> ColumnElement[bool]:
+    linked = sa_select(col(ModelVersionRun.pipeline_run_id)).where(
+        condition_sql(col(ModelVersionRun.model_version_id), Kind.UUID, cond)
+    )
+    return col(PipelineRun.id).in_(linked)
+
+
 RUNS = ListSpec(
     resource="pipeline_run",
     id_column=col(PipelineRun.id),
@@ -47,6 +61,13 @@ RUNS = ListSpec(
         column_field("pipeline_id", col(PipelineRun.pipeline_id), Kind.UUID),
         column_field("snapshot_id", col(PipelineRun.snapshot_id), Kind.UUID),
         column_field("orchestrator_run_id", col(PipelineRun.orchestrator_run_id), Kind.STRING),
+        *version_fields(col(PipelineRun.model_version_id)),
+        Field(
+            name="linked_to_model_version_id",
+            kind=Kind.UUID,
+            build=_linked_to_model_version,
+            description="A model version the run is linked to",
+        ),
         tags_field(TAG_RESOURCE, col(PipelineRun.id)),
         metadata_field(
             METADATA_RESOURCE,

@@ -297,6 +297,8 @@ class RunItem(NamedTuple):
     logs: list[Any] = []
     tags: Sequence[TagRow] = ()
     run_metadata: dict[str, Any] | None = None
+    model_version: dict[str, Any] | None = None
+    """The run's model version, body only (as the reference nests it)."""
 
     @property
     def user_id(self) -> uuid.UUID | None:
@@ -343,6 +345,7 @@ def run_response(item: RunItem, hydrate: bool, user: NestedUser | None) -> dict[
         "tags": [nested_tag(tag) for tag in item.tags],
         "log_collection": [nested_logs(logs) for logs in item.logs],
         "visualizations": [],
+        "model_version": item.model_version,
     }
     # ``root_run_id`` stays null: the reference sets it on child runs only, and runs here
     # have no parent runs (the client reads a set one as "a child run: resume its root").

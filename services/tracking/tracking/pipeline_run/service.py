@@ -21,6 +21,9 @@ from tracking.core.errors import NameTaken, ScopedNotFound
 from tracking.core.service import ScopedService
 from tracking.logs.schemas import LogsRequest
 from tracking.logs.service import LogsService
+from tracking.model_version.schemas import nested_model_version
+from tracking.model_version.service import ModelVersionService
+from tracking.model_version_link.repository import RUN_LINK, LinkRepository
 from tracking.models import PipelineRun
 from tracking.pipeline_run.repository import (
     RUNS,
@@ -113,6 +116,9 @@ class RunService(ScopedService[PipelineRun]):
         logs = await LogsService(self.session).of_runs(ids)
         tags = await self.tags.for_resources(TAG_RESOURCE, ids)
         metadata = await self._metadata(runs, snapshots, full) if hydrate else {}
+        model_versions = await ModelVersionService(self.session).items_of(
+            [run.model_version_id for run in runs if run.model_version_id is not None]
+        )
         items = []
         for run in runs:
             snapshot, pipeline = snapshots.get(run.snapshot_id, (None, None))
@@ -126,6 +132,7 @@ class RunService(ScopedService[PipelineRun]):
                     logs[run.id],
                     tags.get(run.id, ()),
                     metadata.get(run.id, {}),
+                    nested_model_version(model_versions.get(run.model_version_id)),
                 )
             )
         return items
@@ -290,7 +297,20 @@ class RunService(ScopedService[PipelineRun]):
             index=await self.runs.runs_of(pipeline_id) + 1,
             **fields,
         )
+        configured = (snapshot.snapshot.pipeline_configuration or {}).get("model")
+        if isinstance(configured, dict):
+            # As the reference at run creation: the configured model's version (made
+            # when new, numbered for this run), linked to the run.
+            run.model_version_id = await ModelVersionService(self.session).for_run(
+                configured,
+                substitutions(snapshot.snapshot, run.start_time),
+                run.id,
+                project.id,
+                run.user_id,
+            )
         await self.insert(run, project)
+        if run.model_version_id is not None:
+            await LinkRepository(self.session, RUN_LINK).insert_new(run.model_version_id, run.id)
         return run.id
 
     async def update(

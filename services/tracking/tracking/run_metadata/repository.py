@@ -14,7 +14,14 @@ from sqlmodel import col
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from shared.db import core_execute, new_id, utcnow
-from tracking.models import ArtifactVersion, PipelineRun, RunMetadata, Schedule, StepRun
+from tracking.models import (
+    ArtifactVersion,
+    ModelVersion,
+    PipelineRun,
+    RunMetadata,
+    Schedule,
+    StepRun,
+)
 from tracking.run_metadata.schemas import MetadataResourceTypes
 
 HELD: dict[MetadataResourceTypes, Any] = {
@@ -22,9 +29,10 @@ HELD: dict[MetadataResourceTypes, Any] = {
     MetadataResourceTypes.STEP_RUN: StepRun,
     MetadataResourceTypes.ARTIFACT_VERSION: ArtifactVersion,
     MetadataResourceTypes.SCHEDULE: Schedule,
+    MetadataResourceTypes.MODEL_VERSION: ModelVersion,
 }
-"""The resources with metadata that tracking holds (model versions and wait conditions
-are not here); ``run_metadata.resource_type`` is the type's value."""
+"""The resources with metadata that tracking holds (wait conditions are not here);
+``run_metadata.resource_type`` is the type's value."""
 
 _VALUES = (
     sa_select(col(RunMetadata.resource_id), col(RunMetadata.key), col(RunMetadata.value))
@@ -146,5 +154,16 @@ class RunMetadataRepository:
                     (col(RunMetadata.resource_type) == MetadataResourceTypes.STEP_RUN.value)
                     & col(RunMetadata.resource_id).in_(steps),
                 )
+            )
+        )
+
+    async def delete_of(
+        self, resource_type: MetadataResourceTypes, ids: Collection[uuid.UUID]
+    ) -> None:
+        """The metadata of resources of one type (that are going)."""
+        await self.session.exec(
+            delete(RunMetadata).where(
+                col(RunMetadata.resource_type) == resource_type.value,
+                col(RunMetadata.resource_id).in_(list(ids)),
             )
         )

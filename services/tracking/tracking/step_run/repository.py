@@ -25,6 +25,7 @@ from shared.listing import (
     fetch_page,
 )
 from tracking.core.listing import scoped_fields, scoped_sort_keys
+from tracking.model_version.repository import version_fields
 from tracking.models import ArtifactVersion, PipelineRun, StepRun, StepRunArtifact
 from tracking.pipeline_run.schemas import ExecutionStatus
 from tracking.run_metadata.listing import metadata_field
@@ -65,6 +66,7 @@ STEPS = ListSpec(
         column_field("cache_expires_at", col(StepRun.cache_expires_at), Kind.DATETIME),
         column_field("pipeline_run_id", col(StepRun.pipeline_run_id), Kind.UUID),
         column_field("original_step_run_id", col(StepRun.original_step_run_id), Kind.UUID),
+        *version_fields(col(StepRun.model_version_id)),
         Field(
             name="snapshot_id",
             kind=Kind.UUID,

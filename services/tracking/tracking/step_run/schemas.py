@@ -161,6 +161,7 @@ class StepItem(NamedTuple):
     outputs: dict[str, list[dict[str, Any]]]
     logs: list[Any] = []
     run_metadata: dict[str, Any] | None = None
+    model_version: dict[str, Any] | None = None
 
     @property
     def user_id(self) -> uuid.UUID | None:
@@ -204,6 +205,7 @@ def step_response(item: StepItem, hydrate: bool, user: NestedUser | None) -> dic
     resources = {
         "user": user,
         "log_collection": [nested_logs(logs) for logs in item.logs],
+        "model_version": item.model_version,
         "inputs": item.inputs,
         "outputs": item.outputs,
     }

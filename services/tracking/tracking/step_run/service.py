@@ -25,9 +25,18 @@ from tracking.core.schemas import ScopedListQuery
 from tracking.logs.entries import LogEntry
 from tracking.logs.schemas import LogsRequest
 from tracking.logs.service import LogsService
+from tracking.model_version.schemas import nested_model_version
+from tracking.model_version.service import ModelVersionService
+from tracking.model_version_link.repository import RUN_LINK, LinkRepository
 from tracking.models import PipelineRun, StepRun
 from tracking.pipeline_run.dag import dag_fields
-from tracking.pipeline_run.schemas import ExecutionStatus, exception_info_json, in_progress
+from tracking.pipeline_run.schemas import (
+    ExecutionStatus,
+    as_datetime,
+    exception_info_json,
+    in_progress,
+    substitutions,
+)
 from tracking.pipeline_run.service import RunNotFound, RunService
 from tracking.run_metadata.schemas import MetadataResourceTypes
 from tracking.step_run.repository import STEPS, StepRepository
@@ -39,6 +48,7 @@ from tracking.step_run.schemas import (
     StepRunUpdate,
     as_links,
     step_config,
+    step_configuration,
     step_spec,
 )
 from tracking.store import ArtifactStores
@@ -96,6 +106,9 @@ class StepService:
         links = await self.steps.links_of([step.id for step in steps])
         version_ids = {link.artifact_version_id for found in links.values() for link in found}
         versions = await self.versions.many(list(version_ids))
+        model_versions = await ModelVersionService(self.session).items_of(
+            [step.model_version_id for step in steps if step.model_version_id is not None]
+        )
         # Nested versions are body-only, as in the reference.
         rendered = {
             item.version.id: {**version_response(item, False, None), "resources": None}
@@ -127,6 +140,7 @@ class StepService:
                     by_direction[OUTPUT],
                     logs[step.id],
                     metadata.get(step.id, {}),
+                    nested_model_version(model_versions.get(step.model_version_id)),
                 )
             )
         return items
@@ -173,6 +187,7 @@ class StepService:
             dag_config=dag_fields(dynamic) if dynamic is not None else None,
             user_id=user_id,
         )
+        step.model_version_id = await self._model_version(run, step)
         await self.steps.insert(
             step,
             Conflict(
@@ -181,6 +196,8 @@ class StepService:
             ),
         )
         await self._link(step.id, links)
+        if step.model_version_id is not None:
+            await LinkRepository(self.session, RUN_LINK).insert_new(step.model_version_id, run.id)
         if request.status in REUSED:
             if request.original_step_run_id is not None:
                 await self.runs.metadata.copy(
@@ -193,6 +210,23 @@ class StepService:
             await self.logs.attach([request.logs], step_id=step.id)
         await self.runs.follow_steps(run.id)
         return await self.get(step.id)
+
+    async def _model_version(self, run: Any, step: StepRun) -> uuid.UUID | None:
+        """As the reference at step creation: the version of the step's own configured
+        model, the run's numbered one when it names no version."""
+        snapshot = (
+            await self.runs.snapshots.snapshots.read(run.snapshot_id) if run.snapshot_id else None
+        )
+        found = step_configuration(step, snapshot)
+        # The step's own model only: the reference does not propagate its pipeline's
+        # model into a step's configuration (the run has that one).
+        configured = (found.get("config") or found.get("step_config_overrides") or {}).get("model")
+        if not isinstance(configured, dict):
+            return None
+        filled = substitutions(snapshot, as_datetime(run.start_time)) if snapshot else {}
+        return await ModelVersionService(self.session).for_run(
+            configured, filled, run.id, run.project_id, step.user_id
+        )
 
     async def _cascade_tags(
         self, run: Any, outputs: dict[str, list[uuid.UUID]], user_id: uuid.UUID

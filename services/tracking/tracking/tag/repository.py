@@ -37,6 +37,8 @@ from tracking.models import (
     Artifact,
     ArtifactVersion,
     Deployment,
+    Model,
+    ModelVersion,
     Pipeline,
     PipelineRun,
     PipelineSnapshot,
@@ -122,8 +124,11 @@ TAGGABLE: dict[TaggableResourceTypes, Taggable] = {
         _table(PipelineSnapshot), col(PipelineSnapshot.pipeline_id), exclusive_on_update=True
     ),
     TaggableResourceTypes.DEPLOYMENT: Taggable(_table(Deployment), _deployment_scope()),
+    # No scope: as the reference, exclusive tags are refused on them.
+    TaggableResourceTypes.MODEL: Taggable(_table(Model)),
+    TaggableResourceTypes.MODEL_VERSION: Taggable(_table(ModelVersion)),
 }
-"""The taggable resources tracking holds (models and run templates are not here)."""
+"""The taggable resources tracking holds (run templates are not here)."""
 
 
 def _tagged_count() -> Any:

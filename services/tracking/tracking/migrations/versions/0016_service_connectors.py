@@ -5,7 +5,7 @@ the connector's secret configuration fields as a JSON object; ``configuration`` 
 others. Names are unique, as on the reference.
 
 Revision ID: 0016
-Revises: 0014
+Revises: 0015
 Create Date: 2026-11-27 20:40:00
 """
 
@@ -16,7 +16,7 @@ import sqlmodel
 from alembic import op
 
 revision: str = "0016"
-down_revision: str | None = "0014"
+down_revision: str | None = "0015"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
