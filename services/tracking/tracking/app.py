@@ -95,6 +95,7 @@ async def _lifespan(app: Starlette, state: State) -> AsyncIterator[State]:
     )
     box = settings.secret_box()
     component_secrets = ComponentSecrets(box)
+    secret_cipher = SecretCipher(box)
     egress = EgressProxy(
         AddressPolicy(settings.artifact_store_allowed_networks),
         settings.artifact_store_connect_timeout.total_seconds(),
@@ -102,6 +103,7 @@ async def _lifespan(app: Starlette, state: State) -> AsyncIterator[State]:
     await egress.start()
     artifact_stores = ArtifactStores(
         component_secrets,
+        secret_cipher,
         S3Options(
             connect_timeout=settings.artifact_store_connect_timeout,
             request_timeout=settings.artifact_store_request_timeout,
@@ -116,7 +118,7 @@ async def _lifespan(app: Starlette, state: State) -> AsyncIterator[State]:
             "downloads": downloads,
             "workload_scopes": workload_scopes,
             "component_secrets": component_secrets,
-            "secret_cipher": SecretCipher(box),
+            "secret_cipher": secret_cipher,
             "artifact_stores": artifact_stores,
         }
     finally:

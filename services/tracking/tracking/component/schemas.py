@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -171,16 +172,30 @@ def nested_component(component: StackComponent) -> ComponentResponse:
     return ComponentResponse(id=component.id, name=component.name, body=_body(component, flavor))
 
 
+@dataclass(frozen=True)
+class LinkedComponent:
+    """A component with its linked secrets as its viewer sees them (another user's
+    private secret left out), to render."""
+
+    component: StackComponent
+    secrets: list[uuid.UUID] = field(default_factory=list)
+
+    @property
+    def user_id(self) -> uuid.UUID | None:
+        return self.component.user_id
+
+
 def component_response(
-    component: StackComponent, hydrate: bool, user: NestedUser | None
+    linked: LinkedComponent, hydrate: bool, user: NestedUser | None
 ) -> ComponentResponse:
+    component = linked.component
     flavor = flavor_for(component.type, component.flavor)
     metadata = None
     if hydrate:
         metadata = ComponentResponseMetadata(
             configuration=masked_configuration(component),
             environment=component.environment,
-            secrets=[uuid.UUID(s) for s in component.secrets],
+            secrets=linked.secrets,
             labels=component.labels,
             connector_resource_id=component.connector_resource_id,
         )

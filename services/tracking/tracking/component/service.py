@@ -18,11 +18,12 @@ from tracking.component.schemas import (
     ComponentRequest,
     ComponentScopeQuery,
     ComponentUpdate,
-    SecretRef,
+    LinkedComponent,
 )
 from tracking.component.secrets import ComponentSecrets
 from tracking.models import StackComponent
 from tracking.project.service import copy_given
+from tracking.secret.service import SecretLookup
 
 # The reference's default stack components, which it will not modify or delete.
 PROTECTED_TYPES = frozenset(
@@ -50,14 +51,6 @@ class ComponentAlreadyExists(Conflict):
         )
 
 
-class SecretNotFound(NotFound):
-    def __init__(self, name_or_id: object) -> None:
-        super().__init__(
-            f"Unable to get secret with name or ID '{name_or_id}': "
-            "No secret with this name or ID found"
-        )
-
-
 class ConnectorNotFound(NotFound):
     def __init__(self, connector_id: object) -> None:
         super().__init__(
@@ -66,15 +59,8 @@ class ConnectorNotFound(NotFound):
         )
 
 
-def refuse_secrets(secrets: Sequence[SecretRef] | None) -> None:
-    """Components do not link secrets here (the reference's ``secrets`` list of a
-    component): a secret a request names is answered as not found."""
-    if secrets:
-        raise SecretNotFound(secrets[0])
-
-
-def _check_references(secrets: Sequence[SecretRef] | None, connector: uuid.UUID | None) -> None:
-    refuse_secrets(secrets)
+def refuse_connector(connector: uuid.UUID | None) -> None:
+    """No service connectors here: a connector a request names is answered as not found."""
     if connector is not None:
         raise ConnectorNotFound(connector)
 
@@ -87,6 +73,7 @@ class ComponentService:
     def __init__(self, session: AsyncSession, secrets: ComponentSecrets) -> None:
         self.repository = ComponentRepository(session)
         self.secrets = secrets
+        self.lookup = SecretLookup(session)
 
     async def get(self, component_id: uuid.UUID) -> StackComponent:
         component = await self.repository.get(component_id)
@@ -94,15 +81,27 @@ class ComponentService:
             raise ComponentNotFound(component_id)
         return component
 
-    async def list_page(
-        self, listing: Listing, scope: ComponentScopeQuery
-    ) -> tuple[int, list[StackComponent]]:
-        return await self.repository.page(listing, scope)
+    async def linked(
+        self, components: Sequence[StackComponent], viewer: uuid.UUID | None
+    ) -> list[LinkedComponent]:
+        """The components with the linked secrets ``viewer`` may see (one query)."""
+        shown = await self.lookup.shown([c.secrets for c in components], viewer)
+        return [LinkedComponent(c, s) for c, s in zip(components, shown, strict=True)]
 
-    async def create(self, request: ComponentRequest, user_id: uuid.UUID) -> StackComponent:
+    async def read(self, component_id: uuid.UUID, viewer: uuid.UUID | None) -> LinkedComponent:
+        return (await self.linked([await self.get(component_id)], viewer))[0]
+
+    async def list_page(
+        self, listing: Listing, scope: ComponentScopeQuery, viewer: uuid.UUID | None
+    ) -> tuple[int, list[LinkedComponent]]:
+        total, components = await self.repository.page(listing, scope)
+        return total, await self.linked(components, viewer)
+
+    async def create(self, request: ComponentRequest, user_id: uuid.UUID) -> LinkedComponent:
         flavor = flavor_for(request.type, request.flavor)
         configuration = flavor.validate_config(request.configuration)
-        _check_references(request.secrets, request.connector)
+        refuse_connector(request.connector)
+        secrets = await self.lookup.ids(request.secrets or [], user_id)
         clear, encrypted = self.secrets.seal(flavor, configuration, stored={})
         component = StackComponent(
             name=request.name,
@@ -111,6 +110,7 @@ class ComponentService:
             configuration=clear,
             encrypted_secrets=encrypted,
             environment=request.environment or {},
+            secrets=[str(i) for i in secrets],
             labels=request.labels,
             connector_resource_id=request.connector_resource_id,
             user_id=user_id,
@@ -119,13 +119,19 @@ class ComponentService:
         await flush_unique(
             self.repository.session, ComponentAlreadyExists(request.type, request.name)
         )
-        return component
+        return LinkedComponent(component, secrets)
 
-    async def update(self, component: StackComponent, update: ComponentUpdate) -> StackComponent:
+    async def update(
+        self, component_id: uuid.UUID, update: ComponentUpdate, viewer: uuid.UUID | None
+    ) -> LinkedComponent:
+        component = await self.get(component_id)
         if is_protected(component):
             raise Forbidden(f"The default {component.type} cannot be modified.")
-        secrets = [*(update.add_secrets or []), *(update.remove_secrets or [])]
-        _check_references(secrets, update.connector)
+        refuse_connector(update.connector)
+        if update.add_secrets or update.remove_secrets:
+            component.secrets = await self.lookup.relinked(
+                component.secrets, update.add_secrets, update.remove_secrets, viewer
+            )
         if update.configuration is not None:
             flavor = flavor_for(component.type, component.flavor)
             configuration = flavor.validate_config(update.configuration)
@@ -138,9 +144,10 @@ class ComponentService:
         await flush_unique(
             self.repository.session, ComponentAlreadyExists(component.type, component.name)
         )
-        return component
+        return (await self.linked([component], viewer))[0]
 
-    async def delete(self, component: StackComponent) -> None:
+    async def delete(self, component_id: uuid.UUID) -> None:
+        component = await self.get(component_id)
         if is_protected(component):
             raise Forbidden(f"The default {component.type} cannot be deleted.")
         stacks = await self.repository.stack_count(component.id)
