@@ -4,6 +4,7 @@ owner may read, and a missing secret or key is a 404 that names no value."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import httpx
@@ -15,6 +16,7 @@ from tests.tracking.artifact.support import Headers, new_user
 from tests.tracking.artifact_version.support import VERSIONS, create_version
 from tests.tracking.component.support import COMPONENTS
 from tests.tracking.secret.support import SECRETS, create_secret
+from tracking.models import StackComponent
 
 Json = dict[str, Any]
 User = tuple[str, Headers]
@@ -121,3 +123,30 @@ async def test_only_secrets_the_components_owner_may_read_resolve(
     for headers in (ann[1], auth):
         read = await visualize(tracking, headers, default_project, anns, bucket)
         assert read.json() == {"type": "markdown", "value": "# from the bucket"}
+
+
+async def signing_key(tracking_app: LifespanApp, store: Json) -> str:
+    """The access key id the server's client of ``store`` signs with."""
+    async with tracking_app.state["sessionmaker"]() as session:
+        component = await session.get(StackComponent, uuid.UUID(store["id"]))
+        opened = await tracking_app.state["artifact_stores"].open(component, session)
+    provider = opened.client.credential_provider
+    assert provider is not None
+    key: str = provider()["access_key_id"]
+    return key
+
+
+async def test_the_servers_client_signs_with_the_secrets_current_value(
+    tracking: httpx.AsyncClient,
+    tracking_app: LifespanApp,
+    auth: Headers,
+    s3: S3Server,
+    bucket: str,
+) -> None:
+    created = await create_secret(tracking, auth, "creds", CREDENTIALS)
+    store = await referencing_store(tracking, auth, s3, bucket, "creds")
+    assert await signing_key(tracking_app, store) == ACCESS_KEY
+    changed = {"values": {"access": "AKIACHANGED000000001"}}
+    url = f"{SECRETS}/{created['id']}?patch_values=true"
+    assert (await tracking.put(url, json=changed, headers=auth)).status_code == 200
+    assert await signing_key(tracking_app, store) == "AKIACHANGED000000001"
