@@ -191,3 +191,11 @@ async def create_stack(
     assert response.status_code == 200, response.text
     created: Json = response.json()
     return created
+
+
+async def test_a_component_named_as_a_reference_is_422(
+    tracking: httpx.AsyncClient, auth: Headers
+) -> None:
+    response = await orchestrator(tracking, auth, "{{creds.name}}")
+    assert response.status_code == 422, response.text
+    assert "as a secret reference is not allowed" in response.text

@@ -14,6 +14,7 @@ from tracking.component.flavors import Flavor, StackComponentType, flavor_for
 from tracking.component.secrets import masked_configuration
 from tracking.core.schemas import UserScopedBody
 from tracking.models import StackComponent
+from tracking.secret.schemas import secret_reference
 
 SecretRef = uuid.UUID | str
 """A secret named by id or by name."""
@@ -57,6 +58,17 @@ class ComponentRequest(BaseModel):
     connector: uuid.UUID | None = None
 
     _name = field_validator("name")(valid_name)
+
+    @field_validator("name")
+    @classmethod
+    def _not_a_reference(cls, name: str) -> str:
+        if secret_reference(name) is not None:
+            # The reference's wording.
+            raise ValueError(
+                "Passing the `name` attribute of a stack component as a secret reference is "
+                "not allowed."
+            )
+        return name
 
 
 class ComponentUpdate(BaseModel):
