@@ -21,6 +21,9 @@ measures through each front door: sequentially (one keep-alive connection) and w
     list     GET  /api/v1/artifacts?size=50
     get      GET  /api/v1/artifacts/{id}?hydrate=true
     filter   GET  /api/v1/artifacts?name=contains:bench-1&sort_by=desc:created&size=50
+    secrets  GET  /api/v1/secrets?size=50&sort_by=created   (over ``--secrets`` secrets,
+                  loaded with POST /api/v1/secrets, two values each; only when chosen)
+    secret   GET  /api/v1/secrets/{id}                      (one with its values)
     versions GET  /api/v1/artifact_versions?artifact=bench-v-<n>&type=ModelArtifact
                   &version_number=gte:<half>&sort_by=desc:created&size=50
                   (over ``--versions`` versions of ``--version-artifacts`` artifacts: the
@@ -82,18 +85,21 @@ from tests.support.zenml_env import (  # noqa: E402
 )
 
 TARGETS = ("reference", "ours")
-WORKLOADS = ("create", "list", "get", "filter", "versions", "scaling")
+WORKLOADS = ("create", "list", "get", "filter", "versions", "secrets", "secret", "scaling")
 # Loading 100,000 versions into the reference takes a while: ask for it with --workloads.
 DEFAULT_WORKLOADS = ("create", "list", "get", "filter")
 # Reads on exactly --rows rows, creates last.
-RUN_ORDER = ("list", "get", "filter", "versions", "create")
+RUN_ORDER = ("list", "get", "filter", "versions", "secrets", "secret", "create")
 WORKLOAD_TITLES = {
     "create": "create artifact",
     "list": "list size=50",
     "get": "get hydrated",
     "filter": "list filtered",
     "versions": "versions 3 filters",
+    "secrets": "secrets size=50",
+    "secret": "get secret",
 }
+SECRET_WORKLOADS = ("secrets", "secret")
 SCALE_SECONDS = 5.0  # per list and size in the scaling workload, after 1 s of warm-up
 DEFAULT_REPLICAS = (1, 2)
 VERSION_TYPES = ("DataArtifact", "ModelArtifact")
@@ -166,6 +172,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         type=_positive,
         default=100_000,
         help="artifact versions loaded for the versions workload (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--secrets",
+        type=_positive,
+        default=10_000,
+        help="secrets loaded for the secrets workloads (default: %(default)s)",
     )
     parser.add_argument(
         "--version-artifacts",
@@ -429,6 +441,7 @@ class Target:
     project_id: str
     server_stack: str
     artifact_ids: list[str] = field(default_factory=list)
+    secret_ids: list[str] = field(default_factory=list)
     names: Iterator[int] = field(default_factory=itertools.count)
     run_tag: str = field(default_factory=lambda: secrets.token_hex(3))
     processes: dict[str, int] = field(default_factory=dict)  # name -> the pgid it leads
@@ -505,6 +518,12 @@ def make_request(
     if workload == "versions":
         assert args is not None
         return versions_request(target, index, args.versions, args.version_artifacts)
+    if workload == "secrets":
+        params = {key: base[key] for key in ("hydrate", "logical_operator", "page", "size")}
+        return "GET", "/api/v1/secrets", {**params, "sort_by": "created"}, None
+    if workload == "secret":
+        secret_id = target.secret_ids[index % len(target.secret_ids)]
+        return "GET", f"/api/v1/secrets/{secret_id}", None, None
     raise ValueError(f"unknown workload {workload!r}")  # pragma: no cover
 
 
@@ -626,6 +645,31 @@ async def load_rows(target: Target, rows: int, concurrency: int) -> None:
         raise BenchError(f"{target.name}: after loading: {describe_http_error(response)}")
 
 
+async def load_secrets(target: Target, count: int, concurrency: int) -> None:
+    """Create ``count`` public secrets named ``bench-s-<n>``, two values each,
+    concurrently (a secret's values are encrypted one by one on both servers)."""
+    clients = _clients(target, concurrency)
+    ids: list[str] = []
+
+    def make(index: int) -> Request:
+        values = {"user": f"user-{index}", "password": secrets.token_urlsafe(16)}
+        return "POST", "/api/v1/secrets", None, {"name": f"bench-s-{index}", "values": values}
+
+    try:
+        stats = await drive(
+            clients,
+            count,
+            make,
+            time_cap=3600,
+            on_response=lambda response: ids.append(str(response.json()["id"])),
+        )
+    finally:
+        await asyncio.gather(*(client.aclose() for client in clients))
+    if stats.errors:
+        raise BenchError(f"{target.name}: loading secrets failed: {stats.first_error}")
+    target.secret_ids = ids
+
+
 def version_body(target: Target, index: int, artifacts: int) -> dict[str, Any]:
     """The ``index``-th version: artifact ``index % artifacts``, an explicit number (so
     concurrent batches never race for one), half of each artifact's versions models."""
@@ -714,6 +758,8 @@ def wrk_requests(
     count = 1
     if workload == "get":
         count = len(target.artifact_ids)
+    elif workload == "secret":
+        count = len(target.secret_ids)
     elif workload == "versions" and args is not None:
         count = args.version_artifacts
     requests = []
@@ -935,8 +981,14 @@ async def prepare(target: Target, args: argparse.Namespace) -> None:
     if "versions" in args.workloads:
         load = await grow(target, args.versions, 0, args)
         say(f"{target.name}: loaded in {load.seconds:.1f}s ({load.how})")
+    if any(w in args.workloads for w in SECRET_WORKLOADS):
+        say(f"{target.name}: loading {args.secrets} secrets ...")
+        started = time.perf_counter()
+        await load_secrets(target, args.secrets, args.concurrency)
+        say(f"{target.name}: loaded in {time.perf_counter() - started:.1f}s")
     say(f"{target.name}: warming up ...")
-    for workload in [w for w in ("list", "get", "filter", "versions") if w in args.workloads]:
+    reads = ("list", "get", "filter", "versions", *SECRET_WORKLOADS)
+    for workload in [w for w in reads if w in args.workloads]:
         await measure(target, workload, 1, 0, args)  # the warm-up part only
 
 

@@ -53,6 +53,19 @@ def test_versions_workload_is_chosen_explicitly_with_its_sizes():
     assert tracking.parse_args([]).versions == 100_000
 
 
+def test_secrets_workloads_page_the_secrets_and_cycle_every_loaded_one():
+    args = tracking.parse_args(["--workloads", "secret,secrets,list", "--secrets", "300"])
+    assert (args.workloads, args.secrets) == (["list", "secrets", "secret"], 300)
+    assert tracking.parse_args([]).secrets == 10_000
+    target = tracking.Target("ours", "http://x", "t", "p", "stack", secret_ids=["s1", "s2"])
+    method, path, params, body = tracking.make_request(target, "secrets", 0, args)
+    assert (method, path, body) == ("GET", "/api/v1/secrets", None)
+    assert params is not None
+    assert (params["size"], params["hydrate"], "project" in params) == ("50", "false", False)
+    requests = tracking.wrk_requests(target, "secret", args)
+    assert [r.path for r in requests] == ["/api/v1/secrets/s1", "/api/v1/secrets/s2"]
+
+
 def test_versions_request_uses_three_filters_and_size_50():
     args = tracking.parse_args(["--versions", "1000", "--version-artifacts", "10"])
     target = tracking.Target("ours", "http://x", "t", "p", "stack")

@@ -1,6 +1,9 @@
 """The unmodified ``zenml secret`` CLI (0.96.3) against our stack: create (public and
 private), list, get, update (change, add and remove keys), rename and delete, each as its
-own ``zenml`` process, as a user types them."""
+own ``zenml`` process, as a user types them. Then a real pipeline run on a stack whose
+orchestrator links a secret (``--secret``: its values become the step's environment, with
+the component's ``--env``) and whose deployer's ``address`` is a secret reference
+(``{{name.key}}``), which the client resolves when it reads the configuration."""
 
 from __future__ import annotations
 
@@ -20,8 +23,21 @@ __all__ = ["stack", "zenml_client"]  # the module's stack and client, shared
 
 CLI_SCENARIO = """
 import json
+import os
 import subprocess
 import sys
+
+from zenml import pipeline, step
+
+
+@step
+def compat_read_environment() -> str:
+    return os.environ.get("RUN_TOKEN", "-") + "/" + os.environ.get("STAGE", "-")
+
+
+@pipeline(enable_cache=False)
+def compat_secret_environment():
+    compat_read_environment()
 
 CLI = [sys.executable, "-c", "from zenml.cli.cli import cli; cli()"]
 
@@ -62,6 +78,32 @@ steps["delete"] = zenml("secret", "delete", "compat-database", "-y")
 steps["delete private"] = zenml("secret", "delete", "compat-mine", "-y")
 steps["get deleted"] = zenml("secret", "get", "compat-database")
 steps["list after"] = listed()
+
+steps["run secret"] = zenml(
+    "secret", "create", "compat-run", "--RUN_TOKEN=tok-run-1", "--bind=127.0.0.9"
+)
+steps["orchestrator"] = zenml(
+    "orchestrator", "register", "compat-orch", "--flavor", "local", "--secret", "compat-run",
+    "--env", "STAGE=compat",
+)
+steps["deployer"] = zenml(
+    "deployer", "register", "compat-dep", "--flavor", "local", "--address={{compat-run.bind}}"
+)
+steps["stack"] = zenml(
+    "stack", "register", "compat-secrets", "-o", "compat-orch", "-a", "default", "-D", "compat-dep",
+    "--set",
+)
+from zenml.client import Client
+
+client = Client()
+run = compat_secret_environment()
+got = client.get_pipeline_run(run.id)
+steps["run"] = {
+    "status": str(got.status.value),
+    "output": got.steps["compat_read_environment"].output.load(),
+    "address": client.active_stack.deployer.config.address,
+    "configured": client.get_stack_component("deployer", "compat-dep").configuration,
+}
 emit(steps)
 """
 
@@ -128,6 +170,12 @@ def test_zenml_secret_cli_against_our_stack(zenml_client, stack, tmp_path):
     ok("delete private")
     assert steps["get deleted"]["code"] != 0
     assert steps["list after"] == []
+    for name in ("run secret", "orchestrator", "deployer", "stack"):
+        ok(name)
+    assert steps["run"]["status"] == "completed"
+    assert steps["run"]["output"] == "tok-run-1/compat"
+    assert steps["run"]["address"] == "127.0.0.9"
+    assert steps["run"]["configured"]["address"] == "{{compat-run.bind}}"
 
 
 CONNECTOR_SCENARIO = """

@@ -112,6 +112,7 @@ async def _lifespan(
     )
     box = settings.secret_box()
     component_secrets = ComponentSecrets(box)
+    secret_cipher = SecretCipher(box)
     egress = EgressProxy(
         AddressPolicy(settings.artifact_store_allowed_networks),
         settings.artifact_store_connect_timeout.total_seconds(),
@@ -119,6 +120,7 @@ async def _lifespan(
     await egress.start()
     artifact_stores = ArtifactStores(
         component_secrets,
+        secret_cipher,
         S3Options(
             connect_timeout=settings.artifact_store_connect_timeout,
             request_timeout=settings.artifact_store_request_timeout,
@@ -133,7 +135,7 @@ async def _lifespan(
             "downloads": downloads,
             "workload_scopes": workload_scopes,
             "component_secrets": component_secrets,
-            "secret_cipher": SecretCipher(box),
+            "secret_cipher": secret_cipher,
             "cluster_probe": ClusterProbe(
                 egress.url, settings.artifact_store_connect_timeout, outside
             ),

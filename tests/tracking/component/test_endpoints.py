@@ -212,7 +212,7 @@ async def test_same_name_with_another_type_is_allowed(
     assert await listed(tracking, auth, ("name", "local")) == ["local", "local"]
 
 
-async def test_secrets_and_connectors_do_not_exist_here(
+async def test_an_unknown_secret_and_any_connector_are_404(
     tracking: httpx.AsyncClient, auth: Headers
 ) -> None:
     with_secret = await post(tracking, auth, secrets=["db-password"])

@@ -90,22 +90,28 @@ async def test_delete_through_a_link_never_leaves_the_root(
     assert (store.root / "escape").is_symlink()
 
 
-def test_stores_open_by_flavor_and_other_flavors_are_501() -> None:
+async def test_stores_open_by_flavor_and_other_flavors_are_501() -> None:
     from types import SimpleNamespace
 
+    from sqlmodel.ext.asyncio.session import AsyncSession
+
     from tracking.component.secrets import ComponentSecrets
+    from tracking.secret.service import SecretCipher
     from tracking.store import ArtifactStores, StoreUnsupported
     from tracking.store.s3 import S3Options
 
+    # Unbound: these flavors reference no secret, so nothing may reach a database.
+    session = AsyncSession()
     stores = ArtifactStores(
         ComponentSecrets(None),
+        SecretCipher(None),
         S3Options(timedelta(seconds=1), timedelta(seconds=1), 0, "http://127.0.0.1:9"),
         [Path("/data")],
     )
     local = SimpleNamespace(
         name="s", type="artifact_store", flavor="local", configuration={"path": "/data"}
     )
-    opened = stores.open(local)
+    opened = await stores.open(local, session)
     assert isinstance(opened, LocalArtifactStore)
     assert opened.root == Path("/data")
     for other in (
@@ -113,7 +119,7 @@ def test_stores_open_by_flavor_and_other_flavors_are_501() -> None:
         SimpleNamespace(name="o", type="orchestrator", flavor="local", configuration={}),
     ):
         with pytest.raises(StoreUnsupported) as raised:
-            stores.open(other)
+            await stores.open(other, session)
         assert raised.value.status_code == 501
 
 

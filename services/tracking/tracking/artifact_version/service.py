@@ -390,7 +390,7 @@ class ArtifactVersionService:
             raise NoArtifactStore(version_id)
         if self.stores is None:
             raise RuntimeError("this ArtifactVersionService was made without stores")
-        return self.stores.open(component)
+        return await self.stores.open(component, self.session)
 
     async def _version_store(self, version_id: uuid.UUID) -> tuple[Any, ArtifactStore]:
         version = await self.repository.read(version_id)

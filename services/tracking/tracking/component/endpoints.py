@@ -40,12 +40,12 @@ ComponentListQuery = COMPONENTS.query_model(
 
 
 async def list_components(request: Request) -> Response:
-    caller(request)
+    viewer = caller(request).user_id
     listing = await read_list(request, COMPONENTS)
     scope = parse_query(request, ComponentScopeQuery)
     async with transaction(request) as session:
         total, components = await ComponentService(session, _secrets(request)).list_page(
-            listing, scope
+            listing, scope, viewer
         )
     return await render_page(request, listing, total, components, component_response)
 
@@ -59,21 +59,21 @@ async def create(request: Request) -> Response:
 
 
 async def get(request: Request) -> Response:
-    caller(request)
+    viewer = caller(request).user_id
     component_id = path_param(request, "component_id", uuid.UUID)
     query = parse_query(request, HydrateQuery)
     async with transaction(request) as session:
-        component = await ComponentService(session, _secrets(request)).read(component_id)
+        component = await ComponentService(session, _secrets(request)).read(component_id, viewer)
     return await render_one(request, component, component_response, hydrate=query.hydrate)
 
 
 async def update(request: Request) -> Response:
-    caller(request)
+    viewer = caller(request).user_id
     component_id = path_param(request, "component_id", uuid.UUID)
     body = await parse_json(request, ComponentUpdate)
     async with transaction(request) as session:
         components = ComponentService(session, _secrets(request))
-        component = await components.update(await components.get(component_id), body)
+        component = await components.update(component_id, body, viewer)
     return await render_one(request, component, component_response, hydrate=True)
 
 
@@ -81,8 +81,7 @@ async def delete(request: Request) -> Response:
     caller(request)
     component_id = path_param(request, "component_id", uuid.UUID)
     async with transaction(request) as session:
-        components = ComponentService(session, _secrets(request))
-        await components.delete(await components.get(component_id))
+        await ComponentService(session, _secrets(request)).delete(component_id)
     return render_null()
 
 

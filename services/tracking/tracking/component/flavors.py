@@ -30,6 +30,7 @@ from pydantic import (
 )
 
 from shared.errors import BadRequest, NotFound
+from tracking.secret.schemas import secret_reference
 
 
 class StackComponentType(StrEnum):
@@ -287,6 +288,12 @@ class Flavor:
             if isinstance(field.json_schema_extra, dict) and field.json_schema_extra.get(SENSITIVE)
         )
 
+    @property
+    def validated_fields(self) -> frozenset[str]:
+        """The configuration fields a validator of their own checks."""
+        validators = self.config.__pydantic_decorators__.field_validators.values()
+        return frozenset(field for v in validators for field in v.info.fields)
+
     def validate_config(self, configuration: dict[str, Any]) -> dict[str, Any]:
         """The configuration as stored (400 ``ValueError`` when it does not fit)."""
         unknown = sorted(set(configuration) - set(self.config.model_fields))
@@ -295,6 +302,14 @@ class Flavor:
             raise BadRequest(
                 f"Invalid configuration keys {unknown} for {self.name} {self.component_type}."
             )
+        for field, value in configuration.items():
+            if field in self.validated_fields and secret_reference(value) is not None:
+                # The reference's client refuses these (its wording); a reference in any
+                # other field is kept as given, for whoever reads the field to resolve.
+                raise BadRequest(
+                    f"Passing the attribute `{field}` as a secret reference is not allowed as "
+                    "additional validation is required for this attribute."
+                )
         try:
             return self.config.model_validate(configuration).model_dump(exclude_unset=True)
         except ValidationError as exc:

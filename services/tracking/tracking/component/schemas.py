@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -14,6 +14,7 @@ from tracking.component.flavors import Flavor, StackComponentType, flavor_for
 from tracking.component.secrets import masked_configuration
 from tracking.core.schemas import UserScopedBody
 from tracking.models import ServiceConnector, StackComponent
+from tracking.secret.schemas import secret_reference
 from tracking.service_connector.schemas import ServiceConnectorResponse, nested_connector
 
 SecretRef = uuid.UUID | str
@@ -58,6 +59,17 @@ class ComponentRequest(BaseModel):
     connector: uuid.UUID | None = None
 
     _name = field_validator("name")(valid_name)
+
+    @field_validator("name")
+    @classmethod
+    def _not_a_reference(cls, name: str) -> str:
+        if secret_reference(name) is not None:
+            # The reference's wording.
+            raise ValueError(
+                "Passing the `name` attribute of a stack component as a secret reference is "
+                "not allowed."
+            )
+        return name
 
 
 class ComponentUpdate(BaseModel):
@@ -175,10 +187,12 @@ def nested_component(component: StackComponent) -> ComponentResponse:
 
 @dataclass(frozen=True)
 class LinkedComponent:
-    """A component and the service connector it is linked to (if any), to render."""
+    """A component, the service connector it is linked to (if any) and its linked
+    secrets as its viewer sees them (another user's private secret left out), to render."""
 
     component: StackComponent
     connector: ServiceConnector | None = None
+    secrets: list[uuid.UUID] = field(default_factory=list)
 
     @property
     def user_id(self) -> uuid.UUID | None:
@@ -195,7 +209,7 @@ def component_response(
         metadata = ComponentResponseMetadata(
             configuration=masked_configuration(component),
             environment=component.environment,
-            secrets=[uuid.UUID(s) for s in component.secrets],
+            secrets=item.secrets,
             labels=component.labels,
             connector_resource_id=component.connector_resource_id,
             connector=nested_connector(item.connector) if item.connector else None,

@@ -6,6 +6,10 @@ each is a Fernet token in ``encrypted_secrets`` (keys from COMPONENT_SECRET_KEYS
 answers show :data:`MASK` in its place. An update that sends :data:`MASK` back for a field
 keeps the stored secret, so a client may send a component's configuration back as it read
 it.
+
+A secret field given as a secret reference (``{{name.key}}``) is no secret: it stays in
+``configuration`` in clear and is answered as given, so that the client, which resolves
+references when it reads its component's configuration, can resolve it.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from shared.errors import BadRequest, Forbidden, PlatformError
 from shared.secret_box import SecretBox, SecretUnreadable
 from tracking.component.flavors import Flavor
 from tracking.models import StackComponent
+from tracking.secret.schemas import SecretReference, secret_reference
 
 MASK = "**********"
 """What answers show for a secret field that has a value."""
@@ -48,6 +53,12 @@ def masked_configuration(component: StackComponent) -> dict[str, Any]:
     return {**component.configuration, **dict.fromkeys(component.encrypted_secrets, MASK)}
 
 
+def references(configuration: dict[str, Any]) -> dict[str, SecretReference]:
+    """The configuration's fields given as secret references, with what they name."""
+    found = {field: secret_reference(value) for field, value in configuration.items()}
+    return {field: reference for field, reference in found.items() if reference is not None}
+
+
 @dataclass(frozen=True)
 class ComponentSecrets:
     """The process's box for components' secrets (``None`` without keys)."""
@@ -59,10 +70,10 @@ class ComponentSecrets:
     ) -> tuple[dict[str, Any], dict[str, str]]:
         """A validated configuration split into its clear fields and its encrypted secret
         fields; a field given as :data:`MASK` keeps its ``stored`` value."""
-        clear = {k: v for k, v in configuration.items() if k not in flavor.secret_fields}
-        given = {
-            k: v for k, v in configuration.items() if k in flavor.secret_fields and v is not None
-        }
+        referenced = references(configuration)
+        sealed = flavor.secret_fields - referenced.keys()
+        clear = {k: v for k, v in configuration.items() if k not in sealed}
+        given = {k: v for k, v in configuration.items() if k in sealed and v is not None}
         kept = {k: stored[k] for k, v in given.items() if v == MASK and k in stored}
         unmatched = sorted(k for k, v in given.items() if v == MASK and k not in stored)
         if unmatched:

@@ -19,11 +19,11 @@ from tracking.component.schemas import (
     ComponentScopeQuery,
     ComponentUpdate,
     LinkedComponent,
-    SecretRef,
 )
 from tracking.component.secrets import ComponentSecrets
 from tracking.models import ServiceConnector, StackComponent
 from tracking.project.service import copy_given
+from tracking.secret.service import SecretLookup
 
 # The reference's default stack components, which it will not modify or delete.
 PROTECTED_TYPES = frozenset(
@@ -51,27 +51,12 @@ class ComponentAlreadyExists(Conflict):
         )
 
 
-class SecretNotFound(NotFound):
-    def __init__(self, name_or_id: object) -> None:
-        super().__init__(
-            f"Unable to get secret with name or ID '{name_or_id}': "
-            "No secret with this name or ID found"
-        )
-
-
 class ConnectorNotFound(NotFound):
     def __init__(self, connector_id: object) -> None:
         super().__init__(
             f"Unable to get service connector with ID '{connector_id}': "
             "No service connector with this ID found"
         )
-
-
-def refuse_secrets(secrets: Sequence[SecretRef] | None) -> None:
-    """Components do not link secrets here (the reference's ``secrets`` list of a
-    component): a secret a request names is answered as not found."""
-    if secrets:
-        raise SecretNotFound(secrets[0])
 
 
 def is_protected(component: StackComponent) -> bool:
@@ -82,6 +67,7 @@ class ComponentService:
     def __init__(self, session: AsyncSession, secrets: ComponentSecrets) -> None:
         self.repository = ComponentRepository(session)
         self.secrets = secrets
+        self.lookup = SecretLookup(session)
 
     async def get(self, component_id: uuid.UUID) -> StackComponent:
         component = await self.repository.get(component_id)
@@ -89,24 +75,28 @@ class ComponentService:
             raise ComponentNotFound(component_id)
         return component
 
-    async def read(self, component_id: uuid.UUID) -> LinkedComponent:
-        """A component with its service connector, to render."""
-        [item] = await self._linked([await self.get(component_id)])
+    async def read(self, component_id: uuid.UUID, viewer: uuid.UUID | None) -> LinkedComponent:
+        """A component with its service connector and linked secrets, to render."""
+        [item] = await self.linked([await self.get(component_id)], viewer)
         return item
 
     async def list_page(
-        self, listing: Listing, scope: ComponentScopeQuery
+        self, listing: Listing, scope: ComponentScopeQuery, viewer: uuid.UUID | None
     ) -> tuple[int, list[LinkedComponent]]:
         total, components = await self.repository.page(listing, scope)
-        return total, await self._linked(components)
+        return total, await self.linked(components, viewer)
 
-    async def _linked(self, components: Sequence[StackComponent]) -> list[LinkedComponent]:
-        """Each component with its connector (one query for all of them)."""
+    async def linked(
+        self, components: Sequence[StackComponent], viewer: uuid.UUID | None
+    ) -> list[LinkedComponent]:
+        """Each component with its connector (one query for all of them) and the linked
+        secrets ``viewer`` may see (one query)."""
         ids = {c.connector_id for c in components if c.connector_id is not None}
         connectors = await self.repository.connectors(ids)
+        shown = await self.lookup.shown([c.secrets for c in components], viewer)
         return [
-            LinkedComponent(c, connectors.get(c.connector_id) if c.connector_id else None)
-            for c in components
+            LinkedComponent(c, connectors.get(c.connector_id) if c.connector_id else None, s)
+            for c, s in zip(components, shown, strict=True)
         ]
 
     async def _connector(self, connector_id: uuid.UUID | None) -> ServiceConnector | None:
@@ -120,8 +110,8 @@ class ComponentService:
     async def create(self, request: ComponentRequest, user_id: uuid.UUID) -> LinkedComponent:
         flavor = flavor_for(request.type, request.flavor)
         configuration = flavor.validate_config(request.configuration)
-        refuse_secrets(request.secrets)
         connector = await self._connector(request.connector)
+        secrets = await self.lookup.ids(request.secrets or [], user_id)
         clear, encrypted = self.secrets.seal(flavor, configuration, stored={})
         component = StackComponent(
             name=request.name,
@@ -130,6 +120,7 @@ class ComponentService:
             configuration=clear,
             encrypted_secrets=encrypted,
             environment=request.environment or {},
+            secrets=[str(i) for i in secrets],
             labels=request.labels,
             connector_resource_id=request.connector_resource_id,
             connector_id=connector.id if connector else None,
@@ -139,16 +130,22 @@ class ComponentService:
         await flush_unique(
             self.repository.session, ComponentAlreadyExists(request.type, request.name)
         )
-        return LinkedComponent(component, connector)
+        return LinkedComponent(component, connector, secrets)
 
-    async def update(self, component: StackComponent, update: ComponentUpdate) -> LinkedComponent:
+    async def update(
+        self, component_id: uuid.UUID, update: ComponentUpdate, viewer: uuid.UUID | None
+    ) -> LinkedComponent:
         """As on the reference, an update links the connector it names, with its
         ``connector_resource_id``, and one naming none unlinks the component (the
         client always sends the link to keep)."""
+        component = await self.get(component_id)
         if is_protected(component):
             raise Forbidden(f"The default {component.type} cannot be modified.")
-        refuse_secrets([*(update.add_secrets or []), *(update.remove_secrets or [])])
         connector = await self._connector(update.connector)
+        if update.add_secrets or update.remove_secrets:
+            component.secrets = await self.lookup.relinked(
+                component.secrets, update.add_secrets, update.remove_secrets, viewer
+            )
         if update.configuration is not None:
             flavor = flavor_for(component.type, component.flavor)
             configuration = flavor.validate_config(update.configuration)
@@ -163,9 +160,11 @@ class ComponentService:
         await flush_unique(
             self.repository.session, ComponentAlreadyExists(component.type, component.name)
         )
-        return LinkedComponent(component, connector)
+        [item] = await self.linked([component], viewer)
+        return item
 
-    async def delete(self, component: StackComponent) -> None:
+    async def delete(self, component_id: uuid.UUID) -> None:
+        component = await self.get(component_id)
         if is_protected(component):
             raise Forbidden(f"The default {component.type} cannot be deleted.")
         stacks = await self.repository.stack_count(component.id)

@@ -170,4 +170,4 @@ class LogsService:
             raise StoreUnsupported(
                 f"The logs with ID '{logs.id}' are in a log store, which this server cannot read."
             )
-        return await read_entries(stores.open(component), logs.uri)
+        return await read_entries(await stores.open(component, self.session), logs.uri)

@@ -169,6 +169,7 @@ class SnapshotCode(NamedTuple):
 
 class SnapshotCodeService:
     def __init__(self, session: AsyncSession, stores: ArtifactStores) -> None:
+        self.session = session
         self.snapshots = SnapshotService(session)
         self.repository = SnapshotStoreRepository(session)
         self.stores = stores
@@ -184,7 +185,7 @@ class SnapshotCodeService:
             component = await self.repository.artifact_store(snapshot.stack_id)
         if component is None:
             raise BadRequest(f"Snapshot {snapshot_id} has no stack.")
-        store = self.stores.open(component)
+        store = await self.stores.open(component, self.session)
         entries = [entry async for entry in store.walk(snapshot.code_path)]
         files = [entry for entry in entries if not entry.is_dir]
         if len(entries) != 1 or not files:

@@ -97,6 +97,30 @@ class SecretRepository:
             core=True,
         )
 
+    async def visible_among(
+        self, secret_ids: Sequence[uuid.UUID], viewer: uuid.UUID | None
+    ) -> set[uuid.UUID]:
+        """Which of ``secret_ids`` exist and ``viewer`` may see (one query)."""
+        if not secret_ids:
+            return set()
+        table = _table()
+        statement = sa_select(table.c.id).where(table.c.id.in_(secret_ids), *_visible())
+        rows = await core_execute(self.session, statement, {"viewer": viewer})
+        return {row.id for row in rows}
+
+    async def visible_named(
+        self, ids: Sequence[uuid.UUID], names: Sequence[str], viewer: uuid.UUID | None
+    ) -> Sequence[Any]:
+        """The secrets ``viewer`` may see among those with these ids or names (one query;
+        rows of ``id``, ``name``, ``private``, ``updated``, ``encrypted_values``)."""
+        if not ids and not names:
+            return []
+        table = _table()
+        statement = sa_select(
+            table.c.id, table.c.name, table.c.private, table.c.updated, table.c.encrypted_values
+        ).where(or_(table.c.id.in_(ids), table.c.name.in_(names)), *_visible())
+        return (await core_execute(self.session, statement, {"viewer": viewer})).all()
+
     async def add(self, secret: Secret, clash: Conflict) -> None:
         """Write ``secret``; a unique name index answers ``clash`` (409), so concurrent
         duplicates fail as sequential ones."""

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -12,6 +13,25 @@ from shared.envelope import NamedEnvelope
 from shared.users import NestedUser
 from tracking.core.rendering import EnvelopeShape
 from tracking.core.schemas import UserScopedBody
+
+_REFERENCE = re.compile(r"\{\{\s*\S+?\.\S+\s*\}\}")
+
+
+class SecretReference(NamedTuple):
+    """``{{name.key}}``: a configuration value that stands for a secret's value."""
+
+    name: str
+    key: str
+
+
+def secret_reference(value: Any) -> SecretReference | None:
+    """The reference ``value`` is, by the reference's rule (the whole string, the name
+    before the first dot, both parts stripped), or ``None``."""
+    if not isinstance(value, str) or not _REFERENCE.fullmatch(value):
+        return None
+    name, key = value[2:-2].split(".", 1)
+    return SecretReference(name.strip(), key.strip())
+
 
 SecretValues = dict[str, str | None]
 """Keys to values; ``None`` is a key without its value (an update's "remove this key")."""

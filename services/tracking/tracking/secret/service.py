@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +25,7 @@ from shared.listing import Listing
 from shared.secret_box import SecretBox, SecretUnreadable
 from tracking.models import Secret
 from tracking.secret.repository import SecretRepository
-from tracking.secret.schemas import SecretRequest, SecretUpdate
+from tracking.secret.schemas import SecretReference, SecretRequest, SecretUpdate
 
 MAX_VALUES_BYTES = 64 * 1024
 """The reference's limit on a secret's keys and values together (UTF-8 bytes)."""
@@ -229,6 +229,118 @@ class SecretService:
     async def delete(self, secret_id: uuid.UUID, caller: Principal) -> None:
         self.cipher.check()
         await self.repository.delete(await self._visible(secret_id, caller, lock=False))
+
+
+class UnresolvedReference(NotFound):
+    """A configuration's ``{{name.key}}`` that its owner's secrets do not answer (the
+    reference's wording; the available keys are left out, the secret being another
+    user's when the caller is not the component's owner)."""
+
+    def __init__(self, field: str, reference: SecretReference, *, secret_found: bool) -> None:
+        cause = (
+            f"The secret {reference.name} does not contain a value for key {reference.key}."
+            if secret_found
+            else f"The secret {reference.name} does not exist."
+        )
+        super().__init__(f"Failed to resolve secret reference for attribute {field}: {cause}")
+
+
+def _as_id(ref: uuid.UUID | str) -> uuid.UUID | str:
+    """A reference as the reference reads it: an id when it parses as one, else a name."""
+    if isinstance(ref, str):
+        try:
+            return uuid.UUID(ref)
+        except ValueError:
+            return ref
+    return ref
+
+
+def _by_name(rows: Sequence[Any]) -> dict[str, Any]:
+    """Rows by name, a private one (the viewer's own) before a public one of the same
+    name, as the reference's client looks a name up."""
+    found: dict[str, Any] = {}
+    for row in sorted(rows, key=lambda row: not row.private):
+        found.setdefault(row.name, row)
+    return found
+
+
+class SecretLookup:
+    """Secrets as other domains name them (a component's or a stack's ``secrets``, a
+    configuration's ``{{name.key}}``), always as a given user sees them: another user's
+    private secret is answered as missing, exactly as one that does not exist."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self.repository = SecretRepository(session)
+
+    async def ids(
+        self, refs: Sequence[uuid.UUID | str], viewer: uuid.UUID | None
+    ) -> list[uuid.UUID]:
+        """The ids of the secrets ``refs`` name (an id, else a name), in order, without
+        repeats (404 for the first one ``viewer`` cannot see)."""
+        refs = [_as_id(ref) for ref in refs]
+        ids = [ref for ref in refs if isinstance(ref, uuid.UUID)]
+        names = [ref for ref in refs if isinstance(ref, str)]
+        rows = await self.repository.visible_named(ids, names, viewer)
+        by_id, by_name = {row.id: row for row in rows}, _by_name(rows)
+        found: list[uuid.UUID] = []
+        for ref in refs:
+            row = by_id.get(ref) if isinstance(ref, uuid.UUID) else by_name.get(ref)
+            if row is None:
+                raise SecretNotFound(ref)
+            found.append(row.id)
+        return list(dict.fromkeys(found))
+
+    async def relinked(
+        self,
+        linked: Sequence[str],
+        add: Sequence[uuid.UUID | str] | None,
+        remove: Sequence[uuid.UUID | str] | None,
+        viewer: uuid.UUID | None,
+    ) -> list[str]:
+        """A resource's linked secret ids (``linked``, as stored) after an update's
+        ``add_secrets`` and ``remove_secrets`` (each must name a secret ``viewer`` sees;
+        adding a linked one or removing an unlinked one changes nothing)."""
+        added = await self.ids(add or [], viewer)
+        removed = {str(i) for i in await self.ids(remove or [], viewer)}
+        kept = [*linked, *(str(i) for i in added)]
+        return [i for i in dict.fromkeys(kept) if i not in removed]
+
+    async def shown(
+        self, linked: Sequence[Sequence[str]], viewer: uuid.UUID | None
+    ) -> list[list[uuid.UUID]]:
+        """Each resource's linked secrets as ``viewer`` sees them: another user's private
+        secret, or one deleted since, left out (one query for all)."""
+        every = {uuid.UUID(i) for ids in linked for i in ids}
+        visible = await self.repository.visible_among(sorted(every), viewer)
+        return [[uuid.UUID(i) for i in ids if uuid.UUID(i) in visible] for ids in linked]
+
+    async def referenced(
+        self, references: Mapping[str, SecretReference], viewer: uuid.UUID | None
+    ) -> dict[str, Any]:
+        """The secrets (rows with their encrypted values) that ``references`` name, by
+        name, as ``viewer`` sees them (one query)."""
+        names = sorted({reference.name for reference in references.values()})
+        return _by_name(await self.repository.visible_named([], names, viewer))
+
+
+def resolve_references(
+    references: Mapping[str, SecretReference], secrets: Mapping[str, Any], cipher: SecretCipher
+) -> dict[str, str]:
+    """Each referencing field's value, from ``secrets`` (what
+    :meth:`SecretLookup.referenced` found): 404 for a missing secret or key."""
+    opened: dict[uuid.UUID, dict[str, str]] = {}
+    resolved = {}
+    for field, reference in references.items():
+        row = secrets.get(reference.name)
+        if row is None:
+            raise UnresolvedReference(field, reference, secret_found=False)
+        if row.id not in opened:
+            opened[row.id] = cipher.open(row.id, row.encrypted_values)
+        value = opened[row.id].get(reference.key)
+        if value is None:
+            raise UnresolvedReference(field, reference, secret_found=True)
+        resolved[field] = value
+    return resolved
 
 
 def backup_secrets(caller: Principal) -> None:

@@ -31,11 +31,11 @@ def _stack_id(request: Request) -> uuid.UUID:
 
 
 async def list_stacks(request: Request) -> Response:
-    caller(request)
+    viewer = caller(request).user_id
     listing = await read_list(request, STACKS)
     scope = parse_query(request, UserScopeQuery)
     async with transaction(request) as session:
-        total, stacks = await StackService(session).list_page(listing, scope)
+        total, stacks = await StackService(session).list_page(listing, scope, viewer)
     return await render_page(request, listing, total, stacks, stack_response)
 
 
@@ -44,27 +44,30 @@ async def create(request: Request) -> Response:
     body = await parse_json(request, StackRequest)
     async with transaction(request) as session:
         stacks = StackService(session)
-        (stack,) = await stacks.composed([await stacks.create(body, user_id)])
+        (stack,) = await stacks.composed([await stacks.create(body, user_id)], user_id)
     return await render_one(request, stack, stack_response, hydrate=True)
 
 
 async def get(request: Request) -> Response:
-    caller(request)
+    viewer = caller(request).user_id
     stack_id = _stack_id(request)
     query = parse_query(request, HydrateQuery)
     async with transaction(request) as session:
         stacks = StackService(session)
-        (stack,) = await stacks.composed([await stacks.get(stack_id)], hydrate=query.hydrate)
+        (stack,) = await stacks.composed(
+            [await stacks.get(stack_id)], viewer, hydrate=query.hydrate
+        )
     return await render_one(request, stack, stack_response, hydrate=query.hydrate)
 
 
 async def update(request: Request) -> Response:
-    caller(request)
+    viewer = caller(request).user_id
     stack_id = _stack_id(request)
     body = await parse_json(request, StackUpdate)
     async with transaction(request) as session:
         stacks = StackService(session)
-        (stack,) = await stacks.composed([await stacks.update(await stacks.get(stack_id), body)])
+        updated = await stacks.update(await stacks.get(stack_id), body, viewer)
+        (stack,) = await stacks.composed([updated], viewer)
     return await render_one(request, stack, stack_response, hydrate=True)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -129,6 +129,7 @@ class ComposedStack:
 
     stack: Stack
     components: list[StackComponent] | None = None
+    secrets: list[uuid.UUID] = field(default_factory=list)
 
     @property
     def user_id(self) -> uuid.UUID | None:
@@ -145,7 +146,7 @@ def stack_response(
             description=stack.description,
             stack_spec_path=stack.stack_spec_path,
             environment=stack.environment,
-            secrets=[uuid.UUID(s) for s in stack.secrets],
+            secrets=composed.secrets,
             labels=stack.labels,
         )
     return StackResponse(

@@ -13,9 +13,10 @@ from shared.listing import Listing
 from tracking.bootstrap import DEFAULT_STACK
 from tracking.component.repository import ComponentRepository
 from tracking.component.schemas import UserScopeQuery
-from tracking.component.service import ComponentNotFound, ConnectorNotFound, refuse_secrets
+from tracking.component.service import ComponentNotFound, ConnectorNotFound
 from tracking.models import Stack, StackComponent
 from tracking.project.service import copy_given
+from tracking.secret.service import SecretLookup
 from tracking.stack.repository import StackRepository
 from tracking.stack.schemas import ComposedStack, Composition, StackRequest, StackUpdate
 
@@ -45,6 +46,7 @@ class StackService:
     def __init__(self, session: AsyncSession) -> None:
         self.repository = StackRepository(session)
         self.components = ComponentRepository(session)
+        self.lookup = SecretLookup(session)
 
     async def get(self, stack_id: uuid.UUID) -> Stack:
         stack = await self.repository.get(stack_id)
@@ -53,20 +55,27 @@ class StackService:
         return stack
 
     async def list_page(
-        self, listing: Listing, scope: UserScopeQuery
+        self, listing: Listing, scope: UserScopeQuery, viewer: uuid.UUID | None
     ) -> tuple[int, list[ComposedStack]]:
         total, stacks = await self.repository.page(listing, scope)
-        return total, await self.composed(stacks, hydrate=listing.hydrate)
+        return total, await self.composed(stacks, viewer, hydrate=listing.hydrate)
 
-    async def composed(self, stacks: list[Stack], *, hydrate: bool = True) -> list[ComposedStack]:
-        """The stacks with their components when hydrating (one query for all)."""
+    async def composed(
+        self, stacks: list[Stack], viewer: uuid.UUID | None, *, hydrate: bool = True
+    ) -> list[ComposedStack]:
+        """The stacks with their components and the linked secrets ``viewer`` may see when
+        hydrating (one query for each, for all)."""
         if not hydrate:
             return [ComposedStack(s) for s in stacks]
         components = await self.repository.components_of([s.id for s in stacks])
-        return [ComposedStack(s, components[s.id]) for s in stacks]
+        secrets = await self.lookup.shown([s.secrets for s in stacks], viewer)
+        return [
+            ComposedStack(s, components[s.id], shown)
+            for s, shown in zip(stacks, secrets, strict=True)
+        ]
 
     async def create(self, request: StackRequest, user_id: uuid.UUID) -> Stack:
-        refuse_secrets(request.secrets)
+        secrets = await self.lookup.ids(request.secrets or [], user_id)
         for connector in request.service_connectors:
             # Components are given here as registered ones (ids), so a connector a full
             # stack request names has no new component to serve: it must exist, and a
@@ -84,6 +93,7 @@ class StackService:
             description=request.description,
             stack_spec_path=request.stack_spec_path,
             environment=request.environment or {},
+            secrets=[str(i) for i in secrets],
             labels=request.labels,
             user_id=user_id,
         )
@@ -93,10 +103,13 @@ class StackService:
         await self.repository.session.flush()
         return stack
 
-    async def update(self, stack: Stack, update: StackUpdate) -> Stack:
+    async def update(self, stack: Stack, update: StackUpdate, viewer: uuid.UUID | None) -> Stack:
         if stack.name == DEFAULT_STACK:
             raise Forbidden("The default stack cannot be modified.")
-        refuse_secrets([*(update.add_secrets or []), *(update.remove_secrets or [])])
+        if update.add_secrets or update.remove_secrets:
+            stack.secrets = await self.lookup.relinked(
+                stack.secrets, update.add_secrets, update.remove_secrets, viewer
+            )
         if update.components is not None:
             await self.repository.set_components(
                 stack, await self._check_composition(update.components)
