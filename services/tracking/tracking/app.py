@@ -33,6 +33,7 @@ from tracking.pipeline_run import endpoints as pipeline_run_endpoints
 from tracking.pipeline_snapshot import endpoints as pipeline_snapshot_endpoints
 from tracking.project import endpoints as project_endpoints
 from tracking.run_metadata import endpoints as run_metadata_endpoints
+from tracking.run_template import endpoints as run_template_endpoints
 from tracking.schedule import endpoints as schedule_endpoints
 from tracking.secret import endpoints as secret_endpoints
 from tracking.secret.service import SecretCipher
@@ -69,6 +70,7 @@ def routes() -> list[BaseRoute]:
         *workload_scope_endpoints.routes(),
         *onboarding_endpoints.routes(),
         *trigger_endpoints.routes(),
+        *run_template_endpoints.routes(),
         *hook_invocation_endpoints.routes(),
         *flavor_endpoints.routes(),
         *pipeline_build_endpoints.routes(),

@@ -26,6 +26,7 @@ from tracking.models.pipeline import (
 )
 from tracking.models.pipeline_build import PipelineBuild
 from tracking.models.project import Project
+from tracking.models.run_template import RunTemplate
 from tracking.models.secret import Secret
 from tracking.models.stack import Stack, StackComponent, StackComposition
 from tracking.models.tag import Tag, TagResource
@@ -48,6 +49,7 @@ __all__ = [
     "PipelineSnapshot",
     "Project",
     "RunMetadata",
+    "RunTemplate",
     "Schedule",
     "Secret",
     "Stack",

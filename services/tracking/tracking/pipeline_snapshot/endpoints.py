@@ -1,5 +1,7 @@
 """``/pipeline_snapshots``: a pipeline's code and configuration, frozen for runs and
-deployments (the model lives with pipelines: :mod:`tracking.models.pipeline`)."""
+deployments (the model lives with pipelines: :mod:`tracking.models.pipeline`). The
+reference's deprecated ``/pipeline_deployments`` (and ``/workspaces/{project}/
+pipeline_deployments``) are the same handlers under their old name."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from tracking.artifact_version.download import SNAPSHOT_CODE, DownloadTokens
 from tracking.core.auth import caller, caller_id
 from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
-from tracking.core.schemas import HydrateQuery
+from tracking.core.schemas import HydrateQuery, ProjectQuery
 from tracking.pipeline_snapshot.repository import SNAPSHOTS
 from tracking.pipeline_snapshot.schemas import (
     PipelineSnapshotRequest,
@@ -38,17 +40,25 @@ class CodeQuery(BaseModel):
     token: str
 
 
+def _snapshot_id(request: Request) -> uuid.UUID:
+    """The snapshot's id (``deployment_id`` on the deprecated paths)."""
+    name = "deployment_id" if "deployment_id" in request.path_params else "snapshot_id"
+    return path_param(request, name, uuid.UUID)
+
+
 async def create(request: Request) -> Response:
     user_id = caller_id(request)
+    project = request.path_params.get("project_name_or_id")
+    project = project or parse_query(request, ProjectQuery).project_name_or_id
     body = await parse_json(request, PipelineSnapshotRequest)
     async with transaction(request) as session:
-        item = await SnapshotService(session).create(body, user_id)
+        item = await SnapshotService(session).create(body, user_id, project)
     return await render_one(request, item, snapshot_response, hydrate=True)
 
 
 async def get(request: Request) -> Response:
     caller_id(request)
-    snapshot_id = path_param(request, "snapshot_id", uuid.UUID)
+    snapshot_id = _snapshot_id(request)
     query = parse_query(request, HydrateQuery)
     async with transaction(request) as session:
         item = await SnapshotService(session).get(snapshot_id)
@@ -57,7 +67,7 @@ async def get(request: Request) -> Response:
 
 async def delete(request: Request) -> Response:
     caller_id(request)
-    snapshot_id = path_param(request, "snapshot_id", uuid.UUID)
+    snapshot_id = _snapshot_id(request)
     async with transaction(request) as session:
         await SnapshotService(session).delete(snapshot_id)
     return render_null()
@@ -100,9 +110,62 @@ async def list_snapshots(request: Request) -> Response:
     caller(request)
     listing = await read_list(request, SNAPSHOTS)
     query = parse_query(request, SnapshotListQuery)
+    query.project_name_or_id = request.path_params.get(
+        "project_name_or_id", query.project_name_or_id
+    )
     async with transaction(request) as session:
         total, items = await SnapshotService(session).list_page(listing, query)
     return await render_page(request, listing, total, items, snapshot_response)
+
+
+def deprecated_routes() -> list[ApiRoute]:
+    """The reference's ``/pipeline_deployments``: snapshots under their former name."""
+    many = "/api/v1/pipeline_deployments"
+    one = many + "/{deployment_id}"
+    workspace = "/api/v1/workspaces/{project_name_or_id}/pipeline_deployments"
+    tags = ["deployments"]
+    return [
+        *(
+            api_route(
+                path,
+                create,
+                method="POST",
+                summary="Create Deployment",
+                tags=tags,
+                query=query,
+                body=PipelineSnapshotRequest,
+                response=PipelineSnapshotResponse,
+                errors=(400, 404, 409),
+            )
+            for path, query in ((many, ProjectQuery), (workspace, None))
+        ),
+        *(
+            api_route(
+                path,
+                list_snapshots,
+                method="GET",
+                summary="List Deployments",
+                tags=tags,
+                query=LIST_QUERY,
+                response=Page[PipelineSnapshotResponse],
+                errors=(400, 404),
+            )
+            for path in (many, workspace)
+        ),
+        api_route(
+            one,
+            get,
+            method="GET",
+            summary="Get Deployment",
+            tags=tags,
+            query=HydrateQuery,
+            response=PipelineSnapshotResponse,
+            errors=(404,),
+        ),
+        api_route(
+            one, delete, method="DELETE", summary="Delete Deployment", tags=tags, errors=(400, 404)
+        ),
+    ]
 
 
 def routes() -> list[ApiRoute]:
@@ -110,12 +173,14 @@ def routes() -> list[ApiRoute]:
     one = many + "/{snapshot_id}"
     tags = ["pipeline_snapshots"]
     return [
+        *deprecated_routes(),
         api_route(
             many,
             create,
             method="POST",
             summary="Create Snapshot",
             tags=tags,
+            query=ProjectQuery,
             body=PipelineSnapshotRequest,
             response=PipelineSnapshotResponse,
             errors=(400, 404, 409),

@@ -62,8 +62,11 @@ class SnapshotService:
         tags = await self.tags.for_resources(SNAPSHOT_TAG_RESOURCE, [snapshot_id])
         return Snapshot(snapshot, pipeline, stack, tags.get(snapshot_id, ()))
 
-    async def create(self, request: PipelineSnapshotRequest, user_id: uuid.UUID) -> Snapshot:
-        project = await self.pipelines.project(request.project)
+    async def create(
+        self, request: PipelineSnapshotRequest, user_id: uuid.UUID, project_ref: str | None = None
+    ) -> Snapshot:
+        """``project_ref`` (a name or id: the deprecated paths') overrides ``request.project``."""
+        project = await self.pipelines.project(project_ref or request.project)
         await self.pipelines.in_project(request.pipeline, project.id)
         for model, wanted, what in (
             (Stack, request.stack, "stack"),

@@ -1,0 +1,51 @@
+"""Run templates: the reference's /run_templates
+
+``run_templates`` names a pipeline snapshot (its source, cleared when the snapshot goes);
+``pipeline_snapshots.template_id`` (snapshots made from a template, no foreign key, as the
+reference's) gets an index: a template's latest run is found through it.
+
+Revision ID: 0018
+Revises: 0014
+Create Date: 2026-11-27 20:45:00
+"""
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+import sqlmodel
+from alembic import op
+
+revision: str = "0018"
+down_revision: str | None = "0014"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    op.create_table(
+        "run_templates",
+        sa.Column("id", sa.Uuid(), nullable=False),
+        sa.Column("project_id", sa.Uuid(), nullable=False),
+        sa.Column("name", sqlmodel.sql.sqltypes.AutoString(length=255), nullable=False),
+        sa.Column("description", sqlmodel.sql.sqltypes.AutoString(), nullable=True),
+        sa.Column("hidden", sa.Boolean(), nullable=False),
+        sa.Column("source_snapshot_id", sa.Uuid(), nullable=True),
+        sa.Column("user_id", sa.Uuid(), nullable=True),
+        sa.Column("created", sqlmodel.sql.sqltypes.UTCDateTime(), nullable=False),
+        sa.Column("updated", sqlmodel.sql.sqltypes.UTCDateTime(), nullable=False),
+        sa.ForeignKeyConstraint(["project_id"], ["projects.id"], ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["source_snapshot_id"], ["pipeline_snapshots.id"], ondelete="SET NULL"
+        ),
+        sa.PrimaryKeyConstraint("id"),
+        sa.UniqueConstraint("project_id", "name", name="uq_run_templates_project_name"),
+    )
+    op.create_index("ix_run_templates_created", "run_templates", ["created"])
+    op.create_index("ix_run_templates_user_id", "run_templates", ["user_id"])
+    op.create_index("ix_run_templates_source_snapshot_id", "run_templates", ["source_snapshot_id"])
+    op.create_index("ix_pipeline_snapshots_template_id", "pipeline_snapshots", ["template_id"])
+
+
+def downgrade() -> None:
+    op.drop_index("ix_pipeline_snapshots_template_id", table_name="pipeline_snapshots")
+    op.drop_table("run_templates")
