@@ -16,6 +16,7 @@ from tracking.core.auth import caller, caller_id
 from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
 from tracking.core.schemas import HydrateQuery, ProjectQuery
+from tracking.core.workspace import named_project, workspace_list_query
 from tracking.pipeline_build.repository import PIPELINE_BUILDS
 from tracking.pipeline_build.schemas import (
     PipelineBuildListQuery,
@@ -32,10 +33,7 @@ async def list_builds(request: Request) -> Response:
     caller(request)
     listing = await read_list(request, PIPELINE_BUILDS)
     # On the deprecated path, its project segment wins over the query parameter.
-    query = parse_query(request, PipelineBuildListQuery)
-    query.project_name_or_id = request.path_params.get(
-        "project_name_or_id", query.project_name_or_id
-    )
+    query = workspace_list_query(request, PipelineBuildListQuery)
     async with transaction(request) as session:
         total, items = await PipelineBuildService(session).list_page(listing, query)
     return await render_page(request, listing, total, items, pipeline_build_response)
@@ -43,8 +41,7 @@ async def list_builds(request: Request) -> Response:
 
 async def create(request: Request) -> Response:
     user_id = caller_id(request)
-    project = request.path_params.get("project_name_or_id")
-    project = project or parse_query(request, ProjectQuery).project_name_or_id
+    project = named_project(request)
     body = await parse_json(request, PipelineBuildRequest)
     async with transaction(request) as session:
         item = await PipelineBuildService(session).create(body, user_id, project)

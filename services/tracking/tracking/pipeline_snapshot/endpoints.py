@@ -22,6 +22,7 @@ from tracking.core.auth import caller, caller_id
 from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
 from tracking.core.schemas import HydrateQuery, ProjectQuery
+from tracking.core.workspace import named_project, workspace_list_query
 from tracking.pipeline_snapshot.repository import SNAPSHOTS
 from tracking.pipeline_snapshot.schemas import (
     PipelineSnapshotRequest,
@@ -48,8 +49,7 @@ def _snapshot_id(request: Request) -> uuid.UUID:
 
 async def create(request: Request) -> Response:
     user_id = caller_id(request)
-    project = request.path_params.get("project_name_or_id")
-    project = project or parse_query(request, ProjectQuery).project_name_or_id
+    project = named_project(request)
     body = await parse_json(request, PipelineSnapshotRequest)
     async with transaction(request) as session:
         item = await SnapshotService(session).create(body, user_id, project)
@@ -109,10 +109,7 @@ async def code(request: Request) -> Response:
 async def list_snapshots(request: Request) -> Response:
     caller(request)
     listing = await read_list(request, SNAPSHOTS)
-    query = parse_query(request, SnapshotListQuery)
-    query.project_name_or_id = request.path_params.get(
-        "project_name_or_id", query.project_name_or_id
-    )
+    query = workspace_list_query(request, SnapshotListQuery)
     async with transaction(request) as session:
         total, items = await SnapshotService(session).list_page(listing, query)
     return await render_page(request, listing, total, items, snapshot_response)

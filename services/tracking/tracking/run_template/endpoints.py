@@ -16,6 +16,7 @@ from tracking.core.auth import caller, caller_id
 from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
 from tracking.core.schemas import HydrateQuery, ProjectQuery, WorkspaceListQuery
+from tracking.core.workspace import named_project, workspace_list_query
 from tracking.run_template.repository import RUN_TEMPLATES
 from tracking.run_template.schemas import (
     RunTemplateRequest,
@@ -31,10 +32,7 @@ LIST_QUERY = RUN_TEMPLATES.query_model(extra=query_extras(WorkspaceListQuery))
 async def list_(request: Request) -> Response:
     caller(request)
     listing = await read_list(request, RUN_TEMPLATES)
-    query = parse_query(request, WorkspaceListQuery)
-    query.project_name_or_id = request.path_params.get(
-        "project_name_or_id", query.project_name_or_id
-    )
+    query = workspace_list_query(request, WorkspaceListQuery)
     async with transaction(request) as session:
         total, items = await RunTemplateService(session).list_page(listing, query)
     return await render_page(request, listing, total, items, run_template_response)
@@ -42,8 +40,7 @@ async def list_(request: Request) -> Response:
 
 async def create(request: Request) -> Response:
     user_id = caller_id(request)
-    project = request.path_params.get("project_name_or_id")
-    project = project or parse_query(request, ProjectQuery).project_name_or_id
+    project = named_project(request)
     body = await parse_json(request, RunTemplateRequest)
     async with transaction(request) as session:
         item = await RunTemplateService(session).create(body, user_id, project)
