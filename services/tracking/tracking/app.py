@@ -34,6 +34,7 @@ from tracking.pipeline_snapshot import endpoints as pipeline_snapshot_endpoints
 from tracking.project import endpoints as project_endpoints
 from tracking.run_metadata import endpoints as run_metadata_endpoints
 from tracking.run_template import endpoints as run_template_endpoints
+from tracking.run_wait_condition import endpoints as run_wait_condition_endpoints
 from tracking.schedule import endpoints as schedule_endpoints
 from tracking.secret import endpoints as secret_endpoints
 from tracking.secret.service import SecretCipher
@@ -71,6 +72,7 @@ def routes() -> list[BaseRoute]:
         *onboarding_endpoints.routes(),
         *trigger_endpoints.routes(),
         *run_template_endpoints.routes(),
+        *run_wait_condition_endpoints.routes(),
         *hook_invocation_endpoints.routes(),
         *flavor_endpoints.routes(),
         *pipeline_build_endpoints.routes(),

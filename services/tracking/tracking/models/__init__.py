@@ -27,6 +27,7 @@ from tracking.models.pipeline import (
 from tracking.models.pipeline_build import PipelineBuild
 from tracking.models.project import Project
 from tracking.models.run_template import RunTemplate
+from tracking.models.run_wait_condition import RunWaitCondition
 from tracking.models.secret import Secret
 from tracking.models.stack import Stack, StackComponent, StackComposition
 from tracking.models.tag import Tag, TagResource
@@ -50,6 +51,7 @@ __all__ = [
     "Project",
     "RunMetadata",
     "RunTemplate",
+    "RunWaitCondition",
     "Schedule",
     "Secret",
     "Stack",

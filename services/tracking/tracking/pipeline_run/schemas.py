@@ -306,6 +306,12 @@ class RunItem(NamedTuple):
 RUN = EnvelopeShape(PipelineRunResponse)
 
 
+def nested_run(row: Any) -> dict[str, Any]:
+    """Body only, as nested in wait conditions."""
+    body = RUN.body.of(row, in_progress=in_progress(row.status))
+    return RUN.envelope.of(row, body=body, metadata=None, resources=None)
+
+
 def substitutions(snapshot: Any, start: dt.datetime | None) -> dict[str, str]:
     """What a run's names and configuration fill in: the snapshot's pipeline
     configuration's ``substitutions``, and ``date`` and ``time`` of the run's start

@@ -14,7 +14,14 @@ from sqlmodel import col
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from shared.db import core_execute, new_id, utcnow
-from tracking.models import ArtifactVersion, PipelineRun, RunMetadata, Schedule, StepRun
+from tracking.models import (
+    ArtifactVersion,
+    PipelineRun,
+    RunMetadata,
+    RunWaitCondition,
+    Schedule,
+    StepRun,
+)
 from tracking.run_metadata.schemas import MetadataResourceTypes
 
 HELD: dict[MetadataResourceTypes, Any] = {
@@ -22,9 +29,10 @@ HELD: dict[MetadataResourceTypes, Any] = {
     MetadataResourceTypes.STEP_RUN: StepRun,
     MetadataResourceTypes.ARTIFACT_VERSION: ArtifactVersion,
     MetadataResourceTypes.SCHEDULE: Schedule,
+    MetadataResourceTypes.WAIT_CONDITION: RunWaitCondition,
 }
-"""The resources with metadata that tracking holds (model versions and wait conditions
-are not here); ``run_metadata.resource_type`` is the type's value."""
+"""The resources with metadata that tracking holds (model versions are not here);
+``run_metadata.resource_type`` is the type's value."""
 
 _VALUES = (
     sa_select(col(RunMetadata.resource_id), col(RunMetadata.key), col(RunMetadata.value))

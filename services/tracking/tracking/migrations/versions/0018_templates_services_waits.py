@@ -1,8 +1,11 @@
-"""Run templates: the reference's /run_templates
+"""Run templates and run wait conditions: the reference's /run_templates and
+/run_wait_conditions
 
 ``run_templates`` names a pipeline snapshot (its source, cleared when the snapshot goes);
 ``pipeline_snapshots.template_id`` (snapshots made from a template, no foreign key, as the
 reference's) gets an index: a template's latest run is found through it.
+``run_wait_conditions``: a run's conditions (unique by name in the run, one pending at a
+time), their JSON schema and result, the poller's lease, who resolved them and when.
 
 Revision ID: 0018
 Revises: 0014
@@ -44,8 +47,47 @@ def upgrade() -> None:
     op.create_index("ix_run_templates_user_id", "run_templates", ["user_id"])
     op.create_index("ix_run_templates_source_snapshot_id", "run_templates", ["source_snapshot_id"])
     op.create_index("ix_pipeline_snapshots_template_id", "pipeline_snapshots", ["template_id"])
+    op.create_table(
+        "run_wait_conditions",
+        sa.Column("id", sa.Uuid(), nullable=False),
+        sa.Column("run_id", sa.Uuid(), nullable=False),
+        sa.Column("project_id", sa.Uuid(), nullable=False),
+        sa.Column("name", sqlmodel.sql.sqltypes.AutoString(length=255), nullable=False),
+        sa.Column("type", sqlmodel.sql.sqltypes.AutoString(length=32), nullable=False),
+        sa.Column("status", sqlmodel.sql.sqltypes.AutoString(length=32), nullable=False),
+        sa.Column("question", sqlmodel.sql.sqltypes.AutoString(), nullable=True),
+        sa.Column("data_schema", sa.JSON(), nullable=True),
+        sa.Column("resolution", sqlmodel.sql.sqltypes.AutoString(length=32), nullable=True),
+        sa.Column("result", sa.JSON(none_as_null=True), nullable=True),
+        sa.Column("last_polled_at", sqlmodel.sql.sqltypes.UTCDateTime(), nullable=True),
+        sa.Column(
+            "poller_instance_id", sqlmodel.sql.sqltypes.AutoString(length=255), nullable=True
+        ),
+        sa.Column("poller_lease_expires_at", sqlmodel.sql.sqltypes.UTCDateTime(), nullable=True),
+        sa.Column("resolved_at", sqlmodel.sql.sqltypes.UTCDateTime(), nullable=True),
+        sa.Column("resolved_by_user_id", sa.Uuid(), nullable=True),
+        sa.Column("user_id", sa.Uuid(), nullable=True),
+        sa.Column("created", sqlmodel.sql.sqltypes.UTCDateTime(), nullable=False),
+        sa.Column("updated", sqlmodel.sql.sqltypes.UTCDateTime(), nullable=False),
+        sa.ForeignKeyConstraint(["run_id"], ["pipeline_runs.id"], ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(["project_id"], ["projects.id"], ondelete="CASCADE"),
+        sa.PrimaryKeyConstraint("id"),
+        sa.UniqueConstraint("run_id", "name", name="uq_run_wait_conditions_run_name"),
+        sa.CheckConstraint(
+            "(status != 'resolved') OR (resolution IS NOT NULL)",
+            name="ck_run_wait_conditions_resolved_resolution",
+        ),
+    )
+    op.create_index(
+        "ix_run_wait_conditions_run_status", "run_wait_conditions", ["run_id", "status"]
+    )
+    op.create_index(
+        "ix_run_wait_conditions_project_created", "run_wait_conditions", ["project_id", "created"]
+    )
+    op.create_index("ix_run_wait_conditions_user_id", "run_wait_conditions", ["user_id"])
 
 
 def downgrade() -> None:
+    op.drop_table("run_wait_conditions")
     op.drop_index("ix_pipeline_snapshots_template_id", table_name="pipeline_snapshots")
     op.drop_table("run_templates")
