@@ -38,6 +38,7 @@ from tracking.run_wait_condition import endpoints as run_wait_condition_endpoint
 from tracking.schedule import endpoints as schedule_endpoints
 from tracking.secret import endpoints as secret_endpoints
 from tracking.secret.service import SecretCipher
+from tracking.service import endpoints as service_endpoints
 from tracking.settings import Settings
 from tracking.stack import endpoints as stack_endpoints
 from tracking.state import TrackingState
@@ -73,6 +74,7 @@ def routes() -> list[BaseRoute]:
         *trigger_endpoints.routes(),
         *run_template_endpoints.routes(),
         *run_wait_condition_endpoints.routes(),
+        *service_endpoints.routes(),
         *hook_invocation_endpoints.routes(),
         *flavor_endpoints.routes(),
         *pipeline_build_endpoints.routes(),

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from sqlalchemy import Select, Table
@@ -66,7 +65,6 @@ RUN_WAIT_CONDITIONS = ListSpec(
 )
 
 _COLUMNS = sa_select(*rendered_columns(_table(W)))
-_RUNS = sa_select(*rendered_columns(_table(PipelineRun)))
 
 
 class ConditionItem(NamedTuple):
@@ -112,10 +110,3 @@ class RunWaitConditionRepository:
         """One condition is created for a run at a time (its pending check holds)."""
         query = sa_select(col(PipelineRun.id)).where(col(PipelineRun.id) == run_id)
         await self.session.exec(query.with_for_update())  # type: ignore[call-overload]
-
-    async def runs(self, rows: Sequence[Any]) -> dict[uuid.UUID, Any]:
-        ids = {row.run_id for row in rows}
-        if not ids:
-            return {}
-        result = await core_execute(self.session, _RUNS.where(col(PipelineRun.id).in_(ids)), {})
-        return {row.id: row for row in result.all()}

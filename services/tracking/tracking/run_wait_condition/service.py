@@ -186,7 +186,7 @@ class RunWaitConditionService:
         await self.runs.update(run_id, update, user_id)
 
     async def _items(self, rows: Sequence[Any], hydrate: bool) -> list[ConditionItem]:
-        runs = await self.conditions.runs(rows)
+        runs = await self.runs.runs.rows_by_id({row.run_id for row in rows})
         metadata: dict[uuid.UUID, dict[str, Any]] = {}
         if hydrate:
             metadata = await self.metadata.values(WAIT_CONDITION, [row.id for row in rows])

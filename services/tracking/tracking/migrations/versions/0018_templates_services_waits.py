@@ -1,11 +1,13 @@
-"""Run templates and run wait conditions: the reference's /run_templates and
-/run_wait_conditions
+"""Run templates, run wait conditions and services: the reference's /run_templates,
+/run_wait_conditions and /services
 
 ``run_templates`` names a pipeline snapshot (its source, cleared when the snapshot goes);
 ``pipeline_snapshots.template_id`` (snapshots made from a template, no foreign key, as the
 reference's) gets an index: a template's latest run is found through it.
 ``run_wait_conditions``: a run's conditions (unique by name in the run, one pending at a
 time), their JSON schema and result, the poller's lease, who resolved them and when.
+``services``: what clients record of their services; ``config`` is the configuration's
+JSON text, indexed (a configuration is used by one service).
 
 Revision ID: 0018
 Revises: 0014
@@ -85,9 +87,42 @@ def upgrade() -> None:
         "ix_run_wait_conditions_project_created", "run_wait_conditions", ["project_id", "created"]
     )
     op.create_index("ix_run_wait_conditions_user_id", "run_wait_conditions", ["user_id"])
+    op.create_table(
+        "services",
+        sa.Column("id", sa.Uuid(), nullable=False),
+        sa.Column("project_id", sa.Uuid(), nullable=False),
+        sa.Column("name", sqlmodel.sql.sqltypes.AutoString(length=255), nullable=False),
+        sa.Column("service_type", sa.JSON(), nullable=False),
+        sa.Column("type", sa.Text(), nullable=False),
+        sa.Column("flavor", sa.Text(), nullable=False),
+        sa.Column("service_source", sqlmodel.sql.sqltypes.AutoString(), nullable=True),
+        sa.Column("admin_state", sqlmodel.sql.sqltypes.AutoString(length=32), nullable=True),
+        sa.Column("state", sqlmodel.sql.sqltypes.AutoString(length=32), nullable=True),
+        sa.Column("labels", sa.JSON(), nullable=True),
+        sa.Column("config", sa.Text(), nullable=False),
+        sa.Column("status", sa.JSON(), nullable=True),
+        sa.Column("endpoint", sa.JSON(), nullable=True),
+        sa.Column("prediction_url", sqlmodel.sql.sqltypes.AutoString(), nullable=True),
+        sa.Column("health_check_url", sqlmodel.sql.sqltypes.AutoString(), nullable=True),
+        sa.Column("pipeline_name", sqlmodel.sql.sqltypes.AutoString(), nullable=True),
+        sa.Column("pipeline_step_name", sqlmodel.sql.sqltypes.AutoString(), nullable=True),
+        sa.Column("model_version_id", sa.Uuid(), nullable=True),
+        sa.Column("pipeline_run_id", sa.Uuid(), nullable=True),
+        sa.Column("user_id", sa.Uuid(), nullable=True),
+        sa.Column("created", sqlmodel.sql.sqltypes.UTCDateTime(), nullable=False),
+        sa.Column("updated", sqlmodel.sql.sqltypes.UTCDateTime(), nullable=False),
+        sa.ForeignKeyConstraint(["project_id"], ["projects.id"], ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(["pipeline_run_id"], ["pipeline_runs.id"], ondelete="SET NULL"),
+        sa.PrimaryKeyConstraint("id"),
+    )
+    op.create_index("ix_services_config", "services", ["config"])
+    op.create_index("ix_services_created", "services", ["created"])
+    op.create_index("ix_services_pipeline_run_id", "services", ["pipeline_run_id"])
+    op.create_index("ix_services_user_id", "services", ["user_id"])
 
 
 def downgrade() -> None:
+    op.drop_table("services")
     op.drop_table("run_wait_conditions")
     op.drop_index("ix_pipeline_snapshots_template_id", table_name="pipeline_snapshots")
     op.drop_table("run_templates")
