@@ -22,6 +22,7 @@ from tracking.bootstrap import ensure_defaults
 from tracking.code_repository import endpoints as code_repository_endpoints
 from tracking.component import endpoints as component_endpoints
 from tracking.component.secrets import ComponentSecrets
+from tracking.curated_visualization import endpoints as curated_visualization_endpoints
 from tracking.deployment import endpoints as deployment_endpoints
 from tracking.flavor import endpoints as flavor_endpoints
 from tracking.hook_invocation import endpoints as hook_invocation_endpoints
@@ -75,6 +76,7 @@ def routes() -> list[BaseRoute]:
         *run_template_endpoints.routes(),
         *run_wait_condition_endpoints.routes(),
         *service_endpoints.routes(),
+        *curated_visualization_endpoints.routes(),
         *hook_invocation_endpoints.routes(),
         *flavor_endpoints.routes(),
         *pipeline_build_endpoints.routes(),

@@ -12,6 +12,7 @@ from tracking.models.artifact_version import (
     RunMetadata,
 )
 from tracking.models.code_repository import CodeRepository
+from tracking.models.curated_visualization import CuratedVisualization
 from tracking.models.deployment import Deployment
 from tracking.models.hook_invocation import HookInvocation, HookInvocationOutput
 from tracking.models.logs import Logs
@@ -40,6 +41,7 @@ __all__ = [
     "ArtifactVersionCount",
     "ArtifactVisualization",
     "CodeRepository",
+    "CuratedVisualization",
     "Deployment",
     "HookInvocation",
     "HookInvocationOutput",

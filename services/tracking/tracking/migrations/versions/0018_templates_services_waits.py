@@ -1,5 +1,5 @@
-"""Run templates, run wait conditions and services: the reference's /run_templates,
-/run_wait_conditions and /services
+"""Run templates, run wait conditions, services and curated visualizations: the
+reference's /run_templates, /run_wait_conditions, /services and /curated_visualizations
 
 ``run_templates`` names a pipeline snapshot (its source, cleared when the snapshot goes);
 ``pipeline_snapshots.template_id`` (snapshots made from a template, no foreign key, as the
@@ -8,6 +8,8 @@ reference's) gets an index: a template's latest run is found through it.
 time), their JSON schema and result, the poller's lease, who resolved them and when.
 ``services``: what clients record of their services; ``config`` is the configuration's
 JSON text, indexed (a configuration is used by one service).
+``curated_visualizations``: an artifact visualization shown on a resource's page, once
+per resource, at an optional display order.
 
 Revision ID: 0018
 Revises: 0014
@@ -119,9 +121,40 @@ def upgrade() -> None:
     op.create_index("ix_services_created", "services", ["created"])
     op.create_index("ix_services_pipeline_run_id", "services", ["pipeline_run_id"])
     op.create_index("ix_services_user_id", "services", ["user_id"])
+    op.create_table(
+        "curated_visualizations",
+        sa.Column("id", sa.Uuid(), nullable=False),
+        sa.Column("project_id", sa.Uuid(), nullable=False),
+        sa.Column("artifact_visualization_id", sa.Uuid(), nullable=False),
+        sa.Column("display_name", sqlmodel.sql.sqltypes.AutoString(), nullable=True),
+        sa.Column("display_order", sa.Integer(), nullable=True),
+        sa.Column("layout_size", sqlmodel.sql.sqltypes.AutoString(length=32), nullable=False),
+        sa.Column("resource_id", sa.Uuid(), nullable=False),
+        sa.Column("resource_type", sqlmodel.sql.sqltypes.AutoString(length=32), nullable=False),
+        sa.Column("user_id", sa.Uuid(), nullable=True),
+        sa.Column("created", sqlmodel.sql.sqltypes.UTCDateTime(), nullable=False),
+        sa.Column("updated", sqlmodel.sql.sqltypes.UTCDateTime(), nullable=False),
+        sa.ForeignKeyConstraint(["project_id"], ["projects.id"], ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["artifact_visualization_id"], ["artifact_visualizations.id"], ondelete="CASCADE"
+        ),
+        sa.PrimaryKeyConstraint("id"),
+        sa.UniqueConstraint(
+            "artifact_visualization_id",
+            "resource_id",
+            "resource_type",
+            name="uq_curated_visualizations_resource_link",
+        ),
+    )
+    op.create_index(
+        "ix_curated_visualizations_resource",
+        "curated_visualizations",
+        ["resource_type", "resource_id"],
+    )
 
 
 def downgrade() -> None:
+    op.drop_table("curated_visualizations")
     op.drop_table("services")
     op.drop_table("run_wait_conditions")
     op.drop_index("ix_pipeline_snapshots_template_id", table_name="pipeline_snapshots")
