@@ -33,6 +33,7 @@ from tracking.pipeline_build import endpoints as pipeline_build_endpoints
 from tracking.pipeline_run import endpoints as pipeline_run_endpoints
 from tracking.pipeline_snapshot import endpoints as pipeline_snapshot_endpoints
 from tracking.project import endpoints as project_endpoints
+from tracking.resource_pool import endpoints as resource_pool_endpoints
 from tracking.run_metadata import endpoints as run_metadata_endpoints
 from tracking.run_template import endpoints as run_template_endpoints
 from tracking.run_wait_condition import endpoints as run_wait_condition_endpoints
@@ -77,6 +78,7 @@ def routes() -> list[BaseRoute]:
         *run_wait_condition_endpoints.routes(),
         *service_endpoints.routes(),
         *curated_visualization_endpoints.routes(),
+        *resource_pool_endpoints.routes(),
         *hook_invocation_endpoints.routes(),
         *flavor_endpoints.routes(),
         *pipeline_build_endpoints.routes(),
