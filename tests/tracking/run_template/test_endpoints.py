@@ -9,6 +9,7 @@ import uuid
 from typing import Any
 
 import httpx
+import pytest
 from sqlalchemy import delete
 from sqlmodel import col
 
@@ -63,6 +64,15 @@ async def templatable(
     return await create_snapshot(
         tracking, auth, project, pipeline, build=build["id"], pipeline_spec=spec
     )
+
+
+@pytest.fixture
+async def source(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json, tracking_app: LifespanApp
+) -> Json:
+    """A snapshot that can back a template."""
+    stack_id = await remote_stack(tracking, auth, tracking_app)
+    return await templatable(tracking, auth, default_project, stack_id)
 
 
 async def post_template(
@@ -121,15 +131,12 @@ async def test_create_renders_the_reference_envelope_and_names_the_snapshot(
 
 
 async def test_hidden_template_leaves_the_snapshot_unnamed(
-    tracking: httpx.AsyncClient, auth: Headers, default_project: Json, tracking_app: LifespanApp
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json, source: Json
 ) -> None:
-    snapshot = await templatable(
-        tracking, auth, default_project, await remote_stack(tracking, auth, tracking_app)
-    )
-    response = await post_template(tracking, auth, default_project, snapshot, hidden=True)
+    response = await post_template(tracking, auth, default_project, source, hidden=True)
     assert response.status_code == 200, response.text
     assert response.json()["body"]["hidden"] is True
-    named = await tracking.get(f"/api/v1/pipeline_snapshots/{snapshot['id']}", headers=auth)
+    named = await tracking.get(f"/api/v1/pipeline_snapshots/{source['id']}", headers=auth)
     assert named.json()["name"] is None
 
 
@@ -159,17 +166,14 @@ async def test_create_refuses_snapshots_that_cannot_back_a_template(
 
 
 async def test_names_are_unique_in_a_project(
-    tracking: httpx.AsyncClient, auth: Headers, default_project: Json, tracking_app: LifespanApp
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json, source: Json
 ) -> None:
-    snapshot = await templatable(
-        tracking, auth, default_project, await remote_stack(tracking, auth, tracking_app)
-    )
-    first = await post_template(tracking, auth, default_project, snapshot, name="same")
+    first = await post_template(tracking, auth, default_project, source, name="same")
     assert first.status_code == 200, first.text
-    again = await post_template(tracking, auth, default_project, snapshot, name="same")
+    again = await post_template(tracking, auth, default_project, source, name="same")
     assert again.status_code == 409
     assert again.json()["detail"][0] == "EntityExistsError"
-    other = await post_template(tracking, auth, default_project, snapshot, name="other")
+    other = await post_template(tracking, auth, default_project, source, name="other")
     renamed = await tracking.put(
         f"{TEMPLATES}/{other.json()['id']}", json={"name": "same"}, headers=auth
     )
@@ -215,11 +219,8 @@ async def test_list_filters_through_the_source_snapshot(
 
 
 async def test_latest_run_is_of_a_snapshot_made_from_the_template(
-    tracking: httpx.AsyncClient, auth: Headers, default_project: Json, tracking_app: LifespanApp
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json, source: Json
 ) -> None:
-    source = await templatable(
-        tracking, auth, default_project, await remote_stack(tracking, auth, tracking_app)
-    )
     template = (await post_template(tracking, auth, default_project, source)).json()
     made = await create_snapshot(tracking, auth, default_project, template=template["id"])
     body = {
@@ -239,12 +240,9 @@ async def test_latest_run_is_of_a_snapshot_made_from_the_template(
 
 
 async def test_update_changes_fields_and_tags(
-    tracking: httpx.AsyncClient, auth: Headers, default_project: Json, tracking_app: LifespanApp
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json, source: Json
 ) -> None:
-    snapshot = await templatable(
-        tracking, auth, default_project, await remote_stack(tracking, auth, tracking_app)
-    )
-    created = (await post_template(tracking, auth, default_project, snapshot, tags=["a"])).json()
+    created = (await post_template(tracking, auth, default_project, source, tags=["a"])).json()
     response = await tracking.put(
         f"{TEMPLATES}/{created['id']}",
         json={"description": "new", "hidden": True, "add_tags": ["b"], "remove_tags": ["a"]},
@@ -260,11 +258,8 @@ async def test_update_changes_fields_and_tags(
 
 
 async def test_delete_releases_the_snapshots_made_from_it(
-    tracking: httpx.AsyncClient, auth: Headers, default_project: Json, tracking_app: LifespanApp
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json, source: Json
 ) -> None:
-    source = await templatable(
-        tracking, auth, default_project, await remote_stack(tracking, auth, tracking_app)
-    )
     template = (await post_template(tracking, auth, default_project, source)).json()
     made = await create_snapshot(tracking, auth, default_project, template=template["id"])
     deleted = await tracking.delete(f"{TEMPLATES}/{template['id']}", headers=auth)
@@ -277,12 +272,9 @@ async def test_delete_releases_the_snapshots_made_from_it(
 
 
 async def test_templates_are_not_run_here(
-    tracking: httpx.AsyncClient, auth: Headers, default_project: Json, tracking_app: LifespanApp
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json, source: Json
 ) -> None:
     """As the reference's server without a workload manager: no such route."""
-    source = await templatable(
-        tracking, auth, default_project, await remote_stack(tracking, auth, tracking_app)
-    )
     template = (await post_template(tracking, auth, default_project, source)).json()
     response = await tracking.post(f"{TEMPLATES}/{template['id']}/runs", json={}, headers=auth)
     assert response.status_code == 404

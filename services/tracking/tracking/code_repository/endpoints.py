@@ -24,8 +24,8 @@ from tracking.code_repository.service import CodeRepositoryService
 from tracking.core.auth import caller, caller_id
 from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
-from tracking.core.schemas import HydrateQuery, ProjectQuery
-from tracking.core.workspace import named_project, workspace_list_query
+from tracking.core.schemas import HydrateQuery
+from tracking.core.workspace import create_routes, list_routes, named_project, workspace_list_query
 
 # On the deprecated path, the path segment of the same name wins over the query parameter.
 LIST_QUERY = CODE_REPOSITORIES.query_model(extra=query_extras(CodeRepositoryListQuery))
@@ -81,32 +81,25 @@ def routes() -> list[ApiRoute]:
     workspace = "/api/v1/workspaces/{project_name_or_id}/code_repositories"
     tags = ["code_repositories"]
     return [
-        *(
-            api_route(
-                path,
-                list_code_repositories,
-                method="GET",
-                summary="List Code Repositories",
-                tags=tags,
-                query=LIST_QUERY,
-                response=Page[CodeRepositoryResponse],
-                errors=(400, 404),
-            )
-            for path in (many, workspace)
+        *list_routes(
+            many,
+            workspace,
+            list_code_repositories,
+            summary="List Code Repositories",
+            tags=tags,
+            query=LIST_QUERY,
+            response=Page[CodeRepositoryResponse],
+            errors=(400, 404),
         ),
-        *(
-            api_route(
-                path,
-                create,
-                method="POST",
-                summary="Create Code Repository",
-                tags=tags,
-                query=query,
-                body=CodeRepositoryRequest,
-                response=CodeRepositoryResponse,
-                errors=(404, 409),
-            )
-            for path, query in ((many, ProjectQuery), (workspace, None))
+        *create_routes(
+            many,
+            workspace,
+            create,
+            summary="Create Code Repository",
+            tags=tags,
+            body=CodeRepositoryRequest,
+            response=CodeRepositoryResponse,
+            errors=(404, 409),
         ),
         api_route(
             one,

@@ -30,7 +30,7 @@ from tracking.models.project import Project
 from tracking.models.run_template import RunTemplate
 from tracking.models.run_wait_condition import RunWaitCondition
 from tracking.models.secret import Secret
-from tracking.models.service import Service
+from tracking.models.services import Service
 from tracking.models.stack import Stack, StackComponent, StackComposition
 from tracking.models.tag import Tag, TagResource
 from tracking.models.trigger import Trigger, TriggerSnapshot

@@ -15,8 +15,8 @@ from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_pa
 from tracking.core.auth import caller, caller_id
 from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
-from tracking.core.schemas import HydrateQuery, ProjectQuery
-from tracking.core.workspace import named_project, workspace_list_query
+from tracking.core.schemas import HydrateQuery
+from tracking.core.workspace import create_routes, list_routes, named_project, workspace_list_query
 from tracking.pipeline_build.repository import PIPELINE_BUILDS
 from tracking.pipeline_build.schemas import (
     PipelineBuildListQuery,
@@ -71,32 +71,25 @@ def routes() -> list[ApiRoute]:
     workspace = "/api/v1/workspaces/{project_name_or_id}/pipeline_builds"
     tags = ["builds"]
     return [
-        *(
-            api_route(
-                path,
-                list_builds,
-                method="GET",
-                summary="List Builds",
-                tags=tags,
-                query=LIST_QUERY,
-                response=Page[PipelineBuildResponse],
-                errors=(400, 404),
-            )
-            for path in (many, workspace)
+        *list_routes(
+            many,
+            workspace,
+            list_builds,
+            summary="List Builds",
+            tags=tags,
+            query=LIST_QUERY,
+            response=Page[PipelineBuildResponse],
+            errors=(400, 404),
         ),
-        *(
-            api_route(
-                path,
-                create,
-                method="POST",
-                summary="Create Build",
-                tags=tags,
-                query=query,
-                body=PipelineBuildRequest,
-                response=PipelineBuildResponse,
-                errors=(404,),
-            )
-            for path, query in ((many, ProjectQuery), (workspace, None))
+        *create_routes(
+            many,
+            workspace,
+            create,
+            summary="Create Build",
+            tags=tags,
+            body=PipelineBuildRequest,
+            response=PipelineBuildResponse,
+            errors=(404,),
         ),
         api_route(
             one,

@@ -22,7 +22,7 @@ from tracking.core.auth import caller, caller_id
 from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
 from tracking.core.schemas import HydrateQuery, ProjectQuery
-from tracking.core.workspace import named_project, workspace_list_query
+from tracking.core.workspace import create_routes, list_routes, named_project, workspace_list_query
 from tracking.pipeline_snapshot.repository import SNAPSHOTS
 from tracking.pipeline_snapshot.schemas import (
     PipelineSnapshotRequest,
@@ -122,32 +122,25 @@ def deprecated_routes() -> list[ApiRoute]:
     workspace = "/api/v1/workspaces/{project_name_or_id}/pipeline_deployments"
     tags = ["deployments"]
     return [
-        *(
-            api_route(
-                path,
-                create,
-                method="POST",
-                summary="Create Deployment",
-                tags=tags,
-                query=query,
-                body=PipelineSnapshotRequest,
-                response=PipelineSnapshotResponse,
-                errors=(400, 404, 409),
-            )
-            for path, query in ((many, ProjectQuery), (workspace, None))
+        *create_routes(
+            many,
+            workspace,
+            create,
+            summary="Create Deployment",
+            tags=tags,
+            body=PipelineSnapshotRequest,
+            response=PipelineSnapshotResponse,
+            errors=(400, 404, 409),
         ),
-        *(
-            api_route(
-                path,
-                list_snapshots,
-                method="GET",
-                summary="List Deployments",
-                tags=tags,
-                query=LIST_QUERY,
-                response=Page[PipelineSnapshotResponse],
-                errors=(400, 404),
-            )
-            for path in (many, workspace)
+        *list_routes(
+            many,
+            workspace,
+            list_snapshots,
+            summary="List Deployments",
+            tags=tags,
+            query=LIST_QUERY,
+            response=Page[PipelineSnapshotResponse],
+            errors=(400, 404),
         ),
         api_route(
             one,

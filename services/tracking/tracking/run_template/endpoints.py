@@ -15,8 +15,8 @@ from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_pa
 from tracking.core.auth import caller, caller_id
 from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
-from tracking.core.schemas import HydrateQuery, ProjectQuery, WorkspaceListQuery
-from tracking.core.workspace import named_project, workspace_list_query
+from tracking.core.schemas import HydrateQuery, WorkspaceListQuery
+from tracking.core.workspace import create_routes, list_routes, named_project, workspace_list_query
 from tracking.run_template.repository import RUN_TEMPLATES
 from tracking.run_template.schemas import (
     RunTemplateRequest,
@@ -79,32 +79,25 @@ def routes() -> list[ApiRoute]:
     workspace = "/api/v1/workspaces/{project_name_or_id}/run_templates"
     tags = ["run_templates"]
     return [
-        *(
-            api_route(
-                path,
-                list_,
-                method="GET",
-                summary="List Run Templates",
-                tags=tags,
-                query=LIST_QUERY,
-                response=Page[RunTemplateResponse],
-                errors=(400, 404),
-            )
-            for path in (many, workspace)
+        *list_routes(
+            many,
+            workspace,
+            list_,
+            summary="List Run Templates",
+            tags=tags,
+            query=LIST_QUERY,
+            response=Page[RunTemplateResponse],
+            errors=(400, 404),
         ),
-        *(
-            api_route(
-                path,
-                create,
-                method="POST",
-                summary="Create Run Template",
-                tags=tags,
-                query=query,
-                body=RunTemplateRequest,
-                response=RunTemplateResponse,
-                errors=(400, 404, 409),
-            )
-            for path, query in ((many, ProjectQuery), (workspace, None))
+        *create_routes(
+            many,
+            workspace,
+            create,
+            summary="Create Run Template",
+            tags=tags,
+            body=RunTemplateRequest,
+            response=RunTemplateResponse,
+            errors=(400, 404, 409),
         ),
         api_route(
             one,

@@ -15,8 +15,8 @@ from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_pa
 from tracking.core.auth import caller, caller_id
 from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
-from tracking.core.schemas import HydrateQuery, ProjectQuery, ScopedListQuery, WorkspaceListQuery
-from tracking.core.workspace import named_project
+from tracking.core.schemas import HydrateQuery, ScopedListQuery, WorkspaceListQuery
+from tracking.core.workspace import create_routes, named_project
 from tracking.service.repository import SERVICES
 from tracking.service.schemas import (
     ServiceRequest,
@@ -79,19 +79,15 @@ def routes() -> list[ApiRoute]:
     workspace = "/api/v1/workspaces/{project_name_or_id}/services"
     tags = ["services"]
     return [
-        *(
-            api_route(
-                path,
-                create,
-                method="POST",
-                summary="Create Service",
-                tags=tags,
-                query=query,
-                body=ServiceRequest,
-                response=ServiceResponse,
-                errors=(404, 409),
-            )
-            for path, query in ((many, ProjectQuery), (workspace, None))
+        *create_routes(
+            many,
+            workspace,
+            create,
+            summary="Create Service",
+            tags=tags,
+            body=ServiceRequest,
+            response=ServiceResponse,
+            errors=(404, 409),
         ),
         api_route(
             many,
