@@ -4,7 +4,6 @@ them (501 ``NotImplementedError``)."""
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import httpx
@@ -12,8 +11,9 @@ import pytest
 
 from tests.tracking.artifact.support import Headers
 
+SOME_ID = "5b1c2c34-1f6e-4c2e-9a55-3f4b1c0d2e7a"
 REFUSED = ["NotImplementedError", "Resource pool functionality is not enabled"]
-POLICY = {"component_id": str(uuid.uuid4()), "pool_id": str(uuid.uuid4()), "priority": 1}
+POLICY = {"component_id": SOME_ID, "pool_id": SOME_ID, "priority": 1}
 
 
 @pytest.mark.parametrize(
@@ -21,16 +21,16 @@ POLICY = {"component_id": str(uuid.uuid4()), "pool_id": str(uuid.uuid4()), "prio
     [
         ("POST", "/api/v1/resource_pools", {"name": "gpus", "capacity": {"gpu": 2}}),
         ("GET", "/api/v1/resource_pools?page=2&size=5", None),
-        ("GET", f"/api/v1/resource_pools/{uuid.uuid4()}", None),
-        ("PUT", f"/api/v1/resource_pools/{uuid.uuid4()}", {"capacity": {"gpu": 0}}),
-        ("DELETE", f"/api/v1/resource_pools/{uuid.uuid4()}", None),
+        ("GET", f"/api/v1/resource_pools/{SOME_ID}", None),
+        ("PUT", f"/api/v1/resource_pools/{SOME_ID}", {"capacity": {"gpu": 0}}),
+        ("DELETE", f"/api/v1/resource_pools/{SOME_ID}", None),
         ("POST", "/api/v1/resource_pool_subject_policies", POLICY),
         ("GET", "/api/v1/resource_pool_subject_policies", None),
-        ("PUT", f"/api/v1/resource_pool_subject_policies/{uuid.uuid4()}", {"priority": 0}),
-        ("DELETE", f"/api/v1/resource_pool_subject_policies/{uuid.uuid4()}", None),
+        ("PUT", f"/api/v1/resource_pool_subject_policies/{SOME_ID}", {"priority": 0}),
+        ("DELETE", f"/api/v1/resource_pool_subject_policies/{SOME_ID}", None),
         ("GET", "/api/v1/resource_requests", None),
-        ("GET", f"/api/v1/resource_requests/{uuid.uuid4()}", None),
-        ("DELETE", f"/api/v1/resource_requests/{uuid.uuid4()}", None),
+        ("GET", f"/api/v1/resource_requests/{SOME_ID}", None),
+        ("DELETE", f"/api/v1/resource_requests/{SOME_ID}", None),
     ],
 )
 async def test_valid_requests_are_refused_with_501(
@@ -52,7 +52,7 @@ async def test_valid_requests_are_refused_with_501(
             "/api/v1/resource_pool_subject_policies",
             {**POLICY, "reserved": {"gpu": 3}, "limit": {"gpu": 2}},
         ),
-        ("PUT", f"/api/v1/resource_pool_subject_policies/{uuid.uuid4()}", {}),
+        ("PUT", f"/api/v1/resource_pool_subject_policies/{SOME_ID}", {}),
         ("GET", "/api/v1/resource_requests?page=0", None),
     ],
 )
