@@ -90,6 +90,29 @@ async def test_create_renders_the_reference_envelope_once_per_name(
     assert got.json() == condition
 
 
+async def test_a_run_shows_its_pending_condition(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    run = await new_run(tracking, auth, default_project)
+    assert run["resources"]["active_wait_condition"] is None
+    condition = (await post_condition(tracking, auth, default_project, run)).json()
+    shown = (await tracking.get(f"/api/v1/runs/{run['id']}", headers=auth)).json()
+    active = shown["resources"]["active_wait_condition"]
+    assert (active["id"], active["name"], active["body"]) == (
+        condition["id"],
+        "approve",
+        condition["body"],
+    )
+    assert (active["metadata"], active["resources"]) == (None, None)
+    listed = await tracking.get("/api/v1/runs", params={"id": run["id"]}, headers=auth)
+    assert listed.json()["items"][0]["resources"]["active_wait_condition"]["id"] == condition["id"]
+    await tracking.put(
+        f"{CONDITIONS}/{condition['id']}/resolve", json={"resolution": "abort"}, headers=auth
+    )
+    after = (await tracking.get(f"/api/v1/runs/{run['id']}", headers=auth)).json()
+    assert after["resources"]["active_wait_condition"] is None
+
+
 async def test_static_runs_do_not_wait(
     tracking: httpx.AsyncClient, auth: Headers, default_project: Json
 ) -> None:

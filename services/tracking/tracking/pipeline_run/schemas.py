@@ -297,6 +297,8 @@ class RunItem(NamedTuple):
     logs: list[Any] = []
     tags: Sequence[TagRow] = ()
     run_metadata: dict[str, Any] | None = None
+    active_wait_condition: dict[str, Any] | None = None
+    """The run's pending wait condition, rendered body only."""
 
     @property
     def user_id(self) -> uuid.UUID | None:
@@ -349,6 +351,7 @@ def run_response(item: RunItem, hydrate: bool, user: NestedUser | None) -> dict[
         "tags": [nested_tag(tag) for tag in item.tags],
         "log_collection": [nested_logs(logs) for logs in item.logs],
         "visualizations": [],
+        "active_wait_condition": item.active_wait_condition,
     }
     # ``root_run_id`` stays null: the reference sets it on child runs only, and runs here
     # have no parent runs (the client reads a set one as "a child run: resume its root").

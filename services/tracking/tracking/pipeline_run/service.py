@@ -45,6 +45,8 @@ from tracking.pipeline_snapshot.service import SnapshotNotFound, SnapshotService
 from tracking.project.repository import ProjectRef
 from tracking.run_metadata.repository import RunMetadataRepository
 from tracking.run_metadata.schemas import MetadataResourceTypes
+from tracking.run_wait_condition.repository import RunWaitConditionRepository
+from tracking.run_wait_condition.schemas import nested_wait_condition
 from tracking.tag.service import TagService
 
 STEP_ONLY = frozenset(
@@ -113,6 +115,7 @@ class RunService(ScopedService[PipelineRun]):
         logs = await LogsService(self.session).of_runs(ids)
         tags = await self.tags.for_resources(TAG_RESOURCE, ids)
         metadata = await self._metadata(runs, snapshots, full) if hydrate else {}
+        waiting = await RunWaitConditionRepository(self.session).pending_of_runs(ids)
         items = []
         for run in runs:
             snapshot, pipeline = snapshots.get(run.snapshot_id, (None, None))
@@ -126,6 +129,7 @@ class RunService(ScopedService[PipelineRun]):
                     logs[run.id],
                     tags.get(run.id, ()),
                     metadata.get(run.id, {}),
+                    _nested(waiting.get(run.id)),
                 )
             )
         return items
@@ -372,6 +376,10 @@ class RunService(ScopedService[PipelineRun]):
         await self.tags.detach_all(TAG_RESOURCE, [run_id])
         await self.metadata.delete_of_runs([run_id])
         await self.delete_row(run_id)
+
+
+def _nested(condition: Any | None) -> dict[str, Any] | None:
+    return nested_wait_condition(condition) if condition is not None else None
 
 
 def run_name(snapshot: Any, start: dt.datetime) -> str:

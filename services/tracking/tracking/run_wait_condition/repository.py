@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from sqlalchemy import Select, Table
@@ -105,6 +106,14 @@ class RunWaitConditionRepository:
     async def pending_of(self, run_id: uuid.UUID) -> bool:
         query = sa_select(col(W.id)).where(col(W.run_id) == run_id, col(W.status) == "pending")
         return (await core_execute(self.session, query.limit(1), {})).first() is not None
+
+    async def pending_of_runs(self, run_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, Any]:
+        """Each run's pending condition (a run has one at most), by run id (one query on
+        the (run_id, status) index)."""
+        if not run_ids:
+            return {}
+        query = _COLUMNS.where(col(W.run_id).in_(list(run_ids)), col(W.status) == "pending")
+        return {row.run_id: row for row in (await core_execute(self.session, query, {})).all()}
 
     async def lock_run(self, run_id: uuid.UUID) -> None:
         """One condition is created for a run at a time (its pending check holds)."""

@@ -100,6 +100,12 @@ class RunWaitConditionResponse(
 RUN_WAIT_CONDITION = EnvelopeShape(RunWaitConditionResponse)
 
 
+def nested_wait_condition(row: Any) -> dict[str, Any]:
+    """Body only, as a run's ``active_wait_condition``."""
+    body = RUN_WAIT_CONDITION.body.of(row)
+    return RUN_WAIT_CONDITION.envelope.of(row, body=body, metadata=None, resources=None)
+
+
 def run_wait_condition_response(
     item: ConditionItem, hydrate: bool, user: NestedUser | None
 ) -> dict[str, Any]:
