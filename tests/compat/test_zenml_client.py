@@ -350,6 +350,7 @@ from zenml.client import Client
 store = Client().zen_store
 answers = {}
 for name, call in [
+    ("stack deployment", lambda: store.get("/stack-deployment")),
     ("resource pools", lambda: store.get("/resource_pools")),
     ("unknown", lambda: store.get("/nothing-here")),
 ]:
@@ -365,7 +366,8 @@ emit(answers)
 def test_zenml_client_explains_what_our_stack_does_not_serve(zenml_client, stack, tmp_path):
     """An API family of the reference no service implements is the client's
     NotImplementedError, an unknown path its KeyError, each with a sentence (not
-    ``KeyError: 'Not Found'``)."""
+    ``KeyError: 'Not Found'``); resource pools are refused as the reference's open-source
+    server refuses them."""
     env = client_environment(
         store_url=stack.url("platform", ""),
         username=USERNAME,
@@ -376,9 +378,13 @@ def test_zenml_client_explains_what_our_stack_does_not_serve(zenml_client, stack
         answers = run_snippet(zenml_client.python, UNSERVED, env=env, cwd=tmp_path).value
     except ZenmlEnvError as exc:
         pytest.fail(f"the snippet did not report: {exc}", pytrace=False)
+    assert answers["stack deployment"] == [
+        "NotImplementedError",
+        "/api/v1/stack-deployment is not implemented by this server.",
+    ]
     assert answers["resource pools"] == [
         "NotImplementedError",
-        "/api/v1/resource_pools is not implemented by this server.",
+        "Resource pool functionality is not enabled",
     ]
     assert answers["unknown"] == ["KeyError", repr(NO_SUCH_ENDPOINT)]
 

@@ -254,7 +254,7 @@ def test_no_entrypoint_routes_metrics(tmp_path):
     assert answers["agent", "/metrics"].json() == {"detail": "Not Found"}
 
 
-NOT_SERVED = "/api/v1/resource_pools is not implemented by this server."
+NOT_SERVED = "/api/v1/stack-deployment is not implemented by this server."
 AGENTS = "/api/v1/agents is not implemented by this server."
 
 
@@ -263,23 +263,23 @@ AGENTS = "/api/v1/agents is not implemented by this server."
     [
         (
             "platform",
-            "/api/v1/resource_pools",
+            "/api/v1/stack-deployment",
             ["NotImplementedError", NOT_SERVED],
-            "/api/v1/resource_poolsX",
+            "/api/v1/stack-deploymentX",
             404,
         ),
         (
             "platform",
-            "/api/v1/resource_pools/",
+            "/api/v1/stack-deployment/",
             ["NotImplementedError", NOT_SERVED],
-            "/api/v1/resource_poolsX",
+            "/api/v1/stack-deploymentX",
             404,
         ),
         (
             "platform",
-            "/api/v1/resource_pools/x?hydrate=1",
+            "/api/v1/stack-deployment/x?hydrate=1",
             ["NotImplementedError", NOT_SERVED],
-            "/api/v1/resource_poolsX",
+            "/api/v1/stack-deploymentX",
             404,
         ),
         # Nor does agent-accounts take every other path on the agent entrypoint.

@@ -135,7 +135,7 @@ def test_a_method_the_ui_does_not_take_is_a_json_405(gateway):
         ("agent", "/health/live", 502),
         ("agent", "/_services/agent-accounts/openapi.json", 502),
         # The gateway's own answers.
-        ("platform", "/api/v1/resource_pools", 501),
+        ("platform", "/api/v1/stack-deployment", 501),
         ("agent", "/api/v1/agents/x", 501),
         ("platform", "/metrics", 404),
         ("agent", "/metrics", 404),

@@ -102,8 +102,8 @@ def _service(raw: dict[str, Any], name: str) -> dict[str, Any]:
         (lambda r: r["entrypoint"][0]["unimplemented"].append("/api"), "overlaps"),
         (lambda r: r["entrypoint"][0]["unimplemented"].append("/"), "/ cannot be unimplemented"),
         (
-            lambda r: r["entrypoint"][0]["unimplemented"].append("/api/v1/resource_pools"),
-            "unimplemented prefix '/api/v1/resource_pools' is used more than once",
+            lambda r: r["entrypoint"][0]["unimplemented"].append("/api/v1/stack-deployment"),
+            "unimplemented prefix '/api/v1/stack-deployment' is used more than once",
         ),
         (
             lambda r: r["entrypoint"][1]["login"].update(service="identity"),

@@ -162,7 +162,7 @@ def test_unknown_agent_path_is_a_404_in_the_agent_shape(stack, client):
 
 
 def test_an_unimplemented_family_of_the_reference_is_a_501(stack, client):
-    response = client.get(stack.url("platform", "/api/v1/resource_pools"))
+    response = client.get(stack.url("platform", "/api/v1/stack-deployment"))
     assert response.status_code == 501
     assert response.json()["detail"][0] == "NotImplementedError"
 

@@ -24,6 +24,7 @@ from tracking.code_repository import endpoints as code_repository_endpoints
 from tracking.component import endpoints as component_endpoints
 from tracking.component.secrets import ComponentSecrets
 from tracking.core.aliases import aliases
+from tracking.curated_visualization import endpoints as curated_visualization_endpoints
 from tracking.deployment import endpoints as deployment_endpoints
 from tracking.flavor import endpoints as flavor_endpoints
 from tracking.hook_invocation import endpoints as hook_invocation_endpoints
@@ -37,10 +38,14 @@ from tracking.pipeline_build import endpoints as pipeline_build_endpoints
 from tracking.pipeline_run import endpoints as pipeline_run_endpoints
 from tracking.pipeline_snapshot import endpoints as pipeline_snapshot_endpoints
 from tracking.project import endpoints as project_endpoints
+from tracking.resource_pool import endpoints as resource_pool_endpoints
 from tracking.run_metadata import endpoints as run_metadata_endpoints
+from tracking.run_template import endpoints as run_template_endpoints
+from tracking.run_wait_condition import endpoints as run_wait_condition_endpoints
 from tracking.schedule import endpoints as schedule_endpoints
 from tracking.secret import endpoints as secret_endpoints
 from tracking.secret.service import SecretCipher
+from tracking.service import endpoints as service_endpoints
 from tracking.service_connector import endpoints as service_connector_endpoints
 from tracking.service_connector.probe import ClusterProbe
 from tracking.settings import Settings
@@ -81,6 +86,11 @@ def routes() -> list[BaseRoute]:
         *model_endpoints.routes(),
         *model_version_endpoints.routes(),
         *model_version_link_endpoints.routes(),
+        *run_template_endpoints.routes(),
+        *run_wait_condition_endpoints.routes(),
+        *service_endpoints.routes(),
+        *curated_visualization_endpoints.routes(),
+        *resource_pool_endpoints.routes(),
         *hook_invocation_endpoints.routes(),
         *flavor_endpoints.routes(),
         *pipeline_build_endpoints.routes(),

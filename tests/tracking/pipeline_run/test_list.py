@@ -44,8 +44,8 @@ async def test_listing_runs_reads_their_snapshots_once_per_page(
             assert item["metadata"]["run_metadata"] == {"index": int(index)}
         counted.append(len([s for s in seen if s.lstrip().upper().startswith("SELECT")]))
     # The project, the count, the page, the page's snapshots, their pipelines and stacks,
-    # and the page's logs, tags and metadata.
-    assert counted == [9, 9]
+    # and the page's logs, tags, metadata and pending wait conditions.
+    assert counted == [10, 10]
 
 
 async def test_a_run_whose_snapshot_is_gone_lists_without_one(

@@ -24,24 +24,17 @@ from tracking.code_repository.service import CodeRepositoryService
 from tracking.core.auth import caller, caller_id
 from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
-from tracking.core.schemas import HydrateQuery, ProjectQuery
+from tracking.core.schemas import HydrateQuery
+from tracking.core.workspace import create_routes, list_routes, named_project, workspace_list_query
 
 # On the deprecated path, the path segment of the same name wins over the query parameter.
 LIST_QUERY = CODE_REPOSITORIES.query_model(extra=query_extras(CodeRepositoryListQuery))
 
 
-def _path_project(request: Request) -> str | None:
-    """The deprecated routes' ``{project_name_or_id}`` segment."""
-    project: str | None = request.path_params.get("project_name_or_id")
-    return project
-
-
 async def list_code_repositories(request: Request) -> Response:
     caller(request)
     listing = await read_list(request, CODE_REPOSITORIES)
-    query = parse_query(request, CodeRepositoryListQuery)
-    if project := _path_project(request):
-        query = query.model_copy(update={"project_name_or_id": project})
+    query = workspace_list_query(request, CodeRepositoryListQuery)
     async with transaction(request) as session:
         total, rows = await CodeRepositoryService(session).list_page(listing, query)
     return await render_page(request, listing, total, rows, code_repository_response)
@@ -49,7 +42,7 @@ async def list_code_repositories(request: Request) -> Response:
 
 async def create(request: Request) -> Response:
     user_id = caller_id(request)
-    project = _path_project(request) or parse_query(request, ProjectQuery).project_name_or_id
+    project = named_project(request)
     body = await parse_json(request, CodeRepositoryRequest)
     async with transaction(request) as session:
         row = await CodeRepositoryService(session).create(body, user_id, project)
@@ -88,32 +81,25 @@ def routes() -> list[ApiRoute]:
     workspace = "/api/v1/workspaces/{project_name_or_id}/code_repositories"
     tags = ["code_repositories"]
     return [
-        *(
-            api_route(
-                path,
-                list_code_repositories,
-                method="GET",
-                summary="List Code Repositories",
-                tags=tags,
-                query=LIST_QUERY,
-                response=Page[CodeRepositoryResponse],
-                errors=(400, 404),
-            )
-            for path in (many, workspace)
+        *list_routes(
+            many,
+            workspace,
+            list_code_repositories,
+            summary="List Code Repositories",
+            tags=tags,
+            query=LIST_QUERY,
+            response=Page[CodeRepositoryResponse],
+            errors=(400, 404),
         ),
-        *(
-            api_route(
-                path,
-                create,
-                method="POST",
-                summary="Create Code Repository",
-                tags=tags,
-                query=query,
-                body=CodeRepositoryRequest,
-                response=CodeRepositoryResponse,
-                errors=(404, 409),
-            )
-            for path, query in ((many, ProjectQuery), (workspace, None))
+        *create_routes(
+            many,
+            workspace,
+            create,
+            summary="Create Code Repository",
+            tags=tags,
+            body=CodeRepositoryRequest,
+            response=CodeRepositoryResponse,
+            errors=(404, 409),
         ),
         api_route(
             one,

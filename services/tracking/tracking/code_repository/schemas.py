@@ -12,9 +12,9 @@ from tracking.core.rendering import EnvelopeShape
 from tracking.core.rows import ScopedRow
 from tracking.core.schemas import (
     ProjectScopedBody,
-    ScopedListQuery,
     ScopedRequest,
     Source,
+    WorkspaceListQuery,
 )
 
 
@@ -36,16 +36,8 @@ class CodeRepositoryUpdate(BaseModel):
     description: str | None = Field(default=None, max_length=65535)
 
 
-class CodeRepositoryListQuery(ScopedListQuery):
-    """``project_name_or_id`` (the query parameter, or the deprecated path's segment)
-    overrides ``project``."""
-
-    project_name_or_id: str | None = None
-
-    def scope(self) -> ScopedListQuery:
-        return ScopedListQuery(
-            project=self.project_name_or_id or self.project, scope_user=self.scope_user
-        )
+class CodeRepositoryListQuery(WorkspaceListQuery):
+    pass
 
 
 class CodeRepositoryResponseBody(ProjectScopedBody):

@@ -263,6 +263,9 @@ class Flavor:
     docs_url: str
     sdk_docs_url: str
     integration: str = "built-in"
+    local: bool = False
+    """Relies on the client's machine (its filesystem or processes), as the reference's
+    config ``is_local``: a stack with such a component cannot back a run template."""
 
     @property
     def id(self) -> uuid.UUID:
@@ -328,6 +331,7 @@ FLAVORS: tuple[Flavor, ...] = (
         name="local",
         config=LocalArtifactStoreConfig,
         source="zenml.artifact_stores.local_artifact_store.LocalArtifactStoreFlavor",
+        local=True,
         logo_url=f"{_LOGOS}/artifact_store/local.svg",
         docs_url="https://docs.zenml.io/stack-components/artifact-stores/local",
         sdk_docs_url=f"{_SDK_DOCS}/core-artifact_stores/#zenml.artifact_stores.local_artifact_store",
@@ -350,6 +354,7 @@ FLAVORS: tuple[Flavor, ...] = (
         name="local",
         config=LocalOrchestratorConfig,
         source="zenml.orchestrators.local.local_orchestrator.LocalOrchestratorFlavor",
+        local=True,
         logo_url=f"{_LOGOS}/orchestrator/local.png",
         docs_url="https://docs.zenml.io/stack-components/orchestrators/local",
         sdk_docs_url=f"{_SDK_DOCS}/core-orchestrators/#zenml.orchestrators.local.local_orchestrator",
@@ -359,6 +364,7 @@ FLAVORS: tuple[Flavor, ...] = (
         name="local",
         config=LocalDeployerConfig,
         source="zenml.deployers.local.local_deployer.LocalDeployerFlavor",
+        local=True,
         logo_url=f"{_LOGOS}/deployer/local.svg",
         docs_url="https://docs.zenml.io/stack-components/deployers/local",
         sdk_docs_url=f"{_SDK_DOCS}/core-deployers/#zenml.deployers.local.local_deployer",

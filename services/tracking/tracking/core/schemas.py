@@ -96,3 +96,15 @@ class ScopedListQuery(BaseModel):
 
     project: str | None = None
     scope_user: uuid.UUID | None = None
+
+
+class WorkspaceListQuery(ScopedListQuery):
+    """``project_name_or_id`` (the deprecated ``/workspaces/{project}/...`` path's segment,
+    or the query parameter) overrides ``project``."""
+
+    project_name_or_id: str | None = None
+
+    def scope(self) -> ScopedListQuery:
+        return ScopedListQuery(
+            project=self.project_name_or_id or self.project, scope_user=self.scope_user
+        )

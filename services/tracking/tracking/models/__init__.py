@@ -12,6 +12,7 @@ from tracking.models.artifact_version import (
     RunMetadata,
 )
 from tracking.models.code_repository import CodeRepository
+from tracking.models.curated_visualization import CuratedVisualization
 from tracking.models.deployment import Deployment
 from tracking.models.hook_invocation import HookInvocation, HookInvocationOutput
 from tracking.models.logs import Logs
@@ -27,8 +28,11 @@ from tracking.models.pipeline import (
 )
 from tracking.models.pipeline_build import PipelineBuild
 from tracking.models.project import Project
+from tracking.models.run_template import RunTemplate
+from tracking.models.run_wait_condition import RunWaitCondition
 from tracking.models.secret import Secret
 from tracking.models.service_connector import ServiceConnector
+from tracking.models.services import Service
 from tracking.models.stack import Stack, StackComponent, StackComposition
 from tracking.models.tag import Tag, TagResource
 from tracking.models.trigger import Trigger, TriggerSnapshot
@@ -39,6 +43,7 @@ __all__ = [
     "ArtifactVersionCount",
     "ArtifactVisualization",
     "CodeRepository",
+    "CuratedVisualization",
     "Deployment",
     "HookInvocation",
     "HookInvocationOutput",
@@ -54,8 +59,11 @@ __all__ = [
     "PipelineSnapshot",
     "Project",
     "RunMetadata",
+    "RunTemplate",
+    "RunWaitCondition",
     "Schedule",
     "Secret",
+    "Service",
     "ServiceConnector",
     "Stack",
     "StackComponent",

@@ -72,7 +72,7 @@ class PipelineSnapshot(SQLModel, table=True):
     schedule_id: uuid.UUID | None = Field(
         default=None, sa_column_args=[ForeignKey("schedules.id", ondelete="SET NULL")]
     )
-    template_id: uuid.UUID | None = None
+    template_id: uuid.UUID | None = Field(default=None, index=True)
     source_snapshot_id: uuid.UUID | None = None
     user_id: uuid.UUID | None = Field(default=None, index=True)
     created: dt.datetime = Field(default_factory=utcnow, index=True)

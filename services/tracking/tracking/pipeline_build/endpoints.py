@@ -15,7 +15,8 @@ from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_pa
 from tracking.core.auth import caller, caller_id
 from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
-from tracking.core.schemas import HydrateQuery, ProjectQuery
+from tracking.core.schemas import HydrateQuery
+from tracking.core.workspace import create_routes, list_routes, named_project, workspace_list_query
 from tracking.pipeline_build.repository import PIPELINE_BUILDS
 from tracking.pipeline_build.schemas import (
     PipelineBuildListQuery,
@@ -32,10 +33,7 @@ async def list_builds(request: Request) -> Response:
     caller(request)
     listing = await read_list(request, PIPELINE_BUILDS)
     # On the deprecated path, its project segment wins over the query parameter.
-    query = parse_query(request, PipelineBuildListQuery)
-    query.project_name_or_id = request.path_params.get(
-        "project_name_or_id", query.project_name_or_id
-    )
+    query = workspace_list_query(request, PipelineBuildListQuery)
     async with transaction(request) as session:
         total, items = await PipelineBuildService(session).list_page(listing, query)
     return await render_page(request, listing, total, items, pipeline_build_response)
@@ -43,8 +41,7 @@ async def list_builds(request: Request) -> Response:
 
 async def create(request: Request) -> Response:
     user_id = caller_id(request)
-    project = request.path_params.get("project_name_or_id")
-    project = project or parse_query(request, ProjectQuery).project_name_or_id
+    project = named_project(request)
     body = await parse_json(request, PipelineBuildRequest)
     async with transaction(request) as session:
         item = await PipelineBuildService(session).create(body, user_id, project)
@@ -74,32 +71,25 @@ def routes() -> list[ApiRoute]:
     workspace = "/api/v1/workspaces/{project_name_or_id}/pipeline_builds"
     tags = ["builds"]
     return [
-        *(
-            api_route(
-                path,
-                list_builds,
-                method="GET",
-                summary="List Builds",
-                tags=tags,
-                query=LIST_QUERY,
-                response=Page[PipelineBuildResponse],
-                errors=(400, 404),
-            )
-            for path in (many, workspace)
+        *list_routes(
+            many,
+            workspace,
+            list_builds,
+            summary="List Builds",
+            tags=tags,
+            query=LIST_QUERY,
+            response=Page[PipelineBuildResponse],
+            errors=(400, 404),
         ),
-        *(
-            api_route(
-                path,
-                create,
-                method="POST",
-                summary="Create Build",
-                tags=tags,
-                query=query,
-                body=PipelineBuildRequest,
-                response=PipelineBuildResponse,
-                errors=(404,),
-            )
-            for path, query in ((many, ProjectQuery), (workspace, None))
+        *create_routes(
+            many,
+            workspace,
+            create,
+            summary="Create Build",
+            tags=tags,
+            body=PipelineBuildRequest,
+            response=PipelineBuildResponse,
+            errors=(404,),
         ),
         api_route(
             one,

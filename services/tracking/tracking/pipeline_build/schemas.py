@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from shared.envelope import Envelope
 from shared.users import NestedUser
 from tracking.core.rendering import EnvelopeShape
-from tracking.core.schemas import ProjectScopedBody, ScopedListQuery, ScopedRequest
+from tracking.core.schemas import ProjectScopedBody, ScopedRequest, WorkspaceListQuery
 from tracking.pipeline.schemas import PipelineResponse, nested_pipeline
 from tracking.stack.schemas import StackResponse, nested_stack
 
@@ -41,15 +41,8 @@ class PipelineBuildRequest(ScopedRequest):
     pipeline: uuid.UUID | None = None
 
 
-class PipelineBuildListQuery(ScopedListQuery):
-    """``project_name_or_id`` (the deprecated path's segment) overrides ``project``."""
-
-    project_name_or_id: str | None = None
-
-    def scope(self) -> ScopedListQuery:
-        return ScopedListQuery(
-            project=self.project_name_or_id or self.project, scope_user=self.scope_user
-        )
+class PipelineBuildListQuery(WorkspaceListQuery):
+    pass
 
 
 class PipelineBuildResponseMetadata(BaseModel):
@@ -88,6 +81,13 @@ class BuildItemRow(NamedTuple):
 
 
 PIPELINE_BUILD = EnvelopeShape(PipelineBuildResponse)
+
+
+def nested_build(row: Any) -> dict[str, Any]:
+    """Body only, as nested in run templates."""
+    return PIPELINE_BUILD.envelope.of(
+        row, body=PIPELINE_BUILD.body.of(row), metadata=None, resources=None
+    )
 
 
 def pipeline_build_response(

@@ -213,6 +213,11 @@ class RunRepository(ScopedRepository[PipelineRun]):
         query = self.columns().where(col(PipelineRun.id).in_(list(ids)))
         return list((await self.session.exec(query)).all())  # type: ignore[call-overload]
 
+    async def rows_by_id(self, ids: Collection[uuid.UUID | None]) -> dict[uuid.UUID, Any]:
+        """The runs of ``ids`` that exist (``None`` skipped), by id, to render nested."""
+        found = await self.read_many({i for i in ids if i is not None})
+        return {row.id: row for row in found}
+
     async def count_of(self, project_id: uuid.UUID) -> int:
         """The project's number of runs, as kept by triggers (no count of the runs)."""
         result = await core_execute(self.session, RUN_COUNT, {"project_id": project_id})

@@ -299,6 +299,8 @@ class RunItem(NamedTuple):
     run_metadata: dict[str, Any] | None = None
     model_version: dict[str, Any] | None = None
     """The run's model version, body only (as the reference nests it)."""
+    active_wait_condition: dict[str, Any] | None = None
+    """The run's pending wait condition, rendered body only."""
 
     @property
     def user_id(self) -> uuid.UUID | None:
@@ -306,6 +308,12 @@ class RunItem(NamedTuple):
 
 
 RUN = EnvelopeShape(PipelineRunResponse)
+
+
+def nested_run(row: Any) -> dict[str, Any]:
+    """Body only, as nested in wait conditions."""
+    body = RUN.body.of(row, in_progress=in_progress(row.status))
+    return RUN.envelope.of(row, body=body, metadata=None, resources=None)
 
 
 def substitutions(snapshot: Any, start: dt.datetime | None) -> dict[str, str]:
@@ -346,6 +354,7 @@ def run_response(item: RunItem, hydrate: bool, user: NestedUser | None) -> dict[
         "log_collection": [nested_logs(logs) for logs in item.logs],
         "visualizations": [],
         "model_version": item.model_version,
+        "active_wait_condition": item.active_wait_condition,
     }
     # ``root_run_id`` stays null: the reference sets it on child runs only, and runs here
     # have no parent runs (the client reads a set one as "a child run: resume its root").

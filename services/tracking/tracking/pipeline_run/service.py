@@ -48,6 +48,8 @@ from tracking.pipeline_snapshot.service import SnapshotNotFound, SnapshotService
 from tracking.project.repository import ProjectRef
 from tracking.run_metadata.repository import RunMetadataRepository
 from tracking.run_metadata.schemas import MetadataResourceTypes
+from tracking.run_wait_condition.repository import RunWaitConditionRepository
+from tracking.run_wait_condition.schemas import nested_wait_condition
 from tracking.tag.service import TagService
 
 STEP_ONLY = frozenset(
@@ -119,6 +121,7 @@ class RunService(ScopedService[PipelineRun]):
         model_versions = await ModelVersionService(self.session).items_of(
             [run.model_version_id for run in runs if run.model_version_id is not None]
         )
+        waiting = await RunWaitConditionRepository(self.session).pending_of_runs(ids)
         items = []
         for run in runs:
             snapshot, pipeline = snapshots.get(run.snapshot_id, (None, None))
@@ -133,6 +136,7 @@ class RunService(ScopedService[PipelineRun]):
                     tags.get(run.id, ()),
                     metadata.get(run.id, {}),
                     nested_model_version(model_versions.get(run.model_version_id)),
+                    _nested(waiting.get(run.id)),
                 )
             )
         return items
@@ -392,6 +396,10 @@ class RunService(ScopedService[PipelineRun]):
         await self.tags.detach_all(TAG_RESOURCE, [run_id])
         await self.metadata.delete_of_runs([run_id])
         await self.delete_row(run_id)
+
+
+def _nested(condition: Any | None) -> dict[str, Any] | None:
+    return nested_wait_condition(condition) if condition is not None else None
 
 
 def run_name(snapshot: Any, start: dt.datetime) -> str:

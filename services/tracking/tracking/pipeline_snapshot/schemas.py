@@ -12,7 +12,11 @@ from pydantic import BaseModel, Field, field_validator
 from shared.envelope import Envelope
 from shared.users import NestedUser
 from tracking.core.rendering import EnvelopeShape
-from tracking.core.schemas import ProjectScopedBody, ScopedListQuery, ScopedRequest
+from tracking.core.schemas import (
+    ProjectScopedBody,
+    ScopedRequest,
+    WorkspaceListQuery,
+)
 from tracking.pipeline.schemas import PipelineResponse, nested_pipeline
 from tracking.stack.schemas import StackResponse, nested_stack
 from tracking.tag.schemas import TagRef, TagResponse, nested_tag
@@ -31,10 +35,8 @@ class Snapshot(NamedTuple):
         return self.snapshot.user_id  # type: ignore[no-any-return]
 
 
-class SnapshotListQuery(ScopedListQuery):
-    """``project_name_or_id`` (the query parameter) overrides ``project``."""
-
-    project_name_or_id: str | None = None
+class SnapshotListQuery(WorkspaceListQuery):
+    pass
 
 
 class PipelineSnapshotUpdate(BaseModel):

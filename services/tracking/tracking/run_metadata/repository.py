@@ -19,6 +19,7 @@ from tracking.models import (
     ModelVersion,
     PipelineRun,
     RunMetadata,
+    RunWaitCondition,
     Schedule,
     StepRun,
 )
@@ -30,8 +31,9 @@ HELD: dict[MetadataResourceTypes, Any] = {
     MetadataResourceTypes.ARTIFACT_VERSION: ArtifactVersion,
     MetadataResourceTypes.SCHEDULE: Schedule,
     MetadataResourceTypes.MODEL_VERSION: ModelVersion,
+    MetadataResourceTypes.WAIT_CONDITION: RunWaitCondition,
 }
-"""The resources with metadata that tracking holds (wait conditions are not here);
+"""The resources with metadata that tracking holds;
 ``run_metadata.resource_type`` is the type's value."""
 
 _VALUES = (
