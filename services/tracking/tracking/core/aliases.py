@@ -19,6 +19,7 @@ from starlette.routing import BaseRoute
 
 from shared.routing import ApiRoute, parse_json, parse_query
 from tracking.core.schemas import ScopedListQuery, ScopedRequest
+from tracking.core.workspace import named_project
 
 __all__ = [
     "RENAMED",
@@ -116,7 +117,8 @@ def scoped_query(request: Request, model: type[Q]) -> Q:
 
 
 async def scoped_body(request: Request, model: type[R]) -> R:
-    """The request to create; on a workspace path, for its project."""
+    """The request to create; on a workspace path (or given ``?project_name_or_id=``), for
+    that project."""
     body = await parse_json(request, model)
-    body.in_workspace(request.path_params.get(PARAMETER))
+    body.in_workspace(named_project(request))
     return body

@@ -17,7 +17,7 @@ from tracking.core.aliases import scoped_body, scoped_query
 from tracking.core.auth import caller, caller_id
 from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
-from tracking.core.schemas import HydrateQuery, ScopedListQuery
+from tracking.core.schemas import HydrateQuery, ProjectQuery, ScopedListQuery
 from tracking.pipeline.repository import PIPELINES
 from tracking.pipeline.schemas import (
     PipelineItem,
@@ -111,6 +111,7 @@ def routes() -> list[ApiRoute]:
             method="POST",
             summary="Create Pipeline",
             tags=tags,
+            query=ProjectQuery,
             body=PipelineRequest,
             response=PipelineResponse,
             errors=(400, 404, 409),

@@ -20,6 +20,7 @@ from tracking.core.aliases import scoped_body, scoped_query
 from tracking.core.auth import caller, caller_id, object_id, snapshot_runner
 from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
+from tracking.core.schemas import ProjectQuery
 from tracking.logs.entries import LogEntry
 from tracking.pipeline_run.repository import RUNS
 from tracking.pipeline_run.run_page import RunPageService
@@ -301,6 +302,7 @@ def routes() -> list[ApiRoute]:
             method="POST",
             summary="Get Or Create Pipeline Run",
             tags=["runs"],
+            query=ProjectQuery,
             body=PipelineRunRequest,
             response=tuple[PipelineRunResponse, bool],
             errors=(404, 409),

@@ -20,7 +20,7 @@ from tracking.core.aliases import scoped_body, scoped_query
 from tracking.core.auth import caller, caller_id
 from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
-from tracking.core.schemas import HydrateQuery
+from tracking.core.schemas import HydrateQuery, ProjectQuery
 from tracking.pipeline_snapshot.repository import SNAPSHOTS
 from tracking.pipeline_snapshot.schemas import (
     PipelineSnapshotRequest,
@@ -127,6 +127,7 @@ def routes() -> list[ApiRoute]:
             method="POST",
             summary="Create Snapshot",
             tags=tags,
+            query=ProjectQuery,
             body=PipelineSnapshotRequest,
             response=PipelineSnapshotResponse,
             errors=(400, 404, 409),

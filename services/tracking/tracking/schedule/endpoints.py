@@ -15,7 +15,7 @@ from tracking.core.aliases import scoped_body, scoped_query
 from tracking.core.auth import MANAGING_KINDS, caller, caller_id, object_id
 from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
-from tracking.core.schemas import HydrateQuery, ScopedListQuery
+from tracking.core.schemas import HydrateQuery, ProjectQuery, ScopedListQuery
 from tracking.schedule.repository import SCHEDULES
 from tracking.schedule.schemas import (
     ScheduleRequest,
@@ -90,6 +90,7 @@ def routes() -> list[ApiRoute]:
             method="POST",
             summary="Create Schedule",
             tags=tags,
+            query=ProjectQuery,
             body=ScheduleRequest,
             response=ScheduleResponse,
             errors=(400, 404, 409),
