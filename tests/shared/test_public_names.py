@@ -127,7 +127,9 @@ def test_code_outside_shared_uses_only_its_public_names():
     private: dict[str, list[str]] = {}
     for path in outside_sources():
         for module, name in used_names(path.read_text(), str(path)):
-            listed = declared(module_path(module))  # type: ignore[arg-type]
+            source = module_path(module)
+            assert source is not None  # used_names keeps the names of shared's modules only
+            listed = declared(source)
             if listed is None or name not in listed:
                 private.setdefault(str(path.relative_to(ROOT)), []).append(f"{module}.{name}")
     assert private == {}
