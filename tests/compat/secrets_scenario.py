@@ -1,6 +1,7 @@
-"""The unmodified ``zenml secret`` CLI (0.96.3) against our stack: create (public and
+"""The unmodified ``zenml secret`` CLI (0.96.3) against a running stack: create (public and
 private), list, get, update (change, add and remove keys), rename and delete, each as its
-own ``zenml`` process, as a user types them."""
+own ``zenml`` process, as a user types them. ``tests/compat/test_zenml_client.py`` runs it
+on its stack (one stack for the client's scenarios)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.compat.test_zenml_client import ADMIN_PASSWORD, USERNAME, stack, zenml_client
-from tests.support.processes import LaunchedStack
-from tests.support.zenml_env import ZenmlEnvError, ZenmlVenv, client_environment, run_snippet
-
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
-
-__all__ = ["stack", "zenml_client"]  # the module's stack and client, shared
+from tests.support.zenml_env import ZenmlEnvError, ZenmlVenv, run_snippet
 
 CLI_SCENARIO = """
 import json
@@ -65,14 +60,9 @@ emit(steps)
 """
 
 
-def run_cli(client: ZenmlVenv, stack: LaunchedStack, workdir: Path) -> dict[str, Any]:
-    env = client_environment(
-        store_url=stack.url("platform", ""),
-        username=USERNAME,
-        password=ADMIN_PASSWORD,
-        config_dir=workdir,
-        verbosity="INFO",
-    )
+def run_cli(client: ZenmlVenv, env: dict[str, str], workdir: Path) -> dict[str, Any]:
+    """The scenario's report, the client logged in by ``env``."""
+    env = dict(env)
     # Rich tables wrap at the terminal's width: wide enough for the values.
     env["COLUMNS"] = "200"
     try:
@@ -84,8 +74,10 @@ def run_cli(client: ZenmlVenv, stack: LaunchedStack, workdir: Path) -> dict[str,
     return steps
 
 
-def test_zenml_secret_cli_against_our_stack(zenml_client, stack, tmp_path):
-    steps = run_cli(zenml_client, stack, tmp_path)
+def check_secret_cli(client: ZenmlVenv, env: dict[str, str], workdir: Path) -> None:
+    """Run the CLI scenario (the client's environment ``env`` names the server and the
+    login) and check what each command did."""
+    steps = run_cli(client, env, workdir)
 
     def ok(name: str) -> str:
         answer = steps[name]

@@ -9,7 +9,8 @@ default stack (local orchestrator; the second run's steps cached) and read the r
 through the API, the step logs and ``zenml pipeline runs list``, run a tagged pipeline whose
 step logs metadata and tag and annotate it from outside, and log in with a service account's
 API key (``zenml login --api-key``) before and after rotating and deactivating it. The
-scenario reports what each call returned; this module checks the values.
+scenario reports what each call returned; this module checks the values. The ``zenml
+secret`` commands (``secrets_scenario.py``) run on the same stack.
 
 ``test_against_reference`` runs the same scenario against the real ZenML 0.96.3 server
 (``zenml[server]`` in a second cached environment) to prove the harness and the expectations;
@@ -27,6 +28,7 @@ from typing import Any
 import pytest
 
 from shared.errors import NO_SUCH_ENDPOINT
+from tests.compat.secrets_scenario import check_secret_cli
 from tests.support.processes import LaunchedStack, port_free, stack_for_tests
 from tests.support.zenml_env import (
     ZENML_VERSION,
@@ -78,6 +80,20 @@ OUR_SECTIONS = (
 )
 
 
+def logged_in(store_url: str, password: str, workdir: Path) -> dict[str, str]:
+    """The client's environment: logged in to ``store_url`` as :data:`USERNAME`, its
+    configuration in ``workdir``."""
+    # zenml's default verbosity: below it a step's printed output is not logged at all,
+    # and the pipeline section reads a step's logs back.
+    return client_environment(
+        store_url=store_url,
+        username=USERNAME,
+        password=password,
+        config_dir=workdir,
+        verbosity="INFO",
+    )
+
+
 def run_scenario(
     client: ZenmlVenv,
     store_url: str,
@@ -87,15 +103,7 @@ def run_scenario(
 ) -> Any:
     """Run ``client_scenario.py`` against ``store_url`` (``sections`` only, when given);
     its JSON report."""
-    # zenml's default verbosity: below it a step's printed output is not logged at all,
-    # and the pipeline section reads a step's logs back.
-    env = client_environment(
-        store_url=store_url,
-        username=USERNAME,
-        password=password,
-        config_dir=workdir,
-        verbosity="INFO",
-    )
+    env = logged_in(store_url, password, workdir)
     if sections is not None:
         env["COMPAT_SECTIONS"] = ",".join(sections)
     try:
@@ -381,6 +389,13 @@ def test_zenml_client_explains_what_our_stack_does_not_serve(zenml_client, stack
         "/api/v1/resource_pools is not implemented by this server.",
     ]
     assert answers["unknown"] == ["KeyError", repr(NO_SUCH_ENDPOINT)]
+
+
+def test_zenml_secret_cli_against_our_stack(zenml_client, stack, tmp_path):
+    """The ``zenml secret`` commands a user types (:mod:`tests.compat.secrets_scenario`),
+    on this module's stack."""
+    env = logged_in(stack.url("platform", ""), ADMIN_PASSWORD, tmp_path)
+    check_secret_cli(zenml_client, env, tmp_path)
 
 
 def _free_port() -> int:
