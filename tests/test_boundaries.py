@@ -9,6 +9,7 @@ a function counts too.
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,10 +17,16 @@ ROOT = Path(__file__).resolve().parent.parent
 SERVICE_PACKAGES = {"identity", "tracking", "webhooks", "agent_accounts", "agent_cli"}
 
 
+@functools.cache
+def parsed(source: str, filename: str = "<string>") -> ast.Module:
+    """``source``'s tree, parsed once however many checks read it (trees are not changed)."""
+    return ast.parse(source, filename)
+
+
 def imported_roots(source: str, filename: str = "<string>") -> set[str]:
     """Top-level package of every absolute import in ``source``."""
     roots: set[str] = set()
-    for node in ast.walk(ast.parse(source, filename)):
+    for node in ast.walk(parsed(source, filename)):
         if isinstance(node, ast.Import):
             roots.update(alias.name.split(".")[0] for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
@@ -127,14 +134,14 @@ def repository_violations(source: str) -> list[str]:
     """A repository's imports of a service module (the layer above it)."""
     return sorted(
         module
-        for module, names in _imports(ast.parse(source))
+        for module, names in _imports(parsed(source))
         if module.split(".")[-1] == "service" or "service" in names
     )
 
 
 def service_violations(source: str) -> list[str]:
     """A service's imports of SQLAlchemy or SQLModel statement builders."""
-    return _database_imports(ast.parse(source), SERVICE_MAY_IMPORT)
+    return _database_imports(parsed(source), SERVICE_MAY_IMPORT)
 
 
 def _session_names(tree: ast.AST) -> set[str]:
@@ -161,7 +168,7 @@ def endpoint_violations(source: str) -> list[str]:
     """What an endpoint does with a session besides handing it to a service: uses it
     (``session.get``, ``session.exec`` …), builds a repository on it, or imports
     statement builders."""
-    tree = ast.parse(source)
+    tree = parsed(source)
     sessions = _session_names(tree)
     found: list[tuple[int, str]] = []
     for node in ast.walk(tree):
@@ -243,7 +250,7 @@ def _module_graph(package: Path) -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for name, path in names.items():
         imported: set[str] = set()
-        for module, members in _imports(ast.parse(path.read_text())):
+        for module, members in _imports(parsed(path.read_text())):
             candidates = [module, *(f"{module}.{member}" for member in members)]
             imported.update(c for c in candidates if c in names and c != name)
         graph[name] = imported
@@ -305,7 +312,7 @@ def test_modules_stay_under_the_line_limit():
         text = path.read_text()
         if "migrations" in path.parts or text.count("\n") <= LINE_LIMIT:
             continue
-        docstring = ast.get_docstring(ast.parse(text)) or ""
+        docstring = ast.get_docstring(parsed(text)) or ""
         if f"over {LINE_LIMIT} lines" not in docstring:
             found[str(path.relative_to(ROOT))] = text.count("\n")
     assert found == {}

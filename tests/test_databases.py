@@ -61,6 +61,26 @@ async def test_postgres_lends_one_database_again_emptied(pool: Databases) -> Non
             await fresh.close()
 
 
+async def test_postgres_lends_again_with_its_sequences_back_at_their_start(
+    pool: Databases,
+) -> None:
+    sequence = "server_settings_id_seq"  # identity's one sequence
+    async with pool.postgres("identity") as url:
+        connection = await asyncpg.connect(_dsn(url))
+        try:
+            await connection.fetchval(f"SELECT nextval('{sequence}')")
+            assert await connection.fetchval(f"SELECT nextval('{sequence}')") > 1
+        finally:
+            await connection.close()
+    async with pool.postgres("identity") as again:
+        assert again == url  # lent again: setting a sequence back changes no schema
+        connection = await asyncpg.connect(_dsn(again))
+        try:
+            assert await connection.fetchval(f"SELECT nextval('{sequence}')") == 1
+        finally:
+            await connection.close()
+
+
 async def _answers(connection: asyncpg.Connection) -> bool:
     try:
         await connection.fetchval("SELECT 1")

@@ -170,6 +170,19 @@ def test_a_history_that_is_not_one_line_has_no_declared_head(tmp_path):
     assert declared_head(tmp_path) is None  # two heads: alembic decides
 
 
+def test_the_declared_head_follows_revision_files_changed_or_added(tmp_path):
+    versions = tmp_path / "versions"
+    versions.mkdir()
+    first, second = versions / "0001.py", versions / "0002.py"
+    first.write_text("revision = '0001'\ndown_revision = None\n")
+    second.write_text("revision = '0002'\ndown_revision = '0001'\n")
+    assert declared_head(tmp_path) == "0002"
+    second.write_text("revision = '0002b'\ndown_revision = '0001'\n")  # read again
+    assert declared_head(tmp_path) == "0002b"
+    (versions / "0003.py").write_text("revision = '0003'\ndown_revision = '0002b'\n")
+    assert declared_head(tmp_path) == "0003"
+
+
 async def test_at_head_only_once_migrated(database_url):
     location = migrations_of("webhooks")
     engine = create_engine(database_url)

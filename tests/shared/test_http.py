@@ -5,6 +5,7 @@ The upstream is an ``httpx.MockTransport``: it stands for another process."""
 from __future__ import annotations
 
 import asyncio
+import ssl
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -13,6 +14,7 @@ from urllib.parse import parse_qs
 import httpx
 import pytest
 
+from shared import http
 from shared.http import RetryTransport, ServiceTokenAuth, create_http_client
 from shared.logging import request_id_var
 from shared.settings import ServiceSettings
@@ -285,3 +287,22 @@ async def test_a_forgotten_service_token_is_replaced_on_the_next_call():
         auth.forget("t1")  # no longer the cached one: kept
         assert (await client.get("/c")).json() == {"token": "t2"}
     assert len(identity.token_requests) == 2
+
+
+def test_clients_share_one_tls_context_that_verifies_certificates(monkeypatch):
+    given: list[object] = []
+
+    class Recording(httpx.AsyncHTTPTransport):
+        def __init__(self, **options: object) -> None:
+            given.append(options.get("verify"))
+            super().__init__(**options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(httpx, "AsyncHTTPTransport", Recording)
+    create_http_client(settings())
+    create_http_client(settings())
+    context = http._tls_context()
+    assert given == [context, context]
+    assert isinstance(context, ssl.SSLContext)
+    assert context.verify_mode == ssl.CERT_REQUIRED
+    assert context.check_hostname
+    assert context.cert_store_stats()["x509_ca"] > 0  # the roots are loaded

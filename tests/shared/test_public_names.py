@@ -10,6 +10,7 @@ Checked on the source with ``ast``: ``from shared.x import name``, and ``alias.n
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -18,6 +19,7 @@ OUTSIDE = [ROOT / "services", ROOT / "deploy", ROOT / "bench", ROOT / "tests"]
 SHARED_TESTS = ROOT / "tests" / "shared"
 
 
+@functools.cache
 def module_path(module: str) -> Path | None:
     """The file of ``shared``'s module ``module`` (dotted), if it is one."""
     parts = module.split(".")
@@ -30,6 +32,7 @@ def module_path(module: str) -> Path | None:
     return None
 
 
+@functools.cache
 def declared(path: Path) -> list[str] | None:
     """The names a module lists in ``__all__`` (``None``: it declares none)."""
     for node in ast.parse(path.read_text(), str(path)).body:
@@ -46,10 +49,14 @@ def declared(path: Path) -> list[str] | None:
 
 def used_names(source: str, filename: str = "<string>") -> set[tuple[str, str]]:
     """(module, name) of every ``shared`` name ``source`` imports or reads off a module."""
+    if "shared" not in source:
+        return set()
     tree = ast.parse(source, filename)
     used: set[tuple[str, str]] = set()
     modules: dict[str, str] = {}  # local name -> shared module it is bound to
-    for node in ast.walk(tree):
+    # One walk (the tree's nodes, kept): the imports first, then the attributes they bind.
+    nodes = list(ast.walk(tree))
+    for node in nodes:
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             if module_path(node.module) is None:
                 continue
@@ -65,7 +72,7 @@ def used_names(source: str, filename: str = "<string>") -> set[tuple[str, str]]:
                     modules[alias.asname] = alias.name
                 elif alias.name.split(".")[0] == "shared":
                     modules.setdefault("shared", "shared")
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Attribute):
             owner = _dotted(node.value, modules)
             if owner is not None and module_path(f"{owner}.{node.attr}") is None:
@@ -120,7 +127,9 @@ def test_code_outside_shared_uses_only_its_public_names():
     private: dict[str, list[str]] = {}
     for path in outside_sources():
         for module, name in used_names(path.read_text(), str(path)):
-            listed = declared(module_path(module))  # type: ignore[arg-type]
+            source = module_path(module)
+            assert source is not None  # used_names keeps the names of shared's modules only
+            listed = declared(source)
             if listed is None or name not in listed:
                 private.setdefault(str(path.relative_to(ROOT)), []).append(f"{module}.{name}")
     assert private == {}
