@@ -41,7 +41,7 @@ SEED = 20261125
 MAX_OPERATIONS = 40
 # The shares each service's operations are dealt into (one test each). Identity's stay one:
 # fuzzing it may change the admin's password, which a second share would log in with.
-SHARES = {"tracking": 5, "webhooks": 1, "agent-accounts": 2, "identity": 1}
+SHARES = {"tracking": 8, "webhooks": 1, "agent-accounts": 2, "identity": 1}
 # Each service's entrypoint and the login form of that entrypoint.
 SERVICES = {
     "tracking": ("platform", {"username": "default", "password": PASSWORD}),
