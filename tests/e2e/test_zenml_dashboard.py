@@ -213,6 +213,14 @@ def test_the_artifacts_list_opens_from_the_projects_sidebar(zenml: PageCheck):
     assert zenml.page.url.endswith("/projects/default/artifacts")
 
 
+def test_the_models_page_opens_from_the_projects_sidebar(zenml: PageCheck):
+    """The open-source dashboard's models page shows no models (ZenML Pro's): it names the
+    CLI command, which lists ours (tests/compat's model scenario)."""
+    zenml.page.get_by_text("Models", exact=True).first.click()
+    zenml.visit("models", expect=["zenml model list"])
+    assert zenml.page.url.endswith("/projects/default/models")
+
+
 def test_the_component_wizard_registers_a_local_artifact_store(
     stack: LaunchedStack, zenml: PageCheck
 ):
