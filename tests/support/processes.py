@@ -105,6 +105,10 @@ def port_free(port: int) -> bool:
     return True
 
 
+BANNER = "the stack is up:"
+"""The first line of the launcher's banner (deploy/local/banner.py)."""
+
+
 class StackStartError(RuntimeError):
     """The launched stack did not come up; the message carries the launcher's last lines."""
 
@@ -313,20 +317,27 @@ async def stack_databases(
 
 
 def wait_for_platform(stack: LaunchedStack, timeout: float) -> None:
-    """Wait until the stack's gateway answers ``/health`` (:class:`StackStartError` with
-    the log's tail when the launcher exits or ``timeout`` passes first)."""
+    """Wait until the stack's gateway answers ``/health`` and the launcher has printed its
+    banner (``the stack is up:``, which it prints once every process is ready, after the
+    gateway may already answer: a test reading the banner must not race it);
+    :class:`StackStartError` with the log's tail when the launcher exits or ``timeout``
+    passes first."""
     deadline = time.monotonic() + timeout
+    healthy = False
     with httpx.Client(timeout=2.0, trust_env=False) as client:
         while time.monotonic() < deadline:
             if stack.process.poll() is not None:
                 raise StackStartError(
                     f"the launcher exited with {stack.process.returncode}:\n{stack.log_tail()}"
                 )
-            with contextlib.suppress(httpx.HTTPError):
-                if client.get(stack.url("platform", "/health")).status_code == 200:
-                    return
+            if not healthy:
+                with contextlib.suppress(httpx.HTTPError):
+                    healthy = client.get(stack.url("platform", "/health")).status_code == 200
+            if healthy and BANNER in stack.output():
+                return
             time.sleep(0.25)
-    raise StackStartError(f"the gateway did not answer within {timeout:.0f}s:\n{stack.log_tail()}")
+    what = "printed its banner" if healthy else "answered"
+    raise StackStartError(f"the stack had not {what} within {timeout:.0f}s:\n{stack.log_tail()}")
 
 
 @dataclass
