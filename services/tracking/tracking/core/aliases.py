@@ -18,8 +18,7 @@ from starlette.requests import Request
 from starlette.routing import BaseRoute
 
 from shared.routing import ApiRoute, parse_json, parse_query
-from tracking.core.schemas import ScopedListQuery, ScopedRequest
-from tracking.core.workspace import named_project
+from tracking.core.schemas import ProjectQuery, ScopedListQuery, ScopedRequest
 
 __all__ = [
     "RENAMED",
@@ -48,6 +47,10 @@ WORKSPACE_ALIASES: Mapping[str, tuple[str, ...]] = {
     "stacks": ("GET", "POST"),
     "components": ("GET", "POST"),
     "pipeline_deployments": ("GET", "POST"),
+    "pipeline_builds": ("GET", "POST"),
+    "code_repositories": ("GET", "POST"),
+    "run_templates": ("GET", "POST"),
+    "services": ("POST",),
 }
 
 Q = TypeVar("Q", bound=ScopedListQuery)
@@ -120,5 +123,6 @@ async def scoped_body(request: Request, model: type[R]) -> R:
     """The request to create; on a workspace path (or given ``?project_name_or_id=``), for
     that project."""
     body = await parse_json(request, model)
-    body.in_workspace(named_project(request))
+    workspace: str | None = request.path_params.get(PARAMETER)
+    body.in_workspace(workspace or parse_query(request, ProjectQuery).project_name_or_id)
     return body
