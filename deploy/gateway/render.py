@@ -19,8 +19,8 @@ Per entrypoint (one ``server`` block each):
   (the single-page app routes it), its hashed ``/assets/`` cached for good and the rest
   revalidated; ``/api/...`` and ``/_services/...`` stay API paths (a JSON 404 when unknown);
 - the entrypoint's ``unimplemented`` prefixes answer 501 ``NotImplementedError`` and anything
-  else a 404, and the gateway's own 413/502/503/504 answer JSON, all in the entrypoint's
-  error style instead of nginx's HTML pages.
+  else a 404, and the gateway's own 400/405/413/414/502/503/504 answer JSON, all in the
+  entrypoint's error style instead of nginx's HTML pages.
 
 The access log writes the request's URI with the values of secret query parameters masked,
 as the services mask theirs (:data:`shared.logging.SECRET_KEY_PATTERN`).
@@ -52,6 +52,22 @@ IMAGE_DOCS_ROOT = "/usr/share/platform/docs"
 PROBES = ("health", "ready", "openapi.json")
 # Where, in the local gateway's prefix, the launcher links each entrypoint's web UI.
 LOCAL_UI_ROOT = "ui"
+METHOD_NOT_ALLOWED = {"detail": "Method Not Allowed"}
+# nginx's buffer for a request line or one header (and how many a request may fill): a
+# longer URI is the gateway's 414, a longer header its 400, both naming this size.
+HEADER_BUFFER = "8k"
+HEADER_BUFFERS = 4
+# Errors nginx answers while it reads a request, before any location is chosen (494 is
+# its own code for a header too large, sent as 400). Their pages are internal URIs, not
+# named locations: a request whose line was too long has no URI, which nginx needs to
+# redirect to a named location (it answers its HTML 500 instead).
+_REQUEST_ERRORS = {
+    400: "bad_request",
+    494: "header_too_large",
+    405: "not_allowed",
+    414: "uri_too_long",
+}
+_REQUEST_ERROR_PATH = "/_gateway/errors/"
 
 
 # The same for every upstream; inherited by every location (none sets its own).
@@ -218,6 +234,7 @@ def _http_settings(stack: Stack, target: Target) -> list[str]:
     lines = [
         "server_tokens off;",
         "default_type application/octet-stream;",
+        f"large_client_header_buffers {HEADER_BUFFERS} {HEADER_BUFFER};",
         "",
         "# A well-formed incoming X-Request-ID (the services' own rule) is kept, otherwise",
         "# nginx's $request_id is used, so one id follows the request through every hop.",
@@ -352,6 +369,13 @@ def _server(stack: Stack, entrypoint: Entrypoint, target: Target) -> list[str]:
         f"    # {entrypoint.name}: {entrypoint.title}",
         f"    listen {listen};",
         *(f"    {line}" for line in error_pages(None)),
+        *(
+            f"    error_page {status} {_REQUEST_ERROR_PATH}{name};"
+            for status, name in _REQUEST_ERRORS.items()
+        ),
+        # nginx's own 404 (an error page's internal URI asked for directly); a location
+        # that answers 404 itself returns its body, which no error_page replaces.
+        "    error_page 404 @not_found;",
     ]
     lines += ["", "    # the gateway's own: the merged OpenAPI document and its Swagger UI page"]
     lines += [f"    {line}" for line in docs(entrypoint, target.docs_root)]
@@ -393,11 +417,17 @@ def _server(stack: Stack, entrypoint: Entrypoint, target: Target) -> list[str]:
         "    location @method_not_allowed {",
         '        add_header Allow "GET, HEAD" always;',
     ]
-    lines += [f"        {line}" for line in _json_reply(405, {"detail": "Method Not Allowed"})]
+    lines += [f"        {line}" for line in _json_reply(405, METHOD_NOT_ALLOWED)]
     lines.append("    }")
+    requests = set(_REQUEST_ERRORS.values())
     for name, status, body in _gateway_errors(stack, entrypoint, services):
-        lines += ["", f"    location @{name} {{"]
-        lines += [f"        {line}" for line in _json_reply(status, body)]
+        if name in requests:
+            reply = ["internal;", *_json_reply(status, body)]
+            lines += ["", f"    location = {_REQUEST_ERROR_PATH}{name} {{"]
+        else:
+            reply = _json_reply(status, body)
+            lines += ["", f"    location @{name} {{"]
+        lines += [f"        {line}" for line in reply]
         lines.append("    }")
     return [*lines, "}"]
 
@@ -435,7 +465,16 @@ def _gateway_errors(
     # The gateway's 413, and one for each service with a body limit of its own.
     limits: list[tuple[Service | None, str]] = [(None, stack.client_max_body_size)]
     limits += [(s, s.client_max_body_size) for s in services if s.client_max_body_size]
+    buffer = _human_size(HEADER_BUFFER)
     messages = [
+        ("bad_request", 400, "ValueError", "The request is malformed."),
+        (
+            "header_too_large",
+            400,
+            "ValueError",
+            f"A request header is larger than the limit of {buffer}.",
+        ),
+        ("uri_too_long", 414, "URITooLong", f"The URI is longer than the limit of {buffer}."),
         *(
             (
                 too_large(service),
@@ -454,8 +493,14 @@ def _gateway_errors(
             "The service for this path did not answer in time.",
         ),
     ]
+    # The reference's 405 on either entrypoint: to a method nginx refuses itself (TRACE),
+    # whatever the path, so it names no methods the path takes (no Allow).
     return [
-        (name, status, _error_body(entrypoint, kind, text)) for name, status, kind, text in messages
+        ("not_allowed", 405, METHOD_NOT_ALLOWED),
+        *(
+            (name, status, _error_body(entrypoint, kind, text))
+            for name, status, kind, text in messages
+        ),
     ]
 
 

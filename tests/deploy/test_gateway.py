@@ -236,6 +236,65 @@ def test_gateway_errors_are_json(tmp_path):
     assert isinstance(agent_down.json()["detail"], str)
 
 
+def raw_answer(port: int, request: bytes) -> tuple[int, dict[str, str], object]:
+    """The gateway's answer to a request sent as bytes (one nginx refuses before it has a
+    URI, which no HTTP client sends): status, headers (lower-case names), JSON body."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(request)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    status_line, *fields = head.decode().split("\r\n")
+    headers = {k.lower(): v.strip() for k, _, v in (f.partition(":") for f in fields)}
+    return int(status_line.split()[1]), headers, json.loads(body)
+
+
+LONG_URI = "/api/v1/runs?name=" + "a" * (8 << 10)
+REQUEST_ERRORS = {
+    "TRACE": (b"TRACE /api/v1/runs HTTP/1.1\r\nHost: gw\r\n\r\n", 405),
+    "long URI": (f"GET {LONG_URI} HTTP/1.1\r\nHost: gw\r\n\r\n".encode(), 414),
+    "long header": (
+        f"GET /api/v1/runs HTTP/1.1\r\nHost: gw\r\nX-Big: {'a' * (8 << 10)}\r\n\r\n".encode(),
+        400,
+    ),
+    "no Host": (b"GET /api/v1/runs HTTP/1.1\r\n\r\n", 400),
+    "no request line": (b"\x01 nonsense\r\n\r\n", 400),
+    "an error page asked for": (b"GET /_gateway/errors/uri_too_long HTTP/1.0\r\n\r\n", 404),
+}
+PLATFORM_REQUEST_ERRORS = {
+    "TRACE": "Method Not Allowed",
+    "long URI": ["URITooLong", "The URI is longer than the limit of 8 KiB."],
+    "long header": ["ValueError", "A request header is larger than the limit of 8 KiB."],
+    "no Host": ["ValueError", "The request is malformed."],
+    "no request line": ["ValueError", "The request is malformed."],
+    "an error page asked for": ["KeyError", NO_SUCH_ENDPOINT],
+}
+
+
+def test_errors_nginx_answers_itself_are_json_in_the_entrypoints_shape(tmp_path):
+    """What nginx refuses while it reads a request (before any location or service): the
+    entrypoint's JSON error, the platform's [name, message], the agent server's message."""
+    with gateway_without_upstreams(tmp_path / "gw") as ports:
+        answers = {
+            (entrypoint, case): raw_answer(port, request)
+            for entrypoint, port in ports.items()
+            for case, (request, _) in REQUEST_ERRORS.items()
+        }
+    for (entrypoint, case), (status, headers, body) in answers.items():
+        assert status == REQUEST_ERRORS[case][1], (entrypoint, case)
+        assert headers["content-type"] == "application/json", (entrypoint, case)
+        assert headers["x-request-id"], (entrypoint, case)
+        platform = PLATFORM_REQUEST_ERRORS[case]
+        if entrypoint == "platform":
+            assert body == {"detail": platform}, case
+        else:  # kitaru's: the message alone; its 404 and 405 as FastAPI words them
+            agent = {"an error page asked for": "Not Found"}.get(case, platform)
+            assert body == {"detail": agent[1] if isinstance(agent, list) else agent}, case
+    # TRACE is refused whatever the path takes, so no Allow names the path's methods.
+    assert "allow" not in answers["platform", "TRACE"][1]
+
+
 def test_no_entrypoint_routes_metrics(tmp_path):
     """On no entrypoint, whatever else it serves."""
     with (

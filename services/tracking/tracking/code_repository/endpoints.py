@@ -21,11 +21,11 @@ from tracking.code_repository.schemas import (
     code_repository_response,
 )
 from tracking.code_repository.service import CodeRepositoryService
+from tracking.core.aliases import scoped_body, scoped_query
 from tracking.core.auth import caller, caller_id
 from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
-from tracking.core.schemas import HydrateQuery
-from tracking.core.workspace import create_routes, list_routes, named_project, workspace_list_query
+from tracking.core.schemas import HydrateQuery, ProjectQuery
 
 # On the deprecated path, the path segment of the same name wins over the query parameter.
 LIST_QUERY = CODE_REPOSITORIES.query_model(extra=query_extras(CodeRepositoryListQuery))
@@ -34,7 +34,7 @@ LIST_QUERY = CODE_REPOSITORIES.query_model(extra=query_extras(CodeRepositoryList
 async def list_code_repositories(request: Request) -> Response:
     caller(request)
     listing = await read_list(request, CODE_REPOSITORIES)
-    query = workspace_list_query(request, CodeRepositoryListQuery)
+    query = scoped_query(request, CodeRepositoryListQuery)
     async with transaction(request) as session:
         total, rows = await CodeRepositoryService(session).list_page(listing, query)
     return await render_page(request, listing, total, rows, code_repository_response)
@@ -42,10 +42,9 @@ async def list_code_repositories(request: Request) -> Response:
 
 async def create(request: Request) -> Response:
     user_id = caller_id(request)
-    project = named_project(request)
-    body = await parse_json(request, CodeRepositoryRequest)
+    body = await scoped_body(request, CodeRepositoryRequest)
     async with transaction(request) as session:
-        row = await CodeRepositoryService(session).create(body, user_id, project)
+        row = await CodeRepositoryService(session).create(body, user_id)
     return await render_one(request, row, code_repository_response, hydrate=True)
 
 
@@ -78,23 +77,23 @@ async def delete(request: Request) -> Response:
 def routes() -> list[ApiRoute]:
     many = "/api/v1/code_repositories"
     one = many + "/{code_repository_id}"
-    workspace = "/api/v1/workspaces/{project_name_or_id}/code_repositories"
     tags = ["code_repositories"]
     return [
-        *list_routes(
+        api_route(
             many,
-            workspace,
             list_code_repositories,
+            method="GET",
             summary="List Code Repositories",
             tags=tags,
             query=LIST_QUERY,
             response=Page[CodeRepositoryResponse],
             errors=(400, 404),
         ),
-        *create_routes(
+        api_route(
             many,
-            workspace,
             create,
+            method="POST",
+            query=ProjectQuery,
             summary="Create Code Repository",
             tags=tags,
             body=CodeRepositoryRequest,

@@ -43,11 +43,9 @@ class CodeRepositoryService(ScopedService[CodeRepository]):
     async def get(self, repository_id: uuid.UUID) -> ScopedRow:
         return await self.read_row(repository_id)
 
-    async def create(
-        self, request: CodeRepositoryRequest, user_id: uuid.UUID, project: str | None = None
-    ) -> CodeRepository:
-        """``project`` (a name or id) overrides ``request.project``."""
-        into = await self.project(project or request.project)
+    async def create(self, request: CodeRepositoryRequest, user_id: uuid.UUID) -> CodeRepository:
+        """Into ``request.project_ref()`` (a workspace path's project wins)."""
+        into = await self.project(request.project_ref())
         repository = CodeRepository(
             project_id=into.id,
             name=request.name,

@@ -4,8 +4,10 @@ same handlers): ``/pipeline_deployments``, the old name of ``/pipeline_snapshots
 
 As the reference, the path's project scopes a list (it wins over ``?project=``) and a
 created resource (it wins over the body's ``project``), where the resource is
-project-scoped (over ``?project=`` and ``?project_name_or_id=`` too); stacks and
-components are global, and there it is ignored.
+project-scoped (over ``?project=`` and ``?project_name_or_id=`` too); stacks,
+components and service connectors are global, and there it is ignored. (Two workspace
+paths are no alias and stay with their handlers: a model's versions, which has no other
+path, and secrets', whose segment the reference names ``workspace_name_or_id``.)
 """
 
 from __future__ import annotations
@@ -18,8 +20,7 @@ from starlette.requests import Request
 from starlette.routing import BaseRoute
 
 from shared.routing import ApiRoute, parse_json, parse_query
-from tracking.core.schemas import ScopedListQuery, ScopedRequest
-from tracking.core.workspace import named_project
+from tracking.core.schemas import ProjectQuery, ScopedListQuery, ScopedRequest
 
 __all__ = [
     "RENAMED",
@@ -29,6 +30,7 @@ __all__ = [
     "scoped_body",
     "scoped_query",
     "workspace_aliases",
+    "workspace_project",
 ]
 
 PREFIX = "/api/v1/workspaces/{project_name_or_id}"
@@ -48,6 +50,13 @@ WORKSPACE_ALIASES: Mapping[str, tuple[str, ...]] = {
     "stacks": ("GET", "POST"),
     "components": ("GET", "POST"),
     "pipeline_deployments": ("GET", "POST"),
+    "pipeline_builds": ("GET", "POST"),
+    "code_repositories": ("GET", "POST"),
+    "run_templates": ("GET", "POST"),
+    "services": ("POST",),
+    "models": ("POST",),
+    "run-metadata": ("POST",),
+    "service_connectors": ("GET", "POST"),  # global: the path's project is ignored
 }
 
 Q = TypeVar("Q", bound=ScopedListQuery)
@@ -104,10 +113,17 @@ def workspace_aliases(
     return found
 
 
+def workspace_project(request: Request) -> str | None:
+    """The project (a name or id) of a deprecated workspace path; None on the resource's
+    own path."""
+    project: str | None = request.path_params.get(PARAMETER)
+    return project
+
+
 def scoped_query(request: Request, model: type[Q]) -> Q:
     """The list's scope; on a workspace path, its project."""
     query = parse_query(request, model)
-    workspace = request.path_params.get(PARAMETER)
+    workspace = workspace_project(request)
     if workspace is None:
         return query
     update: dict[str, str | None] = {"project": workspace}
@@ -120,5 +136,6 @@ async def scoped_body(request: Request, model: type[R]) -> R:
     """The request to create; on a workspace path (or given ``?project_name_or_id=``), for
     that project."""
     body = await parse_json(request, model)
-    body.in_workspace(named_project(request))
+    workspace = workspace_project(request)
+    body.in_workspace(workspace or parse_query(request, ProjectQuery).project_name_or_id)
     return body

@@ -12,10 +12,11 @@ from shared.listing import read_list
 from shared.pagination import Page
 from shared.responses import render_null
 from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
+from tracking.core.aliases import scoped_body
 from tracking.core.auth import caller, caller_id
 from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
-from tracking.core.schemas import HydrateQuery, ScopedListQuery
+from tracking.core.schemas import HydrateQuery, ProjectQuery, ScopedListQuery
 from tracking.model.repository import MODELS
 from tracking.model.schemas import ModelRequest, ModelResponse, ModelUpdate, model_response
 from tracking.model.service import ModelService
@@ -34,10 +35,9 @@ async def list_(request: Request) -> Response:
 
 async def create(request: Request) -> Response:
     user_id = caller_id(request)
-    body = await parse_json(request, ModelRequest)
-    project = request.path_params.get("project_name_or_id")
+    body = await scoped_body(request, ModelRequest)
     async with transaction(request) as session:
-        item = await ModelService(session).create(body, user_id, project)
+        item = await ModelService(session).create(body, user_id)
     return await render_one(request, item, model_response, hydrate=True)
 
 
@@ -82,18 +82,16 @@ def routes() -> list[ApiRoute]:
             response=Page[ModelResponse],
             errors=(400, 404),
         ),
-        *(
-            api_route(
-                path,
-                create,
-                method="POST",
-                summary="Create Model",
-                tags=tags,
-                body=ModelRequest,
-                response=ModelResponse,
-                errors=(400, 404, 409),
-            )
-            for path in (many, "/api/v1/workspaces/{project_name_or_id}/models")
+        api_route(
+            many,
+            create,
+            method="POST",
+            summary="Create Model",
+            tags=tags,
+            query=ProjectQuery,
+            body=ModelRequest,
+            response=ModelResponse,
+            errors=(400, 404, 409),
         ),
         api_route(
             one,

@@ -71,13 +71,10 @@ class ModelService(ScopedService[Model]):
         await self.get_row(model_id)
         return model_id
 
-    async def create(
-        self, request: ModelRequest, user_id: uuid.UUID, project_name_or_id: str | None = None
-    ) -> TaggedModel:
-        """``project_name_or_id``: the deprecated path's project, which wins over the
-        body's."""
+    async def create(self, request: ModelRequest, user_id: uuid.UUID) -> TaggedModel:
+        """Into ``request.project_ref()`` (a workspace path's project wins)."""
         check_name(request.name, "ModelRequest")
-        project = await self.project(project_name_or_id or request.project)
+        project = await self.project(request.project_ref())
         model = new_row(
             Model,
             project_id=project.id,

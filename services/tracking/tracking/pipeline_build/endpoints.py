@@ -11,12 +11,12 @@ from shared.db import transaction
 from shared.listing import read_list
 from shared.pagination import Page
 from shared.responses import render_null
-from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
+from shared.routing import ApiRoute, api_route, parse_query, path_param
+from tracking.core.aliases import scoped_body, scoped_query
 from tracking.core.auth import caller, caller_id
 from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
-from tracking.core.schemas import HydrateQuery
-from tracking.core.workspace import create_routes, list_routes, named_project, workspace_list_query
+from tracking.core.schemas import HydrateQuery, ProjectQuery
 from tracking.pipeline_build.repository import PIPELINE_BUILDS
 from tracking.pipeline_build.schemas import (
     PipelineBuildListQuery,
@@ -33,7 +33,7 @@ async def list_builds(request: Request) -> Response:
     caller(request)
     listing = await read_list(request, PIPELINE_BUILDS)
     # On the deprecated path, its project segment wins over the query parameter.
-    query = workspace_list_query(request, PipelineBuildListQuery)
+    query = scoped_query(request, PipelineBuildListQuery)
     async with transaction(request) as session:
         total, items = await PipelineBuildService(session).list_page(listing, query)
     return await render_page(request, listing, total, items, pipeline_build_response)
@@ -41,10 +41,9 @@ async def list_builds(request: Request) -> Response:
 
 async def create(request: Request) -> Response:
     user_id = caller_id(request)
-    project = named_project(request)
-    body = await parse_json(request, PipelineBuildRequest)
+    body = await scoped_body(request, PipelineBuildRequest)
     async with transaction(request) as session:
-        item = await PipelineBuildService(session).create(body, user_id, project)
+        item = await PipelineBuildService(session).create(body, user_id)
     return await render_one(request, item, pipeline_build_response, hydrate=True)
 
 
@@ -68,23 +67,23 @@ async def delete(request: Request) -> Response:
 def routes() -> list[ApiRoute]:
     many = "/api/v1/pipeline_builds"
     one = many + "/{build_id}"
-    workspace = "/api/v1/workspaces/{project_name_or_id}/pipeline_builds"
     tags = ["builds"]
     return [
-        *list_routes(
+        api_route(
             many,
-            workspace,
             list_builds,
+            method="GET",
             summary="List Builds",
             tags=tags,
             query=LIST_QUERY,
             response=Page[PipelineBuildResponse],
             errors=(400, 404),
         ),
-        *create_routes(
+        api_route(
             many,
-            workspace,
             create,
+            method="POST",
+            query=ProjectQuery,
             summary="Create Build",
             tags=tags,
             body=PipelineBuildRequest,

@@ -53,12 +53,10 @@ class PipelineBuildService:
             raise PipelineBuildNotFound(build_id)
         return (await self._items([row], hydrate=True))[0]
 
-    async def create(
-        self, request: PipelineBuildRequest, user_id: uuid.UUID, project: str | None = None
-    ) -> BuildItemRow:
-        """``project`` (a name or id) overrides ``request.project``; the stack and
+    async def create(self, request: PipelineBuildRequest, user_id: uuid.UUID) -> BuildItemRow:
+        """Into ``request.project_ref()`` (a workspace path's project wins); the stack and
         pipeline named must exist (404)."""
-        into = await resolve_project_ref(self.session, project or request.project)
+        into = await resolve_project_ref(self.session, request.project_ref())
         if request.stack is not None and await self.session.get(Stack, request.stack) is None:
             raise BuildStackNotFound(request.stack)
         if (

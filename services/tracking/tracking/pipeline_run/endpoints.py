@@ -14,7 +14,7 @@ from shared.errors import Conflict, HTTPDetailError
 from shared.listing import read_list, resolve_lookups
 from shared.pagination import Page
 from shared.responses import render, render_null
-from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
+from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_ids, path_param
 from shared.users import users_by_id
 from tracking.core.aliases import scoped_body, scoped_query
 from tracking.core.auth import caller, caller_id, object_id, snapshot_runner
@@ -265,6 +265,7 @@ async def events_not_streamed(request: Request) -> Response:
     """A run's live event stream, which the reference serves only with a stream broker
     configured; this server has none, so it answers as the reference without one."""
     caller_id(request)
+    path_ids(request)
     raise HTTPDetailError(501, "Live event streaming is not enabled on this server.")
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -9,7 +11,7 @@ from shared.db import transaction
 from shared.listing import page_of, read_list
 from shared.pagination import Page
 from shared.responses import render, render_null
-from shared.routing import ApiRoute, api_route, parse_json, parse_query
+from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
 from tracking.core.auth import caller
 from tracking.core.schemas import HydrateQuery
 from tracking.project.repository import PROJECTS
@@ -53,10 +55,12 @@ async def get(request: Request) -> Response:
 
 async def update(request: Request) -> Response:
     caller(request)
+    # The reference takes only an id here (a name is a 422), unlike its other paths.
+    project_id = path_param(request, NAME_OR_ID, uuid.UUID)
     body = await parse_json(request, ProjectUpdate)
     async with transaction(request) as session:
         projects = ProjectService(session)
-        project = await projects.get(request.path_params[NAME_OR_ID])
+        project = await projects.get(str(project_id))
         project = await projects.update(project, body)
     return render(project_response(project, hydrate=True))
 

@@ -8,6 +8,7 @@ from starlette.responses import Response
 from shared.db import transaction
 from shared.responses import render_null
 from shared.routing import ApiRoute, api_route, parse_json
+from tracking.core.aliases import workspace_project
 from tracking.core.auth import caller_id
 from tracking.run_metadata.schemas import RunMetadataRequest
 from tracking.run_metadata.service import RunMetadataService
@@ -15,7 +16,7 @@ from tracking.run_metadata.service import RunMetadataService
 
 async def create(request: Request) -> Response:
     user_id = caller_id(request)
-    project: str | None = request.path_params.get("project_name_or_id")
+    project = workspace_project(request)
     body = await parse_json(request, RunMetadataRequest)
     async with transaction(request) as session:
         await RunMetadataService(session).create(body, user_id, project)
@@ -25,16 +26,12 @@ async def create(request: Request) -> Response:
 def routes() -> list[ApiRoute]:
     return [
         api_route(
-            path,
+            "/api/v1/run-metadata",
             create,
             method="POST",
             summary="Create Run Metadata",
             tags=["run_metadata"],
             body=RunMetadataRequest,
             errors=(404,),
-        )
-        for path in (
-            "/api/v1/run-metadata",
-            "/api/v1/workspaces/{project_name_or_id}/run-metadata",
         )
     ]

@@ -12,11 +12,11 @@ from shared.listing import read_list
 from shared.pagination import Page
 from shared.responses import render_null
 from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
+from tracking.core.aliases import scoped_body, scoped_query
 from tracking.core.auth import caller, caller_id
 from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
-from tracking.core.schemas import HydrateQuery, WorkspaceListQuery
-from tracking.core.workspace import create_routes, list_routes, named_project, workspace_list_query
+from tracking.core.schemas import HydrateQuery, ProjectQuery, WorkspaceListQuery
 from tracking.run_template.repository import RUN_TEMPLATES
 from tracking.run_template.schemas import (
     RunTemplateRequest,
@@ -32,7 +32,7 @@ LIST_QUERY = RUN_TEMPLATES.query_model(extra=query_extras(WorkspaceListQuery))
 async def list_(request: Request) -> Response:
     caller(request)
     listing = await read_list(request, RUN_TEMPLATES)
-    query = workspace_list_query(request, WorkspaceListQuery)
+    query = scoped_query(request, WorkspaceListQuery)
     async with transaction(request) as session:
         total, items = await RunTemplateService(session).list_page(listing, query)
     return await render_page(request, listing, total, items, run_template_response)
@@ -40,10 +40,9 @@ async def list_(request: Request) -> Response:
 
 async def create(request: Request) -> Response:
     user_id = caller_id(request)
-    project = named_project(request)
-    body = await parse_json(request, RunTemplateRequest)
+    body = await scoped_body(request, RunTemplateRequest)
     async with transaction(request) as session:
-        item = await RunTemplateService(session).create(body, user_id, project)
+        item = await RunTemplateService(session).create(body, user_id)
     return await render_one(request, item, run_template_response, hydrate=True)
 
 
@@ -76,23 +75,23 @@ async def delete(request: Request) -> Response:
 def routes() -> list[ApiRoute]:
     many = "/api/v1/run_templates"
     one = many + "/{template_id}"
-    workspace = "/api/v1/workspaces/{project_name_or_id}/run_templates"
     tags = ["run_templates"]
     return [
-        *list_routes(
+        api_route(
             many,
-            workspace,
             list_,
+            method="GET",
             summary="List Run Templates",
             tags=tags,
             query=LIST_QUERY,
             response=Page[RunTemplateResponse],
             errors=(400, 404),
         ),
-        *create_routes(
+        api_route(
             many,
-            workspace,
             create,
+            method="POST",
+            query=ProjectQuery,
             summary="Create Run Template",
             tags=tags,
             body=RunTemplateRequest,

@@ -61,11 +61,9 @@ class RunTemplateService(ScopedService[RunTemplate]):
         (item,) = await self._items([await self.read_row(template_id)])
         return item
 
-    async def create(
-        self, request: RunTemplateRequest, user_id: uuid.UUID, project_ref: str | None = None
-    ) -> TemplateItem:
-        """``project_ref`` (a name or id) overrides ``request.project``."""
-        project = await self.project(project_ref or request.project)
+    async def create(self, request: RunTemplateRequest, user_id: uuid.UUID) -> TemplateItem:
+        """Into ``request.project_ref()`` (a workspace path's project wins)."""
+        project = await self.project(request.project_ref())
         snapshot = await self.session.get(PipelineSnapshot, request.source_snapshot_id)
         if snapshot is None or snapshot.project_id != project.id:
             raise NotFound(

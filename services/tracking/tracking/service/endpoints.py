@@ -12,11 +12,16 @@ from shared.listing import read_list
 from shared.pagination import Page
 from shared.responses import render_null
 from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
+from tracking.core.aliases import scoped_body
 from tracking.core.auth import caller, caller_id
 from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
-from tracking.core.schemas import HydrateQuery, ScopedListQuery, WorkspaceListQuery
-from tracking.core.workspace import create_routes, named_project
+from tracking.core.schemas import (
+    HydrateQuery,
+    ProjectQuery,
+    ScopedListQuery,
+    WorkspaceListQuery,
+)
 from tracking.service.repository import SERVICES
 from tracking.service.schemas import (
     ServiceRequest,
@@ -40,10 +45,9 @@ async def list_(request: Request) -> Response:
 
 async def create(request: Request) -> Response:
     user_id = caller_id(request)
-    project = named_project(request)
-    body = await parse_json(request, ServiceRequest)
+    body = await scoped_body(request, ServiceRequest)
     async with transaction(request) as session:
-        item = await ServiceService(session).create(body, user_id, project)
+        item = await ServiceService(session).create(body, user_id)
     return await render_one(request, item, service_response, hydrate=True)
 
 
@@ -76,13 +80,13 @@ async def delete(request: Request) -> Response:
 def routes() -> list[ApiRoute]:
     many = "/api/v1/services"
     one = many + "/{service_id}"
-    workspace = "/api/v1/workspaces/{project_name_or_id}/services"
     tags = ["services"]
     return [
-        *create_routes(
+        api_route(
             many,
-            workspace,
             create,
+            method="POST",
+            query=ProjectQuery,
             summary="Create Service",
             tags=tags,
             body=ServiceRequest,

@@ -52,11 +52,9 @@ class ServiceService(ScopedService[Service]):
         (item,) = await self._items([await self.read_row(service_id)])
         return item
 
-    async def create(
-        self, request: ServiceRequest, user_id: uuid.UUID, project_ref: str | None = None
-    ) -> ServiceItem:
-        """``project_ref`` (a name or id) overrides ``request.project``."""
-        project = await self.project(project_ref or request.project)
+    async def create(self, request: ServiceRequest, user_id: uuid.UUID) -> ServiceItem:
+        """Into ``request.project_ref()`` (a workspace path's project wins)."""
+        project = await self.project(request.project_ref())
         config = json.dumps(request.config)
         if await self.services.config_taken(config):
             raise Conflict(

@@ -200,34 +200,27 @@ async def get_type(request: Request) -> Response:
 def routes() -> list[ApiRoute]:
     many = "/api/v1/service_connectors"
     one = many + "/{connector_id}"
-    legacy = "/api/v1/workspaces/{project_name_or_id}/service_connectors"
     tags = ["service_connectors"]
     return [
-        *(
-            api_route(
-                path,
-                list_connectors,
-                method="GET",
-                summary="List Service Connectors",
-                tags=tags,
-                query=LIST_QUERY,
-                response=Page[ServiceConnectorResponse],
-                errors=(400, 422),
-            )
-            for path in (many, legacy)
+        api_route(
+            many,
+            list_connectors,
+            method="GET",
+            summary="List Service Connectors",
+            tags=tags,
+            query=LIST_QUERY,
+            response=Page[ServiceConnectorResponse],
+            errors=(400, 422),
         ),
-        *(
-            api_route(
-                path,
-                create,
-                method="POST",
-                summary="Create Service Connector",
-                tags=tags,
-                body=ServiceConnectorRequest,
-                response=ServiceConnectorResponse,
-                errors=(400, 404, 409, 422),
-            )
-            for path in (many, legacy)
+        api_route(
+            many,
+            create,
+            method="POST",
+            summary="Create Service Connector",
+            tags=tags,
+            body=ServiceConnectorRequest,
+            response=ServiceConnectorResponse,
+            errors=(400, 404, 409, 422),
         ),
         api_route(
             many + "/resources",

@@ -13,7 +13,7 @@ from shared.db import transaction
 from shared.listing import read_list
 from shared.pagination import Page
 from shared.responses import render
-from shared.routing import ApiRoute, api_route, parse_query, path_param
+from shared.routing import ApiRoute, api_route, parse_query, path_ids, path_param
 from tracking.core.auth import caller, caller_id
 from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
@@ -59,6 +59,7 @@ async def supported_events(request: Request) -> Response:
 
 async def refuse(request: Request) -> Response:
     caller_id(request)
+    path_ids(request)
     raise TriggersNotRun()
 
 
