@@ -53,8 +53,11 @@ class FlavorService:
     ) -> tuple[int, list[AnyFlavor]]:
         conditions = scope_conditions([(USER_ID, query.scope_user)])
         total, ids = await self.repository.page(listing, conditions)
-        custom = await self.repository.custom([i for i in ids if i not in _BY_ID])
-        return total, [_BY_ID.get(i) or StoredFlavor.of(custom[i]) for i in ids]
+        rows = await self.repository.custom([i for i in ids if i not in _BY_ID])
+        custom = {i: StoredFlavor.of(row) for i, row in rows.items()}
+        # A custom flavor deleted since the page was read is left out.
+        found = [_BY_ID.get(i) or custom.get(i) for i in ids]
+        return total, [flavor for flavor in found if flavor is not None]
 
     async def get(self, flavor_id: uuid.UUID) -> AnyFlavor:
         """A flavor by its id (404 when unknown)."""
