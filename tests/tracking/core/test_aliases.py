@@ -9,8 +9,9 @@ import httpx
 
 from shared.routing import ApiRoute
 from tests.tracking.artifact.support import Headers, names, new_project
+from tests.tracking.service_connector.support import create as create_connector
 from tracking.app import routes
-from tracking.core.aliases import RENAMED, WORKSPACE_ALIASES
+from tracking.core.aliases import RENAMED, WORKSPACE_ALIASES, WORKSPACE_TARGETS
 
 Json = dict[str, Any]
 
@@ -25,7 +26,8 @@ def test_every_alias_is_the_handler_of_its_resource_path():
     for resource, methods in WORKSPACE_ALIASES.items():
         for method in methods:
             alias = table[(method, workspace("{project_name_or_id}", resource))]
-            assert alias is table[(method, f"/api/v1/{resource}")], (method, resource)
+            target = WORKSPACE_TARGETS.get(resource, resource)
+            assert alias is table[(method, f"/api/v1/{target}")], (method, resource)
     for new, (old, methods) in RENAMED.items():
         for method in methods:
             one = "/{snapshot_id}" if method == "DELETE" else ""
@@ -86,3 +88,22 @@ async def test_stacks_ignore_the_workspace_and_runs_are_listed_by_it(
     runs = await tracking.get(workspace(default_project["name"], "runs"), headers=auth)
     assert runs.status_code == 200
     assert runs.json()["total"] == 0
+
+
+async def test_connector_resources_are_listed_on_any_workspace_path(
+    tracking: httpx.AsyncClient, auth: Headers
+):
+    """As the reference, the path's project is taken and not used: connectors are global,
+    so even a project that does not exist lists them."""
+    await create_connector(tracking, auth)
+    plain = await tracking.get("/api/v1/service_connectors/resources", headers=auth)
+    for project in ("default", "nowhere"):
+        aliased = await tracking.get(workspace(project, "resources"), headers=auth)
+        assert aliased.status_code == 200, aliased.text
+        assert aliased.json() == plain.json()
+    assert [r["resources"][0]["resource_ids"] for r in plain.json()] == [["ghcr.io"]]
+    bad = await tracking.get(
+        workspace("default", "resources"), params={"scope_user": "me"}, headers=auth
+    )
+    assert bad.status_code == 422, bad.text
+    assert bad.json()["detail"][0]["loc"] == ["query", "scope_user"]

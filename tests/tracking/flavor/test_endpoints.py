@@ -1,5 +1,5 @@
-"""``/flavors`` writes: the built-in registry is always in sync; custom flavors are not
-stored (docs/api-coverage.md)."""
+"""``PATCH /flavors/sync``: the built-in registry is always in sync (custom flavors are
+in test_custom_flavors.py)."""
 
 from __future__ import annotations
 
@@ -19,9 +19,3 @@ async def test_sync_succeeds_with_nothing_to_do(tracking: httpx.AsyncClient, aut
 
 async def test_sync_needs_a_login(tracking: httpx.AsyncClient):
     assert (await tracking.patch("/api/v1/flavors/sync")).status_code == 401
-
-
-async def test_registering_a_flavor_is_405(tracking: httpx.AsyncClient, auth: Headers):
-    body = {"name": "mine", "type": "orchestrator", "source": "x.Y", "integration": "custom"}
-    response = await tracking.post("/api/v1/flavors", json=body, headers=auth)
-    assert response.status_code == 405

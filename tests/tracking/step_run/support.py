@@ -23,19 +23,29 @@ def step_configuration(name: str, upstream: list[str]) -> Json:
 
 
 async def two_step_snapshot(
-    tracking: httpx.AsyncClient, auth: Headers, project: Json, tags: list[Any] | None = None
+    tracking: httpx.AsyncClient,
+    auth: Headers,
+    project: Json,
+    tags: list[Any] | None = None,
+    **configured: Any,
 ) -> Json:
-    """``tags``: the pipeline configuration's (``@pipeline(tags=...)``)."""
+    """``tags``: the pipeline configuration's (``@pipeline(tags=...)``); ``configured``,
+    more of it (``enable_heartbeat=``: the steps' specs say the same, as the client's
+    compiler makes them)."""
     pipeline = await create_pipeline(tracking, auth, project, f"compat-{uuid.uuid4().hex[:6]}")
-    configuration = {"name": pipeline["name"], "substitutions": {}, "tags": tags}
+    configuration = {"name": pipeline["name"], "substitutions": {}, "tags": tags, **configured}
+    steps = {
+        "make_number": step_configuration("make_number", []),
+        "double": step_configuration("double", ["make_number"]),
+    }
+    if "enable_heartbeat" in configured:
+        for step in steps.values():
+            step["spec"]["enable_heartbeat"] = bool(configured["enable_heartbeat"])
     body = {
         "project": project["id"],
         "run_name_template": "compat-{date}-{time}",
         "pipeline_configuration": configuration,
-        "step_configurations": {
-            "make_number": step_configuration("make_number", []),
-            "double": step_configuration("double", ["make_number"]),
-        },
+        "step_configurations": steps,
         "pipeline_spec": {"version": "0.5", "steps": []},
         "client_environment": {"os": "linux", "python_packages": "zenml==0.96.3"},
         "client_version": "0.96.3",

@@ -17,7 +17,7 @@ import uuid
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from pydantic import (
@@ -266,6 +266,10 @@ class Flavor:
     local: bool = False
     """Relies on the client's machine (its filesystem or processes), as the reference's
     config ``is_local``: a stack with such a component cannot back a run template."""
+    is_custom: ClassVar[bool] = False
+    connector_type: ClassVar[str | None] = None
+    connector_resource_type: ClassVar[str | None] = None
+    connector_resource_id_attr: ClassVar[str | None] = None
 
     @property
     def id(self) -> uuid.UUID:
@@ -278,6 +282,15 @@ class Flavor:
     @property
     def created(self) -> dt.datetime:
         return _REGISTERED
+
+    @property
+    def updated(self) -> dt.datetime:
+        return _REGISTERED
+
+    @property
+    def user_id(self) -> uuid.UUID | None:
+        """Built in: no user made it."""
+        return None
 
     def config_schema(self) -> dict[str, Any]:
         return self.config.model_json_schema()
@@ -371,7 +384,8 @@ FLAVORS: tuple[Flavor, ...] = (
     ),
 )
 
-_BY_KEY = {(f.component_type, f.name): f for f in FLAVORS}
+BUILT_IN: dict[tuple[str, str], Flavor] = {(f.component_type.value, f.name): f for f in FLAVORS}
+"""The built-in flavors by their component type and name."""
 
 
 class FlavorNotFound(NotFound):
@@ -380,8 +394,9 @@ class FlavorNotFound(NotFound):
 
 
 def flavor_for(component_type: str, name: str) -> Flavor:
-    """The registered flavor (404 ``KeyError`` when unknown, as the reference)."""
-    flavor = _BY_KEY.get((StackComponentType(component_type), name))
+    """The built-in flavor (404 ``KeyError`` when unknown, as the reference); a component
+    of any flavor is looked up with :func:`tracking.flavor.custom.find_flavor`."""
+    flavor = BUILT_IN.get((StackComponentType(component_type).value, name))
     if flavor is None:
         raise FlavorNotFound(name, component_type)
     return flavor

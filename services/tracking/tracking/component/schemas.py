@@ -10,9 +10,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from shared.envelope import NamedEnvelope
 from shared.users import NestedUser
-from tracking.component.flavors import Flavor, StackComponentType, flavor_for
+from tracking.component.flavors import StackComponentType
 from tracking.component.secrets import masked_configuration
 from tracking.core.schemas import UserScopedBody
+from tracking.flavor.custom import AnyFlavor
 from tracking.models import ServiceConnector, StackComponent
 from tracking.secret.schemas import secret_reference
 from tracking.service_connector.schemas import ServiceConnectorResponse, nested_connector
@@ -149,25 +150,26 @@ class ComponentResponse(
     pass
 
 
-def nested_flavor(flavor: Flavor) -> FlavorResponse:
+def nested_flavor(flavor: AnyFlavor) -> FlavorResponse:
     """A flavor as nested in a component: body only."""
     return FlavorResponse(
         id=flavor.id,
         name=flavor.name,
         body=FlavorResponseBody(
             created=flavor.created,
-            updated=flavor.created,
+            updated=flavor.updated,
+            user_id=flavor.user_id,
             type=flavor.component_type,
             display_name=flavor.display_name,
             integration=flavor.integration,
             source=flavor.source,
             logo_url=flavor.logo_url,
-            is_custom=False,
+            is_custom=flavor.is_custom,
         ),
     )
 
 
-def _body(component: StackComponent, flavor: Flavor) -> ComponentResponseBody:
+def _body(component: StackComponent, flavor: AnyFlavor) -> ComponentResponseBody:
     return ComponentResponseBody(
         created=component.created,
         updated=component.updated,
@@ -179,18 +181,18 @@ def _body(component: StackComponent, flavor: Flavor) -> ComponentResponseBody:
     )
 
 
-def nested_component(component: StackComponent) -> ComponentResponse:
+def nested_component(component: StackComponent, flavor: AnyFlavor) -> ComponentResponse:
     """A component as nested in a stack: body only."""
-    flavor = flavor_for(component.type, component.flavor)
     return ComponentResponse(id=component.id, name=component.name, body=_body(component, flavor))
 
 
 @dataclass(frozen=True)
 class LinkedComponent:
-    """A component, the service connector it is linked to (if any) and its linked
+    """A component, its flavor, the service connector it is linked to (if any) and its linked
     secrets as its viewer sees them (another user's private secret left out), to render."""
 
     component: StackComponent
+    flavor: AnyFlavor
     connector: ServiceConnector | None = None
     secrets: list[uuid.UUID] = field(default_factory=list)
 
@@ -202,8 +204,7 @@ class LinkedComponent:
 def component_response(
     item: LinkedComponent, hydrate: bool, user: NestedUser | None
 ) -> ComponentResponse:
-    component = item.component
-    flavor = flavor_for(component.type, component.flavor)
+    component, flavor = item.component, item.flavor
     metadata = None
     if hydrate:
         metadata = ComponentResponseMetadata(

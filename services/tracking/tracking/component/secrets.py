@@ -19,7 +19,7 @@ from typing import Any
 
 from shared.errors import BadRequest, Forbidden, PlatformError
 from shared.secret_box import SecretBox, SecretUnreadable
-from tracking.component.flavors import Flavor
+from tracking.flavor.custom import AnyFlavor
 from tracking.models import StackComponent
 from tracking.secret.schemas import SecretReference, secret_reference
 
@@ -66,7 +66,7 @@ class ComponentSecrets:
     box: SecretBox | None
 
     def seal(
-        self, flavor: Flavor, configuration: dict[str, Any], stored: dict[str, str]
+        self, flavor: AnyFlavor, configuration: dict[str, Any], stored: dict[str, str]
     ) -> tuple[dict[str, Any], dict[str, str]]:
         """A validated configuration split into its clear fields and its encrypted secret
         fields; a field given as :data:`MASK` keeps its ``stored`` value."""

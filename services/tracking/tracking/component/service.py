@@ -1,4 +1,5 @@
-"""Business rules for stack components: known flavors, valid configurations, unique
+"""Business rules for stack components: known flavors (built in or custom), valid
+configurations (of the built-in flavors; a custom one's are the client's to check), unique
 (type, name), and the default stack's components stay as they are."""
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from shared.db import flush_unique, utcnow
 from shared.errors import Conflict, Forbidden, NotFound
 from shared.listing import Listing
 from tracking.bootstrap import DEFAULT_STACK
-from tracking.component.flavors import StackComponentType, flavor_for
+from tracking.component.flavors import StackComponentType
 from tracking.component.repository import ComponentRepository
 from tracking.component.schemas import (
     ComponentRequest,
@@ -21,6 +22,7 @@ from tracking.component.schemas import (
     LinkedComponent,
 )
 from tracking.component.secrets import ComponentSecrets
+from tracking.flavor.custom import find_flavor, flavor_of, flavors_of
 from tracking.models import ServiceConnector, StackComponent
 from tracking.project.service import copy_given
 from tracking.secret.service import SecretLookup
@@ -94,8 +96,16 @@ class ComponentService:
         ids = {c.connector_id for c in components if c.connector_id is not None}
         connectors = await self.repository.connectors(ids)
         shown = await self.lookup.shown([c.secrets for c in components], viewer)
+        flavors = await flavors_of(
+            self.repository.session, ((c.type, c.flavor) for c in components)
+        )
         return [
-            LinkedComponent(c, connectors.get(c.connector_id) if c.connector_id else None, s)
+            LinkedComponent(
+                c,
+                flavor_of(flavors, c),
+                connectors.get(c.connector_id) if c.connector_id else None,
+                s,
+            )
             for c, s in zip(components, shown, strict=True)
         ]
 
@@ -108,7 +118,7 @@ class ComponentService:
         return connector
 
     async def create(self, request: ComponentRequest, user_id: uuid.UUID) -> LinkedComponent:
-        flavor = flavor_for(request.type, request.flavor)
+        flavor = await find_flavor(self.repository.session, request.type, request.flavor)
         configuration = flavor.validate_config(request.configuration)
         connector = await self._connector(request.connector)
         secrets = await self.lookup.ids(request.secrets or [], user_id)
@@ -130,7 +140,7 @@ class ComponentService:
         await flush_unique(
             self.repository.session, ComponentAlreadyExists(request.type, request.name)
         )
-        return LinkedComponent(component, connector, secrets)
+        return LinkedComponent(component, flavor, connector, secrets)
 
     async def update(
         self, component_id: uuid.UUID, update: ComponentUpdate, viewer: uuid.UUID | None
@@ -147,7 +157,7 @@ class ComponentService:
                 component.secrets, update.add_secrets, update.remove_secrets, viewer
             )
         if update.configuration is not None:
-            flavor = flavor_for(component.type, component.flavor)
+            flavor = await find_flavor(self.repository.session, component.type, component.flavor)
             configuration = flavor.validate_config(update.configuration)
             component.configuration, component.encrypted_secrets = self.secrets.seal(
                 flavor, configuration, stored=component.encrypted_secrets

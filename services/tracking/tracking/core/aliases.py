@@ -1,13 +1,15 @@
 """The reference's deprecated paths, which older clients still call, as route aliases (the
 same handlers): ``/pipeline_deployments``, the old name of ``/pipeline_snapshots``, and
-``/workspaces/{project_name_or_id}/<resource>``.
+``/workspaces/{project_name_or_id}/<resource>`` (``/workspaces/{..}/resources`` being
+``/service_connectors/resources``).
 
 As the reference, the path's project scopes a list (it wins over ``?project=``) and a
 created resource (it wins over the body's ``project``), where the resource is
 project-scoped (over ``?project=`` and ``?project_name_or_id=`` too); stacks,
-components and service connectors are global, and there it is ignored. (Two workspace
-paths are no alias and stay with their handlers: a model's versions, which has no other
-path, and secrets', whose segment the reference names ``workspace_name_or_id``.)
+components, service connectors and their resources are global, and there it is ignored
+(not even looked up, as the reference). (Two workspace paths are no alias and stay with
+their handlers: a model's versions, which has no other path, and secrets', whose segment
+the reference names ``workspace_name_or_id``.)
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from tracking.core.schemas import ProjectQuery, ScopedListQuery, ScopedRequest
 __all__ = [
     "RENAMED",
     "WORKSPACE_ALIASES",
+    "WORKSPACE_TARGETS",
     "aliases",
     "renamed_aliases",
     "scoped_body",
@@ -57,7 +60,11 @@ WORKSPACE_ALIASES: Mapping[str, tuple[str, ...]] = {
     "models": ("POST",),
     "run-metadata": ("POST",),
     "service_connectors": ("GET", "POST"),  # global: the path's project is ignored
+    "resources": ("GET",),
 }
+
+# The workspace paths named otherwise than their resource path (name -> resource path).
+WORKSPACE_TARGETS: Mapping[str, str] = {"resources": "service_connectors/resources"}
 
 Q = TypeVar("Q", bound=ScopedListQuery)
 R = TypeVar("R", bound=ScopedRequest)
@@ -93,23 +100,25 @@ def aliases(routes: Sequence[BaseRoute]) -> list[ApiRoute]:
 
 
 def workspace_aliases(
-    routes: Sequence[BaseRoute], aliases: Mapping[str, tuple[str, ...]] = WORKSPACE_ALIASES
+    routes: Sequence[BaseRoute],
+    aliases: Mapping[str, tuple[str, ...]] = WORKSPACE_ALIASES,
+    targets: Mapping[str, str] = WORKSPACE_TARGETS,
 ) -> list[ApiRoute]:
     """For each ``/api/v1/<resource>`` route of ``aliases``' methods, the same handler and
-    operation at ``/api/v1/workspaces/{project_name_or_id}/<resource>``."""
+    operation at ``/api/v1/workspaces/{project_name_or_id}/<name>``: the resource's name,
+    or the one ``targets`` gives it."""
+    names = {resource: name for name, resource in targets.items()}
     found = []
     for route in routes:
         if not isinstance(route, ApiRoute) or not route.path.startswith("/api/v1/"):
             continue
         resource = route.path.removeprefix("/api/v1/")
-        methods = [m for m in route.methods or () if m in aliases.get(resource, ())]
+        name = names.get(resource, resource)
+        if targets.get(name, name) != resource:
+            continue  # a name another resource's alias takes
+        methods = [m for m in route.methods or () if m in aliases.get(name, ())]
         if methods:
-            operation = dataclasses.replace(route.operation, operation_id=None)
-            found.append(
-                ApiRoute(
-                    f"{PREFIX}/{resource}", route.endpoint, methods=methods, operation=operation
-                )
-            )
+            found.append(_alias(route, f"{PREFIX}/{name}", methods))
     return found
 
 

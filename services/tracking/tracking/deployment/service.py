@@ -20,6 +20,7 @@ from tracking.core.schemas import ScopedListQuery
 from tracking.core.service import ScopedService
 from tracking.deployment.repository import DEPLOYMENTS, TAG_RESOURCE, DeploymentRepository
 from tracking.deployment.schemas import DeploymentItem, DeploymentRequest, DeploymentUpdate
+from tracking.flavor.custom import flavor_of, flavors_of
 from tracking.models import Deployment, Pipeline, PipelineSnapshot, Stack, StackComponent
 from tracking.pipeline.service import PipelineService
 from tracking.stack.schemas import nested_stack
@@ -120,6 +121,7 @@ class DeploymentService(ScopedService[Deployment]):
         pipelines = await self._by_id(Pipeline, {s.pipeline_id for s in snapshots.values()})
         stacks = await self._by_id(Stack, {s.stack_id for s in snapshots.values()})
         deployers = await self._by_id(StackComponent, {r.deployer_id for r in rows})
+        flavors = await flavors_of(self.session, ((d.type, d.flavor) for d in deployers.values()))
         tags = await self.tags.for_resources(TAG_RESOURCE, [r.id for r in rows])
         items = []
         for row in rows:
@@ -132,7 +134,9 @@ class DeploymentService(ScopedService[Deployment]):
                     row,
                     snapshot,
                     pipeline,
-                    nested_component(deployer) if deployer is not None else None,
+                    nested_component(deployer, flavor_of(flavors, deployer))
+                    if deployer is not None
+                    else None,
                     nested_stack(stack) if stack is not None else None,
                     tags.get(row.id, ()),
                 )

@@ -1,6 +1,6 @@
-"""``/flavors``: the stack component flavors tracking knows (list and get; they are built
-in, so not created, changed or deleted through the API, and ``PATCH /flavors/sync`` has
-nothing to bring in)."""
+"""``/flavors``: the stack component flavors tracking knows, built in (code, always in
+sync, so ``PATCH /flavors/sync`` has nothing to bring in) and custom (registered, changed
+and deleted through the API)."""
 
 from __future__ import annotations
 
@@ -10,19 +10,25 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from shared.db import transaction
-from shared.listing import page_of, read_list
+from shared.listing import read_list
 from shared.pagination import Page
-from shared.responses import render, render_null
-from shared.routing import ApiRoute, api_route, parse_query, path_param
+from shared.responses import render_null
+from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
 from tracking.component.schemas import FlavorResponse
 from tracking.core.auth import caller, caller_id
 from tracking.core.listing import query_extras
+from tracking.core.rendering import render_one, render_page
 from tracking.core.schemas import HydrateQuery
 from tracking.flavor.repository import FLAVOR_LIST
-from tracking.flavor.schemas import FlavorListQuery, flavor_response
-from tracking.flavor.service import FlavorService, flavor_by_id
+from tracking.flavor.schemas import FlavorListQuery, FlavorRequest, FlavorUpdate, flavor_response
+from tracking.flavor.service import FlavorService
 
 LIST_QUERY = FLAVOR_LIST.query_model(extra=query_extras(FlavorListQuery))
+
+
+def _flavor_id(request: Request) -> uuid.UUID:
+    caller_id(request)
+    return path_param(request, "flavor_id", uuid.UUID)
 
 
 async def list_flavors(request: Request) -> Response:
@@ -31,15 +37,38 @@ async def list_flavors(request: Request) -> Response:
     query = parse_query(request, FlavorListQuery)
     async with transaction(request) as session:
         total, flavors = await FlavorService(session).list_page(listing, query)
-    items = [flavor_response(flavor, listing.hydrate) for flavor in flavors]
-    return render(page_of(listing, total, items))
+    return await render_page(request, listing, total, flavors, flavor_response)
 
 
 async def get(request: Request) -> Response:
-    caller_id(request)
-    flavor_id = path_param(request, "flavor_id", uuid.UUID)
+    flavor_id = _flavor_id(request)
     query = parse_query(request, HydrateQuery)
-    return render(flavor_response(flavor_by_id(flavor_id), query.hydrate))
+    async with transaction(request) as session:
+        flavor = await FlavorService(session).get(flavor_id)
+    return await render_one(request, flavor, flavor_response, hydrate=query.hydrate)
+
+
+async def create(request: Request) -> Response:
+    user_id = caller_id(request)
+    body = await parse_json(request, FlavorRequest)
+    async with transaction(request) as session:
+        flavor = await FlavorService(session).create(body, user_id)
+    return await render_one(request, flavor, flavor_response, hydrate=True)
+
+
+async def update(request: Request) -> Response:
+    flavor_id = _flavor_id(request)
+    body = await parse_json(request, FlavorUpdate)
+    async with transaction(request) as session:
+        flavor = await FlavorService(session).update(flavor_id, body)
+    return await render_one(request, flavor, flavor_response, hydrate=True)
+
+
+async def delete(request: Request) -> Response:
+    flavor_id = _flavor_id(request)
+    async with transaction(request) as session:
+        await FlavorService(session).delete(flavor_id)
+    return render_null()
 
 
 async def sync(request: Request) -> Response:
@@ -50,27 +79,49 @@ async def sync(request: Request) -> Response:
 
 
 def routes() -> list[ApiRoute]:
-    many = "/api/v1/flavors"
+    many, tags = "/api/v1/flavors", ["flavors"]
+    one = many + "/{flavor_id}"
     return [
         api_route(
             many,
             list_flavors,
             method="GET",
             summary="List Flavors",
-            tags=["flavors"],
+            tags=tags,
             query=LIST_QUERY,
             response=Page[FlavorResponse],
             errors=(400, 404),
         ),
         api_route(
-            many + "/{flavor_id}",
+            many,
+            create,
+            method="POST",
+            summary="Create Flavor",
+            tags=tags,
+            body=FlavorRequest,
+            response=FlavorResponse,
+            errors=(400, 409),
+        ),
+        api_route(
+            one,
             get,
             method="GET",
             summary="Get Flavor",
-            tags=["flavors"],
+            tags=tags,
             query=HydrateQuery,
             response=FlavorResponse,
             errors=(404,),
         ),
-        api_route(many + "/sync", sync, method="PATCH", summary="Sync Flavors", tags=["flavors"]),
+        api_route(
+            one,
+            update,
+            method="PUT",
+            summary="Update Flavor",
+            tags=tags,
+            body=FlavorUpdate,
+            response=FlavorResponse,
+            errors=(400, 404, 409),
+        ),
+        api_route(one, delete, method="DELETE", summary="Delete Flavor", tags=tags, errors=(404,)),
+        api_route(many + "/sync", sync, method="PATCH", summary="Sync Flavors", tags=tags),
     ]

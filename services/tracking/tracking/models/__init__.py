@@ -14,6 +14,7 @@ from tracking.models.artifact_version import (
 from tracking.models.code_repository import CodeRepository
 from tracking.models.curated_visualization import CuratedVisualization
 from tracking.models.deployment import Deployment
+from tracking.models.flavor import CustomFlavor
 from tracking.models.hook_invocation import HookInvocation, HookInvocationOutput
 from tracking.models.logs import Logs
 from tracking.models.model import Model, ModelVersion, ModelVersionArtifact, ModelVersionRun
@@ -44,6 +45,7 @@ __all__ = [
     "ArtifactVisualization",
     "CodeRepository",
     "CuratedVisualization",
+    "CustomFlavor",
     "Deployment",
     "HookInvocation",
     "HookInvocationOutput",

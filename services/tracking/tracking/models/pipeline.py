@@ -7,7 +7,7 @@ import datetime as dt
 import uuid
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Column, ForeignKey, Index, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, Boolean, Column, ForeignKey, Index, UniqueConstraint, true
 from sqlmodel import Field, SQLModel
 
 from shared.db import new_id, utcnow
@@ -140,6 +140,11 @@ class PipelineRun(SQLModel, table=True):
         default_factory=dict, sa_column=Column(JSON, nullable=False, server_default="{}")
     )
     exception_info: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+    # Whether its steps' heartbeats are watched: the snapshot's ``enable_heartbeat``
+    # (unset: yes) until ``PUT /runs/{id}/disable_heartbeat`` switches it off.
+    enable_heartbeat: bool = Field(
+        default=True, sa_column=Column(Boolean, nullable=False, server_default=true())
+    )
     created: dt.datetime = Field(default_factory=utcnow, index=True)
     updated: dt.datetime = Field(default_factory=utcnow)
 

@@ -183,6 +183,13 @@ async def stop(request: Request) -> Response:
     return render_null()
 
 
+async def disable_heartbeat(request: Request) -> Response:
+    run_id = object_id(request, "run_id", SCOPE)
+    async with transaction(request) as session:
+        await RunPageService(session).disable_heartbeat(run_id)
+    return render_null()
+
+
 async def refresh(request: Request) -> Response:
     run_id = object_id(request, "run_id", SCOPE)
     async with transaction(request) as session:
@@ -230,6 +237,14 @@ def _run_page_routes(one: str) -> list[ApiRoute]:
             query=DagQuery,
             response=PipelineRunDAG,
             errors=(404,),
+        ),
+        api_route(
+            f"{one}/disable_heartbeat",
+            disable_heartbeat,
+            method="PUT",
+            summary="Disable Run Heartbeat",
+            tags=tags,
+            errors=(400, 404),
         ),
         api_route(
             f"{one}/refresh",

@@ -1,5 +1,5 @@
 """What the dashboard's run page reads of a run and asks of it beyond the run itself: its
-DAG, its steps, status, configuration and logs, and a stop.
+DAG, its steps, status, configuration and logs, a stop and its heartbeat switch.
 
 The server runs nothing, so it asks no orchestrator: a stop marks the run ``stopping``
 (its steps see that at their next heartbeat, and the run is ``stopped`` once they have
@@ -128,6 +128,15 @@ class RunPageService:
             raise Forbidden(refused)
         update = PipelineRunUpdate(status=ExecutionStatus.STOPPING, status_reason=STOP_REASON)
         await self.runs.update(run_id, update, user_id)
+
+    async def disable_heartbeat(self, run_id: uuid.UUID) -> None:
+        """Stop watching the run's steps' heartbeats, as the reference's per-run switch:
+        the run answers ``enable_heartbeat: false`` and its steps' heartbeats answer
+        ``heartbeat_enabled: false`` from now on (``updated`` is left, as there)."""
+        run = await self.runs.get_row(run_id)
+        run.enable_heartbeat = False
+        self.session.add(run)
+        await self.session.flush()
 
     async def refresh(self, run_id: uuid.UUID) -> None:
         await self.runs.get_row(run_id)

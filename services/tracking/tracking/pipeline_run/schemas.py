@@ -369,7 +369,7 @@ def run_response(item: RunItem, hydrate: bool, user: NestedUser | None) -> dict[
             "orchestrator_environment": without_packages(run.orchestrator_environment),
             "code_path": snapshot.code_path if snapshot is not None else None,
             "template_id": snapshot.template_id if snapshot is not None else None,
-            "enable_heartbeat": True,
+            "enable_heartbeat": run.enable_heartbeat,
             "run_metadata": item.run_metadata or {},
         }
     return RUN(run, resources, hydrate=hydrate, body=body, metadata=metadata)

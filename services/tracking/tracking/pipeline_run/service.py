@@ -294,14 +294,18 @@ class RunService(ScopedService[PipelineRun]):
         """Insert a run of ``snapshot``, numbered after its pipeline's runs (409 when the
         name, or the trigger execution, already has one)."""
         pipeline_id = snapshot.snapshot.pipeline_id
+        configuration = snapshot.snapshot.pipeline_configuration or {}
+        heartbeat = configuration.get("enable_heartbeat")
         run = PipelineRun(
             project_id=project.id,
             snapshot_id=snapshot.snapshot.id,
             pipeline_id=pipeline_id,
             index=await self.runs.runs_of(pipeline_id) + 1,
+            # As the reference: unset means on.
+            enable_heartbeat=True if heartbeat is None else bool(heartbeat),
             **fields,
         )
-        configured = (snapshot.snapshot.pipeline_configuration or {}).get("model")
+        configured = configuration.get("model")
         if isinstance(configured, dict):
             # As the reference at run creation: the configured model's version (made
             # when new, numbered for this run), linked to the run.

@@ -13,12 +13,12 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from shared.db import utcnow
 from shared.errors import BadRequest, NotFound
 from shared.listing import Listing
-from tracking.component.flavors import FlavorNotFound, flavor_for
 from tracking.core.errors import NameTaken, ScopedNotFound
 from tracking.core.repository import new_row
 from tracking.core.rows import ScopedRow
 from tracking.core.schemas import WorkspaceListQuery
 from tracking.core.service import ScopedService
+from tracking.flavor.custom import flavors_of
 from tracking.models import PipelineBuild, PipelineSnapshot, RunTemplate
 from tracking.run_template.repository import (
     RUN_TEMPLATES,
@@ -100,14 +100,15 @@ class RunTemplateService(ScopedService[RunTemplate]):
             raise NotTemplatable(
                 "Unable to create run template as the associated build has no stack reference."
             )
-        for component_type, flavor_name in await self.templates.stack_flavors(build.stack_id):
-            try:
-                flavor = flavor_for(component_type, flavor_name)
-            except FlavorNotFound:
+        keys = await self.templates.stack_flavors(build.stack_id)
+        flavors = await flavors_of(self.session, keys)
+        for key in keys:
+            flavor = flavors.get(key)
+            if flavor is None:
                 raise NotTemplatable(
                     "Unable to create run template as a component of the associated stack "
                     "has no flavor."
-                ) from None
+                )
             if flavor.local:
                 raise NotTemplatable(
                     "Unable to create run template as the associated stack contains local "

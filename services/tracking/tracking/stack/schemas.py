@@ -20,6 +20,7 @@ from tracking.component.schemas import (
     valid_name,
 )
 from tracking.core.schemas import UserScopedBody
+from tracking.flavor.custom import AnyFlavor, FlavorKey, flavor_of
 from tracking.models import Stack, StackComponent
 
 Composition = dict[StackComponentType, list[uuid.UUID]]
@@ -112,12 +113,12 @@ def nested_stack(stack: Any) -> StackResponse:
 
 
 def _by_type(
-    components: Iterable[StackComponent],
+    components: Iterable[StackComponent], flavors: dict[FlavorKey, AnyFlavor]
 ) -> dict[StackComponentType, list[ComponentResponse]]:
     grouped: dict[StackComponentType, list[ComponentResponse]] = {}
     for component in components:
         grouped.setdefault(StackComponentType(component.type), []).append(
-            nested_component(component)
+            nested_component(component, flavor_of(flavors, component))
         )
     # In the order the types are declared, so a stack always renders the same way.
     return {t: grouped[t] for t in StackComponentType if t in grouped}
@@ -125,11 +126,13 @@ def _by_type(
 
 @dataclass(frozen=True)
 class ComposedStack:
-    """A stack with its components (loaded only when the stack is to be hydrated)."""
+    """A stack with its components and their flavors (loaded only when the stack is to be
+    hydrated)."""
 
     stack: Stack
     components: list[StackComponent] | None = None
     secrets: list[uuid.UUID] = field(default_factory=list)
+    flavors: dict[FlavorKey, AnyFlavor] = field(default_factory=dict)
 
     @property
     def user_id(self) -> uuid.UUID | None:
@@ -142,7 +145,7 @@ def stack_response(
     stack, metadata = composed.stack, None
     if hydrate and composed.components is not None:
         metadata = StackResponseMetadata(
-            components=_by_type(composed.components),
+            components=_by_type(composed.components, composed.flavors),
             description=stack.description,
             stack_spec_path=stack.stack_spec_path,
             environment=stack.environment,

@@ -14,6 +14,7 @@ from tracking.bootstrap import DEFAULT_STACK
 from tracking.component.repository import ComponentRepository
 from tracking.component.schemas import UserScopeQuery
 from tracking.component.service import ComponentNotFound, ConnectorNotFound
+from tracking.flavor.custom import flavors_of
 from tracking.models import Stack, StackComponent
 from tracking.project.service import copy_given
 from tracking.secret.service import SecretLookup
@@ -69,8 +70,10 @@ class StackService:
             return [ComposedStack(s) for s in stacks]
         components = await self.repository.components_of([s.id for s in stacks])
         secrets = await self.lookup.shown([s.secrets for s in stacks], viewer)
+        keys = ((c.type, c.flavor) for found in components.values() for c in found)
+        flavors = await flavors_of(self.repository.session, keys)
         return [
-            ComposedStack(s, components[s.id], shown)
+            ComposedStack(s, components[s.id], shown, flavors)
             for s, shown in zip(stacks, secrets, strict=True)
         ]
 

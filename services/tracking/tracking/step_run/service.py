@@ -362,5 +362,7 @@ class StepPageService:
             status=step.status,
             latest_heartbeat=naive_utc(step.latest_heartbeat).replace(tzinfo=dt.UTC),
             pipeline_run_status=run.status if run is not None else None,
-            heartbeat_enabled=bool(spec.get("enable_heartbeat")),
+            heartbeat_enabled=bool(
+                spec.get("enable_heartbeat") and run is not None and run.enable_heartbeat
+            ),
         )
