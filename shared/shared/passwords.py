@@ -1,7 +1,10 @@
 """argon2id password hashing, off the event loop.
 
-Parameters follow OWASP's first choice (m = 19 MiB, t = 2, p = 1). Verifying against a
-dummy hash when the user does not exist keeps failed logins equally slow either way.
+Parameters follow OWASP's first choice (m = 19 MiB, t = 2, p = 1) unless a service's
+settings say otherwise (:class:`PasswordHashSettings`, applied by :func:`configure` when the
+app is made: the cost is the process's). Verifying against a dummy hash of the same cost when
+the user does not exist keeps failed logins equally slow either way. A hash made with other
+parameters (an older cost) still verifies: argon2 reads them from the hash itself.
 """
 
 from __future__ import annotations
@@ -11,28 +14,66 @@ import secrets
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
+from pydantic import BaseModel, Field
 
 __all__ = [
     "MIN_PASSWORD_LENGTH",
+    "PasswordHashSettings",
     "announce_generated_password",
+    "configure",
     "generate_password",
     "hash_password",
     "verify_password",
 ]
 
-_hasher = PasswordHasher(time_cost=2, memory_cost=19456, parallelism=1, hash_len=32, salt_len=16)
-_DUMMY_HASH = _hasher.hash("dummy password for timing equalisation")
-
 MIN_PASSWORD_LENGTH = 8
 
 
+class PasswordHashSettings(BaseModel):
+    """The argon2id cost, mixed into the settings of a service that stores passwords.
+    Lowering it is for tests and development machines: production keeps OWASP's."""
+
+    password_hash_memory_kib: int = Field(default=19456, ge=8)
+    password_hash_iterations: int = Field(default=2, ge=1)
+
+
+class _Hashing:
+    """The process's hasher and its dummy hash (made on first use, at the same cost)."""
+
+    def __init__(self, memory_kib: int, iterations: int) -> None:
+        self.hasher = PasswordHasher(
+            time_cost=iterations, memory_cost=memory_kib, parallelism=1, hash_len=32, salt_len=16
+        )
+        self._dummy: str | None = None
+
+    @property
+    def dummy(self) -> str:
+        if self._dummy is None:
+            self._dummy = self.hasher.hash("dummy password for timing equalisation")
+        return self._dummy
+
+
+def _cost(settings: PasswordHashSettings) -> tuple[int, int]:
+    return settings.password_hash_memory_kib, settings.password_hash_iterations
+
+
+_hashing = _Hashing(*_cost(PasswordHashSettings()))
+
+
+def configure(settings: PasswordHashSettings) -> None:
+    """Hash (and equalise failed logins) at ``settings``' cost from now on."""
+    global _hashing
+    if _cost(settings) != (_hashing.hasher.memory_cost, _hashing.hasher.time_cost):
+        _hashing = _Hashing(*_cost(settings))
+
+
 async def hash_password(password: str) -> str:
-    return await asyncio.to_thread(_hasher.hash, password)
+    return await asyncio.to_thread(_hashing.hasher.hash, password)
 
 
 def _verify(password_hash: str, password: str) -> bool:
     try:
-        return _hasher.verify(password_hash, password)
+        return _hashing.hasher.verify(password_hash, password)
     except (VerificationError, InvalidHashError):
         return False
 
@@ -40,7 +81,7 @@ def _verify(password_hash: str, password: str) -> bool:
 async def verify_password(password_hash: str | None, password: str) -> bool:
     """True when ``password`` matches; a missing hash costs the same time and fails."""
     if password_hash is None:
-        await asyncio.to_thread(_verify, _DUMMY_HASH, password)
+        await asyncio.to_thread(_verify, _hashing.dummy, password)
         return False
     return await asyncio.to_thread(_verify, password_hash, password)
 

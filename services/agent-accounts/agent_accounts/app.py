@@ -24,6 +24,7 @@ from agent_accounts.settings import Settings
 from agent_accounts.state import AgentState
 from agent_accounts.task import endpoints as task_endpoints
 from agent_accounts.worker import endpoints as worker_endpoints
+from shared import passwords
 from shared.app import LifespanHook, State, create_service_app
 from shared.auth import TokenVerifier
 from shared.db import Clock, session_scope, take_turns, utcnow
@@ -76,6 +77,7 @@ def create_app(
 ) -> Starlette:
     """``clock`` is the service's notion of now (tests move it instead of sleeping)."""
     settings = settings or Settings()
+    passwords.configure(settings)
     return create_service_app(
         settings,
         state_class=AgentState,

@@ -17,6 +17,7 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from shared.passwords import PasswordHashSettings
 from shared.settings import ServiceSettings
 from shared.throttle import LoginThrottleSettings
 
@@ -104,7 +105,9 @@ class KitaruEnvironment(PydanticBaseSettingsSource):
         return values
 
 
-class Settings(ServiceSettings, LoginThrottleSettings):
+class Settings(ServiceSettings, LoginThrottleSettings, PasswordHashSettings):
+    # Passwords' argon2id cost: the `password_hash_*` fields of PasswordHashSettings
+    # (shared.passwords), OWASP's by default; the tests lower it.
     # Login throttling (password, api-key and device-code grants): the `login_*` fields of
     # LoginThrottleSettings (shared.throttle), as SERVICE_LOGIN_*.
     model_config = SettingsConfigDict(extra="ignore", case_sensitive=False, env_prefix="SERVICE_")

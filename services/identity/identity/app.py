@@ -38,6 +38,7 @@ from identity.signing_key.service import KeyRing, SigningKeyService
 from identity.state import IdentityState
 from identity.user import endpoints as user_endpoints
 from identity.user.service import UserService
+from shared import passwords
 from shared.app import LifespanHook, State, api_key_tokens, create_service_app
 from shared.auth import TokenVerifier, TrackingScopeSource, WorkloadScopes
 from shared.db import Clock, session_scope, take_turns, utcnow
@@ -146,6 +147,7 @@ def create_app(
 ) -> Starlette:
     """``clock`` is the service's notion of now (tests move it instead of sleeping)."""
     settings = settings or Settings()
+    passwords.configure(settings)
     return create_service_app(
         settings,
         state_class=IdentityState,

@@ -8,11 +8,14 @@ from urllib.parse import urlsplit
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
+from shared.passwords import PasswordHashSettings
 from shared.settings import ServiceSettings
 from shared.throttle import LoginThrottleSettings
 
 
-class Settings(ServiceSettings, LoginThrottleSettings):
+class Settings(ServiceSettings, LoginThrottleSettings, PasswordHashSettings):
+    # Passwords' argon2id cost: the `password_hash_*` fields of PasswordHashSettings
+    # (shared.passwords), OWASP's by default; the tests lower it.
     # Login throttling: the `login_*` fields of LoginThrottleSettings (shared.throttle).
     model_config = SettingsConfigDict(extra="ignore", case_sensitive=False)
 

@@ -8,8 +8,12 @@ import httpx
 import pytest
 from sqlalchemy import text
 
+from identity.app import create_app
+from identity.settings import Settings
+from shared.db import create_engine
+from shared.passwords import PasswordHashSettings
 from tests.identity.conftest import ADMIN, ADMIN_PASSWORD, Login, bearer
-from tests.support.asgi import LifespanApp
+from tests.support.asgi import client_for
 
 PASSWORD = "a long enough password"
 
@@ -62,14 +66,21 @@ async def test_long_multibyte_password_is_accepted_whole(identity: httpx.AsyncCl
     assert failed.status_code == 401
 
 
-async def test_passwords_are_stored_as_argon2id(
-    identity: httpx.AsyncClient, login: Login, identity_app: LifespanApp
-):
-    await _create(identity, await login())
-    async with identity_app.state["engine"].connect() as conn:
+async def test_passwords_are_stored_as_argon2id_at_owasps_cost(identity_settings: Settings):
+    """The tests lower the cost (PasswordHashSettings); the defaults are OWASP's."""
+    defaults = PasswordHashSettings()
+    settings = identity_settings.model_copy(update=defaults.model_dump())
+    async with client_for(create_app(settings)) as identity:
+        response = await identity.post(
+            "/api/v1/login", data={"username": ADMIN, "password": ADMIN_PASSWORD}
+        )
+        await _create(identity, response.json()["access_token"])
+    engine = create_engine(settings.database_url)
+    async with engine.connect() as conn:
         stored = (
             await conn.execute(text("SELECT password_hash FROM users WHERE name = 'alice'"))
         ).scalar_one()
+    await engine.dispose()
     assert stored.startswith("$argon2id$v=19$m=19456,t=2,p=1$")
     assert PASSWORD not in stored
 
