@@ -8,7 +8,7 @@ export UV_PYTHON_DOWNLOADS := never
 # The real interpreter, not a shim (pyenv's shims are scripts uv cannot match).
 export UV_PYTHON := $(shell $(PYTHON) -c 'import sys; print(sys.executable)')
 
-.PHONY: run test lint typecheck pytest sync clean soak chromium
+.PHONY: run test lint typecheck pytest sync clean soak chromium compat-clients
 
 .tools/bin/uv:
 	$(PYTHON) -m venv .tools
@@ -60,6 +60,18 @@ test: sync
 
 # By hand, never in CI: security.md §5 at full size against the real stack (docs/soak.md).
 # SOAK_ARGS="--deliveries 300 --kills 5 --outage 10s" for a quick run.
+# The zenml client's compat tests with other 0.96 patch releases than the reference's 0.96.3
+# (which `make test` runs): the oldest and the newest on PyPI, each installed once into the
+# cache beside 0.96.3's. By hand: it installs what `make test` does not need.
+COMPAT_CLIENTS ?= 0.96.0 0.96.4
+COMPAT_TESTS := tests/compat/test_zenml_client.py tests/compat/test_zenml_secrets.py \
+	tests/compat/test_zenml_flavors.py tests/e2e/test_device_flow.py
+compat-clients: sync
+	@for version in $(COMPAT_CLIENTS); do echo "the zenml $$version client"; \
+	  COMPAT_ZENML_CLIENT=$$version $(UV) run --frozen --no-sync pytest -n $(PYTEST_WORKERS) \
+	    --dist loadfile $(COMPAT_TESTS) || exit 1; \
+	done
+
 soak: sync
 	$(UV) run --frozen --no-sync python -m bench.soak $(SOAK_ARGS)
 

@@ -29,7 +29,7 @@ import pytest
 from shared.errors import NO_SUCH_ENDPOINT
 from tests.support.processes import LaunchedStack, port_free, stack_for_tests
 from tests.support.zenml_env import (
-    ZENML_VERSION,
+    CLIENT_VERSION,
     ZenmlEnvError,
     ZenmlVenv,
     client_environment,
@@ -331,7 +331,7 @@ def check_scenario(
         checked = [s for s in SECTION_CHECKS if only is None or s in only]
         passed = [s for s in ["connect", *checked] if s not in failed]
         summary = (
-            f"the zenml {ZENML_VERSION} client against {server}: {len(problems)} problem(s); "
+            f"the zenml {CLIENT_VERSION} client against {server}: {len(problems)} problem(s); "
             f"sections without a failed call: {', '.join(passed) or 'none'}"
         )
         pytest.fail("\n\n".join([summary, *problems]), pytrace=False)

@@ -44,6 +44,10 @@ from typing import Any
 import httpx
 
 ZENML_VERSION = "0.96.3"
+# The zenml client the compat tests drive: 0.96.3 (the reference's version) unless
+# COMPAT_ZENML_CLIENT names another release (`make compat-clients` runs the oldest and
+# newest 0.96 patch releases). The reference server stays at ZENML_VERSION.
+CLIENT_VERSION = os.environ.get("COMPAT_ZENML_CLIENT") or ZENML_VERSION
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -87,8 +91,9 @@ class ZenmlVenv:
 
 
 def client_venv(cache_root: Path = CACHE_ROOT) -> ZenmlVenv:
-    """The cached environment with the plain ``zenml`` client; created on first use."""
-    return ensure_venv(f"zenml-client-{ZENML_VERSION}", f"zenml=={ZENML_VERSION}", cache_root)
+    """The cached environment with the plain ``zenml`` client (:data:`CLIENT_VERSION`);
+    created on first use."""
+    return ensure_venv(f"zenml-client-{CLIENT_VERSION}", f"zenml=={CLIENT_VERSION}", cache_root)
 
 
 def server_venv(cache_root: Path = CACHE_ROOT) -> ZenmlVenv:
