@@ -10,6 +10,7 @@ parameters (an older cost) still verifies: argon2 reads them from the hash itsel
 from __future__ import annotations
 
 import asyncio
+import functools
 import secrets
 
 from argon2 import PasswordHasher
@@ -53,18 +54,23 @@ class _Hashing:
         return self._dummy
 
 
-def _cost(settings: PasswordHashSettings) -> tuple[int, int]:
-    return settings.password_hash_memory_kib, settings.password_hash_iterations
+@functools.cache
+def _hashing_at(memory_kib: int, iterations: int) -> _Hashing:
+    """One hasher per cost: switching back to a cost reuses its hasher and dummy hash."""
+    return _Hashing(memory_kib, iterations)
 
 
-_hashing = _Hashing(*_cost(PasswordHashSettings()))
+def _hashing_for(settings: PasswordHashSettings) -> _Hashing:
+    return _hashing_at(settings.password_hash_memory_kib, settings.password_hash_iterations)
+
+
+_hashing = _hashing_for(PasswordHashSettings())
 
 
 def configure(settings: PasswordHashSettings) -> None:
     """Hash (and equalise failed logins) at ``settings``' cost from now on."""
     global _hashing
-    if _cost(settings) != (_hashing.hasher.memory_cost, _hashing.hasher.time_cost):
-        _hashing = _Hashing(*_cost(settings))
+    _hashing = _hashing_for(settings)
 
 
 async def hash_password(password: str) -> str:
