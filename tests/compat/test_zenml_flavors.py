@@ -41,21 +41,9 @@ class CompatOrchestratorFlavor(BaseOrchestratorFlavor):
 '''
 
 SCENARIO = f"""
-import subprocess
-import sys
 from pathlib import Path
 
 Path("compat_flavor.py").write_text({FLAVOR_CODE!r})
-CLI = [sys.executable, "-c", "from zenml.cli.cli import cli; cli()"]
-
-
-def zenml(*args):
-    done = subprocess.run(
-        [*CLI, *args], capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL
-    )
-    return {{"code": done.returncode, "out": done.stdout + done.stderr}}
-
-
 steps = {{}}
 steps["register"] = zenml(
     "orchestrator", "flavor", "register", "compat_flavor.CompatOrchestratorFlavor"

@@ -326,7 +326,9 @@ def emit(value):
     \"\"\"Report ``value`` (JSON-serialisable; other objects via str) to the test.\"\"\"
     print({RESULT_PREFIX!r} + _zenml_env_json.dumps(value, default=str), flush=True)
 
-"""
+""" + Path(__file__).with_name("zenml_cli.py").read_text()
+"""The prelude of every snippet: ``emit`` and ``zenml(*args)`` (:mod:`tests.support.zenml_cli`,
+which runs in the client's interpreter, not the tests')."""
 
 
 def run_snippet(
