@@ -3,12 +3,14 @@ server (wire-compatible with kitaru 0.27.2), its own trust domain."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx
 from starlette.applications import Starlette
+from starlette.routing import BaseRoute
 
 from agent_accounts.account import endpoints as account_endpoints
 from agent_accounts.account.service import AccountService
@@ -69,6 +71,21 @@ def _lifespan(clock: Clock) -> LifespanHook:
     return lifespan
 
 
+@functools.cache
+def routes() -> tuple[BaseRoute, ...]:
+    """The service's routes. They depend on no setting and hold no state, so they are
+    built once a process and shared by its apps (the tests build an app per test)."""
+    return (
+        *server_endpoints.routes(),
+        *login_endpoints.routes(),
+        *device_endpoints.routes(),
+        *account_endpoints.routes(),
+        *api_key_endpoints.routes(),
+        *worker_endpoints.routes(),
+        *task_endpoints.routes(),
+    )
+
+
 def create_app(
     settings: Settings | None = None,
     *,
@@ -84,15 +101,7 @@ def create_app(
         title="agent-accounts",
         version=AGENT_SERVER_VERSION,
         description="Accounts, API keys, workers and task tokens of the agent-run server.",
-        routes=[
-            *server_endpoints.routes(),
-            *login_endpoints.routes(),
-            *device_endpoints.routes(),
-            *account_endpoints.routes(),
-            *api_key_endpoints.routes(),
-            *worker_endpoints.routes(),
-            *task_endpoints.routes(),
-        ],
+        routes=routes(),
         migrations=MIGRATIONS,
         lifespan=_lifespan(clock),
         token_kinds=ALL_KINDS,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -126,8 +127,11 @@ def _lifespan(clock: Clock) -> LifespanHook:
     return lifespan
 
 
-def routes() -> list[BaseRoute]:
-    return [
+@functools.cache
+def routes() -> tuple[BaseRoute, ...]:
+    """The service's routes. They depend on no setting and hold no state, so they are
+    built once a process and shared by its apps (the tests build an app per test)."""
+    return (
         *server_endpoints.routes(),
         *server_settings_endpoints.routes(),
         *auth_endpoints.routes(),
@@ -136,7 +140,7 @@ def routes() -> list[BaseRoute]:
         *user_endpoints.routes(),
         *service_account_endpoints.routes(),
         *api_key_endpoints.routes(),
-    ]
+    )
 
 
 def create_app(

@@ -64,7 +64,10 @@ from tracking.workload_scope.service import LocalScopeSource
 MIGRATIONS = Path(__file__).parent / "migrations"
 
 
-def routes() -> list[BaseRoute]:
+@functools.cache
+def routes() -> tuple[BaseRoute, ...]:
+    """The service's routes. They depend on no setting and hold no state, so they are
+    built once a process and shared by its apps (the tests build an app per test)."""
     served = [
         *project_endpoints.routes(),
         *stack_endpoints.routes(),
@@ -99,7 +102,7 @@ def routes() -> list[BaseRoute]:
         *secret_endpoints.routes(),
         *statistics_endpoints.routes(),
     ]
-    return [*served, *aliases(served)]
+    return (*served, *aliases(served))
 
 
 @asynccontextmanager

@@ -34,12 +34,15 @@ MIGRATIONS = Path(__file__).parent / "migrations"
 ERROR_STYLE: ErrorStyle = "platform"
 
 
-def routes() -> list[BaseRoute]:
-    return [
+@functools.cache
+def routes() -> tuple[BaseRoute, ...]:
+    """The service's routes. They depend on no setting and hold no state, so they are
+    built once a process and shared by its apps (the tests build an app per test)."""
+    return (
         *intake_endpoints.routes(),
         *webhook_endpoints.routes(),
         *trigger_endpoints.routes(),
-    ]
+    )
 
 
 @asynccontextmanager
