@@ -1,6 +1,8 @@
 """``PUT /runs/{id}/disable_heartbeat``: the reference's per-run heartbeat switch. A run
 starts with its snapshot's ``enable_heartbeat`` (unset: on); switched off, the run says
-``enable_heartbeat: false`` and its steps' heartbeats answer ``heartbeat_enabled: false``."""
+``enable_heartbeat: false`` and its steps' heartbeats answer ``heartbeat_enabled: false``.
+A step's ``heartbeat_threshold`` is its configuration's ``heartbeat_healthy_threshold``
+while its heartbeats are watched, else null."""
 
 from __future__ import annotations
 
@@ -36,9 +38,16 @@ async def test_a_run_starts_with_its_snapshots_heartbeat_setting(
     tracking: httpx.AsyncClient, auth: Headers, default_project: Json
 ) -> None:
     unset, _ = await heartbeat_run(tracking, auth, default_project)
-    off, _ = await heartbeat_run(tracking, auth, default_project, enable_heartbeat=False)
+    off, off_step = await heartbeat_run(tracking, auth, default_project, enable_heartbeat=False)
+    _, on_step = await heartbeat_run(tracking, auth, default_project, enable_heartbeat=True)
     assert unset["metadata"]["enable_heartbeat"] is True
     assert off["metadata"]["enable_heartbeat"] is False
+    assert (on_step["body"]["heartbeat_threshold"], off_step["body"]["heartbeat_threshold"]) == (
+        30,
+        None,
+    )
+    beat = f"/api/v1/steps/{off_step['id']}/heartbeat"
+    assert (await tracking.put(beat, headers=auth)).json()["heartbeat_enabled"] is False
 
 
 async def test_disabling_a_runs_heartbeat_turns_its_steps_heartbeats_off(
@@ -53,6 +62,12 @@ async def test_disabling_a_runs_heartbeat_turns_its_steps_heartbeats_off(
     assert read.json()["metadata"]["enable_heartbeat"] is False
     assert read.json()["body"]["updated"] == run["body"]["updated"]
     assert (await tracking.put(beat, headers=auth)).json()["heartbeat_enabled"] is False
+    for path in (f"/api/v1/steps/{step['id']}", f"/api/v1/runs/{run['id']}/steps"):
+        answer = (await tracking.get(path, headers=auth)).json()
+        bodies = (
+            [item["body"] for item in answer["items"]] if "items" in answer else [answer["body"]]
+        )
+        assert [body["heartbeat_threshold"] for body in bodies] == [None]
     # Switching it off again is no error.
     assert (await tracking.put(switch(run), headers=auth)).status_code == 200
 

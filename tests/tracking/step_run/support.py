@@ -18,7 +18,14 @@ STEPS = ("make_number", "double")
 def step_configuration(name: str, upstream: list[str]) -> Json:
     source = {"module": "pipe", "attribute": name, "type": "user"}
     spec = {"source": source, "upstream_steps": upstream, "inputs": {}, "invocation_id": name}
-    config: Json = {"name": name, "parameters": {}, "substitutions": {}, "enable_cache": None}
+    config: Json = {
+        "name": name,
+        "parameters": {},
+        "substitutions": {},
+        "enable_cache": None,
+        # The client's default (minutes), sent with every step's configuration.
+        "heartbeat_healthy_threshold": 30,
+    }
     return {"spec": spec, "config": config}
 
 

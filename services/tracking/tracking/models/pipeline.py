@@ -187,6 +187,11 @@ class StepRun(SQLModel, table=True):
     # cost more than everything else the DAG does.
     dag_config: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
     latest_heartbeat: dt.datetime | None = None
+    # The minutes a step may go without a heartbeat (its configuration's
+    # ``heartbeat_healthy_threshold``) while its heartbeats are watched (its spec's and its
+    # run's ``enable_heartbeat``), else null: kept on the step, as the reference keeps it,
+    # so a heartbeat reads no configuration; a run's switch clears it on all its steps.
+    heartbeat_threshold: int | None = None
     model_version_id: uuid.UUID | None = Field(
         default=None,
         sa_column_args=[ForeignKey("model_versions.id", ondelete="SET NULL")],

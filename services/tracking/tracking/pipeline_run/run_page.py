@@ -136,6 +136,7 @@ class RunPageService:
         run = await self.runs.get_row(run_id)
         run.enable_heartbeat = False
         self.session.add(run)
+        await StepRepository(self.session).stop_watching(run_id)
         await self.session.flush()
 
     async def refresh(self, run_id: uuid.UUID) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import Table, and_, func, or_
 from sqlalchemy import insert as sa_insert
 from sqlalchemy import select as sa_select
+from sqlalchemy import update as sa_update
 from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import col
 from sqlmodel.ext.asyncio.session import AsyncSession
@@ -117,6 +118,15 @@ class StepRepository:
         statement = sa_select(*_table(StepRun).columns)
         scope = [col(StepRun.pipeline_run_id) == run_id]
         return await fetch_page(self.session, STEPS, listing, statement, scope=scope, core=True)
+
+    async def stop_watching(self, run_id: uuid.UUID) -> None:
+        """No step of the run has its heartbeats watched any more."""
+        statement = (
+            sa_update(_table(StepRun))
+            .where(col(StepRun.pipeline_run_id) == run_id)
+            .values(heartbeat_threshold=None)
+        )
+        await self.session.exec(statement)
 
     async def insert(self, step: StepRun, clash: Any) -> None:
         values = {c.name: getattr(step, c.name) for c in _table(StepRun).columns}

@@ -185,6 +185,18 @@ def step_spec(step: Any, snapshot: Any | None) -> dict[str, Any]:
     return spec if isinstance(spec, dict) else {}
 
 
+def heartbeat_threshold(step: Any, snapshot: Any | None, run_watched: bool) -> int | None:
+    """The step's ``heartbeat_healthy_threshold`` (minutes) when its heartbeats are
+    watched (its spec's ``enable_heartbeat`` and its run's), else None: as the reference
+    sets it at the step's creation."""
+    found = step_configuration(step, snapshot)
+    spec, config = found.get("spec") or {}, found.get("config") or {}
+    threshold = config.get("heartbeat_healthy_threshold")
+    if not (run_watched and spec.get("enable_heartbeat")) or isinstance(threshold, bool):
+        return None
+    return threshold if isinstance(threshold, int) else None
+
+
 def _filled(item: StepItem) -> dict[str, str]:
     snapshot = item.snapshot
     return substitutions(snapshot, as_datetime(item.run_start)) if snapshot else {}

@@ -47,9 +47,9 @@ from tracking.step_run.schemas import (
     StepRunRequest,
     StepRunUpdate,
     as_links,
+    heartbeat_threshold,
     step_config,
     step_configuration,
-    step_spec,
 )
 from tracking.store import ArtifactStores
 from tracking.tag.schemas import TaggableResourceTypes, TagSpec
@@ -157,7 +157,7 @@ class StepService:
         return await self.logs.entries(collection, query, f"step {step_id}", stores)
 
     async def create(self, request: StepRunRequest, user_id: uuid.UUID) -> StepItem:
-        run = await self.runs.repository.read(request.pipeline_run_id)
+        run: Any = await self.runs.repository.read(request.pipeline_run_id)
         if run is None:
             raise RunNotFound(request.pipeline_run_id)
         links = {INPUT: request.links(INPUT), OUTPUT: request.links(OUTPUT)}
@@ -168,6 +168,9 @@ class StepService:
                 raise StepNotFound(request.original_step_run_id)
         parents = request.parent_step_ids or await self._upstream_steps(run, request.name)
         dynamic = request.dynamic_config.model_dump() if request.dynamic_config else None
+        snapshot = (
+            await self.runs.snapshots.snapshots.read(run.snapshot_id) if run.snapshot_id else None
+        )
         step = StepRun(
             project_id=run.project_id,
             pipeline_run_id=run.id,
@@ -187,7 +190,8 @@ class StepService:
             dag_config=dag_fields(dynamic) if dynamic is not None else None,
             user_id=user_id,
         )
-        step.model_version_id = await self._model_version(run, step)
+        step.heartbeat_threshold = heartbeat_threshold(step, snapshot, run.enable_heartbeat)
+        step.model_version_id = await self._model_version(run, step, snapshot)
         await self.steps.insert(
             step,
             Conflict(
@@ -211,12 +215,9 @@ class StepService:
         await self.runs.follow_steps(run.id)
         return await self.get(step.id)
 
-    async def _model_version(self, run: Any, step: StepRun) -> uuid.UUID | None:
+    async def _model_version(self, run: Any, step: StepRun, snapshot: Any) -> uuid.UUID | None:
         """As the reference at step creation: the version of the step's own configured
         model, the run's numbered one when it names no version."""
-        snapshot = (
-            await self.runs.snapshots.snapshots.read(run.snapshot_id) if run.snapshot_id else None
-        )
         found = step_configuration(step, snapshot)
         # The step's own model only: the reference does not propagate its pipeline's
         # model into a step's configuration (the run has that one).
@@ -355,14 +356,10 @@ class StepPageService:
         run = await self.session.get(PipelineRun, step.pipeline_run_id)
         step.latest_heartbeat = utcnow()
         await self.session.flush()
-        item = await self.steps.get(step_id)
-        spec = step_spec(item.step, item.snapshot)
         return StepHeartbeatResponse(
             id=step.id,
             status=step.status,
             latest_heartbeat=naive_utc(step.latest_heartbeat).replace(tzinfo=dt.UTC),
             pipeline_run_status=run.status if run is not None else None,
-            heartbeat_enabled=bool(
-                spec.get("enable_heartbeat") and run is not None and run.enable_heartbeat
-            ),
+            heartbeat_enabled=step.heartbeat_threshold is not None,
         )
