@@ -5,8 +5,10 @@ method none of its routes takes (its 405 with the path's ``Allow``, or its 404).
 from __future__ import annotations
 
 import http.server
+import re
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +22,16 @@ from deploy.coverage import PARAMETER, SAMPLE_PARAMETER
 from deploy.gateway.docs import service_app
 from deploy.gateway.locations import NO_ROUTE_METHOD
 from deploy.gateway.openapi import route_owner
-from deploy.gateway.render import PROBES
+from deploy.gateway.render import PROBES, local_target, render
+from deploy.local.gateway import worker_user
 from shared.errors import NO_SUCH_ENDPOINT
 from tests.agent_accounts.conftest import make_settings
-from tests.deploy.test_gateway import declare_body, free_offset, gateway_without_upstreams
+from tests.deploy.test_gateway import (
+    declare_body,
+    free_offset,
+    gateway_without_upstreams,
+    nginx_test,
+)
 from tests.deploy.test_gateway_forwarded import upstream_on
 from tests.support.asgi import served
 
@@ -71,6 +79,24 @@ def test_no_service_route_takes_the_method_trace_is_asked_with():
             assert isinstance(route, Route), (service.name, route)
             assert route.methods, (service.name, route.path)
             assert not {NO_ROUTE_METHOD, "TRACE"} & route.methods, (service.name, route.path)
+
+
+def test_where_a_service_takes_every_path_a_trace_anywhere_else_asks_it(tmp_path):
+    """A stack file of one's own may route every path of an entrypoint to a service: the
+    gateway's own paths keep their answers, every other path is the service's."""
+    services = tuple(
+        s.model_copy(update={"routes": ("/",)}) if s.name == "agent-accounts" else s
+        for s in STACK.services
+    )
+    stack = replace(STACK, services=services)
+    config = render(stack, local_target(stack, port_offset=1000, user=worker_user()))
+    found = re.search(r"map \$uri \$gateway_trace_agent \{\n(.*?)\n    \}", config, re.S)
+    assert found is not None
+    entries = [line.strip() for line in found[1].splitlines()]
+    assert entries[-1] == "default /_gateway/trace/agent-accounts;"
+    assert '"~^/metrics/" @not_found;' in entries
+    assert '"~^/api/v1/agents/" /api/v1/agents;' in entries
+    assert nginx_test(config, tmp_path).returncode == 0
 
 
 def served_paths(entrypoint: str) -> list[tuple[str, str, str]]:
