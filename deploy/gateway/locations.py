@@ -1,14 +1,29 @@
 """The gateway's ``location`` blocks that serve files or answer for nginx itself: the API
-docs, the web UIs, and which of the gateway's own error answers a location uses. Split from
-:mod:`deploy.gateway.render`, which assembles them into each entrypoint's ``server``.
+docs, the web UIs, the answer to TRACE, and which of the gateway's own error answers a
+location uses. Split from :mod:`deploy.gateway.render`, which assembles them into each
+entrypoint's ``server``.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable, Mapping, Sequence
+
 from deploy.config import Entrypoint, Service
 from deploy.gateway.docs import ASSETS, DOCUMENT_PATH, PAGE_PATH
 
-__all__ = ["docs", "error_pages", "static", "too_large", "ui"]
+__all__ = [
+    "NO_ROUTE_METHOD",
+    "TRACE_PATH",
+    "docs",
+    "error_pages",
+    "location_matches",
+    "static",
+    "too_large",
+    "trace_map",
+    "trace_proxies",
+    "ui",
+]
 
 
 # The docs' files: their type by extension, and whether it is text (sent with a charset).
@@ -142,3 +157,70 @@ def error_pages(service: Service | None) -> list[str]:
 def too_large(service: Service | None) -> str:
     """The named location answering a 413 on ``service``'s routes (or the gateway's)."""
     return "payload_too_large" + (f"_{service.name.replace('-', '_')}" if service else "")
+
+
+# nginx refuses TRACE itself, before it picks a location, so the server's 405 error page
+# sends it on by its path (trace_map): to the path's service, asked with this method, which
+# no route of any service takes (a test checks) and which uvicorn's parser knows; the
+# service answers its 405 with the path's Allow, or its 404. TRACE itself never reaches a
+# service, and the request's body and headers are not passed on.
+NO_ROUTE_METHOD = "PROPFIND"
+# Internal: TRACE_PATH + "<service>" asks the service about the request's own URI,
+# TRACE_PATH + "<service>/<probe>" about the probe's path at the service.
+TRACE_PATH = "/_gateway/trace/"
+_LOCATION = re.compile(r"location ((?:= |~ |\^~ )?[^@\s]\S*) \{")
+# What a path prefix may hold (deploy.stack_fields' routes, the gateway's own paths), so
+# that it goes into a regular expression with only "." escaped, as "[.]": no backslashes
+# in nginx strings.
+_LITERAL = re.compile(r"^[A-Za-z0-9/_.~-]+$")
+
+
+def location_matches(lines: Iterable[str]) -> list[str]:
+    """The matches (``= /a``, ``~ ^/b$``, ``/c/``) of the unnamed locations opened at the
+    start of ``lines`` (the nested ones are indented)."""
+    return [m[1] for line in lines if (m := _LOCATION.match(line))]
+
+
+def trace_map(variable: str, answers: Sequence[tuple[str, str]]) -> list[str]:
+    """A ``map`` of ``$uri`` to where a TRACE goes: each location's match with its answer
+    (an error page target), in the order nginx picks a location by (exact matches,
+    regular expressions, the longest prefix; ``/`` is the default, else ``@not_found``)."""
+    default = next((target for m, target in answers if m == "/"), "@not_found")
+    ordered = [(f'"~^{_literal(m[2:])}$"', t) for m, t in answers if m.startswith("= ")]
+    ordered += [(f'"~{m[2:]}"', t) for m, t in answers if m.startswith("~ ")]
+    prefixes = [(m.removeprefix("^~ "), t) for m, t in answers if m[0] not in "=~"]
+    prefixes.sort(key=lambda answer: len(answer[0]), reverse=True)
+    ordered += [(f'"~^{_literal(p)}"', t) for p, t in prefixes if p != "/"]
+    lines = [f"map $uri {variable} {{"]
+    lines += [f"    {match} {target};" for match, target in ordered]
+    return [*lines, f"    default {default};", "}"]
+
+
+def trace_proxies(upstreams: Mapping[str, str], headers: Sequence[str]) -> list[str]:
+    """The internal location the TRACE targets of :func:`trace_map` send to each service
+    (service name -> upstream name): :data:`NO_ROUTE_METHOD` on the request's URI, or on a
+    probe's path, with the gateway's own request ``headers`` only (its
+    ``proxy_set_header`` lines)."""
+    lines = [
+        f"location ^~ {TRACE_PATH} {{",
+        "    internal;",
+        f"    proxy_method {NO_ROUTE_METHOD};",
+        "    proxy_pass_request_headers off;",
+        "    proxy_pass_request_body off;",
+        # Set here, a location's proxy_set_header replaces the inherited ones.
+        *(f"    {header}" for header in headers),
+        "    # The client's length, not its body: the service would wait for it.",
+        '    proxy_set_header Content-Length "";',
+    ]
+    for service, upstream in upstreams.items():
+        lines += [
+            f"    location = {TRACE_PATH}{service} {{ proxy_pass http://{upstream}$request_uri; }}",
+            f"    location {TRACE_PATH}{service}/ {{ proxy_pass http://{upstream}/; }}",
+        ]
+    return [*lines, "}"]
+
+
+def _literal(path: str) -> str:
+    if not _LITERAL.match(path):
+        raise ValueError(f"gateway location path holds more than [A-Za-z0-9/_.~-]: {path}")
+    return path.replace(".", "[.]")

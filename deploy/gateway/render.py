@@ -20,7 +20,12 @@ Per entrypoint (one ``server`` block each):
   revalidated; ``/api/...`` and ``/_services/...`` stay API paths (a JSON 404 when unknown);
 - the entrypoint's ``unimplemented`` prefixes answer 501 ``NotImplementedError`` and anything
   else a 404, and the gateway's own 400/405/413/414/502/503/504 answer JSON, all in the
-  entrypoint's error style instead of nginx's HTML pages.
+  entrypoint's error style instead of nginx's HTML pages;
+- TRACE, which nginx refuses on every path before it picks a location, is answered as the
+  location its path would have picked answers a method it does not take: a service's
+  path by the service (its 405 with the path's ``Allow``, or its 404; see
+  :data:`~deploy.gateway.locations.NO_ROUTE_METHOD`), a file with 405 ``Allow: GET,
+  HEAD``, an unimplemented prefix with its 501, anything else with the 404.
 
 The access log writes the request's URI with the values of secret query parameters masked,
 as the services mask theirs (:data:`shared.logging.SECRET_KEY_PATTERN`).
@@ -34,7 +39,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from deploy.config import Entrypoint, Service, Stack
-from deploy.gateway.locations import docs, error_pages, too_large, ui
+from deploy.gateway.locations import (
+    TRACE_PATH,
+    docs,
+    error_pages,
+    location_matches,
+    too_large,
+    trace_map,
+    trace_proxies,
+    ui,
+)
 from deploy.gateway.ui import IMAGE_UI_ROOT, SITE, load_pins
 from shared.errors import NO_SUCH_ENDPOINT
 from shared.logging import MASK, SECRET_KEY_PATTERN
@@ -60,11 +74,11 @@ HEADER_BUFFERS = 4
 # Errors nginx answers while it reads a request, before any location is chosen (494 is
 # its own code for a header too large, sent as 400). Their pages are internal URIs, not
 # named locations: a request whose line was too long has no URI, which nginx needs to
-# redirect to a named location (it answers its HTML 500 instead).
+# redirect to a named location (it answers its HTML 500 instead). Its 405 (to TRACE) is
+# the path's answer instead (_server).
 _REQUEST_ERRORS = {
     400: "bad_request",
     494: "header_too_large",
-    405: "not_allowed",
     414: "uri_too_long",
 }
 _REQUEST_ERROR_PATH = "/_gateway/errors/"
@@ -358,12 +372,14 @@ def _upstream(service: Service, target: Target) -> list[str]:
 
 
 def _server(stack: Stack, entrypoint: Entrypoint, target: Target) -> list[str]:
+    """The entrypoint's ``server`` block, after the ``map`` its TRACE answers come from."""
     listen = str(target.ports[entrypoint.name])
     if target.listen_address:
         address = target.listen_address
         if ":" in address and not address.startswith("["):
             address = f"[{address}]"  # nginx needs IPv6 addresses in brackets
         listen = f"{address}:{listen}"
+    trace = f"$gateway_trace_{entrypoint.name.replace('-', '_')}"
     lines = [
         "server {",
         f"    # {entrypoint.name}: {entrypoint.title}",
@@ -376,39 +392,54 @@ def _server(stack: Stack, entrypoint: Entrypoint, target: Target) -> list[str]:
         # nginx's own 404 (an error page's internal URI asked for directly); a location
         # that answers 404 itself returns its body, which no error_page replaces.
         "    error_page 404 @not_found;",
+        "    # TRACE: where its path's location would answer it (deploy/gateway/locations.py);",
+        "    # the gateway's errors on that way answer JSON too (a 502, a body over the limit).",
+        f"    error_page 405 = {trace};",
+        "    recursive_error_pages on;",
     ]
+    # Each location's match, and where a TRACE to its path goes.
+    answers: list[tuple[str, str]] = []
+
+    def reply(match: str, status: int, body: object, on_trace: str) -> None:
+        answers.append((match, on_trace))
+        replied = _json_reply(status, body)
+        lines.extend([f"    location {match} {{", *(f"        {r}" for r in replied), "    }"])
+
+    def serve(block: list[str], on_trace: str) -> None:
+        answers.extend((match, on_trace) for match in location_matches(block))
+        lines.extend(f"    {line}" for line in block)
+
     lines += ["", "    # the gateway's own: the merged OpenAPI document and its Swagger UI page"]
-    lines += [f"    {line}" for line in docs(entrypoint, target.docs_root)]
+    serve(docs(entrypoint, target.docs_root), "@method_not_allowed")
     services = [s for s in stack.web_services if s.entrypoint == entrypoint.name]
     for service in services:
         lines += ["", f"    # {service.name}"]
         lines += [f"    {line}" for line in _routes(service)]
+        answers += [(m, f"{TRACE_PATH}{service.name}{path}") for m, path in _proxied(service)]
     if entrypoint.unimplemented:
         lines += ["", "    # the reference's, served by no service here"]
     for prefix in entrypoint.unimplemented:
         sentence = f"{prefix} is not implemented by this server."
-        reply = _json_reply(501, _error_body(entrypoint, "NotImplementedError", sentence))
+        body = _error_body(entrypoint, "NotImplementedError", sentence)
         for match in (f"= {prefix}", f"{prefix}/"):
-            lines += [f"    location {match} {{", *(f"        {r}" for r in reply), "    }"]
+            # Its 501 is the same to every method and below the prefix: a TRACE gets it there.
+            reply(match, 501, body, prefix)
     not_found = _error_body(entrypoint, "KeyError", NO_SUCH_ENDPOINT, "Not Found")
     # Even where a service takes every path: metrics are scraped at each process's port.
     lines += ["", "    # each process's /metrics is scraped at its own port, never here"]
     for match in ("= /metrics", "/metrics/"):
-        reply = _json_reply(404, not_found)
-        lines += [f"    location {match} {{", *(f"        {r}" for r in reply), "    }"]
+        reply(match, 404, not_found, "@not_found")
     ui_root = target.ui_roots.get(entrypoint.name)
     if ui_root is not None and any("/" in s.routes for s in services):
         raise ValueError(f"entrypoint {entrypoint.name}: a service takes / where its UI is")
     if ui_root is not None:
         lines += ["", "    # the web UI; unknown API paths stay JSON 404s"]
-        lines += [f"    {line}" for line in ui(ui_root)]
+        serve(ui(ui_root), "@method_not_allowed")
         for match in ("= /api", "/api/", "/_services/"):
-            reply = _json_reply(404, not_found)
-            lines += [f"    location {match} {{", *(f"        {r}" for r in reply), "    }"]
+            reply(match, 404, not_found, "@not_found")
     elif not any("/" in s.routes for s in services):
-        lines += ["", "    location / {"]
-        lines += [f"        {line}" for line in _json_reply(404, not_found)]
-        lines.append("    }")
+        lines.append("")
+        reply("/", 404, not_found, "@not_found")
     lines += ["", "    # a missing file, a method a file does not take"]
     lines += ["    location @not_found {"]
     lines += [f"        {line}" for line in _json_reply(404, not_found)]
@@ -419,17 +450,32 @@ def _server(stack: Stack, entrypoint: Entrypoint, target: Target) -> list[str]:
     ]
     lines += [f"        {line}" for line in _json_reply(405, METHOD_NOT_ALLOWED)]
     lines.append("    }")
+    lines += ["", "    # TRACE on a service's path: the service's answer"]
+    upstreams = {service.name: _upstream_name(service) for service in services}
+    headers = [line for line in _PROXY_DIRECTIVES if line.startswith("proxy_set_header ")]
+    serve(trace_proxies(upstreams, headers), "@not_found")
     requests = set(_REQUEST_ERRORS.values())
     for name, status, body in _gateway_errors(stack, entrypoint, services):
         if name in requests:
-            reply = ["internal;", *_json_reply(status, body)]
+            answers.append((f"= {_REQUEST_ERROR_PATH}{name}", "@not_found"))
+            page = ["internal;", *_json_reply(status, body)]
             lines += ["", f"    location = {_REQUEST_ERROR_PATH}{name} {{"]
         else:
-            reply = _json_reply(status, body)
+            page = _json_reply(status, body)
             lines += ["", f"    location @{name} {{"]
-        lines += [f"        {line}" for line in reply]
+        lines += [f"        {line}" for line in page]
         lines.append("    }")
-    return [*lines, "}"]
+    return [*trace_map(trace, answers), "", *lines, "}"]
+
+
+def _proxied(service: Service) -> list[tuple[str, str]]:
+    """The locations proxying to ``service``: each one's match, and the path it asks the
+    service for (``""``: the request's own)."""
+    matches = []
+    for route in service.routes:
+        # Exact path and sub-paths only: /api/v1/runs must not capture /api/v1/runsX.
+        matches += [("/", "")] if route == "/" else [(f"= {route}", ""), (f"{route}/", "")]
+    return matches + [(f"= /_services/{service.name}/{probe}", f"/{probe}") for probe in PROBES]
 
 
 def _routes(service: Service) -> list[str]:
@@ -438,24 +484,14 @@ def _routes(service: Service) -> list[str]:
     own = []
     if service.client_max_body_size:
         own = [f"client_max_body_size {service.client_max_body_size};", *error_pages(service)]
-
-    def location(match: str, proxy_pass: str = upstream) -> list[str]:
-        if not own:
-            return [f"location {match} {{ proxy_pass {proxy_pass}; }}"]
-        body = [*own, f"proxy_pass {proxy_pass};"]
-        return [f"location {match} {{", *(f"    {line}" for line in body), "}"]
-
     lines = []
-    for route in service.routes:
-        if route == "/":
-            lines += location("/")
+    # A URI on proxy_pass in an exact location (a probe's) replaces the whole path.
+    for match, path in _proxied(service):
+        if not own:
+            lines.append(f"location {match} {{ proxy_pass {upstream}{path}; }}")
             continue
-        # Exact path and sub-paths only: /api/v1/runs must not capture /api/v1/runsX.
-        lines += location(f"= {route}")
-        lines += location(f"{route}/")
-    for probe in PROBES:
-        # A URI on proxy_pass in an exact location replaces the whole path.
-        lines += location(f"= /_services/{service.name}/{probe}", f"{upstream}/{probe}")
+        body = [*own, f"proxy_pass {upstream}{path};"]
+        lines += [f"location {match} {{", *(f"    {line}" for line in body), "}"]
     return lines
 
 
@@ -493,14 +529,8 @@ def _gateway_errors(
             "The service for this path did not answer in time.",
         ),
     ]
-    # The reference's 405 on either entrypoint: to a method nginx refuses itself (TRACE),
-    # whatever the path, so it names no methods the path takes (no Allow).
     return [
-        ("not_allowed", 405, METHOD_NOT_ALLOWED),
-        *(
-            (name, status, _error_body(entrypoint, kind, text))
-            for name, status, kind, text in messages
-        ),
+        (name, status, _error_body(entrypoint, kind, text)) for name, status, kind, text in messages
     ]
 
 

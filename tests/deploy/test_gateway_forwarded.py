@@ -4,6 +4,7 @@ gateway container's fixed address, Kubernetes the pod network its overlay names.
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import ipaddress
 import threading
@@ -50,11 +51,18 @@ def identity_upstream() -> Iterator[tuple[int, list[tuple[str, str | None]]]]:
     port = STACK.service("identity").replica_ports(offset)[0]
     seen: list[tuple[str, str | None]] = []
     handler = type("IdentityRecorder", (Recorder,), {"seen": seen})
+    with upstream_on(port, handler):
+        yield offset, seen
+
+
+@contextlib.contextmanager
+def upstream_on(port: int, handler: type[http.server.BaseHTTPRequestHandler]) -> Iterator[None]:
+    """``handler`` answering on ``port`` (a service's, behind the gateway), in a thread."""
     server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield offset, seen
+        yield
     finally:
         server.shutdown()
         server.server_close()

@@ -149,6 +149,43 @@ def test_every_existing_route_still_goes_where_it_did(gateway, entrypoint, path,
     assert answer.headers["content-type"] == "application/json"
 
 
+@pytest.mark.parametrize(
+    ("entrypoint", "path", "status"),
+    [
+        # The UI's and the docs' files: what a method they do not take gets.
+        ("platform", "/", 405),
+        ("agent", "/runs/8d2a/dag", 405),
+        ("platform", "/assets/app-1a2b3c.js", 405),
+        ("platform", "/openapi.json", 405),
+        ("agent", "/docs/docs.js", 405),
+        # A service's path: its service is asked (nothing runs behind this gateway).
+        ("platform", "/api/v1/runs", 502),
+        ("platform", "/api/v1/webhooks/custom/x/events", 502),
+        ("agent", "/_services/agent-accounts/openapi.json", 502),
+        # The gateway's own answers to every method.
+        ("platform", "/api/v1/stack-deployment", 501),
+        ("agent", "/api/v1/agents/x", 501),
+        ("platform", "/metrics", 404),
+        ("agent", "/api/v1/nope", 404),
+        ("platform", "/_services/nope/health", 404),
+        ("platform", "/_gateway/errors/bad_request", 404),
+        ("platform", "/_gateway/trace/tracking", 404),
+    ],
+)
+def test_trace_is_answered_as_the_paths_location_answers(gateway, entrypoint, path, status):
+    """nginx refuses TRACE before it picks a location; the gateway answers it as that
+    location would: JSON in the entrypoint's shape, Allow on a 405."""
+    answer = gateway(entrypoint, path, method="TRACE")
+    assert answer.status_code == status
+    assert answer.headers["content-type"] == "application/json"
+    assert answer.headers["x-request-id"]
+    if status == 405:
+        assert answer.headers["allow"] == "GET, HEAD"
+        assert answer.json() == {"detail": "Method Not Allowed"}
+    else:
+        assert answer.json() == gateway(entrypoint, path).json()
+
+
 def test_the_image_configs_serve_the_uis_the_gateway_image_unpacks():
     target = compose_target(STACK)
     assert target.ui_roots == {
