@@ -35,7 +35,7 @@ from shared.errors import RequestValidationFailed
 from shared.listing.expressions import Condition, FilterError, Kind, parse
 from shared.listing.spec import COMMON_PARAMS, Field, ListSpec, SortKey, as_uuid_condition
 from shared.listing.sql import bound_values, condition_sql
-from shared.pagination import MAX_PAGE_SIZE, Page, check_page, total_pages
+from shared.pagination import MAX_PAGE_SIZE, Page, page_offset, total_pages
 from shared.routing import parse_query
 
 __all__ = [
@@ -296,7 +296,7 @@ async def fetch_page(
     core: bool = False,
     total: int | None = None,
 ) -> tuple[int, list[Any]]:
-    """The total and the requested page of ``statement``'s rows (400 past the last page).
+    """The total and the requested page of ``statement``'s rows (none past the last page).
 
     ``params``: values of the bound parameters of ``statement`` and ``scope``. A caller
     that builds those once and names its values here gets its list run from statements
@@ -311,7 +311,10 @@ async def fetch_page(
         statements = _statements(spec, listing, statement, where_clause(listing, scope))
     if total is None:
         total = int((await core_execute(session, statements.count, values)).scalar_one())
-    values["page_offset"] = check_page(listing.page, listing.size, total)
+    offset = page_offset(listing.page, listing.size, total)
+    if offset is None:
+        return total, []
+    values["page_offset"] = offset
     values["page_size"] = listing.size
     if core:
         return total, list((await core_execute(session, statements.page, values)).all())

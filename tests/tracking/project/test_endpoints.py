@@ -337,14 +337,22 @@ async def test_malformed_filter_is_422(tracking: httpx.AsyncClient, auth: Header
     assert response.json()["detail"][0]["loc"] == ["query", "created"]
 
 
-async def test_page_past_the_end_is_400(tracking: httpx.AsyncClient, auth: Headers) -> None:
+async def test_page_past_the_end_is_an_empty_page(
+    tracking: httpx.AsyncClient, auth: Headers
+) -> None:
     response = await tracking.get(PROJECTS, params={"page": "2"}, headers=auth)
-    assert response.status_code == 400
-    assert response.json()["detail"] == [
-        "ValueError",
-        "Invalid page 2. The requested page size is 20 and there are a total of 1 items "
-        "for this query. The maximum page value therefore is 1.",
-    ]
+    assert response.status_code == 200
+    page = response.json()
+    assert (page["index"], page["total"], page["total_pages"], page["items"]) == (2, 1, 1, [])
+
+
+async def test_page_beyond_a_bigint_offset_is_an_empty_page(
+    tracking: httpx.AsyncClient, auth: Headers
+) -> None:
+    page = str(10**22)
+    response = await tracking.get(PROJECTS, params={"page": page, "size": "3236"}, headers=auth)
+    assert response.status_code == 200
+    assert (response.json()["index"], response.json()["items"]) == (10**22, [])
 
 
 async def test_pages_slice_the_sorted_projects(
