@@ -32,7 +32,7 @@ from starlette.requests import Request
 
 from shared.db import core_execute
 from shared.errors import RequestValidationFailed
-from shared.listing.expressions import Condition, FilterError, Kind, parse
+from shared.listing.expressions import Condition, FilterError, Kind, is_blank, parse
 from shared.listing.spec import COMMON_PARAMS, Field, ListSpec, SortKey, as_uuid_condition
 from shared.listing.sql import bound_values, condition_sql
 from shared.pagination import MAX_PAGE_SIZE, Page, page_offset, total_pages
@@ -108,10 +108,13 @@ def parse_conditions(
     spec: ListSpec, values: Mapping[str, Sequence[str]], location: Sequence[str] = ("query",)
 ) -> list[tuple[Field, Condition]]:
     """One condition per value of each filter the spec declares, in the spec's order
-    (422 at ``location`` + the field's name on a malformed one); other names are left."""
+    (422 at ``location`` + the field's name on a malformed one; none for a blank one, see
+    :func:`~shared.listing.expressions.is_blank`); other names are left."""
     conditions: list[tuple[Field, Condition]] = []
     for field in spec.fields:
         for raw in values.get(field.name, ()):
+            if is_blank(raw, field.kind):
+                continue
             try:
                 conditions.append((field, parse(raw, field.kind, field.enum)))
             except FilterError as exc:

@@ -4,6 +4,11 @@ The reference's syntax: a value whose text before the first ``:`` is an operator
 operator applied to the rest; anything else is an ``equals`` match on the whole text (so
 ``weird:value`` is a literal). Each field kind admits some operators and parses the value
 its own way; a bad value or operator is a :class:`FilterError` (422).
+
+Datetimes take the reference's ``%Y-%m-%d %H:%M:%S`` or ISO 8601 (what its OpenAPI document
+promises: ``T`` or a space, a fraction, ``Z`` or an offset); a value with an offset is
+compared in UTC, one without is taken as UTC. A datetime filter left blank (``created=``)
+is no filter.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from dataclasses import dataclass, field
 from enum import Enum, StrEnum
 from typing import Any
 
-__all__ = ["Condition", "FilterError", "Kind", "Op", "parse"]
+__all__ = ["Condition", "FilterError", "Kind", "Op", "is_blank", "parse"]
 
 
 class Op(StrEnum):
@@ -92,13 +97,17 @@ def split(raw: str) -> tuple[Op, str]:
 
 
 def parse_datetime(text: str) -> dt.datetime:
+    """``text`` in the reference's format or ISO 8601, as aware UTC."""
     try:
-        return dt.datetime.strptime(text.strip(), DATETIME_FORMAT).replace(tzinfo=dt.UTC)
+        value = dt.datetime.fromisoformat(text.strip())
     except ValueError:
         raise FilterError(
-            f"'{text}' is not a datetime in the format '{DATETIME_FORMAT}' "
-            "(for example '2026-11-22 10:25:49')."
+            f"'{text}' is not a datetime: use '{DATETIME_FORMAT}' (for example "
+            "'2026-11-22 10:25:49') or ISO 8601 (for example '2026-11-22T10:25:49Z')."
         ) from None
+    if value.tzinfo is None:
+        return value.replace(tzinfo=dt.UTC)
+    return value.astimezone(dt.UTC)
 
 
 def parse_bool(text: str) -> bool:
@@ -174,6 +183,13 @@ def _list(text: str) -> list[str]:
             'oneof and notoneof take a JSON list of values, for example oneof:["a","b"].'
         )
     return [str(i).lower() if isinstance(i, bool) else str(i) for i in items]
+
+
+def is_blank(raw: str, kind: Kind) -> bool:
+    """A datetime filter left empty (``created=``, as a form sends a blank field): no
+    filter rather than a 422. An operator with nothing after it is still parsed (and
+    refused)."""
+    return kind is Kind.DATETIME and not raw.strip()
 
 
 def parse(raw: str, kind: Kind, enum: type[Enum] | None = None) -> Condition:

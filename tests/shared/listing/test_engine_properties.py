@@ -159,8 +159,16 @@ def holds(value: Any, kind: Kind, cond: Condition) -> bool:
 
 # --- strategies ----------------------------------------------------------------------
 
+# The reference's format, and ISO 8601 in UTC or at another offset (the same instant).
+DATETIME_FORMS = [
+    lambda t: t.strftime("%Y-%m-%d %H:%M:%S"),
+    lambda t: t.isoformat().replace("+00:00", "Z"),
+    lambda t: t.astimezone(dt.timezone(dt.timedelta(hours=-5, minutes=-30))).isoformat(),
+]
 DATETIMES = st.builds(
-    lambda h: (BASE + dt.timedelta(hours=h)).strftime("%Y-%m-%d %H:%M:%S"), st.integers(-5, 205)
+    lambda h, form: form(BASE + dt.timedelta(hours=h)),
+    st.integers(-5, 205),
+    st.sampled_from(DATETIME_FORMS),
 )
 VALUES: dict[Kind, st.SearchStrategy[str]] = {
     Kind.STRING: st.one_of(st.sampled_from(WORDS), st.text("ab%_\\LP", max_size=3)),
