@@ -39,6 +39,27 @@ async def test_post_runs_creates_then_returns_the_existing_run(
     assert run["resources"]["pipeline"]["id"] == snapshot["body"]["pipeline_id"]
 
 
+async def test_empty_names_are_taken_as_the_reference_takes_them(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    """A pipeline, a run and a step may each be named ""."""
+    pipeline = await create_pipeline(tracking, auth, default_project, name="")
+    assert pipeline["name"] == ""
+    snapshot = await create_snapshot(tracking, auth, default_project, pipeline)
+    body = {
+        "project": default_project["id"],
+        "name": "",
+        "snapshot": snapshot["id"],
+        "status": "running",
+    }
+    response = await tracking.post("/api/v1/runs", json=body, headers=auth)
+    assert response.status_code == 200, response.text
+    run = response.json()[0]
+    assert run["name"] == ""
+    step = await create_step(tracking, auth, default_project, run, name="")
+    assert step["name"] == ""
+
+
 async def test_run_with_an_unknown_snapshot_is_404(
     tracking: httpx.AsyncClient, auth: Headers, default_project: Json
 ) -> None:
