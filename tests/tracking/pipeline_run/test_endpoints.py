@@ -60,6 +60,22 @@ async def test_empty_names_are_taken_as_the_reference_takes_them(
     assert step["name"] == ""
 
 
+async def test_no_run_has_a_parent_run_to_filter_by(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    run = await create_run(tracking, auth, default_project)
+
+    async def listed(value: str) -> list[str]:
+        params = {"parent_run_id": value}
+        page = await tracking.get("/api/v1/runs", params=params, headers=auth)
+        assert page.status_code == 200, page.text
+        return [item["id"] for item in page.json()["items"]]
+
+    assert await listed(run["id"]) == []
+    assert await listed("isnull:") == [run["id"]]
+    assert await listed(f"notequals:{run['id']}") == [run["id"]]
+
+
 async def test_run_with_an_unknown_snapshot_is_404(
     tracking: httpx.AsyncClient, auth: Headers, default_project: Json
 ) -> None:
