@@ -7,8 +7,8 @@ its own way; a bad value or operator is a :class:`FilterError` (422).
 
 Datetimes take the reference's ``%Y-%m-%d %H:%M:%S`` or ISO 8601 (what its OpenAPI document
 promises: ``T`` or a space, a fraction, ``Z`` or an offset); a value with an offset is
-compared in UTC, one without is taken as UTC. A datetime filter left blank (``created=``)
-is no filter.
+compared in UTC, one without is taken as UTC. A filter left blank (``created=``) on a field
+whose values are never blank (a datetime, number, boolean or enum) is no filter.
 """
 
 from __future__ import annotations
@@ -185,11 +185,14 @@ def _list(text: str) -> list[str]:
     return [str(i).lower() if isinstance(i, bool) else str(i) for i in items]
 
 
+_NEVER_BLANK = frozenset({Kind.DATETIME, Kind.INT, Kind.BOOL, Kind.ENUM})
+
+
 def is_blank(raw: str, kind: Kind) -> bool:
-    """A datetime filter left empty (``created=``, as a form sends a blank field): no
-    filter rather than a 422. An operator with nothing after it is still parsed (and
-    refused)."""
-    return kind is Kind.DATETIME and not raw.strip()
+    """A filter left empty (``created=``, as a form sends a blank field) on a field whose
+    values are never blank: no filter rather than a 422. Text and ids can be blank (an
+    empty name is one); an operator with nothing after it is still parsed (and refused)."""
+    return kind in _NEVER_BLANK and not raw.strip()
 
 
 def parse(raw: str, kind: Kind, enum: type[Enum] | None = None) -> Condition:

@@ -175,10 +175,19 @@ def test_datetime_range_takes_both_forms():
     assert (cond.op, cond.value) == (Op.IN, (NOON, NOON + dt.timedelta(days=1)))
 
 
+@pytest.mark.parametrize("param", ["created", "count", "flag", "color"])
 @pytest.mark.parametrize("value", ["", " "])
-def test_blank_datetime_filter_is_no_filter(value):
-    listing = parse_list(request(("created", value), ("name", "a")), SPEC)
+def test_blank_filter_of_a_never_blank_field_is_no_filter(param, value):
+    listing = parse_list(request((param, value), ("name", "a")), SPEC)
     assert [f.name for f, _ in listing.conditions] == ["name"]
+
+
+def test_blank_text_and_id_filters_are_kept():
+    listing = parse_list(request(("name", ""), ("id", "")), SPEC)
+    assert [(f.name, c.op) for f, c in listing.conditions] == [
+        ("id", Op.EQUALS),
+        ("name", Op.EQUALS),
+    ]
 
 
 def test_unknown_sort_key_is_422():
