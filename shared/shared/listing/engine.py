@@ -116,7 +116,7 @@ def parse_conditions(
             if is_blank(raw, field.kind):
                 continue
             try:
-                conditions.append((field, parse(raw, field.kind, field.enum)))
+                conditions.append((field, parse(raw, field.kind)))
             except FilterError as exc:
                 raise RequestValidationFailed.single([*location, field.name], str(exc)) from None
     return conditions
