@@ -60,6 +60,34 @@ async def test_empty_names_are_taken_as_the_reference_takes_them(
     assert step["name"] == ""
 
 
+async def test_runs_filter_by_index_times_and_trigger(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    snapshot = await create_snapshot(tracking, auth, default_project)
+    body = {
+        "project": default_project["id"],
+        "name": "timed",
+        "snapshot": snapshot["id"],
+        "status": "running",
+        "start_time": "2030-01-01T10:00:00",
+    }
+    response = await tracking.post("/api/v1/runs", json=body, headers=auth)
+    assert response.status_code == 200, response.text
+    await create_run(tracking, auth, default_project)
+
+    async def listed(*params: tuple[str, str]) -> list[str]:
+        page = await tracking.get("/api/v1/runs", params=list(params), headers=auth)
+        assert page.status_code == 200, page.text
+        return [item["name"] for item in page.json()["items"]]
+
+    assert await listed(("start_time", "gte:2030-01-01T11:00:00+02:00")) == ["timed"]
+    assert await listed(("start_time", "gt:2030-01-01T10:00:00Z")) == []
+    assert await listed(("end_time", "isnotnull:")) == []
+    assert await listed(("trigger_id", str(uuid.uuid4()))) == []
+    assert len(await listed(("trigger_id", "isnull:"))) == 2
+    assert len(await listed(("index", "gte:1"))) == 2
+
+
 async def test_no_run_has_a_parent_run_to_filter_by(
     tracking: httpx.AsyncClient, auth: Headers, default_project: Json
 ) -> None:
