@@ -6,8 +6,6 @@ from typing import Generic, TypeVar
 
 from pydantic import BaseModel, Field
 
-from shared.errors import BadRequest
-
 __all__ = ["Page"]
 
 T = TypeVar("T")
@@ -36,12 +34,11 @@ def total_pages(total: int, size: int) -> int:
     return max(1, -(-total // size))
 
 
-def check_page(page: int, size: int, total: int) -> int:
-    """The offset of ``page``, or the reference's 400 when it is past the last page."""
-    pages = total_pages(total, size)
-    if page > pages:
-        raise BadRequest(
-            f"Invalid page {page}. The requested page size is {size} and there are a total "
-            f"of {total} items for this query. The maximum page value therefore is {pages}."
-        )
+def page_offset(page: int, size: int, total: int) -> int | None:
+    """The offset of ``page``'s first item, or ``None`` past the last page: that page is
+    empty (200 with no items, not the reference's 400 "Invalid page": its own document
+    allows any page from 1), and is answered without a query, since its offset may not
+    even fit in PostgreSQL's bigint."""
+    if page > total_pages(total, size):
+        return None
     return (page - 1) * size

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from shared.errors import BadRequest
-from shared.pagination import MAX_PAGE_SIZE, Page, PageParams, check_page, total_pages
+from shared.pagination import MAX_PAGE_SIZE, Page, PageParams, page_offset, total_pages
 
 
 @pytest.mark.parametrize(
@@ -17,26 +16,18 @@ def test_total_pages_rounds_up_and_is_at_least_one(total, size, pages):
     assert total_pages(total, size) == pages
 
 
-def test_check_page_past_the_end_raises_the_reference_message():
-    with pytest.raises(BadRequest) as info:
-        check_page(3, 20, 21)
-    assert info.value.body() == {
-        "detail": [
-            "ValueError",
-            "Invalid page 3. The requested page size is 20 and there are a total of 21 items "
-            "for this query. The maximum page value therefore is 2.",
-        ]
-    }
-    assert info.value.status_code == 400
+@pytest.mark.parametrize(("page", "total"), [(3, 21), (2, 0), (10**22, 5)])
+def test_page_offset_past_the_last_page_is_none(page, total):
+    assert page_offset(page, 20, total) is None
 
 
 @pytest.mark.parametrize(("page", "offset"), [(1, 0), (2, 20)])
-def test_check_page_returns_the_offset_of_a_page_in_range(page, offset):
-    assert check_page(page, 20, 21) == offset
+def test_page_offset_of_a_page_in_range(page, offset):
+    assert page_offset(page, 20, 21) == offset
 
 
-def test_check_page_allows_the_single_empty_page():
-    assert check_page(1, 20, 0) == 0
+def test_page_offset_of_the_single_empty_page_is_zero():
+    assert page_offset(1, 20, 0) == 0
 
 
 def test_page_params_default_to_the_first_page_of_twenty():

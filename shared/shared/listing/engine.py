@@ -32,10 +32,10 @@ from starlette.requests import Request
 
 from shared.db import core_execute
 from shared.errors import RequestValidationFailed
-from shared.listing.expressions import Condition, FilterError, Kind, parse
+from shared.listing.expressions import Condition, FilterError, Kind, is_blank, parse
 from shared.listing.spec import COMMON_PARAMS, Field, ListSpec, SortKey, as_uuid_condition
 from shared.listing.sql import bound_values, condition_sql
-from shared.pagination import MAX_PAGE_SIZE, Page, check_page, total_pages
+from shared.pagination import MAX_PAGE_SIZE, Page, page_offset, total_pages
 from shared.routing import parse_query
 
 __all__ = [
@@ -108,12 +108,15 @@ def parse_conditions(
     spec: ListSpec, values: Mapping[str, Sequence[str]], location: Sequence[str] = ("query",)
 ) -> list[tuple[Field, Condition]]:
     """One condition per value of each filter the spec declares, in the spec's order
-    (422 at ``location`` + the field's name on a malformed one); other names are left."""
+    (422 at ``location`` + the field's name on a malformed one; none for a blank one, see
+    :func:`~shared.listing.expressions.is_blank`); other names are left."""
     conditions: list[tuple[Field, Condition]] = []
     for field in spec.fields:
         for raw in values.get(field.name, ()):
+            if is_blank(raw, field.kind):
+                continue
             try:
-                conditions.append((field, parse(raw, field.kind, field.enum)))
+                conditions.append((field, parse(raw, field.kind)))
             except FilterError as exc:
                 raise RequestValidationFailed.single([*location, field.name], str(exc)) from None
     return conditions
@@ -296,7 +299,7 @@ async def fetch_page(
     core: bool = False,
     total: int | None = None,
 ) -> tuple[int, list[Any]]:
-    """The total and the requested page of ``statement``'s rows (400 past the last page).
+    """The total and the requested page of ``statement``'s rows (none past the last page).
 
     ``params``: values of the bound parameters of ``statement`` and ``scope``. A caller
     that builds those once and names its values here gets its list run from statements
@@ -311,7 +314,10 @@ async def fetch_page(
         statements = _statements(spec, listing, statement, where_clause(listing, scope))
     if total is None:
         total = int((await core_execute(session, statements.count, values)).scalar_one())
-    values["page_offset"] = check_page(listing.page, listing.size, total)
+    offset = page_offset(listing.page, listing.size, total)
+    if offset is None:
+        return total, []
+    values["page_offset"] = offset
     values["page_size"] = listing.size
     if core:
         return total, list((await core_execute(session, statements.page, values)).all())

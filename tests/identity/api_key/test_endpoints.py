@@ -132,10 +132,10 @@ async def test_bad_requests_are_404_409_422(identity: httpx.AsyncClient, login: 
     not_uuid = await identity.get("/api/v1/service_accounts/ci-bot/api_keys", headers=admin)
     assert not_uuid.status_code == 422
     assert (await identity.post(keys, json={}, headers=admin)).status_code == 422
-    negative = await identity.put(
-        f"{keys}/ci/rotate", json={"retain_period_minutes": -1}, headers=admin
+    too_long = await identity.put(
+        f"{keys}/ci/rotate", json={"retain_period_minutes": 10**9}, headers=admin
     )
-    assert negative.status_code == 422
+    assert too_long.status_code == 422
     unknown = await identity.get(f"{keys}/nope", headers=admin)
     assert unknown.status_code == 404
     assert unknown.json()["detail"][1] == (
@@ -218,6 +218,18 @@ async def test_rotation_without_grace_retires_every_earlier_key_at_once(
         401,
         200,
     ]
+
+
+async def test_rotation_with_a_negative_grace_keeps_no_old_key(
+    identity: httpx.AsyncClient, login: Login
+):
+    admin = await login()
+    account = await create_account(identity, admin)
+    old = (await create_key(identity, admin, account["id"]))["body"]["key"]
+    rotated = await rotate(identity, admin, account["id"], "ci", retain_period_minutes=-5)
+    assert rotated["metadata"]["retain_period_minutes"] == 0
+    assert (await key_login(identity, old)).status_code == 401
+    assert (await key_login(identity, rotated["body"]["key"])).status_code == 200
 
 
 async def test_service_account_cannot_use_devices_or_set_a_password(

@@ -67,8 +67,19 @@ async def test_expires_in_above_the_maximum_is_400(
     ]
 
 
-@pytest.mark.parametrize("expires_in", ["0", "-5", "soon"])
-async def test_expires_in_of_zero_or_less_is_422(
+async def test_expires_in_of_zero_is_the_default_lifetime(
+    identity: httpx.AsyncClient, login: Login
+):
+    response = await identity.get(
+        "/api/v1/api_token", params={"expires_in": "0"}, headers=bearer(await login())
+    )
+    assert response.status_code == 200
+    claims = claims_of(response.json())
+    assert claims["exp"] == pytest.approx(float(claims["iat"]) + 3600, abs=2)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("expires_in", ["-5", "soon"])
+async def test_expires_in_below_zero_is_422(
     identity: httpx.AsyncClient, login: Login, expires_in: str
 ):
     response = await identity.get(

@@ -286,17 +286,15 @@ async def test_list_pages(
     assert [item["name"] for item in page["items"]] == ["e"]
 
 
-async def test_page_past_the_end_is_400_with_reference_message(
+async def test_page_past_the_end_is_an_empty_page(
     tracking: httpx.AsyncClient, auth: Headers, default_project: Json, resource: Resource
 ) -> None:
     await resource.create(tracking, auth, default_project, "one")
     response = await tracking.get(resource.path, params={"page": 3, "size": 1}, headers=auth)
-    assert response.status_code == 400
-    assert response.json()["detail"] == [
-        "ValueError",
-        "Invalid page 3. The requested page size is 1 and there are a total of 1 items for "
-        "this query. The maximum page value therefore is 1.",
-    ]
+    assert response.status_code == 200
+    page = response.json()
+    assert (page["index"], page["max_size"], page["total"], page["total_pages"]) == (3, 1, 1, 1)
+    assert page["items"] == []
 
 
 @pytest.mark.parametrize(

@@ -385,6 +385,15 @@ async def test_update_name_renames_the_version(
     assert versions_of(page) == ["42"]
 
 
+async def test_update_with_an_empty_name_renames_nothing(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    version = await create_version(tracking, auth, default_project)
+    response = await tracking.put(f"{VERSIONS}/{version['id']}", json={"name": ""}, headers=auth)
+    assert response.status_code == 200
+    assert response.json()["body"]["version"] == version["body"]["version"]
+
+
 async def test_update_name_onto_another_version_is_409(
     tracking: httpx.AsyncClient, auth: Headers, default_project: Json
 ) -> None:

@@ -109,6 +109,15 @@ async def test_duplicate_name_is_409(
     )
 
 
+async def test_an_empty_name_is_taken_as_the_reference_takes_it(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    snapshot = await create_snapshot(tracking, auth, default_project)
+    deployer = await create_deployer(tracking, auth)
+    created = await create_deployment(tracking, auth, default_project, "", snapshot, deployer)
+    assert created["name"] == ""
+
+
 async def test_a_component_that_is_not_a_deployer_is_400(
     tracking: httpx.AsyncClient, auth: Headers, default_project: Json
 ) -> None:

@@ -131,6 +131,13 @@ async def test_bad_registrations_are_refused_in_the_error_shape(
     assert (await tracking.post(FLAVORS_PATH, json=registration())).status_code == 401
 
 
+async def test_an_empty_name_and_source_are_taken_as_the_reference_takes_them(
+    tracking: httpx.AsyncClient, auth: Headers
+) -> None:
+    created = await register(tracking, auth, name="", source="")
+    assert (created["name"], created["body"]["source"]) == ("", "")
+
+
 async def test_built_in_and_custom_flavors_are_listed_together(
     tracking: httpx.AsyncClient, auth: Headers, ann: tuple[str, Headers]
 ) -> None:

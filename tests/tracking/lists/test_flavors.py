@@ -40,7 +40,7 @@ async def test_filters_and_pages(tracking: httpx.AsyncClient, auth: Headers) -> 
     page = await tracking.get(FLAVORS_PATH, params={"size": 1, "page": 2}, headers=auth)
     assert (page.json()["total"], len(page.json()["items"])) == (len(FLAVORS), 1)
     past = await tracking.get(FLAVORS_PATH, params={"size": 100, "page": 2}, headers=auth)
-    assert past.status_code == 400
+    assert (past.status_code, past.json()["index"], past.json()["items"]) == (200, 2, [])
     bad = await tracking.get(FLAVORS_PATH, params={"created": "yesterday"}, headers=auth)
     assert bad.status_code == 422
 

@@ -39,6 +39,71 @@ async def test_post_runs_creates_then_returns_the_existing_run(
     assert run["resources"]["pipeline"]["id"] == snapshot["body"]["pipeline_id"]
 
 
+async def test_empty_names_are_taken_as_the_reference_takes_them(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    """A pipeline, a run and a step may each be named ""."""
+    pipeline = await create_pipeline(tracking, auth, default_project, name="")
+    assert pipeline["name"] == ""
+    snapshot = await create_snapshot(tracking, auth, default_project, pipeline)
+    body = {
+        "project": default_project["id"],
+        "name": "",
+        "snapshot": snapshot["id"],
+        "status": "running",
+    }
+    response = await tracking.post("/api/v1/runs", json=body, headers=auth)
+    assert response.status_code == 200, response.text
+    run = response.json()[0]
+    assert run["name"] == ""
+    step = await create_step(tracking, auth, default_project, run, name="")
+    assert step["name"] == ""
+
+
+async def test_runs_filter_by_index_times_and_trigger(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    snapshot = await create_snapshot(tracking, auth, default_project)
+    body = {
+        "project": default_project["id"],
+        "name": "timed",
+        "snapshot": snapshot["id"],
+        "status": "running",
+        "start_time": "2030-01-01T10:00:00",
+    }
+    response = await tracking.post("/api/v1/runs", json=body, headers=auth)
+    assert response.status_code == 200, response.text
+    await create_run(tracking, auth, default_project)
+
+    async def listed(*params: tuple[str, str]) -> list[str]:
+        page = await tracking.get("/api/v1/runs", params=list(params), headers=auth)
+        assert page.status_code == 200, page.text
+        return [item["name"] for item in page.json()["items"]]
+
+    assert await listed(("start_time", "gte:2030-01-01T11:00:00+02:00")) == ["timed"]
+    assert await listed(("start_time", "gt:2030-01-01T10:00:00Z")) == []
+    assert await listed(("end_time", "isnotnull:")) == []
+    assert await listed(("trigger_id", str(uuid.uuid4()))) == []
+    assert len(await listed(("trigger_id", "isnull:"))) == 2
+    assert len(await listed(("index", "gte:1"))) == 2
+
+
+async def test_no_run_has_a_parent_run_to_filter_by(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    run = await create_run(tracking, auth, default_project)
+
+    async def listed(value: str) -> list[str]:
+        params = {"parent_run_id": value}
+        page = await tracking.get("/api/v1/runs", params=params, headers=auth)
+        assert page.status_code == 200, page.text
+        return [item["id"] for item in page.json()["items"]]
+
+    assert await listed(run["id"]) == []
+    assert await listed("isnull:") == [run["id"]]
+    assert await listed(f"notequals:{run['id']}") == [run["id"]]
+
+
 async def test_run_with_an_unknown_snapshot_is_404(
     tracking: httpx.AsyncClient, auth: Headers, default_project: Json
 ) -> None:

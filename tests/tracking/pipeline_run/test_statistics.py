@@ -196,6 +196,8 @@ async def test_the_clients_whole_filter_is_read_as_the_runs_list_reads_it(
         "size": 20,
         "scope_user": None,
         "status": "completed",
+        "root_runs_only": True,  # every run here is a root run
+        "parent_run_id": "isnull:",
         **dict.fromkeys(unset),
     }
     answer = await statistics(tracking, auth, default_project, filter=sent, max_groups=1000)

@@ -272,6 +272,12 @@ async def test_workspaces_lists_and_gets_the_projects(
         ("created", "in:2030-01-15 00:00:00,2030-02-15 00:00:00", ["beta"]),
         ("updated", "gt:2030-04-15 00:00:00", ["alpha", "gamma"]),
         ("updated", "lt:2030-04-15 00:00:00", ["default", "beta"]),
+        ("created", "2030-02-01T00:00:00Z", ["beta"]),
+        ("created", "2030-02-01T02:00:00+02:00", ["beta"]),
+        ("created", "gte:2030-01-31T19:00:00-05:00", ["beta", "gamma"]),
+        ("created", "lt:2030-02-01T00:00:00.000001Z", ["default", "alpha", "beta"]),
+        ("created", "in:2030-01-15T00:00:00Z,2030-02-01 01:00:00", ["beta"]),
+        ("created", "", ["default", "alpha", "beta", "gamma"]),
     ],
 )
 async def test_filter(
@@ -331,20 +337,31 @@ async def test_unknown_sort_key_is_422(tracking: httpx.AsyncClient, auth: Header
     assert response.json()["detail"][0]["loc"] == ["query", "sort_by"]
 
 
-async def test_malformed_filter_is_422(tracking: httpx.AsyncClient, auth: Headers) -> None:
-    response = await tracking.get(PROJECTS, params={"created": "yesterday"}, headers=auth)
+@pytest.mark.parametrize("value", ["yesterday", "gte:", "in:2030-01-01T00:00:00Z,"])
+async def test_malformed_filter_is_422(
+    tracking: httpx.AsyncClient, auth: Headers, value: str
+) -> None:
+    response = await tracking.get(PROJECTS, params={"created": value}, headers=auth)
     assert response.status_code == 422
     assert response.json()["detail"][0]["loc"] == ["query", "created"]
 
 
-async def test_page_past_the_end_is_400(tracking: httpx.AsyncClient, auth: Headers) -> None:
+async def test_page_past_the_end_is_an_empty_page(
+    tracking: httpx.AsyncClient, auth: Headers
+) -> None:
     response = await tracking.get(PROJECTS, params={"page": "2"}, headers=auth)
-    assert response.status_code == 400
-    assert response.json()["detail"] == [
-        "ValueError",
-        "Invalid page 2. The requested page size is 20 and there are a total of 1 items "
-        "for this query. The maximum page value therefore is 1.",
-    ]
+    assert response.status_code == 200
+    page = response.json()
+    assert (page["index"], page["total"], page["total_pages"], page["items"]) == (2, 1, 1, [])
+
+
+async def test_page_beyond_a_bigint_offset_is_an_empty_page(
+    tracking: httpx.AsyncClient, auth: Headers
+) -> None:
+    page = str(10**22)
+    response = await tracking.get(PROJECTS, params={"page": page, "size": "3236"}, headers=auth)
+    assert response.status_code == 200
+    assert (response.json()["index"], response.json()["items"]) == (10**22, [])
 
 
 async def test_pages_slice_the_sorted_projects(

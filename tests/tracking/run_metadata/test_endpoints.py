@@ -111,7 +111,6 @@ async def test_bad_requests_are_422(
         {**good, "types": {}},
         {**good, "types": {"stage": "complex"}},
         {**good, "resources": [{"id": version["id"], "type": "spaceship"}]},
-        {**good, "resources": []},
         {**good, "values": {"k" * 256: 1}, "types": {"k" * 256: "int"}},
         {key: value for key, value in good.items() if key != "project"},
     ]
@@ -120,6 +119,16 @@ async def test_bad_requests_are_422(
         assert response.status_code == 422, body
     unknown_project = {**good, "project": str(uuid.uuid4())}
     assert (await tracking.post(METADATA, json=unknown_project, headers=auth)).status_code == 404
+
+
+async def test_no_resources_sets_nothing(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    version = await create_version(tracking, auth, default_project)
+    body = request(default_project, "artifact_version", version["id"], stage="dev")
+    response = await tracking.post(METADATA, json={**body, "resources": []}, headers=auth)
+    assert response.status_code == 200, response.text
+    assert await hydrated(tracking, auth, version) == {}
 
 
 async def test_the_deprecated_workspace_route_names_the_project(

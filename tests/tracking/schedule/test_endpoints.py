@@ -117,6 +117,19 @@ async def test_update_deactivates_and_renames_a_schedule(
     assert again.json()["body"]["active"] is False
 
 
+async def test_an_empty_name_is_taken_as_the_reference_takes_it(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    created = await tracking.post(SCHEDULES, json=schedule_body(default_project, ""), headers=auth)
+    assert created.status_code == 200, created.text
+    assert created.json()["name"] == ""
+    other = await tracking.post(SCHEDULES, json=schedule_body(default_project), headers=auth)
+    renamed = await tracking.put(
+        f"{SCHEDULES}/{other.json()['id']}", json={"name": ""}, headers=auth
+    )
+    assert renamed.status_code == 409  # the empty name is taken
+
+
 async def test_update_to_a_taken_name_is_409_and_of_an_unknown_schedule_404(
     tracking: httpx.AsyncClient, auth: Headers, default_project: Json
 ) -> None:

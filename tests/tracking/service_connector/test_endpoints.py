@@ -109,6 +109,17 @@ async def test_duplicate_names_are_409(tracking: httpx.AsyncClient, auth: Header
     assert again.json()["detail"][0] == "EntityExistsError"
 
 
+async def test_an_empty_name_is_taken_as_the_reference_takes_it(
+    tracking: httpx.AsyncClient, auth: Headers
+) -> None:
+    created = await create(tracking, auth, name="")
+    assert created["name"] == ""
+    other = await create(tracking, auth, name="other")
+    path = f"{CONNECTORS}/{other['id']}"
+    renamed = await tracking.put(path, json={"name": ""}, headers=auth)
+    assert renamed.status_code == 409  # the empty name is taken
+
+
 async def test_update_replaces_configuration_and_clears_the_resource_id(
     tracking: httpx.AsyncClient, auth: Headers
 ) -> None:

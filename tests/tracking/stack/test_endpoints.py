@@ -429,10 +429,12 @@ async def test_malformed_filter_is_422(tracking: httpx.AsyncClient, auth: Header
     assert response.json()["detail"][0]["loc"] == ["query", "updated"]
 
 
-async def test_page_past_the_end_is_400(tracking: httpx.AsyncClient, auth: Headers) -> None:
+async def test_page_past_the_end_is_an_empty_page(
+    tracking: httpx.AsyncClient, auth: Headers
+) -> None:
     response = await tracking.get(STACKS, params={"page": "2"}, headers=auth)
-    assert response.status_code == 400
-    assert response.json()["detail"][0] == "ValueError"
+    assert response.status_code == 200
+    assert response.json()["items"] == []
 
 
 # --- authentication -----------------------------------------------------------------------

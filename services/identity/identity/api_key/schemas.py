@@ -3,7 +3,9 @@ encoding is :class:`shared.auth.EncodedKey`: every service reads keys."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from identity.core.schemas import valid_name
 from identity.models import APIKey, User
@@ -43,7 +45,10 @@ class APIKeyUpdate(BaseModel):
 class APIKeyRotateRequest(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    retain_period_minutes: int = Field(default=0, ge=0, le=MAX_RETAIN_PERIOD_MINUTES)
+    # Below zero keeps no old key, as the reference reads it (stored as 0).
+    retain_period_minutes: Annotated[
+        int, Field(le=MAX_RETAIN_PERIOD_MINUTES), AfterValidator(lambda m: max(m, 0))
+    ] = 0
 
 
 class APIKeyResponseBody(BaseModel):

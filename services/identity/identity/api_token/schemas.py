@@ -18,7 +18,9 @@ class APITokenQuery(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     token_type: APITokenType = APITokenType.GENERIC
-    expires_in: int | None = Field(default=None, gt=0, description="Lifetime in seconds")
+    # 0 asks for the server's default lifetime, as the reference reads it; below zero
+    # would issue a token already expired.
+    expires_in: int | None = Field(default=None, ge=0, description="Lifetime in seconds")
     schedule_id: uuid.UUID | None = None
     pipeline_run_id: uuid.UUID | None = None
     deployment_id: uuid.UUID | None = None

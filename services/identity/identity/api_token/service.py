@@ -110,9 +110,9 @@ class APITokenService:
         )
 
     def _lifetime(self, query: APITokenQuery) -> timedelta | None:
-        """``expires_in`` as a lifetime (``None`` when not given), at most the server's
+        """``expires_in`` as a lifetime (``None`` when not given or 0), at most the server's
         maximum for generic tokens, which also bounds a workload token that asks for one."""
-        if query.expires_in is None:
+        if not query.expires_in:
             return None
         maximum = int(self.tokens.settings.generic_api_token_max_lifetime.total_seconds())
         # Compared as numbers first: a huge expires_in does not fit in a timedelta.

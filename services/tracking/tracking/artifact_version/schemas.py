@@ -83,11 +83,11 @@ class ArtifactVersionRequest(ScopedRequest):
 
 class ArtifactVersionUpdate(BaseModel):
     """``name`` renames the version (its ``version`` string): the reference accepts it and
-    ignores it, a defect."""
+    ignores it, a defect. An empty one renames nothing, as an artifact's."""
 
     model_config = ConfigDict(extra="ignore")
 
-    name: str | None = Field(default=None, min_length=1, max_length=254)
+    name: str | None = Field(default=None, max_length=254)
     add_tags: list[TagName] | None = None
     remove_tags: list[str] | None = None
 

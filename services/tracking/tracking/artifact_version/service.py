@@ -322,7 +322,7 @@ class ArtifactVersionService:
         if version is None:
             raise ArtifactVersionNotFound(version_id)
         version.updated = utcnow()
-        if update.name is not None and update.name != version.version:
+        if update.name and update.name != version.version:
             artifact = await self.session.get(Artifact, version.artifact_id)
             assert artifact is not None
             clash = VersionAlreadyExists(artifact.name, update.name, "update")

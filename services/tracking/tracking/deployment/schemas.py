@@ -31,7 +31,7 @@ class DeploymentStatus(StrEnum):
 class DeploymentUpdate(BaseModel):
     """What is given (and not null) is set; tags are added or taken off."""
 
-    name: str | None = Field(default=None, min_length=1, max_length=255)
+    name: str | None = Field(default=None, max_length=255)
     snapshot_id: uuid.UUID | None = None
     url: str | None = None
     status: DeploymentStatus | None = None
@@ -48,7 +48,7 @@ class DeploymentUpdate(BaseModel):
 
 
 class DeploymentRequest(ScopedRequest):
-    name: str = Field(min_length=1, max_length=255)
+    name: str = Field(max_length=255)
     snapshot_id: uuid.UUID
     deployer_id: uuid.UUID
     auth_key: str | None = None

@@ -34,14 +34,14 @@ class FlavorRequest(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     user: uuid.UUID | None = None
-    name: str = Field(min_length=1, max_length=_STR)
+    name: str = Field(max_length=_STR)
     display_name: str | None = Field(default=None, max_length=_STR)
     type: StackComponentType
     config_schema: dict[str, Any]
     connector_type: str | None = Field(default=None, max_length=_STR)
     connector_resource_type: str | None = Field(default=None, max_length=_STR)
     connector_resource_id_attr: str | None = Field(default=None, max_length=_STR)
-    source: str = Field(min_length=1, max_length=_STR)
+    source: str = Field(max_length=_STR)
     integration: str | None = Field(max_length=_STR)
     logo_url: str | None = None
     docs_url: str | None = None
@@ -54,14 +54,14 @@ class FlavorUpdate(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    name: str | None = Field(default=None, min_length=1, max_length=_STR)
+    name: str | None = Field(default=None, max_length=_STR)
     display_name: str | None = Field(default=None, max_length=_STR)
     type: StackComponentType | None = None
     config_schema: dict[str, Any] | None = None
     connector_type: str | None = Field(default=None, max_length=_STR)
     connector_resource_type: str | None = Field(default=None, max_length=_STR)
     connector_resource_id_attr: str | None = Field(default=None, max_length=_STR)
-    source: str | None = Field(default=None, min_length=1, max_length=_STR)
+    source: str | None = Field(default=None, max_length=_STR)
     integration: str | None = Field(default=None, max_length=_STR)
     logo_url: str | None = None
     docs_url: str | None = None

@@ -17,7 +17,7 @@ from tracking.tag.schemas import TagRef, TagResponse, TagRow, nested_tag
 
 
 class PipelineRequest(ScopedRequest):
-    name: str = Field(min_length=1, max_length=255)
+    name: str = Field(max_length=255)
     description: str | None = None
     tags: list[TagRef] | None = None
 

@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Collection
 from typing import Any
 
-from sqlalchemy import Table, Text, bindparam, cast, func, or_
+from sqlalchemy import Table, Text, Uuid, bindparam, cast, func, null, or_
 from sqlalchemy import select as sa_select
 from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import col
@@ -61,6 +61,12 @@ RUNS = ListSpec(
         column_field("pipeline_id", col(PipelineRun.pipeline_id), Kind.UUID),
         column_field("snapshot_id", col(PipelineRun.snapshot_id), Kind.UUID),
         column_field("orchestrator_run_id", col(PipelineRun.orchestrator_run_id), Kind.STRING),
+        column_field("index", col(PipelineRun.index), Kind.INT),
+        column_field("start_time", col(PipelineRun.start_time), Kind.DATETIME),
+        column_field("end_time", col(PipelineRun.end_time), Kind.DATETIME),
+        column_field("trigger_id", col(PipelineRun.trigger_id), Kind.UUID),
+        # No run here has a parent run (none is nested): the filter sees every one's as null.
+        column_field("parent_run_id", cast(null(), Uuid), Kind.UUID),
         *version_fields(col(PipelineRun.model_version_id)),
         Field(
             name="linked_to_model_version_id",

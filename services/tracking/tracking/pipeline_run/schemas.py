@@ -118,7 +118,7 @@ class PipelineRunRequest(ScopedRequest):
     and not kept. ``tags`` (the pipeline configuration's, as the client sends them) go
     on the run, made when new."""
 
-    name: str = Field(min_length=1, max_length=255)
+    name: str = Field(max_length=255)
     snapshot: uuid.UUID
     status: ExecutionStatus
     status_reason: str | None = None

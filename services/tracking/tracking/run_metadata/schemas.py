@@ -52,7 +52,7 @@ class RunMetadataRequest(BaseModel):
 
     user: uuid.UUID | None = None
     project: uuid.UUID
-    resources: list[RunMetadataResource] = Field(min_length=1)
+    resources: list[RunMetadataResource]  # none: nothing to set, as the reference
     stack_component_id: uuid.UUID | None = None
     values: dict[Key, MetadataValue]
     types: dict[Key, MetadataTypeEnum]

@@ -16,7 +16,7 @@ from tracking.core.schemas import InputDatetime, ProjectScopedBody, ScopedReques
 
 
 class ScheduleRequest(ScopedRequest):
-    name: str = Field(min_length=1, max_length=255)
+    name: str = Field(max_length=255)
     active: bool
     cron_expression: str | None = Field(default=None, max_length=255)
     start_time: InputDatetime | None = None
@@ -33,7 +33,7 @@ class ScheduleUpdate(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    name: str | None = Field(default=None, min_length=1, max_length=255)
+    name: str | None = Field(default=None, max_length=255)
     cron_expression: str | None = Field(default=None, max_length=255)
     active: bool | None = None
 

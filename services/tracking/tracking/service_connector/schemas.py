@@ -30,7 +30,7 @@ class ServiceConnectorRequest(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     user: uuid.UUID | None = None
-    name: str = Field(min_length=1, max_length=255)
+    name: str = Field(max_length=255)
     connector_type: ConnectorType
     description: str = ""
     auth_method: str = Field(max_length=255)
@@ -51,7 +51,7 @@ class ServiceConnectorUpdate(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    name: str | None = Field(default=None, min_length=1, max_length=255)
+    name: str | None = Field(default=None, max_length=255)
     connector_type: ConnectorType | None = None
     description: str | None = None
     auth_method: str | None = Field(default=None, max_length=255)

@@ -53,7 +53,7 @@ class StepRunRequest(ScopedRequest):
     with its configuration (``dynamic_config``: its spec and configuration, compiled as
     the pipeline runs); a static pipeline's step has its snapshot's."""
 
-    name: str = Field(min_length=1, max_length=255)
+    name: str = Field(max_length=255)
     start_time: InputDatetime
     end_time: InputDatetime | None = None
     status: ExecutionStatus
