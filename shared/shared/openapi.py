@@ -70,6 +70,7 @@ STATUS_TEXT = {
 
 _CONVERTOR_SCHEMAS = {
     "UUIDConvertor": {"type": "string", "format": "uuid"},
+    "UUIDParamConvertor": {"type": "string", "format": "uuid"},
     "IntegerConvertor": {"type": "integer"},
     "FloatConvertor": {"type": "number"},
     "PathConvertor": {"type": "string"},

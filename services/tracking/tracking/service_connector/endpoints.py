@@ -199,7 +199,7 @@ async def get_type(request: Request) -> Response:
 
 def routes() -> list[ApiRoute]:
     many = "/api/v1/service_connectors"
-    one = many + "/{connector_id}"
+    one = many + "/{connector_id:uuid_param}"
     tags = ["service_connectors"]
     return [
         api_route(
