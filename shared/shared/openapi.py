@@ -137,10 +137,15 @@ def _query_parameters(schema: dict[str, Any], defs: dict[str, Any]) -> list[dict
 
 
 def _error_response(status: int) -> dict[str, Any]:
-    schema = "HTTPValidationError" if status == 422 else "ErrorModel"
+    error: dict[str, Any] = {"$ref": REF.format(model="ErrorModel")}
+    if status == 422:
+        # A request that does not validate is HTTPValidationError; one that validates but
+        # whose content a service refuses (a NUL in text, a device not pending) is 422 in
+        # the entrypoint's error body, as the references answer both.
+        error = {"anyOf": [{"$ref": REF.format(model="HTTPValidationError")}, error]}
     return {
         "description": STATUS_TEXT.get(status, "Error"),
-        "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{schema}"}}},
+        "content": {"application/json": {"schema": error}},
     }
 
 

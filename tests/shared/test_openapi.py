@@ -112,6 +112,12 @@ ROUTES = [
         summary="Delete Widget",
     ),
     api_route(
+        "/api/v1/owners/{owner_id:uuid_param}",
+        handler,
+        method="DELETE",
+        summary="Delete Owner",
+    ),
+    api_route(
         "/api/v1/login",
         handler,
         method="POST",
@@ -258,6 +264,13 @@ def test_path_keys_use_the_template_without_convertors(document):
     }
 
 
+def test_a_segment_the_handler_parses_as_a_uuid_is_documented_uuid(document):
+    [by_name] = operation(document, "/api/v1/owners/{owner_id}", "get")["parameters"]
+    [by_id] = operation(document, "/api/v1/owners/{owner_id}", "delete")["parameters"]
+    assert by_name["schema"] == {"type": "string"}
+    assert by_id["schema"] == {"type": "string", "format": "uuid"}
+
+
 def test_mounted_routes_are_documented_under_the_mount_path(document):
     assert "get" in document["paths"]["/api/v2/owners"]
 
@@ -310,8 +323,12 @@ def test_operation_without_response_model_documents_null(document):
 def test_declared_errors_and_auth_are_documented(document):
     responses = operation(document, "/api/v1/widgets", "post")["responses"]
     assert {"200", "401", "409", "422"} <= set(responses)
+    # A request that does not validate, or one whose content the service refuses.
     assert responses["422"]["content"]["application/json"]["schema"] == {
-        "$ref": "#/components/schemas/HTTPValidationError"
+        "anyOf": [
+            {"$ref": "#/components/schemas/HTTPValidationError"},
+            {"$ref": "#/components/schemas/ErrorModel"},
+        ]
     }
     assert operation(document, "/api/v1/widgets", "post")["security"] == [
         {"CookieOAuth2TokenBearer": []}

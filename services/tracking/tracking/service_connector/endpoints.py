@@ -309,6 +309,7 @@ def routes() -> list[ApiRoute]:
             summary="List Service Connector Types",
             tags=tags,
             query=TypesQuery,
+            response=list[dict[str, Any]],
             errors=(422,),
         ),
         api_route(
@@ -317,6 +318,7 @@ def routes() -> list[ApiRoute]:
             method="GET",
             summary="Get Service Connector Type",
             tags=tags,
+            response=dict[str, Any],
             errors=(404,),
         ),
     ]
