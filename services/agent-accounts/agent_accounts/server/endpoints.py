@@ -64,11 +64,11 @@ async def live(_request: Request) -> Response:
 # kitaru 0.27.2's routes under /sessions and /tasks that this server does not serve (the
 # kitaru UI's session pages call the first three).
 NOT_SERVED = [
-    ("/api/v1/sessions/{session_id:uuid_param}/nodes", "GET"),
-    ("/api/v1/sessions/{session_id:uuid_param}/nodes", "POST"),
-    ("/api/v1/sessions/{session_id:uuid_param}/evaluations", "POST"),
-    ("/api/v1/sessions/{session_id:uuid_param}/full", "GET"),
-    ("/api/v1/tasks/{task_id:uuid_param}/spec", "GET"),
+    ("/api/v1/sessions/{session_id}/nodes", "GET"),
+    ("/api/v1/sessions/{session_id}/nodes", "POST"),
+    ("/api/v1/sessions/{session_id}/evaluations", "POST"),
+    ("/api/v1/sessions/{session_id}/full", "GET"),
+    ("/api/v1/tasks/{task_id}/spec", "GET"),
 ]
 
 

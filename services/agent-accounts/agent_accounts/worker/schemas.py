@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
+from agent_accounts.core.listing import ListQuery
 from agent_accounts.core.schemas import RequestModel, Timestamp, TimestampedResponse
 from agent_accounts.models import Worker
 
@@ -63,7 +64,7 @@ class WorkerCreateRequest(RequestModel):
     metadata: dict[str, str] = Field(default_factory=dict)
 
 
-class WorkerListQuery(BaseModel):
+class WorkerListQuery(ListQuery):
     include_stale: bool = False
 
 

@@ -1,5 +1,5 @@
 """``/model_versions``, ``/models/{model_name_or_id}/model_versions`` and the deprecated
-``POST /workspaces/{project}/models/{model_id:uuid_param}/model_versions``."""
+``POST /workspaces/{project}/models/{model_id}/model_versions``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``POST /api/v1/webhooks/{webhook_type}/{webhook_id:uuid_param}/events``: no login, the signature
+"""``POST /api/v1/webhooks/{webhook_type}/{webhook_id}/events``: no login, the signature
 is the credential.
 
 The intake's entry path: the route, through the service's whole middleware stack. Its
