@@ -235,7 +235,9 @@ def build_openapi(
             )
         if op.form is not None:
             operation["requestBody"] = {
-                "required": True,
+                # parse_form reads a missing body as an empty form: needed only when a
+                # field is (as FastAPI documents a form).
+                "required": any(f.is_required() for f in op.form.model_fields.values()),
                 "content": {
                     "application/x-www-form-urlencoded": {
                         "schema": mapping[(id(op.form), "validation")]

@@ -311,7 +311,19 @@ def test_form_body_is_an_urlencoded_request_body(document):
     assert resolve(document, content["application/x-www-form-urlencoded"]["schema"])[
         "required"
     ] == ["grant_type"]
+    assert login["requestBody"]["required"] is True
     assert "security" not in login
+
+
+class HelloForm(BaseModel):
+    hostname: str | None = None
+
+
+def test_a_form_without_required_fields_may_be_left_out():
+    # parse_form reads a missing body as an empty form.
+    route = api_route("/hello", handler, method="POST", summary="Hello", form=HelloForm)
+    document = build_openapi([route], title="t", version="1")
+    assert document["paths"]["/hello"]["post"]["requestBody"]["required"] is False
 
 
 def test_response_model_is_the_success_schema(document):
