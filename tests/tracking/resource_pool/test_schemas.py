@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-import jsonschema_rs
 import pytest
-from pydantic import ValidationError
 
+from tests.support.schemas import documented_and_taken
 from tracking.resource_pool.schemas import ResourcePoolRequest
 
 
 @pytest.mark.parametrize("capacity", [{}, {"gpu": 1}, {"gpu": 0}])
 def test_the_document_takes_the_capacities_the_model_takes(capacity):
-    body = {"name": "pool", "capacity": capacity}
-    schema = ResourcePoolRequest.model_json_schema()
-    documented = jsonschema_rs.validator_for(schema).is_valid(body)
-    try:
-        ResourcePoolRequest.model_validate(body)
-        taken = True
-    except ValidationError:
-        taken = False
+    documented, taken = documented_and_taken(
+        ResourcePoolRequest, {"name": "pool", "capacity": capacity}
+    )
     assert documented == taken

@@ -30,8 +30,12 @@ class LabelSelector(RequestModel):
 
 
 class WorkerScope(RequestModel):
-    claims: list[WorkerClaim] = Field(min_length=1, max_length=16)
-    selectors: list[LabelSelector] | None = None
+    # Documented: claims unique (equal as JSON: an agent_version_id left out and a null one
+    # are the same claim, the document cannot say), selectors non-empty.
+    claims: list[WorkerClaim] = Field(
+        min_length=1, max_length=16, json_schema_extra={"uniqueItems": True}
+    )
+    selectors: list[LabelSelector] | None = Field(default=None, json_schema_extra={"minItems": 1})
     job_id: uuid.UUID | None = None
 
     @model_validator(mode="after")
