@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import TypeAdapter
 from starlette.routing import BaseRoute, Mount, Route, compile_path
 
+from shared.listing import Kind
 from shared.routing import ApiRoute, Operation
 
 __all__: list[str] = []  # nothing outside shared uses it
@@ -70,6 +71,7 @@ STATUS_TEXT = {
 
 _CONVERTOR_SCHEMAS = {
     "UUIDConvertor": {"type": "string", "format": "uuid"},
+    "UUIDParamConvertor": {"type": "string", "format": "uuid"},
     "IntegerConvertor": {"type": "integer"},
     "FloatConvertor": {"type": "number"},
     "PathConvertor": {"type": "string"},
@@ -119,27 +121,68 @@ class _Schemas:
         )
 
 
+# A datetime: the reference's '%Y-%m-%d %H:%M:%S' or ISO 8601 (a date alone, 'T' or a
+# space, a fraction, 'Z' or an offset). Only dates every month has, so that whatever
+# matches is a date the filter takes; [0-9], as \d takes any script's digits in Python.
+_FILTER_DATETIME = (
+    r"[1-9][0-9]{3}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])"
+    r"([T ]([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,6})?"
+    r"(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])?)?"
+)
+DATETIME_FILTER: dict[str, Any] = {
+    "type": "string",
+    "pattern": (
+        rf"^$|^(isnull|isnotnull):$|^((equals|notequals|gt|gte|lt|lte):)?{_FILTER_DATETIME}$"
+        rf"|^in:{_FILTER_DATETIME},{_FILTER_DATETIME}$"
+    ),
+    "description": "datetime filter: [<operator>:]<datetime> (equals, notequals, gt, gte, "
+    "lt, lte), in:<datetime>,<datetime>, isnull: or isnotnull:; a datetime is "
+    "'%Y-%m-%d %H:%M:%S' or ISO 8601 (without an offset: UTC); left blank, no filter",
+}
+"""A list's datetime filter parameter, in the forms :mod:`shared.listing` takes."""
+# How :meth:`shared.listing.ListSpec.query_model` describes a datetime field's parameter.
+_DATETIME_FILTER_MARK = f"{Kind.DATETIME} filter"
+
+
+def _query_parameter(prop: dict[str, Any]) -> dict[str, Any]:
+    if prop.get("description") == _DATETIME_FILTER_MARK:
+        return DATETIME_FILTER
+    return prop
+
+
 def _query_parameters(schema: dict[str, Any], defs: dict[str, Any]) -> list[dict[str, Any]]:
     if "$ref" in schema:
         schema = defs[schema["$ref"].rsplit("/", 1)[-1]]
     required = set(schema.get("required", []))
-    return [
-        {
-            "name": name,
-            "in": "query",
-            "required": name in required,
-            "schema": prop,
-            **({"description": prop["description"]} if "description" in prop else {}),
-        }
-        for name, prop in schema.get("properties", {}).items()
-    ]
+    parameters = []
+    for name, prop in schema.get("properties", {}).items():
+        documented = _query_parameter(prop)
+        parameters.append(
+            {
+                "name": name,
+                "in": "query",
+                "required": name in required,
+                "schema": documented,
+                **(
+                    {"description": documented["description"]}
+                    if "description" in documented
+                    else {}
+                ),
+            }
+        )
+    return parameters
 
 
 def _error_response(status: int) -> dict[str, Any]:
-    schema = "HTTPValidationError" if status == 422 else "ErrorModel"
+    error: dict[str, Any] = {"$ref": REF.format(model="ErrorModel")}
+    if status == 422:
+        # A request that does not validate is HTTPValidationError; one that validates but
+        # whose content a service refuses (a NUL in text, a device not pending) is 422 in
+        # the entrypoint's error body, as the references answer both.
+        error = {"anyOf": [{"$ref": REF.format(model="HTTPValidationError")}, error]}
     return {
         "description": STATUS_TEXT.get(status, "Error"),
-        "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{schema}"}}},
+        "content": {"application/json": {"schema": error}},
     }
 
 
@@ -192,7 +235,9 @@ def build_openapi(
             )
         if op.form is not None:
             operation["requestBody"] = {
-                "required": True,
+                # parse_form reads a missing body as an empty form: needed only when a
+                # field is (as FastAPI documents a form).
+                "required": any(f.is_required() for f in op.form.model_fields.values()),
                 "content": {
                     "application/x-www-form-urlencoded": {
                         "schema": mapping[(id(op.form), "validation")]

@@ -2,7 +2,9 @@
 
 A route is declared once with :func:`api_route`; the declaration carries the pydantic
 models its handler parses and renders, and :mod:`shared.openapi` builds the service's
-OpenAPI document from exactly those. Handlers stay thin::
+OpenAPI document from exactly those. A path segment the handler parses as a UUID is
+declared ``{name:uuid_param}`` (:class:`UUIDParamConvertor`: any segment matches, so a bad
+one is the reference's 422, and the document types it ``format: uuid``). Handlers stay thin::
 
     async def get(request: Request) -> Response:
         user_id = path_param(request, "user_id", UUID)
@@ -24,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
+from starlette.convertors import StringConvertor, register_url_convertor
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -33,6 +36,7 @@ from shared.types import type_adapter
 
 __all__ = [
     "ApiRoute",
+    "UUIDParamConvertor",
     "api_route",
     "parse_form",
     "parse_json",
@@ -65,6 +69,17 @@ class Operation:
     errors: Sequence[int] = ()
     extra_responses: Mapping[int, str] = field(default_factory=dict)
     operation_id: str | None = None
+
+
+class UUIDParamConvertor(StringConvertor):
+    """``{name:uuid_param}``: a segment the handler parses as a UUID (:func:`path_param`
+    with ``uuid.UUID``, or :func:`path_ids`). It matches any segment, as ``{name}`` does,
+    so one that is not a UUID reaches the handler and is its 422 naming the parameter (the
+    reference's answer), not Starlette's 404; the OpenAPI document types it ``format: uuid``.
+    """
+
+
+register_url_convertor("uuid_param", UUIDParamConvertor())
 
 
 class ApiRoute(Route):

@@ -8,7 +8,14 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, TypeAdapter, WithJsonSchema
 from sqlalchemy import ColumnElement, DateTime, Dialect, TypeDecorator, type_coerce
 
-__all__ = ["WireDatetime", "naive_utc", "type_adapter", "wire_timestamp"]
+__all__ = [
+    "WIRE_DATETIME_SENT",
+    "WIRE_DATETIME_TAKEN",
+    "WireDatetime",
+    "naive_utc",
+    "type_adapter",
+    "wire_timestamp",
+]
 
 
 def naive_utc(value: dt.datetime) -> dt.datetime:
@@ -21,15 +28,33 @@ def naive_utc(value: dt.datetime) -> dt.datetime:
     return value.replace(tzinfo=None)
 
 
+WIRE_DATETIME_SENT: dict[str, Any] = {
+    "type": "string",
+    "pattern": r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?$",
+    "description": "UTC, ISO 8601 without offset",
+}
+"""How a response sends a :data:`WireDatetime` (RFC 3339's ``date-time`` needs an offset)."""
+
+WIRE_DATETIME_TAKEN: dict[str, Any] = {
+    "type": "string",
+    "format": "date-time",
+    "description": "ISO 8601; without an offset it is UTC. pydantic's lax parsing also "
+    "takes a space or '_' for the 'T', minutes without seconds, a date alone (midnight) "
+    "and Unix seconds.",
+}
+"""What a request may send for a :data:`WireDatetime`."""
+
 WireDatetime = Annotated[
     dt.datetime,
     AfterValidator(naive_utc),
-    WithJsonSchema({"type": "string", "format": "date-time"}),
+    WithJsonSchema(WIRE_DATETIME_TAKEN, mode="validation"),
+    WithJsonSchema(WIRE_DATETIME_SENT, mode="serialization"),
 ]
 """A datetime held as naive UTC, so pydantic's own serializer sends it as the reference
 sends every datetime: ISO-8601 without an offset (``2026-11-22T10:25:49.617843``, the
-fraction dropped when it is zero). Aware values are converted to UTC first; naive ones
-are taken as UTC."""
+fraction dropped when it is zero), which clients and the dashboard rely on. Aware values
+are converted to UTC first; naive ones are taken as UTC. The OpenAPI documents describe
+each direction as it is (:data:`WIRE_DATETIME_SENT`, :data:`WIRE_DATETIME_TAKEN`)."""
 
 
 class WireTimestamp(TypeDecorator[Any]):

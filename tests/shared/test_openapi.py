@@ -14,12 +14,17 @@ from enum import StrEnum
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Mount
 
-from shared.openapi import build_openapi, iter_api_routes
+from shared.listing import Kind
+from shared.listing.expressions import FilterError, parse
+from shared.listing.spec import ListSpec, column_field
+from shared.openapi import DATETIME_FILTER, build_openapi, iter_api_routes
 from shared.pagination import Page, PageParams
 from shared.routing import ApiRoute, api_route
 from tests.shared.conftest import service_client
@@ -110,6 +115,12 @@ ROUTES = [
         handler,
         method="DELETE",
         summary="Delete Widget",
+    ),
+    api_route(
+        "/api/v1/owners/{owner_id:uuid_param}",
+        handler,
+        method="DELETE",
+        summary="Delete Owner",
     ),
     api_route(
         "/api/v1/login",
@@ -258,6 +269,13 @@ def test_path_keys_use_the_template_without_convertors(document):
     }
 
 
+def test_a_segment_the_handler_parses_as_a_uuid_is_documented_uuid(document):
+    [by_name] = operation(document, "/api/v1/owners/{owner_id}", "get")["parameters"]
+    [by_id] = operation(document, "/api/v1/owners/{owner_id}", "delete")["parameters"]
+    assert by_name["schema"] == {"type": "string"}
+    assert by_id["schema"] == {"type": "string", "format": "uuid"}
+
+
 def test_mounted_routes_are_documented_under_the_mount_path(document):
     assert "get" in document["paths"]["/api/v2/owners"]
 
@@ -293,7 +311,19 @@ def test_form_body_is_an_urlencoded_request_body(document):
     assert resolve(document, content["application/x-www-form-urlencoded"]["schema"])[
         "required"
     ] == ["grant_type"]
+    assert login["requestBody"]["required"] is True
     assert "security" not in login
+
+
+class HelloForm(BaseModel):
+    hostname: str | None = None
+
+
+def test_a_form_without_required_fields_may_be_left_out():
+    # parse_form reads a missing body as an empty form.
+    route = api_route("/hello", handler, method="POST", summary="Hello", form=HelloForm)
+    document = build_openapi([route], title="t", version="1")
+    assert document["paths"]["/hello"]["post"]["requestBody"]["required"] is False
 
 
 def test_response_model_is_the_success_schema(document):
@@ -310,8 +340,12 @@ def test_operation_without_response_model_documents_null(document):
 def test_declared_errors_and_auth_are_documented(document):
     responses = operation(document, "/api/v1/widgets", "post")["responses"]
     assert {"200", "401", "409", "422"} <= set(responses)
+    # A request that does not validate, or one whose content the service refuses.
     assert responses["422"]["content"]["application/json"]["schema"] == {
-        "$ref": "#/components/schemas/HTTPValidationError"
+        "anyOf": [
+            {"$ref": "#/components/schemas/HTTPValidationError"},
+            {"$ref": "#/components/schemas/ErrorModel"},
+        ]
     }
     assert operation(document, "/api/v1/widgets", "post")["security"] == [
         {"CookieOAuth2TokenBearer": []}
@@ -340,3 +374,34 @@ def test_build_openapi_without_api_routes_is_an_empty_valid_document():
     doc = build_openapi([], title="empty", version="0")
     assert doc["paths"] == {}
     assert structural_problems(doc) == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.from_regex(DATETIME_FILTER["pattern"]))
+def test_what_the_datetime_filter_pattern_admits_the_filter_takes(value: str) -> None:
+    # Blank is no filter (shared.listing skips it before parsing).
+    if value.strip():
+        parse(value, Kind.DATETIME)
+
+
+@pytest.mark.parametrize(
+    "value", ["gte:", "abc", "2026-13-01", "equals:2026-02-30", "in:2026-01-01"]
+)
+def test_the_datetime_filter_pattern_refuses_what_the_filter_refuses(value: str) -> None:
+    assert not re.search(DATETIME_FILTER["pattern"], value)
+    with pytest.raises(FilterError):
+        parse(value, Kind.DATETIME)
+
+
+def test_a_datetime_filter_parameter_is_documented_with_its_forms() -> None:
+    spec = ListSpec(
+        resource="gadget",
+        id_column=None,
+        fields=[column_field("created", None, Kind.DATETIME)],
+        sort_keys=[],
+    )
+    route = api_route("/gadgets", handler, method="GET", summary="List", query=spec.query_model())
+    document = build_openapi([route], title="t", version="1")
+    parameters = document["paths"]["/gadgets"]["get"]["parameters"]
+    [created] = [p for p in parameters if p["name"] == "created"]
+    assert created["schema"] == DATETIME_FILTER

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 import pytest
 from pydantic import BaseModel, TypeAdapter
 from sqlalchemy.engine import make_url
 
-from shared.types import WireDatetime, WireTimestamp
+from shared.types import WIRE_DATETIME_SENT, WIRE_DATETIME_TAKEN, WireDatetime, WireTimestamp
 
 
 class Stamped(BaseModel):
@@ -46,11 +47,22 @@ def test_json_dump_in_python_mode_is_the_wire_string_too():
     assert Stamped(at=value).model_dump(mode="json") == {"at": "2026-01-02T03:04:05"}
 
 
-def test_json_schema_is_a_date_time_string():
-    assert TypeAdapter(WireDatetime).json_schema() == {"type": "string", "format": "date-time"}
-
-
 PLUS_TWO = dt.timezone(dt.timedelta(hours=2))
+
+
+def test_json_schema_takes_a_date_time_and_sends_one_without_offset():
+    adapter = TypeAdapter(WireDatetime)
+    assert adapter.json_schema(mode="validation") == WIRE_DATETIME_TAKEN
+    assert adapter.json_schema(mode="serialization") == WIRE_DATETIME_SENT
+    pattern = re.compile(WIRE_DATETIME_SENT["pattern"])
+    for value in (
+        dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=PLUS_TWO),
+        dt.datetime(2026, 1, 2, 3, 4, 5, 617843),
+        dt.datetime(2026, 1, 2, 3, 4, 5, 500000),
+    ):
+        sent = Stamped(at=value).model_dump(mode="json")["at"]
+        assert pattern.fullmatch(sent), sent
+    assert not pattern.fullmatch("2026-01-02T03:04:05Z")
 
 
 @pytest.mark.parametrize(

@@ -17,6 +17,7 @@ import pytest
 from deploy.config import DEFAULT_STACK_FILE, load_stack
 from deploy.coverage import REFERENCE, load_reasons, measure, platform_routes, reference_operations
 from tests.support.asgi import LifespanApp
+from tests.support.path_types import misdocumented_path_parameters
 
 SAMPLE_ID = "3f2a9c1e-0b7d-4e52-9a61-7c8d2e4f5a10"
 NOT_A_UUID = "not-a-uuid"
@@ -101,3 +102,12 @@ async def test_path_parameters_are_typed_as_the_reference(
                 f"{method} {path} ({name}={value}): {response.status_code} {response.text}"
             )
     assert wrong == [], "\n".join(wrong)
+
+
+async def test_our_documents_type_path_parameters_as_the_handlers_parse_them(
+    clients: dict[str, httpx.AsyncClient], auth: dict[str, str]
+) -> None:
+    for owner, client in clients.items():
+        checked, wrong = await misdocumented_path_parameters(client, auth)
+        assert checked > 10, owner
+        assert wrong == [], "\n".join(wrong)

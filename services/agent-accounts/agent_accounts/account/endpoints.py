@@ -8,6 +8,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from starlette.requests import Request
 from starlette.responses import Response
 
+from agent_accounts.account.repository import ACCOUNTS
 from agent_accounts.account.schemas import (
     AccountResponse,
     ServiceAccountCreateRequest,
@@ -21,13 +22,15 @@ from agent_accounts.account.schemas import (
 )
 from agent_accounts.account.service import AccountService
 from agent_accounts.core.auth import require_account
-from agent_accounts.core.listing import ListQuery, Page
+from agent_accounts.core.listing import Page
 from agent_accounts.state import AgentState
 from shared.db import transaction
 from shared.responses import NO_STORE, render
 from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
 
 TAGS = ["accounts"]
+
+LIST_QUERY = ACCOUNTS.query_model("AccountListQuery")
 
 
 def accounts(request: Request, session: AsyncSession) -> AccountService:
@@ -41,7 +44,7 @@ def _id(request: Request) -> uuid.UUID:
 
 async def list_accounts(request: Request) -> Response:
     require_account(request)
-    query = parse_query(request, ListQuery)
+    query = parse_query(request, LIST_QUERY)
     async with transaction(request) as session:
         items, cursor = await accounts(request, session).list(query)
     return render(Page(items=[account_response(a) for a in items], next_cursor=cursor))
@@ -121,29 +124,31 @@ def routes() -> list[ApiRoute]:
     page = Page[AccountResponse]
     return [
         api_route("/api/v1/accounts", list_accounts, method="GET", summary="List accounts",
-                  tags=TAGS, query=ListQuery, response=page),
+                  tags=TAGS, query=LIST_QUERY, response=page),
         api_route("/api/v1/accounts/me", me, method="GET", summary="The calling account",
                   tags=TAGS, response=AccountResponse),
-        api_route("/api/v1/accounts/{account_id}", get, method="GET", summary="Get an account",
+        api_route("/api/v1/accounts/{account_id:uuid_param}", get, method="GET",
+                  summary="Get an account",
                   tags=TAGS, response=AccountResponse, errors=(404,)),
         api_route("/api/v1/users", create_user, method="POST", summary="Create a user",
-                  tags=TAGS, body=UserCreateRequest, response=UserActivationTokenResponse,
+                  tags=TAGS, body=UserCreateRequest,
+                  response=UserActivationTokenResponse | AccountResponse,
                   status_code=201, errors=(403, 409)),
-        api_route("/api/v1/users/{account_id}", update_user, method="PATCH",
+        api_route("/api/v1/users/{account_id:uuid_param}", update_user, method="PATCH",
                   summary="Update a user", tags=TAGS, body=UserUpdateRequest,
                   response=AccountResponse, errors=(403, 404)),
-        api_route("/api/v1/users/{account_id}/activate", activate, method="POST",
+        api_route("/api/v1/users/{account_id:uuid_param}/activate", activate, method="POST",
                   summary="Activate a user with its activation token", tags=TAGS,
                   body=UserActivateRequest, response=AccountResponse, auth=False,
                   errors=(403, 404)),
-        api_route("/api/v1/users/{account_id}/deactivate", deactivate, method="POST",
+        api_route("/api/v1/users/{account_id:uuid_param}/deactivate", deactivate, method="POST",
                   summary="Deactivate a user", tags=TAGS,
                   response=UserActivationTokenResponse, errors=(403, 404)),
         api_route("/api/v1/service-accounts", create_service_account, method="POST",
                   summary="Create a service account", tags=TAGS,
                   body=ServiceAccountCreateRequest, response=AccountResponse, status_code=201,
                   errors=(403, 409)),
-        api_route("/api/v1/service-accounts/{account_id}", update_service_account,
+        api_route("/api/v1/service-accounts/{account_id:uuid_param}", update_service_account,
                   method="PATCH", summary="Update a service account", tags=TAGS,
                   body=ServiceAccountUpdateRequest, response=AccountResponse,
                   errors=(403, 404)),

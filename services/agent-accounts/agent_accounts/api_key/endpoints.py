@@ -9,6 +9,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from starlette.requests import Request
 from starlette.responses import Response
 
+from agent_accounts.api_key.repository import API_KEYS
 from agent_accounts.api_key.schemas import (
     ApiKeyCreateRequest,
     ApiKeyIssuedResponse,
@@ -20,7 +21,7 @@ from agent_accounts.api_key.schemas import (
 )
 from agent_accounts.api_key.service import ApiKeyService
 from agent_accounts.core.auth import require_account
-from agent_accounts.core.listing import ListQuery, Page
+from agent_accounts.core.listing import Page
 from agent_accounts.core.schemas import parse_optional_json
 from agent_accounts.state import AgentState
 from shared.db import transaction
@@ -28,6 +29,8 @@ from shared.responses import NO_STORE, render
 from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
 
 TAGS = ["api keys"]
+
+LIST_QUERY = API_KEYS.query_model("ApiKeyListQuery")
 
 
 def api_keys(request: Request, session: AsyncSession) -> ApiKeyService:
@@ -59,7 +62,7 @@ async def create_for_service_account(request: Request) -> Response:
 
 async def list_keys(request: Request) -> Response:
     caller = require_account(request)
-    query = parse_query(request, ListQuery)
+    query = parse_query(request, LIST_QUERY)
     async with transaction(request) as session:
         items, cursor = await api_keys(request, session).list(caller, query)
     return render(Page(items=[api_key_response(k) for k in items], next_cursor=cursor))
@@ -106,18 +109,20 @@ def routes() -> list[ApiRoute]:
                   tags=TAGS, body=ApiKeyCreateRequest, response=ApiKeyIssuedResponse,
                   status_code=201, errors=(409,)),
         api_route("/api/v1/api-keys", list_keys, method="GET", summary="List your API keys",
-                  tags=TAGS, query=ListQuery, response=Page[ApiKeyResponse]),
-        api_route("/api/v1/api-keys/{api_key_id}", get, method="GET", summary="Get an API key",
+                  tags=TAGS, query=LIST_QUERY, response=Page[ApiKeyResponse]),
+        api_route("/api/v1/api-keys/{api_key_id:uuid_param}", get, method="GET",
+                  summary="Get an API key",
                   tags=TAGS, response=ApiKeyResponse, errors=(404,)),
-        api_route("/api/v1/api-keys/{api_key_id}", update, method="PATCH",
+        api_route("/api/v1/api-keys/{api_key_id:uuid_param}", update, method="PATCH",
                   summary="Activate or deactivate an API key", tags=TAGS,
                   body=ApiKeyUpdateRequest, response=ApiKeyResponse, errors=(404,)),
-        api_route("/api/v1/api-keys/{api_key_id}", delete, method="DELETE",
+        api_route("/api/v1/api-keys/{api_key_id:uuid_param}", delete, method="DELETE",
                   summary="Delete an API key", tags=TAGS, status_code=204, errors=(404,)),
-        api_route("/api/v1/api-keys/{api_key_id}/rotate", rotate, method="POST",
+        api_route("/api/v1/api-keys/{api_key_id:uuid_param}/rotate", rotate, method="POST",
                   summary="Rotate an API key", tags=TAGS, body=ApiKeyRotateRequest,
                   response=ApiKeyIssuedResponse, errors=(404,)),
-        api_route("/api/v1/service-accounts/{account_id}/api-keys", create_for_service_account,
+        api_route("/api/v1/service-accounts/{account_id:uuid_param}/api-keys",
+                  create_for_service_account,
                   method="POST", summary="Issue an API key for a service account (admin)",
                   tags=TAGS, body=ApiKeyCreateRequest, response=ApiKeyIssuedResponse,
                   status_code=201, errors=(403, 404, 409)),

@@ -16,15 +16,16 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime as dt
+import functools
 import hashlib
 import json
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, overload
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, create_model
 from sqlalchemy import Select, and_, false, not_, or_, true
 from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel.ext.asyncio.session import AsyncSession
@@ -34,8 +35,10 @@ from shared.listing import Condition, Kind, Op
 from shared.listing.sql import condition_sql
 
 T = TypeVar("T")
+Q = TypeVar("Q", bound="ListQuery")
 
 MAX_DEPTH = 16
+SORT_PATTERN = r"^[a-z][a-z0-9_]*:(asc|desc)$"
 MAX_CONDITIONS = 64
 
 
@@ -44,8 +47,22 @@ class ListQuery(BaseModel):
 
     cursor: str | None = Field(default=None, max_length=2048)
     size: int = Field(default=20, ge=1, le=1000)
-    sort: str = Field(default="created:desc", pattern=r"^[a-z][a-z0-9_]*:(asc|desc)$")
+    sort: str = Field(default="created:desc", pattern=SORT_PATTERN)
     filter: str | None = Field(default=None, max_length=8192)
+
+
+@functools.cache
+def _sorted_query(name: str, base: type[ListQuery], keys: tuple[str, ...]) -> type[ListQuery]:
+    sorts: list[JsonValue] = [f"{key}:{d}" for key in keys for d in ("asc", "desc")]
+    sort = base.model_fields["sort"]
+    return create_model(
+        name,
+        __base__=base,
+        sort=(
+            str,
+            Field(default=sort.default, pattern=SORT_PATTERN, json_schema_extra={"enum": sorts}),
+        ),
+    )
 
 
 class Page(BaseModel, Generic[T]):
@@ -63,6 +80,17 @@ class CursorSpec:
     fields: Mapping[str, tuple[Any, Kind]]
     sorts: Mapping[str, tuple[Any, Kind]]
     enums: Mapping[str, type[StrEnum]] = field(default_factory=dict)
+
+    @overload
+    def query_model(self, name: str) -> type[ListQuery]: ...
+    @overload
+    def query_model(self, name: str, base: type[Q]) -> type[Q]: ...
+    def query_model(self, name: str, base: type[ListQuery] = ListQuery) -> type[ListQuery]:
+        """``base`` (:class:`ListQuery` by default) named ``name``, whose ``sort`` the
+        OpenAPI document lists as the ``key:asc``/``key:desc`` of this resource's sort keys.
+        It validates as ``base`` does: an unknown key stays :func:`page`'s 422, which
+        names the keys."""
+        return _sorted_query(name, base, tuple(sorted(self.sorts)))
 
 
 def _invalid(param: str, message: str) -> RequestValidationFailed:

@@ -11,7 +11,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from agent_accounts.core.auth import require_account
-from agent_accounts.core.listing import ListQuery, Page
+from agent_accounts.core.listing import Page
+from agent_accounts.device.repository import DEVICES
 from agent_accounts.device.schemas import (
     DeviceAuthorizationForm,
     DeviceAuthorizationResponse,
@@ -30,6 +31,8 @@ from shared.responses import NO_STORE, render
 from shared.routing import ApiRoute, api_route, parse_form, parse_json, parse_query, path_param
 
 TAGS = ["devices"]
+
+LIST_QUERY = DEVICES.query_model("DeviceListQuery")
 
 
 def devices(request: Request, session: AsyncSession) -> DeviceService:
@@ -84,7 +87,7 @@ async def verify(request: Request) -> Response:
 
 async def list_devices(request: Request) -> Response:
     caller = require_account(request)
-    query = parse_query(request, ListQuery)
+    query = parse_query(request, LIST_QUERY)
     async with transaction(request) as session:
         items, cursor = await devices(request, session).list(caller, query)
     return render(Page(items=[device_response(d) for d in items], next_cursor=cursor))
@@ -125,15 +128,16 @@ def routes() -> list[ApiRoute]:
                   form=DeviceAuthorizationForm, response=DeviceAuthorizationResponse,
                   auth=False, errors=(400,)),
         api_route("/api/v1/devices", list_devices, method="GET", summary="List your devices",
-                  tags=TAGS, query=ListQuery, response=Page[DeviceResponse]),
-        api_route("/api/v1/devices/{device_id}", get, method="GET", summary="Get a device",
+                  tags=TAGS, query=LIST_QUERY, response=Page[DeviceResponse]),
+        api_route("/api/v1/devices/{device_id:uuid_param}", get, method="GET",
+                  summary="Get a device",
                   tags=TAGS, query=DeviceGetQuery, response=DeviceResponse, errors=(404,)),
-        api_route("/api/v1/devices/{device_id}", update, method="PATCH",
+        api_route("/api/v1/devices/{device_id:uuid_param}", update, method="PATCH",
                   summary="Lock, unlock, trust or distrust a device", tags=TAGS,
                   body=DeviceUpdateRequest, response=DeviceResponse, errors=(404,)),
-        api_route("/api/v1/devices/{device_id}", delete, method="DELETE",
+        api_route("/api/v1/devices/{device_id:uuid_param}", delete, method="DELETE",
                   summary="Delete a device", tags=TAGS, status_code=204, errors=(404,)),
-        api_route("/api/v1/devices/{device_id}/verify", verify, method="POST",
+        api_route("/api/v1/devices/{device_id:uuid_param}/verify", verify, method="POST",
                   summary="Approve a device with its user code", tags=TAGS,
                   body=DeviceVerifyRequest, response=DeviceResponse, errors=(404, 422)),
     ]  # fmt: skip

@@ -15,9 +15,10 @@ from agent_accounts.core.auth import (
     require_task,
     require_worker,
 )
-from agent_accounts.core.listing import ListQuery, Page
+from agent_accounts.core.listing import Page
 from agent_accounts.core.schemas import parse_optional_json
 from agent_accounts.state import AgentState
+from agent_accounts.task.repository import SESSIONS, TASKS
 from agent_accounts.task.schemas import (
     BlobResponse,
     SessionCreateRequest,
@@ -43,6 +44,9 @@ from shared.responses import NO_STORE, render
 from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
 
 TAGS = ["tasks"]
+
+TASK_QUERY = TASKS.query_model("TaskListQuery")
+SESSION_QUERY = SESSIONS.query_model("SessionListQuery", SessionListQuery)
 
 
 def tasks(request: Request, session: AsyncSession) -> TaskService:
@@ -74,7 +78,7 @@ async def claim(request: Request) -> Response:
 
 async def list_tasks(request: Request) -> Response:
     require_account(request)
-    query = parse_query(request, ListQuery)
+    query = parse_query(request, TASK_QUERY)
     async with transaction(request) as session:
         items, cursor = await tasks(request, session).list_tasks(query)
     return render(Page(items=[task_response(t) for t in items], next_cursor=cursor))
@@ -115,7 +119,7 @@ async def create_session(request: Request) -> Response:
 
 async def list_sessions(request: Request) -> Response:
     caller = require_caller(request)
-    query = parse_query(request, SessionListQuery)
+    query = parse_query(request, SESSION_QUERY)
     async with transaction(request) as session:
         rows, cursor = await tasks(request, session).list_sessions(query, caller)
     render_one = session_response if query.include_payloads else session_summary
@@ -162,16 +166,16 @@ def routes() -> list[ApiRoute]:
                   body=TaskCreateRequest, response=TaskResponse, status_code=201,
                   errors=(422,)),
         api_route("/api/v1/tasks", list_tasks, method="GET", summary="List tasks", tags=TAGS,
-                  query=ListQuery, response=Page[TaskResponse], errors=(403, 422)),
+                  query=TASK_QUERY, response=Page[TaskResponse], errors=(403, 422)),
         api_route("/api/v1/tasks/claim", claim, method="POST", summary="Claim tasks (worker)",
                   tags=TAGS, body=TaskClaimRequest, response=TaskClaimResponse, errors=(403,)),
-        api_route("/api/v1/tasks/{task_id}", get, method="GET", summary="Get a task",
+        api_route("/api/v1/tasks/{task_id:uuid_param}", get, method="GET", summary="Get a task",
                   tags=TAGS, response=TaskResponse, errors=(403, 404)),
-        api_route("/api/v1/tasks/{task_id}", update, method="PATCH",
+        api_route("/api/v1/tasks/{task_id:uuid_param}", update, method="PATCH",
                   summary="Report a task's status, error and result (its task token)",
                   tags=TAGS, body=TaskUpdateRequest, response=TaskResponse,
                   errors=(403, 404, 409, 413)),
-        api_route("/api/v1/tasks/{task_id}/requeue", requeue, method="POST",
+        api_route("/api/v1/tasks/{task_id:uuid_param}/requeue", requeue, method="POST",
                   summary="Requeue a task (a new attempt fences off the old token)",
                   tags=TAGS, response=TaskResponse, errors=(404, 409)),
         api_route("/api/v1/sessions", create_session, method="POST",
@@ -179,21 +183,22 @@ def routes() -> list[ApiRoute]:
                   response=SessionResponse, status_code=201),
         api_route("/api/v1/sessions", list_sessions, method="GET",
                   summary="List sessions (a task token: those its task recorded)", tags=TAGS,
-                  query=SessionListQuery, response=Page[SessionResponse] | Page[SessionSummary],
+                  query=SESSION_QUERY, response=Page[SessionResponse] | Page[SessionSummary],
                   errors=(403, 422)),
-        api_route("/api/v1/sessions/{session_id}", get_session, method="GET",
+        api_route("/api/v1/sessions/{session_id:uuid_param}", get_session, method="GET",
                   summary="Read a session", tags=TAGS, response=SessionResponse,
                   errors=(403, 404)),
-        api_route("/api/v1/sessions/{session_id}", update_session, method="PATCH",
+        api_route("/api/v1/sessions/{session_id:uuid_param}", update_session, method="PATCH",
                   summary="Update a session", tags=TAGS, body=SessionUpdateRequest,
                   response=SessionResponse, errors=(403, 404)),
         api_route("/api/v1/blobs", create_blob, method="POST", summary="Upload a blob",
                   tags=TAGS, response=BlobResponse, status_code=201, errors=(413,)),
-        api_route("/api/v1/blobs/{blob_id}", get_blob, method="GET", summary="Download a blob",
+        api_route("/api/v1/blobs/{blob_id:uuid_param}", get_blob, method="GET",
+                  summary="Download a blob",
                   tags=TAGS, response_media_type="application/octet-stream",
                   errors=(403, 404)),
         # kitaru's name for the download (its UI's evaluator pages call it).
-        api_route("/api/v1/blobs/{blob_id}/content", get_blob, method="GET",
+        api_route("/api/v1/blobs/{blob_id:uuid_param}/content", get_blob, method="GET",
                   summary="Download a blob", tags=TAGS,
                   response_media_type="application/octet-stream", errors=(403, 404),
                   operation_id="download_blob_content"),

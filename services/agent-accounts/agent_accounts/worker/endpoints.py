@@ -9,8 +9,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from agent_accounts.core.auth import require_account, require_worker
-from agent_accounts.core.listing import ListQuery, Page
+from agent_accounts.core.listing import Page
 from agent_accounts.state import AgentState
+from agent_accounts.worker.repository import WORKERS
 from agent_accounts.worker.schemas import (
     WorkerCreateRequest,
     WorkerHeartbeatRequest,
@@ -27,6 +28,7 @@ from shared.responses import NO_STORE, render
 from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
 
 TAGS = ["workers"]
+LIST_QUERY = WORKERS.query_model("WorkerListQuery", WorkerListQuery)
 
 
 def workers(request: Request, session: AsyncSession) -> WorkerService:
@@ -76,11 +78,10 @@ async def heartbeat(request: Request) -> Response:
 
 async def list_workers(request: Request) -> Response:
     require_account(request)
-    query = parse_query(request, ListQuery)
-    options = parse_query(request, WorkerListQuery)
+    query = parse_query(request, LIST_QUERY)
     async with transaction(request) as session:
         service = workers(request, session)
-        items, cursor = await service.list(query, include_stale=options.include_stale)
+        items, cursor = await service.list(query, include_stale=query.include_stale)
         page: Page[WorkerResponse] = Page(
             items=[worker_response(w, live=service.live(w)) for w in items], next_cursor=cursor
         )
@@ -111,15 +112,16 @@ def routes() -> list[ApiRoute]:
                   tags=TAGS, body=WorkerCreateRequest, response=WorkerRegistrationResponse,
                   errors=(426,)),
         api_route("/api/v1/workers", list_workers, method="GET", summary="List workers",
-                  tags=TAGS, query=ListQuery, response=Page[WorkerResponse]),
-        api_route("/api/v1/workers/{worker_id}", get, method="GET", summary="Get a worker",
+                  tags=TAGS, query=LIST_QUERY, response=Page[WorkerResponse]),
+        api_route("/api/v1/workers/{worker_id:uuid_param}", get, method="GET",
+                  summary="Get a worker",
                   tags=TAGS, response=WorkerResponse, errors=(404,)),
-        api_route("/api/v1/workers/{worker_id}", delete, method="DELETE",
+        api_route("/api/v1/workers/{worker_id:uuid_param}", delete, method="DELETE",
                   summary="Delete a worker", tags=TAGS, status_code=204, errors=(403, 404)),
-        api_route("/api/v1/workers/{worker_id}/token", renew_token, method="POST",
+        api_route("/api/v1/workers/{worker_id:uuid_param}/token", renew_token, method="POST",
                   summary="Renew a worker's token", tags=TAGS, response=WorkerTokenResponse,
                   errors=(403, 404)),
-        api_route("/api/v1/workers/{worker_id}/heartbeat", heartbeat, method="POST",
+        api_route("/api/v1/workers/{worker_id:uuid_param}/heartbeat", heartbeat, method="POST",
                   summary="Worker heartbeat", tags=TAGS, body=WorkerHeartbeatRequest,
                   response=WorkerHeartbeatResponse, errors=(403, 404)),
     ]  # fmt: skip

@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
+from agent_accounts.core.listing import ListQuery
 from agent_accounts.core.schemas import RequestModel, Timestamp, TimestampedResponse
 from agent_accounts.models import Worker
 
@@ -29,8 +30,12 @@ class LabelSelector(RequestModel):
 
 
 class WorkerScope(RequestModel):
-    claims: list[WorkerClaim] = Field(min_length=1, max_length=16)
-    selectors: list[LabelSelector] | None = None
+    # Documented: claims unique (equal as JSON: an agent_version_id left out and a null one
+    # are the same claim, the document cannot say), selectors non-empty.
+    claims: list[WorkerClaim] = Field(
+        min_length=1, max_length=16, json_schema_extra={"uniqueItems": True}
+    )
+    selectors: list[LabelSelector] | None = Field(default=None, json_schema_extra={"minItems": 1})
     job_id: uuid.UUID | None = None
 
     @model_validator(mode="after")
@@ -63,7 +68,7 @@ class WorkerCreateRequest(RequestModel):
     metadata: dict[str, str] = Field(default_factory=dict)
 
 
-class WorkerListQuery(BaseModel):
+class WorkerListQuery(ListQuery):
     include_stale: bool = False
 
 

@@ -115,7 +115,7 @@ async def delete(request: Request) -> Response:
 
 
 def routes() -> list[ApiRoute]:
-    collection = "/api/v1/service_accounts/{service_account_id}/api_keys"
+    collection = "/api/v1/service_accounts/{service_account_id:uuid_param}/api_keys"
     one = collection + "/{" + NAME_OR_ID + "}"
     tags = ["service_accounts", "api_keys"]
     return [

@@ -7,7 +7,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
-from identity.core.schemas import valid_name
+from identity.core.schemas import NAME_SCHEMA, valid_name
 from identity.models import APIKey, User
 from identity.service_account.schemas import (
     TEXT_MAX_LENGTH,
@@ -24,7 +24,7 @@ MAX_RETAIN_PERIOD_MINUTES = 10 * 366 * 24 * 60
 class APIKeyRequest(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    name: str = Field(max_length=255)
+    name: str = Field(max_length=255, json_schema_extra=NAME_SCHEMA)
     description: str | None = Field(default=None, max_length=TEXT_MAX_LENGTH)
 
     _name = field_validator("name")(valid_name)
@@ -35,7 +35,7 @@ class APIKeyUpdate(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    name: str | None = Field(default=None, max_length=255)
+    name: str | None = Field(default=None, max_length=255, json_schema_extra=NAME_SCHEMA)
     description: str | None = Field(default=None, max_length=TEXT_MAX_LENGTH)
     active: bool | None = None
 

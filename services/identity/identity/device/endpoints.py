@@ -127,7 +127,7 @@ async def delete(request: Request) -> Response:
 
 
 def routes() -> list[ApiRoute]:
-    one = "/api/v1/devices/{device_id}"
+    one = "/api/v1/devices/{device_id:uuid_param}"
     tags = ["authorized_devices"]
     return [
         api_route(

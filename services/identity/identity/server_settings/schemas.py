@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from identity.core.schemas import valid_name
+from identity.core.schemas import NAME_SCHEMA, valid_name
 from identity.models import ServerSettings
 from shared.envelope import EnvelopeParts
 from shared.onboarding import OnboardingStep
@@ -33,7 +33,7 @@ class ServerSettingsUpdate(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    server_name: str | None = Field(default=None, max_length=255)
+    server_name: str | None = Field(default=None, max_length=255, json_schema_extra=NAME_SCHEMA)
     logo_url: str | None = Field(default=None, max_length=2048)
     enable_analytics: bool | None = None
     display_announcements: bool | None = None

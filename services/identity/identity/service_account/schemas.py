@@ -6,7 +6,7 @@ import uuid
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from identity.core.schemas import valid_name
+from identity.core.schemas import NAME_SCHEMA, valid_name
 from identity.models import User
 from shared.envelope import NamedEnvelope
 from shared.types import WireDatetime
@@ -17,7 +17,7 @@ TEXT_MAX_LENGTH = 65535
 class ServiceAccountRequest(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    name: str = Field(max_length=255)
+    name: str = Field(max_length=255, json_schema_extra=NAME_SCHEMA)
     full_name: str = Field(default="", max_length=255)
     description: str | None = Field(default=None, max_length=TEXT_MAX_LENGTH)
     active: bool
@@ -31,7 +31,7 @@ class ServiceAccountUpdate(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    name: str | None = Field(default=None, max_length=255)
+    name: str | None = Field(default=None, max_length=255, json_schema_extra=NAME_SCHEMA)
     full_name: str | None = Field(default=None, max_length=255)
     description: str | None = Field(default=None, max_length=TEXT_MAX_LENGTH)
     active: bool | None = None

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from identity.core.schemas import valid_name
+from identity.core.schemas import NAME_SCHEMA, valid_name
 from identity.models import User
 from shared.envelope import NamedEnvelope
 from shared.types import WireDatetime
@@ -20,7 +20,7 @@ from shared.users import UserResponseBody
 class UserRequest(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    name: str = Field(max_length=255)
+    name: str = Field(max_length=255, json_schema_extra=NAME_SCHEMA)
     full_name: str = Field(default="", max_length=255)
     is_admin: bool
     active: bool = False
@@ -40,7 +40,7 @@ class UserUpdate(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    name: str | None = Field(default=None, max_length=255)
+    name: str | None = Field(default=None, max_length=255, json_schema_extra=NAME_SCHEMA)
     full_name: str | None = Field(default=None, max_length=255)
     is_admin: bool | None = None
     active: bool | None = None

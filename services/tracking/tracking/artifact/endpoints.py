@@ -73,7 +73,7 @@ async def delete(request: Request) -> Response:
 
 def routes() -> list[ApiRoute]:
     many = "/api/v1/artifacts"
-    one = many + "/{artifact_id}"
+    one = many + "/{artifact_id:uuid_param}"
     tags = ["artifacts"]
     return [
         api_route(

@@ -171,7 +171,7 @@ async def data(request: Request) -> Response:
 
 def routes() -> list[ApiRoute]:
     many = "/api/v1/artifact_versions"
-    one = f"{many}/{{artifact_version_id}}"
+    one = f"{many}/{{artifact_version_id:uuid_param}}"
     tags = ["artifact_versions"]
     return [
         api_route(

@@ -76,7 +76,7 @@ async def delete(request: Request) -> Response:
 
 def routes() -> list[ApiRoute]:
     many = "/api/v1/code_repositories"
-    one = many + "/{code_repository_id}"
+    one = many + "/{code_repository_id:uuid_param}"
     tags = ["code_repositories"]
     return [
         api_route(

@@ -87,7 +87,7 @@ async def delete(request: Request) -> Response:
 
 def routes() -> list[ApiRoute]:
     base, tags = "/api/v1/components", ["stack_components"]
-    one = base + "/{component_id}"
+    one = base + "/{component_id:uuid_param}"
     return [
         api_route(
             base,

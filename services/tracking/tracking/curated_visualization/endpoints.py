@@ -62,7 +62,7 @@ async def delete(request: Request) -> Response:
 
 def routes() -> list[ApiRoute]:
     many = "/api/v1/curated_visualizations"
-    one = many + "/{visualization_id}"
+    one = many + "/{visualization_id:uuid_param}"
     tags = ["curated_visualizations"]
     return [
         api_route(

@@ -71,7 +71,7 @@ async def delete(request: Request) -> Response:
 
 def routes() -> list[ApiRoute]:
     many = "/api/v1/deployments"
-    one = many + "/{deployment_id}"
+    one = many + "/{deployment_id:uuid_param}"
     tags = ["deployments"]
     return [
         api_route(

@@ -80,7 +80,7 @@ async def sync(request: Request) -> Response:
 
 def routes() -> list[ApiRoute]:
     many, tags = "/api/v1/flavors", ["flavors"]
-    one = many + "/{flavor_id}"
+    one = many + "/{flavor_id:uuid_param}"
     return [
         api_route(
             many,

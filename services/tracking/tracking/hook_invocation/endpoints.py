@@ -64,7 +64,7 @@ async def delete(request: Request) -> Response:
 
 def routes() -> list[ApiRoute]:
     many = "/api/v1/hook_invocations"
-    one = many + "/{hook_invocation_id}"
+    one = many + "/{hook_invocation_id:uuid_param}"
     tags = ["hook_invocations"]
     return [
         api_route(

@@ -45,7 +45,7 @@ async def update(request: Request) -> Response:
 
 def routes() -> list[ApiRoute]:
     many = "/api/v1/logs"
-    one = many + "/{logs_id}"
+    one = many + "/{logs_id:uuid_param}"
     tags = ["logs"]
     return [
         api_route(

@@ -69,7 +69,7 @@ async def delete(request: Request) -> Response:
 
 def routes() -> list[ApiRoute]:
     many = "/api/v1/models"
-    one = many + "/{model_id}"
+    one = many + "/{model_id:uuid_param}"
     tags = ["models"]
     return [
         api_route(

@@ -80,7 +80,7 @@ async def delete(request: Request) -> Response:
 
 def routes() -> list[ApiRoute]:
     many = "/api/v1/model_versions"
-    one = many + "/{model_version_id}"
+    one = many + "/{model_version_id:uuid_param}"
     tags = ["model_versions"]
     return [
         *(
@@ -109,7 +109,7 @@ def routes() -> list[ApiRoute]:
             )
             for path in (
                 many,
-                "/api/v1/workspaces/{project_name_or_id}/models/{model_id}/model_versions",
+                "/api/v1/workspaces/{project_name_or_id}/models/{model_id:uuid_param}/model_versions",
             )
         ),
         api_route(

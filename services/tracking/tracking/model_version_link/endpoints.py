@@ -95,7 +95,7 @@ async def delete_run_link(request: Request) -> Response:
 def routes() -> list[ApiRoute]:
     artifacts = "/api/v1/model_version_artifacts"
     runs = "/api/v1/model_version_pipeline_runs"
-    version = "/api/v1/model_versions/{model_version_id}"
+    version = "/api/v1/model_versions/{model_version_id:uuid_param}"
     return [
         api_route(
             artifacts,

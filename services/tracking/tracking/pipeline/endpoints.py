@@ -92,7 +92,7 @@ async def delete(request: Request) -> Response:
 
 def routes() -> list[ApiRoute]:
     many = "/api/v1/pipelines"
-    one = many + "/{pipeline_id}"
+    one = many + "/{pipeline_id:uuid_param}"
     tags = ["pipelines"]
     return [
         api_route(

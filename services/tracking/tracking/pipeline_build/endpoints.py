@@ -66,7 +66,7 @@ async def delete(request: Request) -> Response:
 
 def routes() -> list[ApiRoute]:
     many = "/api/v1/pipeline_builds"
-    one = many + "/{build_id}"
+    one = many + "/{build_id:uuid_param}"
     tags = ["builds"]
     return [
         api_route(

@@ -286,7 +286,7 @@ async def events_not_streamed(request: Request) -> Response:
 
 def routes() -> list[ApiRoute]:
     runs = "/api/v1/runs"
-    events = runs + "/{pipeline_run_id}/events"
+    events = runs + "/{pipeline_run_id:uuid_param}/events"
     return [
         *(
             api_route(
@@ -333,9 +333,9 @@ def routes() -> list[ApiRoute]:
             response=RunStatisticsResponse,
             errors=(404, 422),
         ),
-        *_run_page_routes(f"{runs}/{{run_id}}"),
+        *_run_page_routes(f"{runs}/{{run_id:uuid_param}}"),
         api_route(
-            "/api/v1/pipeline_snapshots/{snapshot_id}/runs",
+            "/api/v1/pipeline_snapshots/{snapshot_id:uuid_param}/runs",
             run_snapshot,
             method="POST",
             summary="Create Snapshot Run",
@@ -345,7 +345,7 @@ def routes() -> list[ApiRoute]:
             errors=(400, 401, 404, 409),
         ),
         api_route(
-            f"{runs}/{{run_id}}",
+            f"{runs}/{{run_id:uuid_param}}",
             get,
             method="GET",
             summary="Get Run",
@@ -355,7 +355,7 @@ def routes() -> list[ApiRoute]:
             errors=(404,),
         ),
         api_route(
-            f"{runs}/{{run_id}}",
+            f"{runs}/{{run_id:uuid_param}}",
             update,
             method="PUT",
             summary="Update Run",
@@ -365,7 +365,7 @@ def routes() -> list[ApiRoute]:
             errors=(403, 404),
         ),
         api_route(
-            f"{runs}/{{run_id}}",
+            f"{runs}/{{run_id:uuid_param}}",
             delete,
             method="DELETE",
             summary="Delete Run",

@@ -118,7 +118,7 @@ async def list_snapshots(request: Request) -> Response:
 
 def routes() -> list[ApiRoute]:
     many = "/api/v1/pipeline_snapshots"
-    one = many + "/{snapshot_id}"
+    one = many + "/{snapshot_id:uuid_param}"
     tags = ["pipeline_snapshots"]
     return [
         api_route(

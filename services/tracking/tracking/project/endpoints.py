@@ -82,6 +82,7 @@ async def statistics(request: Request) -> Response:
 
 def _routes(base: str, tags: list[str]) -> list[ApiRoute]:
     one = base + "/{" + NAME_OR_ID + "}"
+    by_id = base + "/{" + NAME_OR_ID + ":uuid_param}"  # the reference's update takes an id only
     return [
         api_route(
             base,
@@ -114,7 +115,7 @@ def _routes(base: str, tags: list[str]) -> list[ApiRoute]:
             errors=(404, 422),
         ),
         api_route(
-            one,
+            by_id,
             update,
             method="PUT",
             summary="Update Project",

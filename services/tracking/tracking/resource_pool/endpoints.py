@@ -53,7 +53,7 @@ def _family(
 ) -> list[ApiRoute]:
     """The routes of one family: ``operations`` maps ``create``, ``list``, ``get``,
     ``update`` and ``delete`` to their body model (or ``None``)."""
-    one = f"{many}/{{{id_name}}}"
+    one = f"{many}/{{{id_name}:uuid_param}}"
     single, plural = names
     shapes = {
         "create": (many, "POST", f"Create {single}", None),

@@ -26,7 +26,7 @@ class _Request(BaseModel):
 class ResourcePoolRequest(_Request):
     name: str = Field(max_length=STR_FIELD_MAX_LENGTH)
     description: str | None = Field(default=None, max_length=STR_FIELD_MAX_LENGTH)
-    capacity: dict[str, PositiveInt]
+    capacity: dict[str, PositiveInt] = Field(json_schema_extra={"minProperties": 1})
 
     @model_validator(mode="after")
     def _has_capacity(self) -> ResourcePoolRequest:

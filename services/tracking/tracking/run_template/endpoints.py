@@ -74,7 +74,7 @@ async def delete(request: Request) -> Response:
 
 def routes() -> list[ApiRoute]:
     many = "/api/v1/run_templates"
-    one = many + "/{template_id}"
+    one = many + "/{template_id:uuid_param}"
     tags = ["run_templates"]
     return [
         api_route(

@@ -82,7 +82,7 @@ async def resolve(request: Request) -> Response:
 
 def routes() -> list[ApiRoute]:
     many = "/api/v1/run_wait_conditions"
-    one = many + "/{run_wait_condition_id}"
+    one = many + "/{run_wait_condition_id:uuid_param}"
     tags = ["run_wait_conditions"]
     return [
         api_route(

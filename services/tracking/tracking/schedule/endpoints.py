@@ -71,7 +71,7 @@ async def delete(request: Request) -> Response:
 
 def routes() -> list[ApiRoute]:
     many = "/api/v1/schedules"
-    one = many + "/{schedule_id}"
+    one = many + "/{schedule_id:uuid_param}"
     tags = ["schedules"]
     return [
         api_route(

@@ -113,7 +113,7 @@ async def restore(request: Request) -> Response:
 
 def routes() -> list[ApiRoute]:
     many = "/api/v1/secrets"
-    one = many + "/{secret_id}"
+    one = many + "/{secret_id:uuid_param}"
     operations = "/api/v1/secrets_operations"
     tags = ["secrets"]
     return [

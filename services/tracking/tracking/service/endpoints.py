@@ -79,7 +79,7 @@ async def delete(request: Request) -> Response:
 
 def routes() -> list[ApiRoute]:
     many = "/api/v1/services"
-    one = many + "/{service_id}"
+    one = many + "/{service_id:uuid_param}"
     tags = ["services"]
     return [
         api_route(

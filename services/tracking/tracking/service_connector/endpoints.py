@@ -199,7 +199,7 @@ async def get_type(request: Request) -> Response:
 
 def routes() -> list[ApiRoute]:
     many = "/api/v1/service_connectors"
-    one = many + "/{connector_id}"
+    one = many + "/{connector_id:uuid_param}"
     tags = ["service_connectors"]
     return [
         api_route(
@@ -309,6 +309,7 @@ def routes() -> list[ApiRoute]:
             summary="List Service Connector Types",
             tags=tags,
             query=TypesQuery,
+            response=list[dict[str, Any]],
             errors=(422,),
         ),
         api_route(
@@ -317,6 +318,7 @@ def routes() -> list[ApiRoute]:
             method="GET",
             summary="Get Service Connector Type",
             tags=tags,
+            response=dict[str, Any],
             errors=(404,),
         ),
     ]

@@ -82,7 +82,7 @@ async def delete(request: Request) -> Response:
 
 def routes() -> list[ApiRoute]:
     base, tags = "/api/v1/stacks", ["stacks"]
-    one = base + "/{stack_id}"
+    one = base + "/{stack_id:uuid_param}"
     return [
         api_route(
             base,

@@ -28,6 +28,9 @@ Composition = dict[StackComponentType, list[uuid.UUID]]
 (the reference's ``ComponentInfo``) is not supported."""
 
 
+REQUIRED_TYPES = (StackComponentType.ORCHESTRATOR, StackComponentType.ARTIFACT_STORE)
+
+
 def valid_composition(value: Composition | None) -> Composition | None:
     """The reference's rules: one component per type except the repeatable types, and at
     least an orchestrator and an artifact store."""
@@ -39,10 +42,23 @@ def valid_composition(value: Composition | None) -> Composition | None:
                 f"Stack component type '{component_type}' does not support multiple "
                 "components in a single stack."
             )
-    required = (StackComponentType.ORCHESTRATOR, StackComponentType.ARTIFACT_STORE)
-    if not all(value.get(t) for t in required):
+    if not all(value.get(t) for t in REQUIRED_TYPES):
         raise ValueError("Stack must contain at least an orchestrator and artifact store.")
     return value
+
+
+def _composition_schema(schema: dict[str, Any]) -> None:
+    """:func:`valid_composition`'s rules, in the OpenAPI document."""
+    schema["required"] = [t.value for t in REQUIRED_TYPES]
+    schema["properties"] = {
+        t.value: {
+            "type": "array",
+            "items": {"type": "string", "format": "uuid"},
+            **({"minItems": 1} if t in REQUIRED_TYPES else {}),
+            **({} if t in MULTIPLE_PER_STACK else {"maxItems": 1}),
+        }
+        for t in StackComponentType
+    }
 
 
 class StackRequest(BaseModel):
@@ -54,7 +70,7 @@ class StackRequest(BaseModel):
     name: str = Field(max_length=255)
     description: str = Field(default="", max_length=255)
     stack_spec_path: str | None = None
-    components: Composition
+    components: Composition = Field(json_schema_extra=_composition_schema)
     environment: dict[str, str] | None = None
     secrets: list[SecretRef] | None = None
     labels: dict[str, Any] | None = None
@@ -73,7 +89,7 @@ class StackUpdate(BaseModel):
     name: str | None = Field(default=None, max_length=255)
     description: str | None = Field(default=None, max_length=255)
     stack_spec_path: str | None = None
-    components: Composition | None = None
+    components: Composition | None = Field(default=None, json_schema_extra=_composition_schema)
     environment: dict[str, str] | None = None
     labels: dict[str, Any] | None = None
     add_secrets: list[SecretRef] | None = None

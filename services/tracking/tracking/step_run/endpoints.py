@@ -113,7 +113,7 @@ async def heartbeat(request: Request) -> Response:
 
 def routes() -> list[ApiRoute]:
     steps = "/api/v1/steps"
-    one = f"{steps}/{{step_id}}"
+    one = f"{steps}/{{step_id:uuid_param}}"
     tags = ["steps"]
     return [
         api_route(
@@ -175,7 +175,7 @@ def routes() -> list[ApiRoute]:
             errors=(404,),
         ),
         api_route(
-            f"{steps}/{{step_run_id}}/heartbeat",
+            f"{steps}/{{step_run_id:uuid_param}}/heartbeat",
             heartbeat,
             method="PUT",
             summary="Update Heartbeat",

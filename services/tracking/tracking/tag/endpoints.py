@@ -109,7 +109,7 @@ async def unlink_batch(request: Request) -> Response:
 
 def routes() -> list[ApiRoute]:
     many = "/api/v1/tags"
-    one = many + "/{tag_id}"
+    one = many + "/{tag_id:uuid_param}"
     links = "/api/v1/tag_resources"
     return [
         api_route(

@@ -65,14 +65,15 @@ async def refuse(request: Request) -> Response:
 
 def routes() -> list[ApiRoute]:
     many = "/api/v1/triggers"
-    one = many + "/{trigger_id}"
+    one = many + "/{trigger_id:uuid_param}"
+    attached = one + "/pipeline_snapshots/{snapshot_id:uuid_param}"
     tags = ["triggers"]
     writes = [
         (many, "POST", "Create Trigger"),
         (one, "PUT", "Update Trigger"),
         (one, "DELETE", "Delete Trigger"),
-        (one + "/pipeline_snapshots/{snapshot_id}", "PUT", "Attach Trigger To Snapshot"),
-        (one + "/pipeline_snapshots/{snapshot_id}", "DELETE", "Detach Trigger From Snapshot"),
+        (attached, "PUT", "Attach Trigger To Snapshot"),
+        (attached, "DELETE", "Detach Trigger From Snapshot"),
         (one + "/dispatch_state", "DELETE", "Clear Trigger Dispatch Error"),
     ]
     return [

@@ -56,7 +56,7 @@ async def receive(request: Request) -> Response:
 def routes() -> list[ApiRoute]:
     return [
         api_route(
-            "/api/v1/webhooks/{webhook_type}/{webhook_id}/events",
+            "/api/v1/webhooks/{webhook_type}/{webhook_id:uuid_param}/events",
             receive,
             method="POST",
             summary="Receive Webhook Event",

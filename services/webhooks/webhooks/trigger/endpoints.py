@@ -142,7 +142,7 @@ async def retry_execution(request: Request) -> Response:
 
 def routes() -> list[ApiRoute]:
     many = "/api/v1/webhook_triggers"
-    one = many + "/{trigger_id}"
+    one = many + "/{trigger_id:uuid_param}"
     tags = ["webhook_triggers"]
     return [
         api_route(
@@ -205,7 +205,7 @@ def routes() -> list[ApiRoute]:
             errors=(400, 404),
         ),
         api_route(
-            one + "/executions/{execution_id}/retry",
+            one + "/executions/{execution_id:uuid_param}/retry",
             retry_execution,
             method="POST",
             summary="Retry Webhook Trigger Execution",
