@@ -5,6 +5,7 @@ documented ``format: uuid``, and one documented so is never taken as a name."""
 from __future__ import annotations
 
 import re
+from functools import partial
 from typing import Any
 
 import httpx
@@ -25,6 +26,11 @@ def _blames_as_uuid(response: httpx.Response, name: str) -> bool:
     )
 
 
+def _fill(match: re.Match[str], bad: str) -> str:
+    """A path parameter's value: not a UUID for ``bad``, a UUID for the others."""
+    return NOT_A_UUID if match[1] == bad else SAMPLE_ID
+
+
 async def misdocumented_path_parameters(
     client: httpx.AsyncClient, headers: dict[str, str]
 ) -> tuple[int, list[str]]:
@@ -40,9 +46,7 @@ async def misdocumented_path_parameters(
                 if parameter["in"] != "path":
                     continue
                 name = parameter["name"]
-                url = PARAMETER.sub(
-                    lambda m, bad=name: NOT_A_UUID if m[1] == bad else SAMPLE_ID, path
-                )
+                url = PARAMETER.sub(partial(_fill, bad=name), path)
                 response = await client.request(
                     method, url, headers=headers, json={} if method in WRITES else None
                 )
