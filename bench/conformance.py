@@ -29,14 +29,13 @@ from tests.e2e.conformance import (
     DOCUMENTS,
     IDENTITY,
     PASSWORD,
-    Failure,
     Target,
-    grouped,
     logins,
     plan,
     run,
     stack_target,
 )
+from tests.e2e.conformance.report import Failure, grouped
 from tests.support.processes import launch_stack
 
 

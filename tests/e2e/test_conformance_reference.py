@@ -7,7 +7,8 @@ from pathlib import Path
 
 # The other module deals its shares on import.
 from tests.e2e import conformance, test_conformance_platform  # noqa: F401
-from tests.e2e.conformance import Failure, conformance_module, every_share
+from tests.e2e.conformance import conformance_module, every_share
+from tests.e2e.conformance.report import Failure, failures
 
 shares = every_share("reference")
 stack, plans, test_conforms = conformance_module(
@@ -37,7 +38,7 @@ def test_the_reference_copy_has_the_wire_timestamps_in_responses_and_no_health()
 def test_failures_are_read_from_the_junit_report(tmp_path: Path) -> None:
     report = tmp_path / "junit.xml"
     report.write_text(JUNIT, encoding="utf-8")
-    assert conformance.failures(report) == [
+    assert failures(report) == [
         Failure(
             "GET /api/v1/tags/{tag_id}",
             "response_schema_conformance",

@@ -16,7 +16,8 @@ default account):
 Login and logout are left out (fuzzing them only logs the caller out), and so is every
 operation our document answers with its documented 501. Failures are read from
 schemathesis's JUnit report; a refusal that is a real rule a JSON Schema cannot state is
-accepted only through :data:`ACCEPTED`. A URI past the gateway's 8 KiB gets its
+accepted only through :mod:`tests.e2e.conformance.accepted`'s tables (by operation and
+check, or by an answer many operations share). A URI past the gateway's 8 KiB gets its
 documented 414: a rejection, never a refusal of a valid request (:func:`config_file`).
 
 The tests (``test_conformance_*.py``) run a bounded number of examples per operation with
@@ -30,11 +31,9 @@ document whole, with a new seed and more examples (:mod:`bench.conformance`).
 from __future__ import annotations
 
 import json
-import re
 import secrets
 import subprocess
 import sys
-import xml.etree.ElementTree as ElementTree
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -48,6 +47,7 @@ import pytest
 from deploy import coverage
 from deploy.config import load_stack
 from deploy.gateway.openapi import route_owner
+from tests.e2e.conformance.report import Failure, accepted, failures, grouped
 from tests.support.processes import LaunchedStack, stack_for_tests
 
 PASSWORD = f"Conform-{secrets.token_urlsafe(12)}"
@@ -74,28 +74,10 @@ REFERENCE_CHECKS = (
     "unsupported_method",
     "allow_header_conformance",
 )
-# The check behind each failure code of schemathesis's report (`st explain <code>`).
-CHECK_OF_CODE = {
-    "ST101": "not_a_server_error",
-    "ST102": "not_a_server_error",
-    "ST104": "response_schema_conformance",
-    "ST108": "response_schema_conformance",
-    "ST109": "response_schema_conformance",
-    "ST110": "response_schema_conformance",
-    "ST111": "response_schema_conformance",
-    "ST201": "negative_data_rejection",
-    "ST202": "positive_data_acceptance",
-    "ST204": "unsupported_method",
-    "ST205": "allow_header_conformance",
-}
 # The naive ISO UTC timestamps the reference's server, clients and dashboard exchange
 # (tracking-api.md §0): microseconds, dropped when they are 0, and no offset.
 NAIVE_TIMESTAMP = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?$"
 IDENTITY = "identity"
-
-ACCEPTED: dict[tuple[str, str], str] = {}
-"""``("METHOD /path", check) -> why``: the refusals and acceptances that are the documented
-behaviour, for rules a JSON Schema cannot state; any other failure fails the test."""
 
 
 @dataclass(frozen=True)
@@ -116,20 +98,6 @@ DOCUMENTS = {
     "agent": Document("agent", "agent", "all", OURS_CHECKS, 1),
     "reference": Document("reference", "platform", "positive", REFERENCE_CHECKS, 5),
 }
-
-
-@dataclass(frozen=True)
-class Failure:
-    """One failed check of one generated case, as the report says it: the response's
-    status and what it said (or what the check says of it)."""
-
-    operation: str
-    check: str
-    status: str
-    said: str
-
-    def line(self) -> str:
-        return f"{self.operation}  {self.check}  [{self.status}] {self.said}"
 
 
 @dataclass
@@ -333,7 +301,7 @@ def run(
     examples: int = EXAMPLES,
 ) -> list[Failure]:
     """Schemathesis over ``operations`` of ``plan``, logged in; the failures it reports
-    that :data:`ACCEPTED` does not name."""
+    that :mod:`~tests.e2e.conformance.accepted` does not accept."""
     document = plan.document
     directory.mkdir(parents=True, exist_ok=True)
     schema = directory / f"{document.name}.json"
@@ -368,60 +336,7 @@ def run(
             f"schemathesis wrote no report ({process.returncode}):\n"
             f"{process.stdout[-3000:]}\n{process.stderr[-2000:]}"
         )
-    return [f for f in failures(report) if (f.operation, f.check) not in ACCEPTED]
-
-
-_CASE = re.compile(r"\n?\d+\. Test Case ID: \w+\n")
-_STATUS = re.compile(r"\n\[(\d+)\] [^\n]*\n\n\s+`?([^\n]*)")
-_CODE = re.compile(r"^- (ST\d+)[^\n]*\n\n\s+([^\n]*)", re.MULTILINE)
-_SCHEMA_AT = re.compile(r"Schema at ([^\n]*?):?\n")
-_COMPONENT = re.compile(r"Invalid component: ([^\n]*)")
-# The checks whose message is the same for every case: the response's body says more.
-_BODY_SAYS = frozenset({"not_a_server_error", "positive_data_acceptance", "error"})
-
-
-def failures(report: Path) -> list[Failure]:
-    """Every failure of a JUnit report: one a check and generated case, and one for each
-    error schemathesis met (a failed request, a document it could not read)."""
-    found: list[Failure] = []
-    # The report is the one this run's schemathesis wrote, not outside input.
-    for case in ElementTree.parse(report).iter("testcase"):  # noqa: S314
-        operation = case.get("name", "?")
-        for failure in case.findall("failure"):
-            for text in _CASE.split(failure.text or "")[1:]:
-                status = _STATUS.search(text)
-                code, body = ("-", "") if status is None else status.group(1, 2)
-                for number, message in dict(_CODE.findall(text)).items():
-                    check = CHECK_OF_CODE.get(number, number)
-                    said = _said(check, message, text, body.strip("`"))
-                    found.append(Failure(operation, check, code, said[:240]))
-        for error in case.findall("error"):
-            head = " ".join((error.text or error.get("message") or "").split())[:240]
-            found.append(Failure(operation, "error", "-", head))
-    return found
-
-
-def _said(check: str, message: str, text: str, body: str) -> str:
-    """What a failure's line says: the head of the body where the check's message is
-    always the same; what was invalid for an accepted request; else the message."""
-    if check in _BODY_SAYS:
-        return body
-    if check == "negative_data_rejection":
-        component = _COMPONENT.search(text)
-        return f"{component.group(1) if component else message}: {body}"
-    schema = _SCHEMA_AT.search(text) if check == "response_schema_conformance" else None
-    return message + (f" (at {schema.group(1)})" if schema else "")
-
-
-def grouped(found: Sequence[Failure]) -> str:
-    """``found`` as lines grouped by check, the count of each first."""
-    checks = sorted({f.check for f in found})
-    lines = []
-    for check in checks:
-        these = sorted({f.line() for f in found if f.check == check})
-        lines.append(f"{check}: {len(these)}")
-        lines += [f"  {line}" for line in these]
-    return "\n".join(lines)
+    return [f for f in failures(report) if not accepted(document.name, f)]
 
 
 DEALT: list[tuple[str, int]] = []
