@@ -124,8 +124,58 @@ ACCEPTED: dict[str, dict[tuple[str, str], str]] = {
             "positive_data_acceptance",
         ): "an empty name or one with tabs or line breaks: an API key is addressed by name",
     },
-    "platform": {},
-    "agent": {},
+    "platform": {
+        (
+            "POST /api/v1/artifact_versions",
+            "positive_data_acceptance",
+        ): "exactly one of artifact_name and artifact_id (the reference's ArtifactVersionRequest)",
+        (
+            "POST /api/v1/artifact_versions/batch",
+            "positive_data_acceptance",
+        ): "exactly one of artifact_name and artifact_id, in each item",
+        (
+            "POST /api/v1/artifacts",
+            "positive_data_acceptance",
+        ): "a null name: typed optional as the reference's, refused by its store's validate_name",
+        (
+            "POST /api/v1/models",
+            "positive_data_acceptance",
+        ): "no name, or one with forbidden characters (the reference's validate_name)",
+        (
+            "POST /api/v1/run-metadata",
+            "positive_data_acceptance",
+        ): "every key of values needs its type in types (cross-field)",
+        (
+            "POST /api/v1/workspaces/{project_name_or_id}/run-metadata",
+            "positive_data_acceptance",
+        ): "every key of values needs its type in types (cross-field)",
+        (
+            "POST /api/v1/logs",
+            "positive_data_acceptance",
+        ): "exactly one of artifact_store_id and log_store_id (the reference's LogsRequest)",
+        (
+            "PUT /api/v1/logs/{logs_id}",
+            "positive_data_acceptance",
+        ): "two different IDs at once (the reference's LogsUpdate)",
+        (
+            "GET /api/v1/api_token",
+            "positive_data_acceptance",
+        ): "a generic token cannot name a schedule, run or deployment (cross-field)",
+        (
+            "PUT /api/v1/model_versions/{model_version_id}",
+            "positive_data_acceptance",
+        ): "a stage string that is no model stage (typed str or stage, as the reference's)",
+    },
+    "agent": {
+        (
+            "POST /api/v1/tasks",
+            "positive_data_acceptance",
+        ): "run.command is required for agent tasks and refused for the others (depends on kind)",
+        (
+            "POST /api/v1/workers",
+            "positive_data_acceptance",
+        ): "repeated selector keys, or claims equal but for a left-out vs null agent_version_id",
+    },
 }
 """Each document's ``("METHOD /path", check) -> why``: the refusals (and acceptances) of
 one operation that are its documented behaviour, for rules a JSON Schema cannot state;
