@@ -8,7 +8,7 @@ export UV_PYTHON_DOWNLOADS := never
 # The real interpreter, not a shim (pyenv's shims are scripts uv cannot match).
 export UV_PYTHON := $(shell $(PYTHON) -c 'import sys; print(sys.executable)')
 
-.PHONY: run test lint typecheck pytest sync clean soak chromium compat-clients
+.PHONY: run test lint typecheck pytest sync clean soak chromium compat-clients conformance
 
 .tools/bin/uv:
 	$(PYTHON) -m venv .tools
@@ -74,6 +74,11 @@ compat-clients: sync
 
 soak: sync
 	$(UV) run --frozen --no-sync python -m bench.soak $(SOAK_ARGS)
+
+# By hand, never in CI: every OpenAPI document whole against a stack with a new seed
+# (CONFORMANCE_SEED, CONFORMANCE_EXAMPLES, CONFORMANCE_URL: docs/testing.md).
+conformance: sync
+	$(UV) run --frozen --no-sync python -m bench.conformance $(CONFORMANCE_ARGS)
 
 clean:
 	rm -rf .venv .tools .mypy_cache .ruff_cache .pytest_cache
