@@ -206,9 +206,10 @@ _STATUS_CLASSES = [f"{n}xx" for n in range(10)]
 
 
 def route_template(scope: Scope) -> str:
-    """The path template of the route that answered (``/api/v1/runs/{run_id}``)."""
+    """The path template of the route that answered (``/api/v1/runs/{run_id}``), without
+    its parameters' convertors (``{run_id:uuid_param}``), which are not its name."""
     route = scope.get("route")
-    path = getattr(route, "path", None)
+    path = getattr(route, "path_format", None)
     return path if isinstance(path, str) else UNMATCHED
 
 

@@ -446,7 +446,8 @@ async def test_datetime_filters(
 async def test_datetime_filter_in_another_format_is_422(
     tracking: httpx.AsyncClient, auth: Headers, resource: Resource
 ) -> None:
-    params = {"created": "gt:2000-01-01T00:00:00"}
+    # Neither the reference's '%Y-%m-%d %H:%M:%S' nor ISO 8601.
+    params = {"created": "gt:01/02/2000 00:00"}
     response = await tracking.get(resource.path, params=params, headers=auth)
     assert response.status_code == 422
     assert response.json()["detail"][0]["loc"] == ["query", "created"]

@@ -30,7 +30,7 @@ def test_every_alias_is_the_handler_of_its_resource_path():
             assert alias is table[(method, f"/api/v1/{target}")], (method, resource)
     for new, (old, methods) in RENAMED.items():
         for method in methods:
-            one = "/{snapshot_id}" if method == "DELETE" else ""
+            one = "/{snapshot_id:uuid_param}" if method == "DELETE" else ""
             assert table[(method, old + one)] is table[(method, new + one)], (method, old)
 
 
