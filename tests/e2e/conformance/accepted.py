@@ -255,10 +255,6 @@ OPEN: dict[str, dict[tuple[str, str], str]] = {
             "positive_data_acceptance",
         ): LOGS,
         (
-            "POST /api/v1/runs/statistics",
-            "positive_data_acceptance",
-        ): "run statistics filters the runs list lacks",
-        (
             "POST /api/v1/schedules",
             "positive_data_acceptance",
         ): SCHEDULE,
@@ -472,10 +468,6 @@ OPEN: dict[str, dict[tuple[str, str], str]] = {
             "POST /api/v1/runs",
             "positive_data_acceptance",
         ): LOGS,
-        (
-            "POST /api/v1/runs/statistics",
-            "positive_data_acceptance",
-        ): "run statistics filters the runs list lacks",
         (
             "POST /api/v1/runs/statistics",
             "unsupported_method",

@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Collection
 from typing import Any
 
-from sqlalchemy import Table, Text, Uuid, bindparam, cast, func, null, or_
+from sqlalchemy import Table, Text, Uuid, bindparam, cast, exists, func, null, or_, true
 from sqlalchemy import select as sa_select
 from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import col
@@ -18,25 +18,32 @@ from shared.listing import (
     Field,
     Kind,
     ListSpec,
+    Op,
     SortKey,
     column_field,
+    name_or_id,
 )
 from shared.listing.sql import condition_sql
-from tracking.core.listing import scoped_fields, scoped_sort_keys
+from tracking.core.listing import linked_field, scoped_fields, scoped_sort_keys
 from tracking.core.repository import ScopedRepository
 from tracking.model_version.repository import version_fields
 from tracking.models import (
     ArtifactVersion,
+    Model,
+    ModelVersion,
     ModelVersionRun,
     Pipeline,
+    PipelineBuild,
     PipelineRun,
     PipelineSnapshot,
     Stack,
+    StackComponent,
+    StackComposition,
     StepRun,
     StepRunArtifact,
 )
 from tracking.pipeline_run.dag import DagLink, DagStep
-from tracking.pipeline_run.schemas import PLACEHOLDER, ExecutionStatus
+from tracking.pipeline_run.schemas import FINISHED, PLACEHOLDER, ExecutionStatus
 from tracking.project.repository import RUN_COUNT
 from tracking.run_metadata.listing import metadata_field
 from tracking.tag.repository import tags_field, tags_sort
@@ -52,12 +59,93 @@ def _linked_to_model_version(cond: Condition) -> ColumnElement[bool]:
     return col(PipelineRun.id).in_(linked)
 
 
+def _of_snapshot(inner: Field, description: str) -> Field:
+    """A filter on the run's snapshot: the run matches when its snapshot satisfies
+    ``inner`` (a run without a snapshot never does, as in the reference's join). The
+    snapshots are the subquery's own, even where the runs are joined to theirs (the run
+    statistics' groups)."""
+
+    def build(cond: Condition) -> ColumnElement[bool]:
+        snapshots = sa_select(col(PipelineSnapshot.id)).where(inner.sql(cond)).correlate(None)
+        return col(PipelineRun.snapshot_id).in_(snapshots)
+
+    return Field(name=inner.name, kind=inner.kind, build=build, description=description)
+
+
+def _snapshot_column(name: str, column: Any, description: str) -> Field:
+    return _of_snapshot(column_field(name, column, Kind.UUID), description)
+
+
+def _never_recorded(name: str, kind: Kind, description: str) -> Field:
+    """A filter on what no run here records (a parent run, a code reference, a triggering
+    step run or deployment): every run's value is null, so ``equals`` matches none and
+    ``isnull`` all."""
+    column = cast(null(), Uuid if kind is Kind.UUID else Text)
+    return column_field(name, column, kind, description=description)
+
+
+def _stack_named(name: str, foreign_key: Any) -> Field:
+    return name_or_id(name, foreign_key, target_id=col(Stack.id), target_names=[col(Stack.name)])
+
+
+def _of_stack_component() -> Field:
+    """Runs whose snapshot's stack has a component of that name or id."""
+    component = name_or_id(
+        "stack_component",
+        col(StackComposition.component_id),
+        target_id=col(StackComponent.id),
+        target_names=[col(StackComponent.name)],
+    )
+    stack = linked_field(
+        "stack_component",
+        col(PipelineSnapshot.stack_id),
+        col(StackComposition.stack_id),
+        component,
+        "",
+    )
+    return _of_snapshot(stack, "Name or id of a stack component of the run's stack")
+
+
+# A run is templatable, as the reference tells it, when its snapshot's build is not
+# local and was made for a stack (``metadata.is_templatable``).
+_TEMPLATABLE = (
+    exists()
+    .where(
+        col(PipelineSnapshot.id) == col(PipelineRun.snapshot_id),
+        col(PipelineBuild.id) == col(PipelineSnapshot.build_id),
+        col(PipelineBuild.is_local).is_(False),
+        col(PipelineBuild.stack_id).is_not(None),
+    )
+    .correlate(PipelineRun)
+)
+_IN_PROGRESS = col(PipelineRun.status).not_in(sorted(status.value for status in FINISHED))
+
+
+def _root_runs_only(cond: Condition) -> ColumnElement[bool]:
+    """``true``: runs without a parent run (every run here); anything else is ignored
+    (matches all), as the reference ignores ``false``."""
+    if cond.op is Op.EQUALS and cond.value is True:
+        return cast(null(), Uuid).is_(None)
+    return true()
+
+
+def _name_of(column: Any, key: Any, target_id: Any) -> Any:
+    """The name (``column``) of the row ``key`` points at, for sorting (null when none)."""
+    return sa_select(column).where(target_id == key).scalar_subquery()
+
+
 RUNS = ListSpec(
     resource="pipeline_run",
     id_column=col(PipelineRun.id),
     fields=[
         *scoped_fields(PipelineRun),
         column_field("status", col(PipelineRun.status), Kind.STRING),
+        column_field(
+            "in_progress",
+            _IN_PROGRESS,
+            Kind.BOOL,
+            description="Whether the run is in progress (its status is not a finished one)",
+        ),
         column_field("pipeline_id", col(PipelineRun.pipeline_id), Kind.UUID),
         column_field("snapshot_id", col(PipelineRun.snapshot_id), Kind.UUID),
         column_field("orchestrator_run_id", col(PipelineRun.orchestrator_run_id), Kind.STRING),
@@ -65,8 +153,61 @@ RUNS = ListSpec(
         column_field("start_time", col(PipelineRun.start_time), Kind.DATETIME),
         column_field("end_time", col(PipelineRun.end_time), Kind.DATETIME),
         column_field("trigger_id", col(PipelineRun.trigger_id), Kind.UUID),
-        # No run here has a parent run (none is nested): the filter sees every one's as null.
-        column_field("parent_run_id", cast(null(), Uuid), Kind.UUID),
+        _snapshot_column("stack_id", col(PipelineSnapshot.stack_id), "The run's stack"),
+        _snapshot_column("build_id", col(PipelineSnapshot.build_id), "The run's build"),
+        _snapshot_column(
+            "schedule_id", col(PipelineSnapshot.schedule_id), "The schedule of the run's snapshot"
+        ),
+        _snapshot_column(
+            "template_id", col(PipelineSnapshot.template_id), "The run template it was run from"
+        ),
+        _snapshot_column(
+            "source_snapshot_id",
+            col(PipelineSnapshot.source_snapshot_id),
+            "The snapshot the run's snapshot was made from",
+        ),
+        name_or_id(
+            "pipeline",
+            col(PipelineRun.pipeline_id),
+            target_id=col(Pipeline.id),
+            target_names=[col(Pipeline.name)],
+            description="Name or id of the run's pipeline",
+        ),
+        linked_field(
+            "pipeline_name",
+            col(PipelineRun.pipeline_id),
+            col(Pipeline.id),
+            column_field("pipeline_name", col(Pipeline.name), Kind.STRING),
+            "The name of the run's pipeline",
+        ),
+        _of_snapshot(
+            _stack_named("stack", col(PipelineSnapshot.stack_id)),
+            "Name or id of the run's stack",
+        ),
+        _of_stack_component(),
+        column_field(
+            "templatable",
+            _TEMPLATABLE,
+            Kind.BOOL,
+            description="Whether the run can be run again from a template",
+        ),
+        # Runs here record no code reference, parent run or triggering step run or
+        # deployment: those filters see every run's as null.
+        _never_recorded("code_repository_id", Kind.UUID, "The run's code repository"),
+        _never_recorded("code_repository", Kind.STRING, "Name or id of the run's code repository"),
+        _never_recorded("parent_run_id", Kind.UUID, "The parent of a nested run"),
+        _never_recorded(
+            "triggered_by_step_run_id", Kind.UUID, "The step run that triggered the run"
+        ),
+        _never_recorded(
+            "triggered_by_deployment_id", Kind.UUID, "The deployment that triggered the run"
+        ),
+        Field(
+            name="root_runs_only",
+            kind=Kind.BOOL,
+            build=_root_runs_only,
+            description="Only runs without a parent run (ignored if false)",
+        ),
         *version_fields(col(PipelineRun.model_version_id)),
         Field(
             name="linked_to_model_version_id",
@@ -85,6 +226,29 @@ RUNS = ListSpec(
         *scoped_sort_keys(PipelineRun),
         SortKey("status", col(PipelineRun.status)),
         tags_sort(TAG_RESOURCE, col(PipelineRun.id)),
+        SortKey(
+            "pipeline", _name_of(col(Pipeline.name), col(PipelineRun.pipeline_id), col(Pipeline.id))
+        ),
+        SortKey(
+            "stack",
+            sa_select(col(Stack.name))
+            .join(PipelineSnapshot, col(PipelineSnapshot.stack_id) == col(Stack.id))
+            .where(col(PipelineSnapshot.id) == col(PipelineRun.snapshot_id))
+            .scalar_subquery(),
+        ),
+        SortKey(
+            "model",
+            sa_select(col(Model.name))
+            .join(ModelVersion, col(ModelVersion.model_id) == col(Model.id))
+            .where(col(ModelVersion.id) == col(PipelineRun.model_version_id))
+            .scalar_subquery(),
+        ),
+        SortKey(
+            "model_version",
+            _name_of(
+                col(ModelVersion.name), col(PipelineRun.model_version_id), col(ModelVersion.id)
+            ),
+        ),
     ],
 )
 

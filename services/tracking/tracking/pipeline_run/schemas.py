@@ -20,8 +20,8 @@ from tracking.core.schemas import (
     HydrateQuery,
     InputDatetime,
     ProjectScopedBody,
-    ScopedListQuery,
     ScopedRequest,
+    WorkspaceListQuery,
 )
 from tracking.logs.schemas import LogsRequest, LogsResponse, nested_logs
 from tracking.pipeline.schemas import PipelineResponse, nested_pipeline
@@ -195,7 +195,7 @@ class RunQuery(HydrateQuery):
     include_full_metadata: bool = False
 
 
-class RunListQuery(ScopedListQuery):
+class RunListQuery(WorkspaceListQuery):
     include_full_metadata: bool = False
 
 

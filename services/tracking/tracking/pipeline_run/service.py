@@ -87,7 +87,7 @@ class RunService(ScopedService[PipelineRun]):
         self.metadata = RunMetadataRepository(session)
 
     async def list_page(self, listing: Listing, query: RunListQuery) -> tuple[int, list[RunItem]]:
-        project = await self.project(query.project)
+        project = await self.project(query.project_name_or_id or query.project)
         kept = None
         if not listing.conditions and query.scope_user is None:
             kept = await self.runs.count_of(project.id)

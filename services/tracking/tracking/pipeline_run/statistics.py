@@ -132,8 +132,6 @@ class RunStatisticsResponse(BaseModel):
 
 _LIST_PARAMS = frozenset(ListParams.model_fields)
 _SCOPE = frozenset({"project", "scope_user"})
-# Filters every run here meets: ``root_runs_only`` (no run here has a parent run).
-_MET = frozenset({"root_runs_only"})
 
 
 def _texts(value: Any) -> list[str]:
@@ -153,7 +151,7 @@ def filter_listing(raw: Mapping[str, Any]) -> Listing:
         raise RequestValidationFailed.single(list(location), str(exc)) from None
     values: dict[str, list[str]] = {}
     for key, value in raw.items():
-        if value is None or key in _LIST_PARAMS or key in _SCOPE or key in _MET:
+        if value is None or key in _LIST_PARAMS or key in _SCOPE:
             continue
         if RUNS.field(key) is None:
             message = f"Run statistics can not be filtered by '{key}'."
