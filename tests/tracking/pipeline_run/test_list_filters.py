@@ -38,7 +38,12 @@ class World:
 
 
 async def _run(
-    tracking: httpx.AsyncClient, auth: Headers, project: Json, snapshot: Json, name: str, status: str
+    tracking: httpx.AsyncClient,
+    auth: Headers,
+    project: Json,
+    snapshot: Json,
+    name: str,
+    status: str,
 ) -> Json:
     body = {"project": project["id"], "name": name, "snapshot": snapshot["id"], "status": status}
     response = await tracking.post(RUNS, json=body, headers=auth)
@@ -129,9 +134,12 @@ async def test_in_progress_and_templatable_split_the_runs(
     # The rich run's snapshot has a remote build for a stack: it can be run again.
     assert await listed(tracking, auth, templatable="true") == ["rich"]
     assert await listed(tracking, auth, templatable="false") == ["plain"]
-    got = await tracking.get(RUNS, params={"in_progress": "maybe"}, headers=auth)
-    assert got.status_code == 422, got.text
-    assert got.json()["detail"][0]["loc"] == ["query", "in_progress"]
+    for run, templatable in ((world.rich, True), (world.plain, False)):
+        got = await tracking.get(f"{RUNS}/{run['id']}", headers=auth)
+        assert got.json()["metadata"]["is_templatable"] is templatable
+    refused = await tracking.get(RUNS, params={"in_progress": "maybe"}, headers=auth)
+    assert refused.status_code == 422, refused.text
+    assert refused.json()["detail"][0]["loc"] == ["query", "in_progress"]
 
 
 async def test_what_no_run_here_records_matches_no_run_when_asked_for(
@@ -182,8 +190,10 @@ async def test_run_statistics_take_the_new_filters(
         {"templatable": True},
         {"build_id": world.build["id"]},
     ):
-        body = {"filter": {"project": default_project["id"], **run_filter}}
-        body["groupings"] = [{"name": "p", "type": "pipeline"}]
+        body = {
+            "filter": {"project": default_project["id"], **run_filter},
+            "groupings": [{"name": "p", "type": "pipeline"}],
+        }
         response = await tracking.post(f"{RUNS}/statistics", json=body, headers=auth)
         assert response.status_code == 200, (run_filter, response.text)
         groups = response.json()["groups"]

@@ -108,14 +108,18 @@ def _of_stack_component() -> Field:
 
 # A run is templatable, as the reference tells it, when its snapshot's build is not
 # local and was made for a stack (``metadata.is_templatable``).
-_TEMPLATABLE = (
+_BUILD_TEMPLATABLE = (
     exists()
     .where(
-        col(PipelineSnapshot.id) == col(PipelineRun.snapshot_id),
         col(PipelineBuild.id) == col(PipelineSnapshot.build_id),
         col(PipelineBuild.is_local).is_(False),
         col(PipelineBuild.stack_id).is_not(None),
     )
+    .correlate(PipelineSnapshot)
+)
+_TEMPLATABLE = (
+    exists()
+    .where(col(PipelineSnapshot.id) == col(PipelineRun.snapshot_id), _BUILD_TEMPLATABLE)
     .correlate(PipelineRun)
 )
 _IN_PROGRESS = col(PipelineRun.status).not_in(sorted(status.value for status in FINISHED))
@@ -264,7 +268,10 @@ def _by_ids(model: Any) -> Any:
     )
 
 
-_SNAPSHOTS = _by_ids(PipelineSnapshot)
+# Each snapshot with whether its runs are templatable.
+_SNAPSHOTS = sa_select(
+    *_table(PipelineSnapshot).columns, _BUILD_TEMPLATABLE.label("templatable")
+).where(col(PipelineSnapshot.id).in_(bindparam("ids", expanding=True)))
 _PIPELINES = _by_ids(Pipeline)
 _STACKS = _by_ids(Stack)
 _PLACEHOLDERS = [status.value for status in PLACEHOLDER]

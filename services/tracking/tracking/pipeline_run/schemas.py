@@ -369,6 +369,7 @@ def run_response(item: RunItem, hydrate: bool, user: NestedUser | None) -> dict[
             "orchestrator_environment": without_packages(run.orchestrator_environment),
             "code_path": snapshot.code_path if snapshot is not None else None,
             "template_id": snapshot.template_id if snapshot is not None else None,
+            "is_templatable": bool(snapshot is not None and snapshot.templatable),
             "enable_heartbeat": run.enable_heartbeat,
             "run_metadata": item.run_metadata or {},
         }
