@@ -17,7 +17,7 @@ from tracking.core.aliases import scoped_body, scoped_query
 from tracking.core.auth import caller, caller_id
 from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
-from tracking.core.schemas import HydrateQuery, ProjectQuery, ScopedListQuery
+from tracking.core.schemas import HydrateQuery, ProjectQuery, WorkspaceListQuery
 from tracking.pipeline.repository import PIPELINES
 from tracking.pipeline.schemas import (
     PipelineItem,
@@ -28,7 +28,7 @@ from tracking.pipeline.schemas import (
 )
 from tracking.pipeline.service import PipelineService
 
-LIST_QUERY = PIPELINES.query_model(extra=query_extras(ScopedListQuery))
+LIST_QUERY = PIPELINES.query_model(extra=query_extras(WorkspaceListQuery))
 
 
 async def with_runners(request: Request, items: list[PipelineItem]) -> list[PipelineItem]:
@@ -46,9 +46,9 @@ async def with_runners(request: Request, items: list[PipelineItem]) -> list[Pipe
 async def list_(request: Request) -> Response:
     caller(request)
     listing = await read_list(request, PIPELINES)
-    query = scoped_query(request, ScopedListQuery)
+    query = scoped_query(request, WorkspaceListQuery)
     async with transaction(request) as session:
-        total, items = await PipelineService(session).list_page(listing, query)
+        total, items = await PipelineService(session).list_page(listing, query.scope())
     return await render_page(
         request, listing, total, await with_runners(request, items), pipeline_response
     )

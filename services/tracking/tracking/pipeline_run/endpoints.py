@@ -20,7 +20,7 @@ from tracking.core.aliases import scoped_body, scoped_query
 from tracking.core.auth import caller, caller_id, object_id, snapshot_runner
 from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
-from tracking.core.schemas import ProjectQuery
+from tracking.core.schemas import ProjectQuery, ScopedListQuery
 from tracking.logs.entries import LogEntry
 from tracking.pipeline_run.repository import RUNS
 from tracking.pipeline_run.run_page import RunPageService
@@ -50,7 +50,7 @@ from tracking.step_run.schemas import StepLogsQuery, StepRunResponse, step_respo
 from tracking.store import ArtifactStores
 
 LIST_QUERY = RUNS.query_model(extra=query_extras(RunListQuery))
-STEPS_QUERY = STEPS.query_model()
+STEPS_QUERY = STEPS.query_model(extra=query_extras(ScopedListQuery))
 
 
 SCOPE = ScopeKind.PIPELINE_RUN
@@ -144,8 +144,9 @@ async def dag(request: Request) -> Response:
 async def steps(request: Request) -> Response:
     run_id = object_id(request, "run_id", SCOPE)
     listing = await read_list(request, STEPS)
+    query = parse_query(request, ScopedListQuery)
     async with transaction(request) as session:
-        total, items = await RunPageService(session).steps(run_id, listing)
+        total, items = await RunPageService(session).steps(run_id, listing, query)
     return await render_page(request, listing, total, items, step_response)
 
 

@@ -15,6 +15,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from shared.errors import BadRequest, Forbidden, PlatformError
 from shared.listing import Listing
+from tracking.core.schemas import ScopedListQuery
 from tracking.logs.entries import LogEntry
 from tracking.logs.service import LogsService
 from tracking.pipeline_run.dag import build_dag
@@ -89,9 +90,16 @@ class RunPageService:
         item = await self.runs.get(run_id)
         return run_config(item.snapshot, item.pipeline, item.run.start_time)
 
-    async def steps(self, run_id: uuid.UUID, listing: Listing) -> tuple[int, list[StepItem]]:
+    async def steps(
+        self, run_id: uuid.UUID, listing: Listing, query: ScopedListQuery
+    ) -> tuple[int, list[StepItem]]:
+        """The run's steps; of ``query.project`` (404 when there is none such) and by
+        ``query.scope_user`` when given (the run's project and any user otherwise)."""
         await self.runs.get_row(run_id)
-        total, rows = await StepRepository(self.session).page_of_run(listing, run_id)
+        project = await self.runs.project(query.project) if query.project else None
+        total, rows = await StepRepository(self.session).page_of_run(
+            listing, run_id, project.id if project else None, query.scope_user
+        )
         return total, await StepService(self.session).items(rows, hydrate=listing.hydrate)
 
     async def log_entries(

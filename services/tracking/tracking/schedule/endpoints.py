@@ -15,7 +15,7 @@ from tracking.core.aliases import scoped_body, scoped_query
 from tracking.core.auth import MANAGING_KINDS, caller, caller_id, object_id
 from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
-from tracking.core.schemas import HydrateQuery, ProjectQuery, ScopedListQuery
+from tracking.core.schemas import HydrateQuery, ProjectQuery, WorkspaceListQuery
 from tracking.schedule.repository import SCHEDULES
 from tracking.schedule.schemas import (
     ScheduleRequest,
@@ -25,16 +25,16 @@ from tracking.schedule.schemas import (
 )
 from tracking.schedule.service import ScheduleService
 
-LIST_QUERY = SCHEDULES.query_model(extra=query_extras(ScopedListQuery))
+LIST_QUERY = SCHEDULES.query_model(extra=query_extras(WorkspaceListQuery))
 SCOPE = ScopeKind.SCHEDULE
 
 
 async def list_(request: Request) -> Response:
     caller(request)
     listing = await read_list(request, SCHEDULES)
-    query = scoped_query(request, ScopedListQuery)
+    query = scoped_query(request, WorkspaceListQuery)
     async with transaction(request) as session:
-        total, items = await ScheduleService(session).list_page(listing, query)
+        total, items = await ScheduleService(session).list_page(listing, query.scope())
     return await render_page(request, listing, total, items, schedule_response)
 
 

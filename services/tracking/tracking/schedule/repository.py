@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sqlalchemy import Boolean, literal
 from sqlmodel import col
 from sqlmodel.ext.asyncio.session import AsyncSession
 
@@ -20,6 +21,16 @@ SCHEDULES = ListSpec(
         column_field("pipeline_id", col(Schedule.pipeline_id), Kind.UUID),
         column_field("orchestrator_id", col(Schedule.orchestrator_id), Kind.UUID),
         column_field("catchup", col(Schedule.catchup), Kind.BOOL),
+        column_field("start_time", col(Schedule.start_time), Kind.DATETIME),
+        column_field("end_time", col(Schedule.end_time), Kind.DATETIME),
+        column_field("run_once_start_time", col(Schedule.run_once_start_time), Kind.DATETIME),
+        # A schedule here is deleted, never archived (the reference's soft deletion).
+        column_field(
+            "is_archived",
+            literal(False, Boolean),
+            Kind.BOOL,
+            description="Whether the schedule is archived (none is here)",
+        ),
     ],
     sort_keys=[*scoped_sort_keys(Schedule), SortKey("active", col(Schedule.active))],
 )

@@ -17,6 +17,7 @@ from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_pa
 from shared.users import users_by_id
 from tracking.core.auth import caller
 from tracking.core.listing import query_extras
+from tracking.core.schemas import ProjectQuery
 from tracking.models import ServiceConnector
 from tracking.service_connector import catalog
 from tracking.service_connector.repository import CONNECTORS
@@ -43,7 +44,11 @@ from tracking.service_connector.service import (
 )
 from tracking.state import TrackingState
 
-LIST_QUERY = CONNECTORS.query_model(extra=query_extras(ServiceConnectorListQuery))
+# Connectors are global: a project (``project_name_or_id``) is accepted and ignored, as
+# the reference ignores it.
+LIST_QUERY = CONNECTORS.query_model(
+    extra={**query_extras(ServiceConnectorListQuery), **query_extras(ProjectQuery)}
+)
 FULL_STACK_KINDS = ("artifact_store", "orchestrator", "container_registry")
 
 
@@ -164,9 +169,10 @@ async def client(request: Request) -> Response:
 
 async def resources(request: Request) -> Response:
     caller(request)
+    listing = await read_list(request, CONNECTORS)
     query = parse_query(request, ServiceConnectorListQuery)
     async with transaction(request) as session:
-        connectors = await _service(request, session).matching(query)
+        connectors = await _service(request, session).matching(listing, query)
     return render(await _verifier(request).resources(connectors, query))
 
 
@@ -228,7 +234,7 @@ def routes() -> list[ApiRoute]:
             method="GET",
             summary="List Service Connector Resources",
             tags=tags,
-            query=ServiceConnectorListQuery,
+            query=LIST_QUERY,
             response=list[ServiceConnectorResourcesModel],
             errors=(422,),
         ),

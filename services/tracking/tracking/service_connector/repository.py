@@ -82,11 +82,6 @@ class ServiceConnectorRepository:
             self.session, CONNECTORS, listing, select(ServiceConnector), scope=scope
         )
 
-    async def matching(self, scope: Sequence[ColumnElement[bool]]) -> Sequence[ServiceConnector]:
-        """Every connector matching ``scope``, by name (the resources list has no pages)."""
-        statement = select(ServiceConnector).where(*scope).order_by(col(ServiceConnector.name))
-        return (await self.session.exec(statement)).all()
-
     async def component_count(self, connector_id: uuid.UUID) -> int:
         statement = select(func.count()).where(col(StackComponent.connector_id) == connector_id)
         return int((await self.session.exec(statement)).one())

@@ -248,11 +248,14 @@ class ServiceConnectorService:
             )
         await self.repository.delete(connector)
 
-    async def matching(self, query: ServiceConnectorListQuery) -> Sequence[ServiceConnector]:
-        """Every connector the resources list asks about (its filters but for the
-        resource id, which each connector's verification checks)."""
+    async def matching(
+        self, listing: Listing, query: ServiceConnectorListQuery
+    ) -> Sequence[ServiceConnector]:
+        """The connectors the resources list asks about: the page of the connectors list
+        its parameters give, as the reference reads it (its filters but for the resource
+        id, which each connector's verification checks)."""
         scope = conditions(query.resource_type, None, query.labels(), query.scope_user)
-        return await self.repository.matching(scope)
+        return (await self.repository.page(listing, scope))[1]
 
     async def get_given(self, connector_id: uuid.UUID | None) -> ServiceConnector | None:
         return None if connector_id is None else await self._get(connector_id)

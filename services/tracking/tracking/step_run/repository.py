@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from sqlalchemy import Table, and_, func, or_
+from sqlalchemy import Integer, Table, and_, func, literal, or_
 from sqlalchemy import insert as sa_insert
 from sqlalchemy import select as sa_select
 from sqlalchemy import update as sa_update
@@ -25,11 +25,12 @@ from shared.listing import (
     column_field,
     fetch_page,
 )
-from tracking.core.listing import scoped_fields, scoped_sort_keys
+from tracking.core.listing import scope_conditions, scoped_fields, scoped_sort_keys
 from tracking.model_version.repository import version_fields
 from tracking.models import ArtifactVersion, PipelineRun, StepRun, StepRunArtifact
 from tracking.pipeline_run.schemas import ExecutionStatus
 from tracking.run_metadata.listing import metadata_field
+from tracking.step_run.schemas import STEP_VERSION
 
 
 def _cache_expired(cond: Condition) -> ColumnElement[bool]:
@@ -67,6 +68,7 @@ STEPS = ListSpec(
         column_field("cache_expires_at", col(StepRun.cache_expires_at), Kind.DATETIME),
         column_field("pipeline_run_id", col(StepRun.pipeline_run_id), Kind.UUID),
         column_field("original_step_run_id", col(StepRun.original_step_run_id), Kind.UUID),
+        column_field("version", literal(STEP_VERSION, Integer), Kind.INT),
         *version_fields(col(StepRun.model_version_id)),
         Field(
             name="snapshot_id",
@@ -113,10 +115,23 @@ class StepRepository:
         query = sa_select(*_table(StepRun).columns).where(col(StepRun.id) == step_id)
         return (await self.session.exec(query)).first()  # type: ignore[call-overload]
 
-    async def page_of_run(self, listing: Listing, run_id: uuid.UUID) -> tuple[int, list[Any]]:
-        """A page of the run's steps (``GET /runs/{id}/steps``), filtered as listed."""
+    async def page_of_run(
+        self,
+        listing: Listing,
+        run_id: uuid.UUID,
+        project_id: uuid.UUID | None = None,
+        user_id: uuid.UUID | None = None,
+    ) -> tuple[int, list[Any]]:
+        """A page of the run's steps (``GET /runs/{id}/steps``), filtered as listed, of
+        ``project_id`` and by ``user_id`` when given."""
         statement = sa_select(*_table(StepRun).columns)
-        scope = [col(StepRun.pipeline_run_id) == run_id]
+        scope = scope_conditions(
+            [
+                (col(StepRun.pipeline_run_id), run_id),
+                (col(StepRun.project_id), project_id),
+                (col(StepRun.user_id), user_id),
+            ]
+        )
         return await fetch_page(self.session, STEPS, listing, statement, scope=scope, core=True)
 
     async def stop_watching(self, run_id: uuid.UUID) -> None:

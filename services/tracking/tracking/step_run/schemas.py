@@ -109,10 +109,14 @@ class StepLogsQuery(BaseModel):
             )
 
 
+STEP_VERSION = 1
+"""Every step's ``version``: a run keeps one row per step name, never a second try."""
+
+
 class StepRunResponseBody(ProjectScopedBody):
     type: str | None = None
     status: ExecutionStatus
-    version: int = 1
+    version: int = STEP_VERSION
     is_retriable: bool = False
     start_time: WireDatetime | None = None
     end_time: WireDatetime | None = None
