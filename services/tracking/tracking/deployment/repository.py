@@ -7,25 +7,19 @@ from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import col
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from shared.listing import Condition, Field, Kind, ListSpec, SortKey, column_field, name_or_id
+from shared.listing import Condition, Field, Kind, ListSpec, SortKey, column_field
 from tracking.core.listing import scoped_fields, scoped_sort_keys
 from tracking.core.repository import ScopedRepository
 from tracking.models import Deployment, Pipeline, PipelineSnapshot
+from tracking.pipeline_snapshot.repository import SNAPSHOT_PIPELINE
 from tracking.tag.repository import tags_field, tags_sort
 
 TAG_RESOURCE = "deployment"
 
-_by_pipeline = name_or_id(
-    "pipeline",
-    col(PipelineSnapshot.pipeline_id),
-    target_id=col(Pipeline.id),
-    target_names=[col(Pipeline.name)],
-)
-
 
 def _pipeline(cond: Condition) -> ColumnElement[bool]:
     """Deployments whose snapshot belongs to the pipeline (name or id)."""
-    snapshots = sa_select(col(PipelineSnapshot.id)).where(_by_pipeline.sql(cond))
+    snapshots = sa_select(col(PipelineSnapshot.id)).where(SNAPSHOT_PIPELINE.sql(cond))
     return col(Deployment.snapshot_id).in_(snapshots)
 
 

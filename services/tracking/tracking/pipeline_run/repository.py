@@ -33,19 +33,19 @@ from tracking.models import (
     ModelVersion,
     ModelVersionRun,
     Pipeline,
-    PipelineBuild,
     PipelineRun,
     PipelineSnapshot,
     Stack,
-    StackComponent,
     StackComposition,
     StepRun,
     StepRunArtifact,
 )
 from tracking.pipeline_run.dag import DagLink, DagStep
 from tracking.pipeline_run.schemas import FINISHED, PLACEHOLDER, ExecutionStatus
+from tracking.pipeline_snapshot.repository import SNAPSHOT_STACK, built_to_run
 from tracking.project.repository import RUN_COUNT
 from tracking.run_metadata.listing import metadata_field
+from tracking.stack.repository import COMPOSED_COMPONENT
 from tracking.tag.repository import tags_field, tags_sort
 
 TAG_RESOURCE = "pipeline_run"
@@ -84,42 +84,23 @@ def _never_recorded(name: str, kind: Kind, description: str) -> Field:
     return column_field(name, column, kind, description=description)
 
 
-def _stack_named(name: str, foreign_key: Any) -> Field:
-    return name_or_id(name, foreign_key, target_id=col(Stack.id), target_names=[col(Stack.name)])
-
-
 def _of_stack_component() -> Field:
     """Runs whose snapshot's stack has a component of that name or id."""
-    component = name_or_id(
-        "stack_component",
-        col(StackComposition.component_id),
-        target_id=col(StackComponent.id),
-        target_names=[col(StackComponent.name)],
-    )
     stack = linked_field(
         "stack_component",
         col(PipelineSnapshot.stack_id),
         col(StackComposition.stack_id),
-        component,
+        COMPOSED_COMPONENT,
         "",
     )
     return _of_snapshot(stack, "Name or id of a stack component of the run's stack")
 
 
-# A run is templatable, as the reference tells it, when its snapshot's build is not
-# local and was made for a stack (``metadata.is_templatable``).
-_BUILD_TEMPLATABLE = (
-    exists()
-    .where(
-        col(PipelineBuild.id) == col(PipelineSnapshot.build_id),
-        col(PipelineBuild.is_local).is_(False),
-        col(PipelineBuild.stack_id).is_not(None),
-    )
-    .correlate(PipelineSnapshot)
-)
+# A run is templatable, as the reference tells it, when its snapshot is built to run
+# (``metadata.is_templatable``).
 _TEMPLATABLE = (
     exists()
-    .where(col(PipelineSnapshot.id) == col(PipelineRun.snapshot_id), _BUILD_TEMPLATABLE)
+    .where(col(PipelineSnapshot.id) == col(PipelineRun.snapshot_id), built_to_run())
     .correlate(PipelineRun)
 )
 _IN_PROGRESS = col(PipelineRun.status).not_in(sorted(status.value for status in FINISHED))
@@ -184,10 +165,7 @@ RUNS = ListSpec(
             column_field("pipeline_name", col(Pipeline.name), Kind.STRING),
             "The name of the run's pipeline",
         ),
-        _of_snapshot(
-            _stack_named("stack", col(PipelineSnapshot.stack_id)),
-            "Name or id of the run's stack",
-        ),
+        _of_snapshot(SNAPSHOT_STACK, "Name or id of the run's stack"),
         _of_stack_component(),
         column_field(
             "templatable",
@@ -270,7 +248,7 @@ def _by_ids(model: Any) -> Any:
 
 # Each snapshot with whether its runs are templatable.
 _SNAPSHOTS = sa_select(
-    *_table(PipelineSnapshot).columns, _BUILD_TEMPLATABLE.label("templatable")
+    *_table(PipelineSnapshot).columns, built_to_run().label("templatable")
 ).where(col(PipelineSnapshot.id).in_(bindparam("ids", expanding=True)))
 _PIPELINES = _by_ids(Pipeline)
 _STACKS = _by_ids(Stack)

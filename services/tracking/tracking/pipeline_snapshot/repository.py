@@ -64,13 +64,33 @@ def _when_true(name: str, condition: Callable[[], Any], description: str) -> Fie
     return Field(name=name, kind=Kind.BOOL, build=build, description=description)
 
 
-def _runnable() -> Any:
-    """Built on a remote (not local) image build with a stack."""
+def built_to_run() -> Any:
+    """The snapshot (correlated) is built on a remote (not local) image build with a
+    stack: as the reference tells a runnable snapshot, a templatable run (of such a
+    snapshot) and a runnable template (from one)."""
     return exists().where(
         col(PipelineBuild.id) == col(S.build_id),
         col(PipelineBuild.is_local).is_(False),
         col(PipelineBuild.stack_id).is_not(None),
     )
+
+
+# A snapshot's pipeline and stack, by name or id (the snapshot list's filters, and those
+# of the lists whose rows have a snapshot).
+SNAPSHOT_PIPELINE = name_or_id(
+    "pipeline",
+    col(S.pipeline_id),
+    target_id=col(Pipeline.id),
+    target_names=[col(Pipeline.name)],
+    description="Pipeline name or ID",
+)
+SNAPSHOT_STACK = name_or_id(
+    "stack",
+    col(S.stack_id),
+    target_id=col(Stack.id),
+    target_names=[col(Stack.name)],
+    description="Stack name or ID",
+)
 
 
 def _deployable() -> Any:
@@ -110,24 +130,12 @@ SNAPSHOTS = ListSpec(
         tags_field(TAG_RESOURCE, col(S.id)),
         column_field("name", col(S.name), Kind.STRING),
         _when_true("named_only", lambda: col(S.name).is_not(None), "Only named snapshots."),
-        name_or_id(
-            "pipeline",
-            col(S.pipeline_id),
-            target_id=col(Pipeline.id),
-            target_names=[col(Pipeline.name)],
-            description="Pipeline name or ID",
-        ),
-        name_or_id(
-            "stack",
-            col(S.stack_id),
-            target_id=col(Stack.id),
-            target_names=[col(Stack.name)],
-            description="Stack name or ID",
-        ),
+        SNAPSHOT_PIPELINE,
+        SNAPSHOT_STACK,
         column_field("build_id", col(S.build_id), Kind.UUID),
         column_field("schedule_id", col(S.schedule_id), Kind.UUID),
         column_field("source_snapshot_id", col(S.source_snapshot_id), Kind.UUID),
-        _when_true("runnable", _runnable, "Only snapshots that can be run."),
+        _when_true("runnable", built_to_run, "Only snapshots that can be run."),
         _when_true("deployable", _deployable, "Only snapshots that can be deployed."),
         Field(
             name="deployed",

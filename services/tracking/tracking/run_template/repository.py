@@ -14,7 +14,7 @@ from sqlmodel import col
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from shared.db import core_execute
-from shared.listing import Field, Kind, ListSpec, SortKey, column_field, name_or_id
+from shared.listing import Field, Kind, ListSpec, SortKey, column_field
 from tracking.core.listing import linked_field, scoped_fields, scoped_sort_keys
 from tracking.core.repository import ScopedRepository, rendered_columns
 from tracking.models import (
@@ -23,10 +23,10 @@ from tracking.models import (
     PipelineRun,
     PipelineSnapshot,
     RunTemplate,
-    Stack,
     StackComponent,
     StackComposition,
 )
+from tracking.pipeline_snapshot.repository import SNAPSHOT_PIPELINE, SNAPSHOT_STACK, built_to_run
 from tracking.tag.repository import tag_ids_column, tags_field, tags_sort
 from tracking.tag.schemas import TagRow
 
@@ -70,21 +70,10 @@ RUN_TEMPLATES = ListSpec(
             "no code references: no template has one).",
         ),
         _through_snapshot(
-            "pipeline",
-            name_or_id(
-                "pipeline",
-                col(S.pipeline_id),
-                target_id=col(Pipeline.id),
-                target_names=[col(Pipeline.name)],
-            ),
-            "Name/ID of the pipeline associated with the template.",
+            "pipeline", SNAPSHOT_PIPELINE, "Name/ID of the pipeline associated with the template."
         ),
         _through_snapshot(
-            "stack",
-            name_or_id(
-                "stack", col(S.stack_id), target_id=col(Stack.id), target_names=[col(Stack.name)]
-            ),
-            "Name/ID of the stack associated with the template.",
+            "stack", SNAPSHOT_STACK, "Name/ID of the stack associated with the template."
         ),
     ],
     sort_keys=[
@@ -97,12 +86,7 @@ RUN_TEMPLATES = ListSpec(
 
 def _runnable() -> Any:
     """The source snapshot is built remotely (not locally) with a stack, as the reference."""
-    return exists().where(
-        col(S.id) == col(T.source_snapshot_id),
-        col(PipelineBuild.id) == col(S.build_id),
-        col(PipelineBuild.is_local).is_(False),
-        col(PipelineBuild.stack_id).is_not(None),
-    )
+    return exists().where(col(S.id) == col(T.source_snapshot_id), built_to_run())
 
 
 def _latest_run(column: Any) -> Any:

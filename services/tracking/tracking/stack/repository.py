@@ -23,6 +23,15 @@ from tracking.component.schemas import UserScopeQuery
 from tracking.core.listing import linked_field, scope_conditions
 from tracking.models import Stack, StackComponent, StackComposition
 
+# A stack's component by name or id, on the stack's composition rows (a list's filter
+# by a component of its rows' stack).
+COMPOSED_COMPONENT = name_or_id(
+    "component",
+    col(StackComposition.component_id),
+    target_id=col(StackComponent.id),
+    target_names=[col(StackComponent.name)],
+)
+
 STACKS = ListSpec(
     resource="stack",
     id_column=col(Stack.id),
@@ -42,12 +51,7 @@ STACKS = ListSpec(
             "component",
             col(Stack.id),
             col(StackComposition.stack_id),
-            name_or_id(
-                "component",
-                col(StackComposition.component_id),
-                target_id=col(StackComponent.id),
-                target_names=[col(StackComponent.name)],
-            ),
+            COMPOSED_COMPONENT,
             "Name/ID of a component in the stack.",
         ),
     ],
