@@ -255,6 +255,10 @@ OPEN: dict[str, dict[tuple[str, str], str]] = {
             "positive_data_acceptance",
         ): LOGS,
         (
+            "POST /api/v1/runs/statistics",
+            "positive_data_acceptance",
+        ): 'a run_metadata filter"s key:value form is not in the document',
+        (
             "POST /api/v1/schedules",
             "positive_data_acceptance",
         ): SCHEDULE,
@@ -468,6 +472,10 @@ OPEN: dict[str, dict[tuple[str, str], str]] = {
             "POST /api/v1/runs",
             "positive_data_acceptance",
         ): LOGS,
+        (
+            "POST /api/v1/runs/statistics",
+            "positive_data_acceptance",
+        ): 'a run_metadata filter"s key:value form is not in the document',
         (
             "POST /api/v1/runs/statistics",
             "unsupported_method",
