@@ -441,6 +441,10 @@ OPEN: dict[str, dict[tuple[str, str], str]] = {
             "positive_data_acceptance",
         ): 'sort_by"s accepted fields are not in the document (it says any string)',
         (
+            "GET /api/v1/workspaces/{project_name_or_id}/resources",
+            "positive_data_acceptance",
+        ): 'sort_by"s accepted fields are not in the document (it says any string)',
+        (
             "GET /api/v1/workspaces/{project_name_or_id}/runs",
             "positive_data_acceptance",
         ): 'a run_metadata filter"s key:value form is not in the document',
