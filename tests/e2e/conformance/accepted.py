@@ -194,11 +194,9 @@ those words."""
 
 # The reasons OPEN gives most often.
 LAX_BODY = "a JSON body's typed field takes what pydantic's lax mode converts (\"true\", 1)"
-NOT_405 = "a method the path does not take answers 422 (read first), not 405"
 LOGS = "logs need an artifact store or a log store id (one of two fields)"
 SCHEDULE = "a schedule needs a cron expression, an interval or a run-once time"
 NAME = "an empty name or one with a tab or line break refused (validate_name)"
-ALLOW = "Allow names the path's GET and PATCH, which this document does not declare"
 
 OPEN: dict[str, dict[tuple[str, str], str]] = {
     "reference": {
@@ -393,10 +391,6 @@ OPEN: dict[str, dict[tuple[str, str], str]] = {
             "positive_data_acceptance",
         ): 'sort_by"s accepted fields are not in the document (it says any string)',
         (
-            "GET /api/v1/service_connectors/resources",
-            "unsupported_method",
-        ): NOT_405,
-        (
             "GET /api/v1/services",
             "positive_data_acceptance",
         ): 'sort_by"s accepted fields are not in the document (it says any string)',
@@ -453,14 +447,6 @@ OPEN: dict[str, dict[tuple[str, str], str]] = {
             "positive_data_acceptance",
         ): 'sort_by"s accepted fields are not in the document (it says any string)',
         (
-            "PATCH /api/v1/flavors/sync",
-            "unsupported_method",
-        ): NOT_405,
-        (
-            "POST /api/v1/artifact_versions/batch",
-            "unsupported_method",
-        ): NOT_405,
-        (
             "POST /api/v1/flavors",
             "negative_data_rejection",
         ): LAX_BODY,
@@ -476,10 +462,6 @@ OPEN: dict[str, dict[tuple[str, str], str]] = {
             "POST /api/v1/runs/statistics",
             "positive_data_acceptance",
         ): "run statistics filters the runs list lacks",
-        (
-            "POST /api/v1/runs/statistics",
-            "unsupported_method",
-        ): NOT_405,
         (
             "POST /api/v1/schedules",
             "positive_data_acceptance",
@@ -622,10 +604,6 @@ OPEN: dict[str, dict[tuple[str, str], str]] = {
             "POST /api/v1/devices/{device_id}/verify",
             "positive_data_acceptance",
         ): "a device not waiting for approval (its state)",
-        (
-            "POST /api/v1/tasks/claim",
-            "allow_header_conformance",
-        ): ALLOW,
         (
             "POST /api/v1/users",
             "negative_data_rejection",
