@@ -67,6 +67,7 @@ class Operation:
     tags: Sequence[str] = ()
     query: type[BaseModel] | None = None
     body: Any = None  # a model, or a type such as list[Model]
+    body_required: bool = True  # False: the handler reads a missing body as the defaults
     form: type[BaseModel] | None = None
     response: Any = None  # a model, a type, or None for ``null``
     response_media_type: str = "application/json"

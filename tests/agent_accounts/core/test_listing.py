@@ -1,6 +1,10 @@
-"""Each list's document names the sorts it takes, and the list takes exactly those."""
+"""Each list's document names the sorts it takes and the form of its cursor, and the list
+takes exactly those."""
 
 from __future__ import annotations
+
+import base64
+import re
 
 import httpx
 
@@ -30,3 +34,40 @@ async def test_documented_sorts_are_the_sorts_each_list_takes(
         refused = await client.get(path, params={"sort": "zzz:asc"}, headers=admin)
         assert refused.status_code == 422, (path, refused.text)
         assert f"use one of {keys}" in refused.text, (path, refused.text)
+
+
+async def test_a_cursor_has_the_documented_form_and_one_not_issued_is_refused(
+    client: httpx.AsyncClient, admin: dict[str, str]
+) -> None:
+    document = (await client.get("/openapi.json")).json()
+    for path in LISTS:
+        parameters = document["paths"][path]["get"]["parameters"]
+        [cursor] = [p["schema"] for p in parameters if p["name"] == "cursor"]
+        [form] = [s for s in cursor["anyOf"] if s.get("type") == "string"]
+        pattern = re.compile(form["pattern"])
+        made = base64.urlsafe_b64encode(b'{"s":"created:desc"}').decode().rstrip("=")
+        assert pattern.match(made), path
+        refused = await client.get(path, params={"cursor": made}, headers=admin)
+        assert refused.status_code == 422, (path, refused.text)
+        assert "The cursor is malformed." in refused.text, (path, refused.text)
+        assert not pattern.match("not a cursor"), path
+        off_form = await client.get(path, params={"cursor": "not a cursor"}, headers=admin)
+        assert off_form.status_code == 422, (path, off_form.text)
+
+
+async def test_each_issued_cursor_has_the_documented_form(
+    client: httpx.AsyncClient, admin: dict[str, str]
+) -> None:
+    document = (await client.get("/openapi.json")).json()
+    parameters = document["paths"]["/api/v1/api-keys"]["get"]["parameters"]
+    [cursor] = [p["schema"] for p in parameters if p["name"] == "cursor"]
+    [form] = [s for s in cursor["anyOf"] if s.get("type") == "string"]
+    for name in ("first", "second"):
+        created = await client.post("/api/v1/api-keys", json={"name": name}, headers=admin)
+        assert created.status_code == 201, created.text
+    page = (await client.get("/api/v1/api-keys", params={"size": 1}, headers=admin)).json()
+    assert re.match(form["pattern"], page["next_cursor"]), page
+    following = await client.get(
+        "/api/v1/api-keys", params={"size": 1, "cursor": page["next_cursor"]}, headers=admin
+    )
+    assert following.status_code == 200, following.text
