@@ -590,6 +590,10 @@ OPEN: dict[str, dict[tuple[str, str], str]] = {
             "negative_data_rejection",
         ): LAX_BODY,
         (
+            "POST /api/v1/api-keys/{api_key_id}/rotate",
+            "negative_data_rejection",
+        ): LAX_BODY,
+        (
             "POST /api/v1/devices/{device_id}/verify",
             "negative_data_rejection",
         ): LAX_BODY,
