@@ -39,6 +39,21 @@ class SnapshotListQuery(WorkspaceListQuery):
     pass
 
 
+def snapshot_name(value: str | bool | None) -> str | bool | None:
+    """The reference's rule for a snapshot's name, with its messages: a string that is
+    not empty and at most 255 characters, ``false`` (no name) or null, never ``true``."""
+    if isinstance(value, str):
+        if not value:
+            raise ValueError("Snapshot name cannot be empty.")
+        if len(value) > 255:
+            raise ValueError(
+                f"Snapshot name `{value}` is too long. The maximum length is 255 characters."
+            )
+    elif value is True:
+        raise ValueError("Snapshot name cannot be `True`.")
+    return value
+
+
 class PipelineSnapshotUpdate(BaseModel):
     """A new name (``false`` takes it off; ``replace`` takes it from the pipeline's snapshot
     that has it), a description (kept when empty) and tags to add or take off."""
@@ -49,28 +64,16 @@ class PipelineSnapshotUpdate(BaseModel):
     add_tags: list[Annotated[str, Field(max_length=255)]] | None = None
     remove_tags: list[str] | None = None
 
-    @field_validator("name")
-    @classmethod
-    def _name(cls, value: str | bool | None) -> str | bool | None:
-        # The reference's messages.
-        if isinstance(value, str):
-            if not value:
-                raise ValueError("Snapshot name cannot be empty.")
-            if len(value) > 255:
-                raise ValueError(
-                    f"Snapshot name `{value}` is too long. The maximum length is 255 characters."
-                )
-        elif value is True:
-            raise ValueError("Snapshot name cannot be `True`.")
-        return value
+    _name = field_validator("name")(snapshot_name)
 
 
 class PipelineSnapshotRequest(ScopedRequest):
     """What the client compiled, kept as sent: the orchestrator runs the snapshot the
     server answers with. A code reference and ``replace`` are accepted and not kept;
-    ``tags`` go on the snapshot, made when new."""
+    ``tags`` go on the snapshot, made when new. A ``false`` name is no name, as the
+    reference reads it."""
 
-    name: str | None = Field(default=None, max_length=255)
+    name: str | bool | None = None
     description: str | None = None
     source_code: str | None = None
     run_name_template: str = Field(max_length=255)
@@ -90,6 +93,11 @@ class PipelineSnapshotRequest(ScopedRequest):
     code_path: str | None = None
     template: uuid.UUID | None = None
     source_snapshot: uuid.UUID | None = None
+
+    _name = field_validator("name")(snapshot_name)
+
+    def given_name(self) -> str | None:
+        return self.name if isinstance(self.name, str) else None
 
 
 class PipelineSnapshotResponseBody(ProjectScopedBody):
