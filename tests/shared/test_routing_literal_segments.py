@@ -84,7 +84,7 @@ def _resolved(routes: Sequence[BaseRoute], path: str, method: str) -> tuple[Rout
 
 
 def _service_apps() -> list[tuple[str, Sequence[BaseRoute]]]:
-    apps = []
+    apps: list[tuple[str, Sequence[BaseRoute]]] = []
     for service in load_stack().web_services:
         try:
             apps.append((service.name, service_app(service.module).routes))
