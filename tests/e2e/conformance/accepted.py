@@ -13,7 +13,8 @@ SCHEDULE = (
     "no cron expression, start time and interval, or run-once time: the reference's ScheduleRequest"
 )
 SNAPSHOT = (
-    "a snapshot named `true`, or a tag name validate_name refuses: the reference refuses both"
+    "a snapshot name empty or `true` (the reference's PipelineSnapshotRequest), or a tag name"
+    " validate_name refuses: the reference refuses both"
 )
 TAG = "a tag name empty or with a tab or line break: the reference's create_tag runs validate_name"
 METADATA = (
@@ -96,7 +97,10 @@ ACCEPTED: dict[str, dict[tuple[str, str], str]] = {
         (
             "POST /api/v1/workspaces/{project_name_or_id}/models/{model_id}/model_versions",
             "positive_data_acceptance",
-        ): VERSION_NAME,
+        ): (
+            "a model_id that is no UUID (the null its anyOf admits, sent as text: the"
+            " reference's FastAPI parses it as a UUID too), or " + VERSION_NAME
+        ),
         (
             "PUT /api/v1/activate",
             "positive_data_acceptance",
