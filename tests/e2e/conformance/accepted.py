@@ -104,10 +104,7 @@ ACCEPTED: dict[str, dict[tuple[str, str], str]] = {
         (
             "PUT /api/v1/activate",
             "positive_data_acceptance",
-        ): (
-            "an admin_username empty or with a tab or line break (a user logs in by name), or "
-            + LOGO_URL
-        ),
+        ): LOGO_URL,
         (
             "PUT /api/v1/settings",
             "positive_data_acceptance",
