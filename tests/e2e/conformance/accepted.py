@@ -281,7 +281,7 @@ ACCEPTED: dict[str, dict[tuple[str, str], str]] = {
         (
             "PUT /api/v1/pipeline_snapshots/{snapshot_id}",
             "positive_data_acceptance",
-        ): "a snapshot named `true`: the reference's PipelineSnapshotUpdate refuses it too",
+        ): "a name with a tab or line break: the reference's update runs validate_name too",
         (
             "POST /api/v1/artifact_versions",
             "positive_data_acceptance",

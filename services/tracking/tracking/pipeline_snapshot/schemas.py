@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Annotated, Any, NamedTuple
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, WithJsonSchema, field_validator
 
 from shared.envelope import Envelope
 from shared.users import NestedUser
@@ -54,11 +54,28 @@ def snapshot_name(value: str | bool | None) -> str | bool | None:
     return value
 
 
+SnapshotName = Annotated[
+    str | bool | None,
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string", "minLength": 1, "maxLength": 255},
+                {"type": "boolean", "const": False},
+                {"type": "null"},
+            ],
+            "title": "The name of the snapshot (false: none).",
+        }
+    ),
+]
+"""A snapshot's name as :func:`snapshot_name` takes it, documented so (the reference's
+``Union[str, bool]`` admits ``true``, which its validator refuses)."""
+
+
 class PipelineSnapshotUpdate(BaseModel):
     """A new name (``false`` takes it off; ``replace`` takes it from the pipeline's snapshot
     that has it), a description (kept when empty) and tags to add or take off."""
 
-    name: str | bool | None = None
+    name: SnapshotName = None
     description: str | None = Field(default=None, max_length=65535)
     replace: bool | None = None
     add_tags: list[Annotated[str, Field(max_length=255)]] | None = None
@@ -73,7 +90,7 @@ class PipelineSnapshotRequest(ScopedRequest):
     ``tags`` go on the snapshot, made when new. A ``false`` name is no name, as the
     reference reads it."""
 
-    name: str | bool | None = None
+    name: SnapshotName = None
     description: str | None = None
     source_code: str | None = None
     run_name_template: str = Field(max_length=255)
