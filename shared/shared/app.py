@@ -62,6 +62,7 @@ from shared.redis import Keys, create_redis
 from shared.redis_pipe import close_pipe_of
 from shared.responses import ErrorStyle, error_response, error_style_var
 from shared.revisions import migrate
+from shared.routing import literal_segments_first
 from shared.settings import ServiceSettings
 from shared.state import STATE_KEY, ServiceState
 
@@ -254,7 +255,7 @@ def create_service_app(
     the whole stack (see :class:`ServiceApp`). ``state_class`` is the service's typed
     request state (:mod:`shared.state`), built from the lifespan's state when it starts.
     """
-    all_routes: list[BaseRoute] = [*health_routes(), *routes]
+    all_routes = literal_segments_first([*health_routes(), *routes])
     documented = list(all_routes)
     built: list[dict[str, Any]] = []
 

@@ -246,11 +246,13 @@ def build_openapi(
             }
         elif op.body is not None:
             operation["requestBody"] = {
-                "required": True,
+                "required": op.body_required,
                 "content": {"application/json": {"schema": mapping[(id(op.body), "validation")]}},
             }
         ok: dict[str, Any] = {"description": "Successful Response"}
-        if op.response is not None:
+        if op.status_code == 204:
+            ok["description"] = "No Content"  # and no body to describe
+        elif op.response is not None:
             ok["content"] = {
                 op.response_media_type: {"schema": mapping[(id(op.response), "serialization")]}
             }

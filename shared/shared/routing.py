@@ -4,7 +4,10 @@ A route is declared once with :func:`api_route`; the declaration carries the pyd
 models its handler parses and renders, and :mod:`shared.openapi` builds the service's
 OpenAPI document from exactly those. A path segment the handler parses as a UUID is
 declared ``{name:uuid_param}`` (:class:`UUIDParamConvertor`: any segment matches, so a bad
-one is the reference's 422, and the document types it ``format: uuid``). Handlers stay thin::
+one is the reference's 422, and the document types it ``format: uuid``). A path one route
+spells with a literal segment belongs to that route alone: :func:`literal_segments_first`
+has ``/runs/{run_id:uuid_param}`` step aside for ``/runs/statistics``, which then answers
+a method it does not take with 405 and its own ``Allow``. Handlers stay thin::
 
     async def get(request: Request) -> Response:
         user_id = path_param(request, "user_id", UUID)
@@ -19,6 +22,7 @@ from __future__ import annotations
 import collections.abc
 import functools
 import json
+import re
 import types
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -29,7 +33,8 @@ from pydantic import BaseModel, ValidationError
 from starlette.convertors import StringConvertor, register_url_convertor
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Match, Mount, Route
+from starlette.types import Scope
 
 from shared.errors import RequestValidationFailed, UnsupportedMediaType
 from shared.types import type_adapter
@@ -38,6 +43,7 @@ __all__ = [
     "ApiRoute",
     "UUIDParamConvertor",
     "api_route",
+    "literal_segments_first",
     "parse_form",
     "parse_json",
     "parse_query",
@@ -61,6 +67,7 @@ class Operation:
     tags: Sequence[str] = ()
     query: type[BaseModel] | None = None
     body: Any = None  # a model, or a type such as list[Model]
+    body_required: bool = True  # False: the handler reads a missing body as the defaults
     form: type[BaseModel] | None = None
     response: Any = None  # a model, a type, or None for ``null``
     response_media_type: str = "application/json"
@@ -96,6 +103,16 @@ class ApiRoute(Route):
     ) -> None:
         super().__init__(path, endpoint, methods=list(methods), name=name)
         self.operation = operation
+        self.yields_to: tuple[Route, ...] = ()
+        """The routes whose paths this one steps aside for (:func:`literal_segments_first`)."""
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        match, child_scope = super().matches(scope)
+        if match is not Match.NONE and any(
+            route.matches(scope)[0] is not Match.NONE for route in self.yields_to
+        ):
+            return Match.NONE, {}
+        return match, child_scope
 
 
 def api_route(
@@ -113,6 +130,52 @@ def api_route(
         methods=[method],
         operation=Operation(summary=summary, **operation),
     )
+
+
+_PARAMETER = re.compile(r"^\{[^{}]*\}$")
+
+
+def _segments(route: Route) -> list[str | None]:
+    """A route's path segments, ``None`` for a whole-segment parameter."""
+    return [None if _PARAMETER.match(s) else s for s in route.path_format.split("/")]
+
+
+def _more_specific(first: list[str | None], second: list[str | None]) -> bool:
+    """Whether some path matches both templates and, where they first differ, ``first``
+    spells a literal segment and ``second`` a parameter."""
+    if len(first) != len(second):
+        return False
+    decided = False
+    for mine, theirs in zip(first, second, strict=True):
+        if mine is not None and theirs is not None and mine != theirs:
+            return False
+        if not decided and (mine is None) != (theirs is None):
+            if mine is None:
+                return False
+            decided = True
+    return decided
+
+
+def literal_segments_first(routes: Sequence[BaseRoute]) -> list[BaseRoute]:
+    """``routes``, each :class:`ApiRoute` with a parameter segment set to step aside for
+    the routes that spell a literal where it has that parameter (in each mount alike).
+
+    Starlette takes the first route matching path and method, so ``PATCH /flavors/sync``
+    (which only ``POST /flavors/sync`` serves) would reach ``PATCH /flavors/{flavor_id}``
+    and be its 422 for a bad UUID; stepping aside, ``/flavors/{flavor_id}`` no longer
+    matches ``/flavors/sync``, whose route answers 405 with the methods it takes.
+    """
+    flat = [route for route in routes if isinstance(route, Route)]
+    shapes = {id(route): _segments(route) for route in flat}
+    for route in flat:
+        if isinstance(route, ApiRoute):
+            route.yields_to = tuple(
+                other for other in flat if _more_specific(shapes[id(other)], shapes[id(route)])
+            )
+    for mount in routes:
+        if isinstance(mount, Mount):
+            literal_segments_first(mount.routes)
+    return list(routes)
 
 
 def _validation_failed(exc: ValidationError, location: str) -> RequestValidationFailed:

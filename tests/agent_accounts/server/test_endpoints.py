@@ -46,3 +46,24 @@ async def test_kitaru_session_routes_not_served_here_answer_501_with_a_sentence(
         response = await client.request(method, path)
         assert response.status_code == 501, (method, path)
         assert response.json() == {"detail": f"{route} is not implemented by this server."}
+
+
+async def test_deletes_are_documented_as_204_without_a_body(client: httpx.AsyncClient):
+    paths = (await client.get("/openapi.json")).json()["paths"]
+    deletes = {path: item["delete"] for path, item in paths.items() if "delete" in item}
+    assert {"/api/v1/api-keys/{api_key_id}", "/api/v1/devices/{device_id}"} <= set(deletes)
+    for path, operation in deletes.items():
+        assert operation["responses"]["204"] == {"description": "No Content"}, path
+
+
+async def test_json_bodies_read_as_their_defaults_when_left_out_are_documented_optional(
+    client: httpx.AsyncClient,
+):
+    paths = (await client.get("/openapi.json")).json()["paths"]
+    optional = {"/api/v1/api-keys/{api_key_id}/rotate", "/api/v1/tasks/claim"}
+    for path, item in paths.items():
+        for method, operation in item.items():
+            body = operation.get("requestBody", {})
+            if "application/json" in body.get("content", {}):
+                required = body["required"]
+                assert required is (path not in optional), (method, path)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import httpx
 import pytest
 
@@ -157,8 +159,6 @@ async def test_an_update_that_changes_nothing_is_anyones(identity: httpx.AsyncCl
 @pytest.mark.parametrize(
     "update",
     [
-        {"server_name": ""},
-        {"server_name": "two\nlines"},
         {"server_name": "x" * 256},
         {"logo_url": "javascript:alert(1)"},
         {"enable_analytics": "sometimes"},
@@ -195,3 +195,33 @@ async def test_the_settings_outlive_a_restart_with_other_initial_values(
     async with client_for(create_app(settings, clock=clock)) as client:
         info = (await client.get("/api/v1/info")).json()
     assert info["name"] == "research"
+
+
+async def test_a_logo_url_is_http_or_https_as_the_document_says(
+    identity: httpx.AsyncClient, login: Login
+):
+    token = await login()
+    document = (await identity.get("/openapi.json")).json()
+    update = document["components"]["schemas"]["ServerSettingsUpdate"]["properties"]
+    [form] = [s for s in update["logo_url"]["anyOf"] if s.get("type") == "string"]
+    for logo, status in (
+        ("https://example.com/logo.png", 200),
+        ("HTTP://example.com/logo.png", 200),
+        ("javascript:alert(1)", 422),
+        ("data:image/png;base64,AAAA", 422),
+    ):
+        response = await identity.put(
+            "/api/v1/settings", json={"logo_url": logo}, headers=bearer(token)
+        )
+        assert response.status_code == status, (logo, response.text)
+        assert (re.search(form["pattern"], logo) is not None) == (status == 200), logo
+
+
+async def test_a_server_name_is_any_text_as_the_reference_stores_it(
+    identity: httpx.AsyncClient, login: Login
+):
+    response = await identity.put(
+        "/api/v1/settings", json={"server_name": "ml\tteam"}, headers=bearer(await login())
+    )
+    assert response.status_code == 200, response.text
+    assert response.json()["body"]["server_name"] == "ml\tteam"

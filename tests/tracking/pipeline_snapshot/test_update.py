@@ -7,6 +7,8 @@ import uuid
 from typing import Any
 
 import httpx
+import jsonschema_rs
+from pydantic import ValidationError
 
 from tests.tracking.artifact.support import Headers
 from tests.tracking.pipeline.test_tags import (
@@ -15,6 +17,7 @@ from tests.tracking.pipeline.test_tags import (
     snapshot_with_tags,
     tag_names,
 )
+from tracking.pipeline_snapshot.schemas import PipelineSnapshotRequest, PipelineSnapshotUpdate
 
 Json = dict[str, Any]
 
@@ -86,3 +89,36 @@ async def test_bad_names_are_refused(
 async def test_update_of_an_unknown_snapshot_is_404(tracking: httpx.AsyncClient, auth: Headers):
     response = await put(tracking, auth, str(uuid.uuid4()), {"description": "x"})
     assert response.status_code == 404
+
+
+async def test_a_snapshot_created_with_a_false_name_has_none_and_true_is_refused(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+):
+    pipeline = await pipeline_with_tags(tracking, auth, default_project, [])
+    first = await snapshot_with_tags(tracking, auth, default_project, pipeline, [])
+    detail = await tracking.get(f"{SNAPSHOTS}/{first['id']}", headers=auth)
+    body = {
+        "project": default_project["id"],
+        "run_name_template": "run-{date}",
+        "stack": detail.json()["resources"]["stack"]["id"],
+        "pipeline": pipeline["id"],
+    }
+    unnamed = await tracking.post(SNAPSHOTS, json={**body, "name": False}, headers=auth)
+    assert unnamed.status_code == 200, unnamed.text
+    assert unnamed.json()["name"] is None
+    refused = await tracking.post(SNAPSHOTS, json={**body, "name": True}, headers=auth)
+    assert refused.status_code == 422, refused.text
+    assert "Snapshot name cannot be `True`." in refused.text
+
+
+def test_the_documented_snapshot_name_is_the_one_taken():
+    for model in (PipelineSnapshotRequest, PipelineSnapshotUpdate):
+        documented = model.model_json_schema()["properties"]["name"]
+        validator = jsonschema_rs.validator_for(documented)
+        for name in ("v1", False, None, "", True, "x" * 256):
+            try:
+                model.model_validate({"name": name})
+                taken = True
+            except ValidationError as exc:
+                taken = not any(e["loc"] == ("name",) for e in exc.errors())
+            assert validator.is_valid(name) == taken, (model.__name__, name)

@@ -120,7 +120,7 @@ def routes() -> list[ApiRoute]:
                   summary="Delete an API key", tags=TAGS, status_code=204, errors=(404,)),
         api_route("/api/v1/api-keys/{api_key_id:uuid_param}/rotate", rotate, method="POST",
                   summary="Rotate an API key", tags=TAGS, body=ApiKeyRotateRequest,
-                  response=ApiKeyIssuedResponse, errors=(404,)),
+                  body_required=False, response=ApiKeyIssuedResponse, errors=(404,)),
         api_route("/api/v1/service-accounts/{account_id:uuid_param}/api-keys",
                   create_for_service_account,
                   method="POST", summary="Issue an API key for a service account (admin)",

@@ -40,12 +40,20 @@ Q = TypeVar("Q", bound="ListQuery")
 MAX_DEPTH = 16
 SORT_PATTERN = r"^[a-z][a-z0-9_]*:(asc|desc)$"
 MAX_CONDITIONS = 64
+# The cursors _encode_cursor writes: base64url without its padding.
+CURSOR_PATTERN = r"^[A-Za-z0-9_-]+$"
 
 
 class ListQuery(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    cursor: str | None = Field(default=None, max_length=2048)
+    cursor: str | None = Field(
+        default=None,
+        max_length=2048,
+        pattern=CURSOR_PATTERN,
+        description="An opaque token: the next_cursor of a page of this list, asked for with"
+        " the same sort and filter (any other is refused with 422, as kitaru refuses it)",
+    )
     size: int = Field(default=20, ge=1, le=1000)
     sort: str = Field(default="created:desc", pattern=SORT_PATTERN)
     filter: str | None = Field(default=None, max_length=8192)

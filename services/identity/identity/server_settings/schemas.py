@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import uuid
 from typing import Any
-from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
-from identity.core.schemas import NAME_SCHEMA, valid_name
 from identity.models import ServerSettings
 from shared.envelope import EnvelopeParts
 from shared.onboarding import OnboardingStep
@@ -20,11 +18,9 @@ TRACKING_STEPS = frozenset(OnboardingStep) - IDENTITY_STEPS
 """The steps that follow from tracking's data (projects, stacks, runs, deployments)."""
 
 
-def valid_logo_url(value: str | None) -> str | None:
-    # The dashboard puts it in an <img src>: a web address, nothing a browser would run.
-    if value and urlsplit(value).scheme not in ("http", "https"):
-        raise ValueError("the logo URL must be an http or https URL")
-    return value
+# The dashboard puts the logo in an <img src>: a web address (http or https, in any case),
+# nothing a browser would run; empty removes the logo.
+LOGO_URL_PATTERN = r"^$|^[Hh][Tt][Tt][Pp][Ss]?://"
 
 
 class ServerSettingsUpdate(BaseModel):
@@ -33,14 +29,12 @@ class ServerSettingsUpdate(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    server_name: str | None = Field(default=None, max_length=255, json_schema_extra=NAME_SCHEMA)
-    logo_url: str | None = Field(default=None, max_length=2048)
+    # Any text, as the reference stores it (it runs no name rule on the server's name).
+    server_name: str | None = Field(default=None, max_length=255)
+    logo_url: str | None = Field(default=None, max_length=2048, pattern=LOGO_URL_PATTERN)
     enable_analytics: bool | None = None
     display_announcements: bool | None = None
     display_updates: bool | None = None
-
-    _name = field_validator("server_name")(valid_name)
-    _logo = field_validator("logo_url")(valid_logo_url)
 
     def changes(self) -> dict[str, Any]:
         """The fields this update sets (the reference's test of who may send it)."""

@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Annotated, Any, NamedTuple
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, WithJsonSchema, field_validator
 
 from shared.envelope import Envelope
 from shared.users import NestedUser
@@ -39,38 +39,58 @@ class SnapshotListQuery(WorkspaceListQuery):
     pass
 
 
+def snapshot_name(value: str | bool | None) -> str | bool | None:
+    """The reference's rule for a snapshot's name, with its messages: a string that is
+    not empty and at most 255 characters, ``false`` (no name) or null, never ``true``."""
+    if isinstance(value, str):
+        if not value:
+            raise ValueError("Snapshot name cannot be empty.")
+        if len(value) > 255:
+            raise ValueError(
+                f"Snapshot name `{value}` is too long. The maximum length is 255 characters."
+            )
+    elif value is True:
+        raise ValueError("Snapshot name cannot be `True`.")
+    return value
+
+
+SnapshotName = Annotated[
+    str | bool | None,
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string", "minLength": 1, "maxLength": 255},
+                {"type": "boolean", "const": False},
+                {"type": "null"},
+            ],
+            "title": "The name of the snapshot (false: none).",
+        }
+    ),
+]
+"""A snapshot's name as :func:`snapshot_name` takes it, documented so (the reference's
+``Union[str, bool]`` admits ``true``, which its validator refuses)."""
+
+
 class PipelineSnapshotUpdate(BaseModel):
     """A new name (``false`` takes it off; ``replace`` takes it from the pipeline's snapshot
     that has it), a description (kept when empty) and tags to add or take off."""
 
-    name: str | bool | None = None
+    name: SnapshotName = None
     description: str | None = Field(default=None, max_length=65535)
     replace: bool | None = None
     add_tags: list[Annotated[str, Field(max_length=255)]] | None = None
     remove_tags: list[str] | None = None
 
-    @field_validator("name")
-    @classmethod
-    def _name(cls, value: str | bool | None) -> str | bool | None:
-        # The reference's messages.
-        if isinstance(value, str):
-            if not value:
-                raise ValueError("Snapshot name cannot be empty.")
-            if len(value) > 255:
-                raise ValueError(
-                    f"Snapshot name `{value}` is too long. The maximum length is 255 characters."
-                )
-        elif value is True:
-            raise ValueError("Snapshot name cannot be `True`.")
-        return value
+    _name = field_validator("name")(snapshot_name)
 
 
 class PipelineSnapshotRequest(ScopedRequest):
     """What the client compiled, kept as sent: the orchestrator runs the snapshot the
     server answers with. A code reference and ``replace`` are accepted and not kept;
-    ``tags`` go on the snapshot, made when new."""
+    ``tags`` go on the snapshot, made when new. A ``false`` name is no name, as the
+    reference reads it."""
 
-    name: str | None = Field(default=None, max_length=255)
+    name: SnapshotName = None
     description: str | None = None
     source_code: str | None = None
     run_name_template: str = Field(max_length=255)
@@ -90,6 +110,11 @@ class PipelineSnapshotRequest(ScopedRequest):
     code_path: str | None = None
     template: uuid.UUID | None = None
     source_snapshot: uuid.UUID | None = None
+
+    _name = field_validator("name")(snapshot_name)
+
+    def given_name(self) -> str | None:
+        return self.name if isinstance(self.name, str) else None
 
 
 class PipelineSnapshotResponseBody(ProjectScopedBody):

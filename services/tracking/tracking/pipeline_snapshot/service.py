@@ -94,7 +94,7 @@ class SnapshotService:
             {
                 "id": snapshot_id,
                 "project_id": project.id,
-                "name": request.name,
+                "name": request.given_name(),
                 "description": request.description,
                 "source_code": request.source_code,
                 "run_name_template": request.run_name_template,
