@@ -216,9 +216,10 @@ async def parse_json(request: Request, kind: type[T]) -> T:
     a value must have the JSON type its schema states (``"true"`` or ``1`` is no boolean,
     ``"1"`` or ``1.5`` no integer, a number no string or datetime), while the types JSON
     spells as strings still come from strings (UUIDs, datetimes, durations, enums). An
-    integer is taken for a number, as JSON Schema does. A ``mode="before"`` validator's
-    result is validated as Python input, where strict mode takes no string for a datetime:
-    a model with one returns such values parsed. An empty body validates as ``None``.
+    integer is taken for a number, as JSON Schema does. What a ``mode="before"``
+    validator returns is validated as Python input, where strict mode takes no string for
+    a datetime: such a validator hands datetimes on parsed. An empty body validates as
+    ``None``.
     """
     content_type = _content_type(request)
     if content_type and content_type != "application/json" and not content_type.endswith("+json"):
