@@ -215,8 +215,8 @@ async def parse_json(request: Request, kind: type[T]) -> T:
     pydantic parses and validates the bytes in one pass, in strict mode for JSON input:
     a value must have the JSON type its schema states (``"true"`` or ``1`` is no boolean,
     ``"1"`` or ``1.5`` no integer, a number no string or datetime), while the types JSON
-    spells as strings still come from strings (UUIDs, datetimes, durations, enums). An
-    integer is taken for a number, as JSON Schema does. What a ``mode="before"``
+    spells as strings still come from strings (UUIDs, datetimes, durations, enums). As
+    JSON Schema has it, an integer is a number and ``2.0`` an integer. What a ``mode="before"``
     validator returns is validated as Python input, where strict mode takes no string for
     a datetime: such a validator hands datetimes on parsed. An empty body validates as
     ``None``.
@@ -231,11 +231,26 @@ async def parse_json(request: Request, kind: type[T]) -> T:
             adapter.validate_json(raw, strict=True) if raw else adapter.validate_python(None)
         )
     except ValidationError as exc:
-        first = exc.errors(include_url=False, include_input=False)[0]
-        if first["type"] == "json_invalid" and not first["loc"]:
-            raise _invalid_json(raw, first["msg"]) from None
-        raise _validation_failed(exc, "body") from None
+        errors = exc.errors(include_url=False)
+        if errors[0]["type"] == "json_invalid" and not errors[0]["loc"]:
+            raise _invalid_json(raw, errors[0]["msg"]) from None
+        # An integer written as 2.0 is one to JSON Schema: it is not refused, and once it
+        # is all strict mode refused, lax mode takes it (every other value has its type).
+        refused = [e for e in errors if not _integral_float(e)]
+        if refused:
+            raise RequestValidationFailed(
+                [{"loc": ["body", *e["loc"]], "msg": e["msg"], "type": e["type"]} for e in refused]
+            ) from None
+        try:
+            result = adapter.validate_json(raw)
+        except ValidationError as lax:  # 1e300: an integer too large for lax mode
+            raise _validation_failed(lax, "body") from None
     return result
+
+
+def _integral_float(error: Any) -> bool:
+    value = error["input"]
+    return error["type"] == "int_type" and isinstance(value, float) and value.is_integer()
 
 
 def _invalid_json(raw: bytes, parser_message: str) -> RequestValidationFailed:

@@ -202,6 +202,24 @@ async def test_parse_json_takes_an_integer_for_a_number():
     assert (await parse_typed(b'{"ratio": 2}')).ratio == 2.0
 
 
+async def test_parse_json_takes_an_integral_number_for_an_integer():
+    found = await parse_typed(b'{"count": 2.0, "ratio": 1.5}')
+    assert (found.count, found.ratio) == (2, 1.5)
+    assert type(found.count) is int
+
+
+async def test_parse_json_refuses_an_integral_number_beside_a_lax_value():
+    with pytest.raises(RequestValidationFailed) as info:
+        await parse_typed(b'{"count": 2.0, "flag": "true"}')
+    assert [e["loc"] for e in info.value.errors] == [["body", "flag"]]
+
+
+async def test_parse_json_refuses_an_integral_number_past_any_integer():
+    with pytest.raises(RequestValidationFailed) as info:
+        await parse_typed(b'{"count": 1e400}')
+    assert [e["loc"] for e in info.value.errors] == [["body", "count"]]
+
+
 async def test_parse_json_takes_uuids_datetimes_durations_and_enums_from_strings():
     value = uuid.uuid4()
     found = await parse_typed(

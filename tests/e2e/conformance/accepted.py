@@ -130,6 +130,14 @@ ACCEPTED: dict[str, dict[tuple[str, str], str]] = {
             "positive_data_acceptance",
         ): "exactly one of artifact_name and artifact_id (the reference's ArtifactVersionRequest)",
         (
+            "PUT /api/v1/current-user",
+            "positive_data_acceptance",
+        ): "a new password needs the current one as old_password (the caller's state)",
+        (
+            "PUT /api/v1/users/{user_name_or_id}",
+            "positive_data_acceptance",
+        ): "a new password needs the current one as old_password (the caller's state)",
+        (
             "POST /api/v1/artifact_versions/batch",
             "positive_data_acceptance",
         ): "exactly one of artifact_name and artifact_id, in each item",
@@ -404,6 +412,10 @@ OPEN: dict[str, dict[tuple[str, str], str]] = {
             "positive_data_acceptance",
         ): 'a run_metadata filter"s key:value form is not in the document',
         (
+            "GET /api/v1/tags",
+            "positive_data_acceptance",
+        ): 'sort_by"s accepted fields are not in the document (it says any string)',
+        (
             "GET /api/v1/triggers",
             "positive_data_acceptance",
         ): 'sort_by"s accepted fields are not in the document (it says any string)',
@@ -511,6 +523,10 @@ OPEN: dict[str, dict[tuple[str, str], str]] = {
             "PUT /api/v1/runs/{run_id}",
             "positive_data_acceptance",
         ): LOGS,
+        (
+            "PUT /api/v1/settings",
+            "positive_data_acceptance",
+        ): "a logo URL that is not http(s) (not stated as a pattern yet)",
         (
             "PUT /api/v1/stacks/{stack_id}",
             "positive_data_acceptance",
