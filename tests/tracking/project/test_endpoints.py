@@ -163,6 +163,7 @@ async def test_create_derives_the_name_from_the_display_name(
     ("body", "field"),
     [
         ({"name": "x", "display_name": {}}, "display_name"),
+        ({"name": "x", "display_name": None}, "display_name"),
         ({"name": 0, "display_name": "X"}, "name"),
     ],
 )
