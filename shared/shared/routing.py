@@ -273,27 +273,65 @@ def _content_type(request: Request) -> str:
 
 
 async def parse_json(request: Request, kind: type[T]) -> T:
-    """Validate a JSON body (any type pydantic can validate: a model, ``list[Model]`` …)."""
+    """Validate a JSON body (any type pydantic can validate: a model, ``list[Model]`` …).
+
+    pydantic parses and validates the bytes in one pass, in strict mode for JSON input:
+    a value must have the JSON type its schema states (``"true"`` or ``1`` is no boolean,
+    ``"1"`` or ``1.5`` no integer, a number no string or datetime), while the types JSON
+    spells as strings still come from strings (UUIDs, datetimes, durations, enums). As
+    JSON Schema has it, an integer is a number and ``2.0`` an integer. What a ``mode="before"``
+    validator returns is validated as Python input, where strict mode takes no string for
+    a datetime: such a validator hands datetimes on parsed. An empty body validates as
+    ``None``.
+    """
     content_type = _content_type(request)
     if content_type and content_type != "application/json" and not content_type.endswith("+json"):
         raise UnsupportedMediaType(f"Unsupported content type '{content_type}'; send JSON.")
     raw = await request.body()
+    adapter = type_adapter(kind)
     try:
-        payload = json.loads(raw) if raw else None
+        result: T = (
+            adapter.validate_json(raw, strict=True) if raw else adapter.validate_python(None)
+        )
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False)
+        if errors[0]["type"] == "json_invalid" and not errors[0]["loc"]:
+            raise _invalid_json(raw, errors[0]["msg"]) from None
+        # An integer written as 2.0 is one to JSON Schema: it is not refused, and once it
+        # is all strict mode refused, lax mode takes it (every other value has its type).
+        refused = [e for e in errors if not _integral_float(e)]
+        if refused:
+            raise RequestValidationFailed(
+                [{"loc": ["body", *e["loc"]], "msg": e["msg"], "type": e["type"]} for e in refused]
+            ) from None
+        try:
+            result = adapter.validate_json(raw)
+        except ValidationError as lax:  # 1e300: an integer too large for lax mode
+            raise _validation_failed(lax, "body") from None
+    return result
+
+
+def _integral_float(error: Any) -> bool:
+    value = error["input"]
+    return error["type"] == "int_type" and isinstance(value, float) and value.is_integer()
+
+
+def _invalid_json(raw: bytes, parser_message: str) -> RequestValidationFailed:
+    """The 422 of a body that is no JSON, worded as Python's decoder words it (what the
+    answer always said; parsed again only on this failing path). A body that decoder takes
+    but pydantic's parser refuses is nested past that parser's 200 levels (or holds a lone
+    surrogate), with the answer deep nesting always had."""
+    try:
+        json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise RequestValidationFailed.single(
-            ["body"], f"Invalid JSON: {exc}", "json_invalid"
-        ) from None
+        message = f"Invalid JSON: {exc}"
     except RecursionError:
         # Deep nesting ("[[[[…") exhausts the decoder's stack: a bad request, not a 500.
-        raise RequestValidationFailed.single(
-            ["body"], "Invalid JSON: nested too deeply", "json_invalid"
-        ) from None
-    try:
-        result: T = type_adapter(kind).validate_python(payload)
-    except ValidationError as exc:
-        raise _validation_failed(exc, "body") from None
-    return result
+        message = "Invalid JSON: nested too deeply"
+    else:
+        deep = "recursion limit exceeded" in parser_message
+        message = "Invalid JSON: nested too deeply" if deep else parser_message
+    return RequestValidationFailed.single(["body"], message, "json_invalid")
 
 
 async def parse_form(request: Request, model: type[M]) -> M:

@@ -38,9 +38,9 @@ WIRE_DATETIME_SENT: dict[str, Any] = {
 WIRE_DATETIME_TAKEN: dict[str, Any] = {
     "type": "string",
     "format": "date-time",
-    "description": "ISO 8601; without an offset it is UTC. pydantic's lax parsing also "
-    "takes a space or '_' for the 'T', minutes without seconds, a date alone (midnight) "
-    "and Unix seconds.",
+    "description": "ISO 8601; without an offset it is UTC. pydantic's parsing also takes "
+    "a space or '_' for the 'T', minutes without seconds, and Unix seconds as a string of "
+    "digits.",
 }
 """What a request may send for a :data:`WireDatetime`."""
 

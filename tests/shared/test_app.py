@@ -211,7 +211,12 @@ async def test_deeply_nested_json_body_returns_422_not_500(client):
 
 async def test_wrong_body_field_type_returns_422_with_its_location(client):
     response = await client.post("/api/v1/things", json={"name": "x", "count": "many"})
-    assert_validation_error(response, ["body", "count"], "int_parsing")
+    assert_validation_error(response, ["body", "count"], "int_type")
+
+
+async def test_a_number_in_a_string_for_an_integer_field_returns_422(client):
+    response = await client.post("/api/v1/things", json={"name": "x", "count": "1"})
+    assert_validation_error(response, ["body", "count"], "int_type")
 
 
 async def test_missing_body_field_returns_422_missing(client):

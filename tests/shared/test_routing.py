@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import enum
 import uuid
 from collections.abc import Sequence
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import pytest
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from starlette.requests import Request
 from starlette.routing import Match
 from starlette.types import Message
 
 from shared.errors import RequestValidationFailed, UnsupportedMediaType
 from shared.routing import ApiRoute, api_route, parse_form, parse_json, parse_query, path_param
+from shared.types import WireDatetime
+
+
+class Color(enum.StrEnum):
+    RED = "red"
 
 
 def make_request(
@@ -138,6 +145,128 @@ async def test_parse_json_invalid_utf8_is_a_validation_error():
     with pytest.raises(RequestValidationFailed) as info:
         await parse_json(make_request(body=b'{"name": "\xff"}'), Thing)
     assert info.value.errors[0]["type"] == "json_invalid"
+
+
+class Typed(BaseModel):
+    flag: bool = False
+    count: int = 0
+    ratio: float = 0.0
+    label: str = ""
+    when: WireDatetime | None = None
+    id: uuid.UUID | None = None
+    color: Color | None = None
+    every: dt.timedelta | None = None
+    note: str | None = "kept"
+
+
+async def parse_typed(body: bytes) -> Typed:
+    return await parse_json(make_request(body=body, content_type="application/json"), Typed)
+
+
+@pytest.mark.parametrize(
+    ("body", "loc", "kind"),
+    [
+        (b'{"flag": "true"}', ["body", "flag"], "bool_type"),
+        (b'{"flag": 1}', ["body", "flag"], "bool_type"),
+        (b'{"count": "1"}', ["body", "count"], "int_type"),
+        (b'{"count": 1.5}', ["body", "count"], "int_type"),
+        (b'{"count": true}', ["body", "count"], "int_type"),
+        (b'{"ratio": "0.5"}', ["body", "ratio"], "float_type"),
+        (b'{"label": 1}', ["body", "label"], "string_type"),
+        (b'{"when": 1700000000}', ["body", "when"], "datetime_type"),
+        (b'{"id": 1}', ["body", "id"], "uuid_type"),
+        (b'{"every": 60}', ["body", "every"], "time_delta_type"),
+        (b'{"color": "blue"}', ["body", "color"], "enum"),
+    ],
+)
+async def test_parse_json_refuses_a_value_of_another_json_type(body, loc, kind):
+    with pytest.raises(RequestValidationFailed) as info:
+        await parse_typed(body)
+    assert info.value.errors == [{"loc": loc, "msg": info.value.errors[0]["msg"], "type": kind}]
+
+
+async def test_parse_json_takes_each_field_in_its_json_type():
+    found = await parse_typed(
+        b'{"flag": true, "count": 3, "ratio": 0.5, "label": "x", "note": null}'
+    )
+    assert (found.flag, found.count, found.ratio, found.label, found.note) == (
+        True,
+        3,
+        0.5,
+        "x",
+        None,
+    )
+
+
+async def test_parse_json_takes_an_integer_for_a_number():
+    assert (await parse_typed(b'{"ratio": 2}')).ratio == 2.0
+
+
+async def test_parse_json_takes_an_integral_number_for_an_integer():
+    found = await parse_typed(b'{"count": 2.0, "ratio": 1.5}')
+    assert (found.count, found.ratio) == (2, 1.5)
+    assert type(found.count) is int
+
+
+async def test_parse_json_refuses_an_integral_number_beside_a_lax_value():
+    with pytest.raises(RequestValidationFailed) as info:
+        await parse_typed(b'{"count": 2.0, "flag": "true"}')
+    assert [e["loc"] for e in info.value.errors] == [["body", "flag"]]
+
+
+async def test_parse_json_refuses_an_integral_number_past_any_integer():
+    with pytest.raises(RequestValidationFailed) as info:
+        await parse_typed(b'{"count": 1e400}')
+    assert [e["loc"] for e in info.value.errors] == [["body", "count"]]
+
+
+async def test_parse_json_takes_uuids_datetimes_durations_and_enums_from_strings():
+    value = uuid.uuid4()
+    found = await parse_typed(
+        b'{"id": "%s", "when": "2026-11-28T10:25:49.617843+01:00", "every": "PT60S",'
+        b' "color": "red"}' % str(value).encode()
+    )
+    assert found.id == value
+    assert found.when == dt.datetime(2026, 11, 28, 9, 25, 49, 617843)
+    assert found.every == dt.timedelta(seconds=60)
+    assert found.color is Color.RED
+
+
+class Named(BaseModel):
+    name: str
+    when: WireDatetime | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_name(cls, data: Any) -> Any:
+        return {"name": "derived", **data} if isinstance(data, dict) else data
+
+
+async def test_parse_json_keeps_a_before_validator_normalising_its_input():
+    request = make_request(body=b"{}", content_type="application/json")
+    assert await parse_json(request, Named) == Named(name="derived")
+
+
+async def test_parse_json_malformed_json_keeps_the_decoders_words():
+    with pytest.raises(RequestValidationFailed) as info:
+        await parse_typed(b'{"flag": ')
+    assert info.value.errors == [
+        {
+            "loc": ["body"],
+            "msg": "Invalid JSON: Expecting value: line 1 column 10 (char 9)",
+            "type": "json_invalid",
+        }
+    ]
+
+
+@pytest.mark.parametrize("depth", [300, 5000])
+async def test_parse_json_deep_nesting_is_json_invalid(depth):
+    body = b"[" * depth + b"]" * depth
+    with pytest.raises(RequestValidationFailed) as info:
+        await parse_json(make_request(body=body), list[Any])
+    assert info.value.errors == [
+        {"loc": ["body"], "msg": "Invalid JSON: nested too deeply", "type": "json_invalid"}
+    ]
 
 
 class Login(BaseModel):

@@ -159,6 +159,22 @@ async def test_create_derives_the_name_from_the_display_name(
     )
 
 
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"name": "x", "display_name": {}}, "display_name"),
+        ({"name": "x", "display_name": None}, "display_name"),
+        ({"name": 0, "display_name": "X"}, "name"),
+    ],
+)
+async def test_a_name_of_another_type_is_422_not_filled_in(
+    tracking: httpx.AsyncClient, auth: Headers, body: dict[str, object], field: str
+) -> None:
+    response = await tracking.post(PROJECTS, json=body, headers=auth)
+    assert response.status_code == 422, response.text
+    assert [e["loc"] for e in response.json()["detail"]] == [["body", field]]
+
+
 async def test_duplicate_name_is_409(tracking: httpx.AsyncClient, auth: Headers) -> None:
     response = await tracking.post(PROJECTS, json={"name": "default"}, headers=auth)
     assert response.status_code == 409

@@ -36,7 +36,7 @@ async def test_create_and_get_a_schedule(
         default_project,
         pipeline_id=pipeline["id"],
         orchestrator_id=orchestrator,
-        interval_second=3600,
+        interval_second="PT1H",  # as the zenml client sends a timedelta
         start_time="2026-11-22T10:00:00",
     )
     response = await tracking.post(SCHEDULES, json=body, headers=auth)

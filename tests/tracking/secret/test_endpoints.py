@@ -61,6 +61,17 @@ async def test_lists_carry_no_values(tracking: httpx.AsyncClient, auth: Headers)
         assert page["items"][0]["body"]["values"] == {}
 
 
+async def test_the_list_takes_a_scope_user_id_and_refuses_a_non_uuid(
+    tracking: httpx.AsyncClient, auth: Headers
+) -> None:
+    await create_secret(tracking, auth, "db")
+    scoped = await tracking.get(SECRETS, params={"scope_user": str(uuid.uuid4())}, headers=auth)
+    assert scoped.json()["total"] == 1
+    refused = await tracking.get(SECRETS, params={"scope_user": "AAA"}, headers=auth)
+    assert refused.status_code == 422
+    assert [e["loc"] for e in refused.json()["detail"]] == [["query", "scope_user"]]
+
+
 async def test_update_replaces_the_values_by_default(
     tracking: httpx.AsyncClient, auth: Headers
 ) -> None:

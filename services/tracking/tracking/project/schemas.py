@@ -32,12 +32,14 @@ class ProjectRequest(BaseModel):
     def _names(cls, data: Any) -> Any:
         if not isinstance(data, dict):
             return data
-        name, display_name = data.get("name"), data.get("display_name")
-        if not name and isinstance(display_name, str) and display_name:
+        # Only a name or display name left out or empty is filled in: one of another type
+        # (null too: the document types both strings) stays for validation to refuse.
+        name, display_name = data.get("name", ""), data.get("display_name", "")
+        if name == "" and isinstance(display_name, str) and display_name:
             name = _NOT_IN_NAME.sub("", display_name.lower().replace(" ", "-"))
-        if name and not display_name:
-            display_name = name
-        return {**data, "name": name, "display_name": display_name or ""}
+        if display_name == "":
+            display_name = name if isinstance(name, str) else ""
+        return {**data, "name": name, "display_name": display_name}
 
 
 class ProjectUpdate(BaseModel):

@@ -56,6 +56,9 @@ async def _render_revealed(request: Request, revealed: Revealed, *, hydrate: boo
 
 async def list_secrets(request: Request) -> Response:
     principal = caller(request)
+    # Its parameters are ignored, but one the document types (scope_user a UUID) that is
+    # not of its type is the reference's 422.
+    parse_query(request, SecretListQuery)
     listing = await read_list(request, SECRETS)
     async with transaction(request) as session:
         total, rows = await _service(request, session).list_page(listing, principal)
