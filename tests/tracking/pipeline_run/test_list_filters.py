@@ -167,9 +167,11 @@ async def test_runs_sort_by_their_pipeline_and_stack_names(
     # "default" sorts before "remote".
     assert await listed(tracking, auth, sort_by="asc:stack") == ["plain", "rich"]
     assert await listed(tracking, auth, sort_by="desc:stack") == ["rich", "plain"]
-    # No run has a model version: both tie, in the order of their ids.
-    assert await listed(tracking, auth, sort_by="model") == ["rich", "plain"]
-    assert await listed(tracking, auth, sort_by="desc:model_version") == ["plain", "rich"]
+    # No run has a model version: both tie, in the order of their (random) ids, which
+    # follows the sort's direction.
+    by_id = [name for _, name in sorted([(world.rich["id"], "rich"), (world.plain["id"], "plain")])]
+    assert await listed(tracking, auth, sort_by="model") == by_id
+    assert await listed(tracking, auth, sort_by="desc:model_version") == by_id[::-1]
 
 
 async def test_project_name_or_id_picks_the_project(
