@@ -14,7 +14,6 @@ from typing import Any
 from pydantic import TypeAdapter
 from starlette.routing import BaseRoute, Mount, Route, compile_path
 
-from shared.listing import Kind
 from shared.routing import ApiRoute, Operation
 
 __all__: list[str] = []  # nothing outside shared uses it
@@ -121,53 +120,19 @@ class _Schemas:
         )
 
 
-# A datetime: the reference's '%Y-%m-%d %H:%M:%S' or ISO 8601 (a date alone, 'T' or a
-# space, a fraction, 'Z' or an offset). Only dates every month has, so that whatever
-# matches is a date the filter takes; [0-9], as \d takes any script's digits in Python.
-_FILTER_DATETIME = (
-    r"[1-9][0-9]{3}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])"
-    r"([T ]([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,6})?"
-    r"(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])?)?"
-)
-DATETIME_FILTER: dict[str, Any] = {
-    "type": "string",
-    "pattern": (
-        rf"^$|^(isnull|isnotnull):$|^((equals|notequals|gt|gte|lt|lte):)?{_FILTER_DATETIME}$"
-        rf"|^in:{_FILTER_DATETIME},{_FILTER_DATETIME}$"
-    ),
-    "description": "datetime filter: [<operator>:]<datetime> (equals, notequals, gt, gte, "
-    "lt, lte), in:<datetime>,<datetime>, isnull: or isnotnull:; a datetime is "
-    "'%Y-%m-%d %H:%M:%S' or ISO 8601 (without an offset: UTC); left blank, no filter",
-}
-"""A list's datetime filter parameter, in the forms :mod:`shared.listing` takes."""
-# How :meth:`shared.listing.ListSpec.query_model` describes a datetime field's parameter.
-_DATETIME_FILTER_MARK = f"{Kind.DATETIME} filter"
-
-
-def _query_parameter(prop: dict[str, Any]) -> dict[str, Any]:
-    if prop.get("description") == _DATETIME_FILTER_MARK:
-        return DATETIME_FILTER
-    return prop
-
-
 def _query_parameters(schema: dict[str, Any], defs: dict[str, Any]) -> list[dict[str, Any]]:
     if "$ref" in schema:
         schema = defs[schema["$ref"].rsplit("/", 1)[-1]]
     required = set(schema.get("required", []))
     parameters = []
     for name, prop in schema.get("properties", {}).items():
-        documented = _query_parameter(prop)
         parameters.append(
             {
                 "name": name,
                 "in": "query",
                 "required": name in required,
-                "schema": documented,
-                **(
-                    {"description": documented["description"]}
-                    if "description" in documented
-                    else {}
-                ),
+                "schema": prop,
+                **({"description": prop["description"]} if "description" in prop else {}),
             }
         )
     return parameters

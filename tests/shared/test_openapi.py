@@ -14,17 +14,12 @@ from enum import StrEnum
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Mount
 
-from shared.listing import Kind
-from shared.listing.expressions import FilterError, parse
-from shared.listing.spec import ListSpec, column_field
-from shared.openapi import DATETIME_FILTER, build_openapi, iter_api_routes
+from shared.openapi import build_openapi, iter_api_routes
 from shared.pagination import Page, PageParams
 from shared.routing import ApiRoute, api_route
 from tests.shared.conftest import service_client
@@ -374,34 +369,3 @@ def test_build_openapi_without_api_routes_is_an_empty_valid_document():
     doc = build_openapi([], title="empty", version="0")
     assert doc["paths"] == {}
     assert structural_problems(doc) == []
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.from_regex(DATETIME_FILTER["pattern"]))
-def test_what_the_datetime_filter_pattern_admits_the_filter_takes(value: str) -> None:
-    # Blank is no filter (shared.listing skips it before parsing).
-    if value.strip():
-        parse(value, Kind.DATETIME)
-
-
-@pytest.mark.parametrize(
-    "value", ["gte:", "abc", "2026-13-01", "equals:2026-02-30", "in:2026-01-01"]
-)
-def test_the_datetime_filter_pattern_refuses_what_the_filter_refuses(value: str) -> None:
-    assert not re.search(DATETIME_FILTER["pattern"], value)
-    with pytest.raises(FilterError):
-        parse(value, Kind.DATETIME)
-
-
-def test_a_datetime_filter_parameter_is_documented_with_its_forms() -> None:
-    spec = ListSpec(
-        resource="gadget",
-        id_column=None,
-        fields=[column_field("created", None, Kind.DATETIME)],
-        sort_keys=[],
-    )
-    route = api_route("/gadgets", handler, method="GET", summary="List", query=spec.query_model())
-    document = build_openapi([route], title="t", version="1")
-    parameters = document["paths"]["/gadgets"]["get"]["parameters"]
-    [created] = [p for p in parameters if p["name"] == "created"]
-    assert created["schema"] == DATETIME_FILTER

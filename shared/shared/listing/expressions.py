@@ -182,14 +182,14 @@ def _list(text: str) -> list[str]:
     return [str(i).lower() if isinstance(i, bool) else str(i) for i in items]
 
 
-_NEVER_BLANK = frozenset({Kind.DATETIME, Kind.INT, Kind.BOOL, Kind.ENUM})
+NEVER_BLANK = frozenset({Kind.DATETIME, Kind.INT, Kind.BOOL, Kind.ENUM})
 
 
 def is_blank(raw: str, kind: Kind) -> bool:
     """A filter left empty (``created=``, as a form sends a blank field) on a field whose
     values are never blank: no filter rather than a 422. Text and ids can be blank (an
     empty name is one); an operator with nothing after it is still parsed (and refused)."""
-    return kind in _NEVER_BLANK and not raw.strip()
+    return kind in NEVER_BLANK and not raw.strip()
 
 
 def parse(raw: str, kind: Kind) -> Condition:

@@ -21,6 +21,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from starlette.requests import HTTPConnection
 
 from shared.listing.expressions import EQUALITY_OPS, LIST_OPS, ORDER_OPS, Condition, Kind, Op
+from shared.listing.forms import declare, filter_schema, sort_by_schema
 from shared.listing.sql import Form, condition_expr, condition_form, condition_sql
 
 __all__ = [
@@ -61,7 +62,9 @@ class Field:
     reached another way (an EXISTS over tags, a name-or-id lookup). ``lookup`` is for a
     name-or-id parameter whose names live in another service: the condition applies to
     ``column`` (the related id) or to the names, which ``lookup`` matches remotely
-    (see :func:`shared.listing.read_list`). ``description`` goes into the OpenAPI document.
+    (see :func:`shared.listing.read_list`). ``description`` goes into the OpenAPI document,
+    and so does ``schema``, for a parameter whose forms its kind's schema does not state
+    (see :func:`~shared.listing.forms.filter_schema`).
     """
 
     name: str
@@ -72,6 +75,13 @@ class Field:
     lookup: Lookup | None = None
     description: str = ""
     shaped: Shaped | None = None  # for a field with ``build``: its conditions' forms
+    schema: Mapping[str, Any] | None = None
+
+    def documented(self) -> Mapping[str, Any] | None:
+        """The parameter's JSON Schema, where it says more than "any text"."""
+        if self.schema is not None:
+            return self.schema
+        return filter_schema(self.kind, self.description)
 
     def sql(self, cond: Condition) -> ColumnElement[bool]:
         if self.build is not None:
@@ -225,20 +235,30 @@ class ListSpec:
         return self._sorts.get(name)
 
     def query_model(self, *, extra: Mapping[str, Any] | None = None) -> type[BaseModel]:
-        """A pydantic model of every query parameter, for the OpenAPI document."""
+        """A pydantic model of every query parameter, for the OpenAPI document: each
+        declares the forms the engine takes (:mod:`shared.listing.forms`)."""
+        extra = extra or {}
         fields: dict[str, Any] = {
             "hydrate": (bool, False),
-            "sort_by": (str, PydanticField(default=self.default_sort)),
+            "sort_by": (str, self.default_sort),
             "logical_operator": (str, PydanticField(default="and", pattern="^(and|or)$")),
             "page": (int, PydanticField(default=1, ge=1)),
             "size": (int, PydanticField(default=20, ge=1, le=10000)),
+        }
+        documented: dict[str, Mapping[str, Any]] = {
+            "sort_by": sort_by_schema(self._sorts, self.default_sort, COMMON_PARAMS)
         }
         for f in self.fields:
             fields[f.name] = (
                 str | None,
                 PydanticField(default=None, description=f.description or f"{f.kind} filter"),
             )
-        fields.update(extra or {})
+            schema = f.documented()
+            if schema is not None:
+                documented[f.name] = schema
+        fields.update(extra)
+        documented = {k: v for k, v in documented.items() if k not in extra}
         name = "".join(part.title() for part in self.resource.split("_")) + "Filter"
-        model: type[BaseModel] = create_model(name, __config__=ConfigDict(extra="ignore"), **fields)
+        config = ConfigDict(extra="ignore", json_schema_extra=declare(documented))
+        model: type[BaseModel] = create_model(name, __config__=config, **fields)
         return model

@@ -11,6 +11,7 @@ from sqlmodel import col
 
 from shared.errors import RequestValidationFailed
 from shared.listing import Condition, Field, FilterError, Kind, parse
+from shared.listing.forms import TEXT_FILTER_VALUE, whole
 from shared.listing.sql import condition_sql
 from tracking.models import RunMetadata
 
@@ -32,8 +33,15 @@ def metadata_condition(raw: str) -> tuple[str, Condition]:
     return key, parse(rest, Kind.STRING)
 
 
+# A key, then a text filter on its value. The whole value is read as a text filter first
+# (see shared.listing.parse_conditions): a key that is an operator taking no text is not one.
+_KEY = "(?!(gt|gte|in|isnotnull|isnull|lt|lte|notoneof|oneof):)[^:]+"
+METADATA_FILTER = whole(f"{_KEY}:{TEXT_FILTER_VALUE}")
+
+
 def metadata_field(resource_type: str, id_column: Any, description: str) -> Field:
-    """``run_metadata``: rows with a value of the key that matches."""
+    """``run_metadata``: rows with a value of the key that matches (repeated, each
+    condition on a key of its own)."""
 
     def build(cond: Condition) -> ColumnElement[bool]:
         try:
@@ -48,4 +56,11 @@ def metadata_field(resource_type: str, id_column: Any, description: str) -> Fiel
             match,
         )
 
-    return Field(name="run_metadata", kind=Kind.STRING, build=build, description=description)
+    schema = {
+        "type": "array",
+        "items": {"type": "string", "pattern": METADATA_FILTER},
+        "description": description,
+    }
+    return Field(
+        name="run_metadata", kind=Kind.STRING, build=build, description=description, schema=schema
+    )
