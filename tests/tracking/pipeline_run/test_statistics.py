@@ -172,6 +172,8 @@ async def test_bad_requests_get_a_422_and_an_unknown_project_a_404(
         {"filter": {"project": project, "created": "gt:yesterday"}},
         {"filter": {"project": project, "size": 0}},
         {"filter": {"project": project, "scope_user": "nobody"}},
+        {"filter": {"project": 7}},
+        {"filter": {"project": project, "": "x"}},
     ]
     for body in bodies:
         response = await tracking.post(STATISTICS, json=body, headers=auth)
@@ -216,3 +218,15 @@ async def test_a_metadata_number_too_large_for_a_float_aggregates_to_null(
     metric = {"name": "m", "aggregation": "max", "source": "metadata", "metadata_key": "huge"}
     answer = await statistics(tracking, auth, default_project, metrics=[metric])
     assert answer["groups"] == [{"group_keys": {}, "metrics": {"m": None}, "run_count": 1}]
+
+
+async def test_the_documented_filter_names_every_key_it_takes_and_no_other(
+    tracking: httpx.AsyncClient,
+) -> None:
+    document = (await tracking.get("/openapi.json")).json()
+    schema = document["components"]["schemas"]["RunStatisticsRequest"]["properties"]["filter"]
+    assert schema["additionalProperties"] is False
+    taken = set(schema["properties"])
+    assert {"project", "scope_user", "page", "sort_by", "stack", "in_progress"} <= taken
+    page = {"minimum": 1, "type": "integer"}
+    assert schema["properties"]["page"] == {"anyOf": [page, {"type": "null"}]}

@@ -96,9 +96,35 @@ Grouping = SimpleGrouping | TimeGrouping | MetadataGrouping
 Metric = SimpleMetric | MetadataMetric
 
 
+def _document_filter(schema: dict[str, Any]) -> None:
+    """The filter's keys as :func:`filter_listing` takes them, each with the runs list's
+    query form of its parameter (a filter also as a list of them: one condition each), or
+    null for none; any other key is refused."""
+    query = RUNS.query_model().model_json_schema()["properties"]
+    none = {"type": "null"}
+    uuid_text = {"type": "string", "format": "uuid"}
+    properties: dict[str, Any] = {
+        "project": {"anyOf": [{"type": "string"}, none]},
+        "scope_user": {"anyOf": [uuid_text, none]},
+    }
+    for name, parameter in query.items():
+        one = {k: v for k, v in parameter.items() if k not in ("title", "default", "anyOf")}
+        kinds = [k for k in parameter.get("anyOf", [{}]) if k != none]
+        if name in _LIST_PARAMS:
+            forms = [{**one, **kind} for kind in kinds]
+        elif one.get("type") == "array":
+            forms = [one["items"], one]
+        else:
+            items = [{**one, **kind} for kind in kinds]
+            forms = [*items, {"type": "array", "items": {"anyOf": items}}]
+        properties[name] = {"anyOf": [*forms, none]}
+    schema.update(properties=properties, additionalProperties=False)
+
+
 class RunStatisticsRequest(BaseModel):
     filter: dict[str, Any] = Field(
-        description="The runs list's filter (``PipelineRunFilter``), applied before grouping."
+        description="The runs list's filter (``PipelineRunFilter``), applied before grouping.",
+        json_schema_extra=_document_filter,
     )
     groupings: list[Annotated[Grouping, Field(discriminator="type")]] = Field(default_factory=list)
     metrics: list[Annotated[Metric, Field(discriminator="source")]] = Field(default_factory=list)
@@ -348,7 +374,10 @@ class RunStatisticsService(ScopedService[PipelineRun]):
         """The request's groups over the runs of the filter's project (the default one
         when it names none), of ``scope_user`` when given."""
         named = request.filter.get("project")
-        project = await self.project(None if named is None else str(named))
+        if named is not None and not isinstance(named, str):
+            loc = ["body", "filter", "project"]
+            raise RequestValidationFailed.single(loc, "A project's name or id is a string.")
+        project = await self.project(named)
         scope = [_RUNS.c.project_id == project.id]
         scope_user = request.filter.get("scope_user")
         if scope_user is not None:
