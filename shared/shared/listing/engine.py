@@ -32,7 +32,7 @@ from starlette.requests import Request
 
 from shared.db import core_execute
 from shared.errors import RequestValidationFailed
-from shared.listing.expressions import Condition, FilterError, Kind, is_blank, parse
+from shared.listing.expressions import Condition, FilterError, Kind, is_blank
 from shared.listing.spec import COMMON_PARAMS, Field, ListSpec, SortKey, as_uuid_condition
 from shared.listing.sql import bound_values, condition_sql
 from shared.pagination import MAX_PAGE_SIZE, Page, page_offset, total_pages
@@ -116,7 +116,7 @@ def parse_conditions(
             if is_blank(raw, field.kind):
                 continue
             try:
-                conditions.append((field, parse(raw, field.kind)))
+                conditions.append((field, field.condition(raw)))
             except FilterError as exc:
                 raise RequestValidationFailed.single([*location, field.name], str(exc)) from None
     return conditions

@@ -20,7 +20,15 @@ from sqlalchemy import bindparam, or_, select
 from sqlalchemy.sql.elements import ColumnElement
 from starlette.requests import HTTPConnection
 
-from shared.listing.expressions import EQUALITY_OPS, LIST_OPS, ORDER_OPS, Condition, Kind, Op
+from shared.listing.expressions import (
+    EQUALITY_OPS,
+    LIST_OPS,
+    ORDER_OPS,
+    Condition,
+    Kind,
+    Op,
+    parse,
+)
 from shared.listing.forms import declare, filter_schema, sort_by_schema
 from shared.listing.sql import Form, condition_expr, condition_form, condition_sql
 
@@ -37,6 +45,8 @@ __all__ = [
 
 # Builds the WHERE clause of one condition for a field.
 Builder = Callable[[Condition], ColumnElement[bool]]
+# Reads one value of a field into its condition (raising FilterError on a malformed one).
+Reader = Callable[[str], Condition]
 # Finds, elsewhere (another service), the ids of the related rows a condition matches.
 Lookup = Callable[[HTTPConnection, Condition], Awaitable[Collection[uuid.UUID]]]
 
@@ -64,7 +74,9 @@ class Field:
     ``column`` (the related id) or to the names, which ``lookup`` matches remotely
     (see :func:`shared.listing.read_list`). ``description`` goes into the OpenAPI document,
     and so does ``schema``, for a parameter whose forms its kind's schema does not state
-    (see :func:`~shared.listing.forms.filter_schema`).
+    (see :func:`~shared.listing.forms.filter_schema`). ``read`` replaces the kind's reading
+    of a value for a parameter whose values are not one filter expression (``run_metadata``:
+    a key, then an expression).
     """
 
     name: str
@@ -76,6 +88,11 @@ class Field:
     description: str = ""
     shaped: Shaped | None = None  # for a field with ``build``: its conditions' forms
     schema: Mapping[str, Any] | None = None
+    read: Reader | None = None
+
+    def condition(self, raw: str) -> Condition:
+        """One value's condition (:class:`~shared.listing.FilterError` on a malformed one)."""
+        return self.read(raw) if self.read is not None else parse(raw, self.kind)
 
     def documented(self) -> Mapping[str, Any] | None:
         """The parameter's JSON Schema, where it says more than "any text"."""

@@ -174,6 +174,13 @@ async def test_bad_requests_get_a_422_and_an_unknown_project_a_404(
         {"filter": {"project": project, "scope_user": "nobody"}},
         {"filter": {"project": 7}},
         {"filter": {"project": project, "": "x"}},
+        # JSON values other than text only where the filter's kind is theirs.
+        {"filter": {"project": project, "status": 1}},
+        {"filter": {"project": project, "name": ["a", True]}},
+        {"filter": {"project": project, "in_progress": 1}},
+        {"filter": {"project": project, "index": False}},
+        {"filter": {"project": project, "index": [[1]]}},
+        {"filter": {"project": project, "index": 1.5}},
     ]
     for body in bodies:
         response = await tracking.post(STATISTICS, json=body, headers=auth)
@@ -200,6 +207,8 @@ async def test_the_clients_whole_filter_is_read_as_the_runs_list_reads_it(
         "status": "completed",
         "root_runs_only": True,  # every run here is a root run
         "parent_run_id": "isnull:",
+        "in_progress": False,
+        "index": [1, "gte:1"],
         **dict.fromkeys(unset),
     }
     answer = await statistics(tracking, auth, default_project, filter=sent, max_groups=1000)
@@ -230,3 +239,5 @@ async def test_the_documented_filter_names_every_key_it_takes_and_no_other(
     assert {"project", "scope_user", "page", "sort_by", "stack", "in_progress"} <= taken
     page = {"minimum": 1, "type": "integer"}
     assert schema["properties"]["page"] == {"anyOf": [page, {"type": "null"}]}
+    assert {"type": "boolean"} in schema["properties"]["in_progress"]["anyOf"]
+    assert {"type": "integer"} in schema["properties"]["index"]["anyOf"]

@@ -105,6 +105,7 @@ async def test_runs_are_filtered_by_tag_and_by_metadata(
     other = await create_run(tracking, auth, default_project, tags=["other"])
     await log(tracking, auth, request(default_project, "pipeline_run", tagged["id"], note="x"))
     await log(tracking, auth, request(default_project, "pipeline_run", other["id"], note="y"))
+    await log(tracking, auth, request(default_project, "pipeline_run", other["id"], gt="x:1"))
 
     async def ids(**params: str) -> list[str]:
         response = await tracking.get(RUNS, params=params, headers=auth)
@@ -116,6 +117,9 @@ async def test_runs_are_filtered_by_tag_and_by_metadata(
     assert await ids(run_metadata="note:x") == [tagged["id"]]
     assert await ids(run_metadata="note:contains:y") == [other["id"]]
     assert await ids(sort_by="asc:tags") == [other["id"], tagged["id"]]
+    # As the reference reads them: a key named like an operator, an empty key (no such key).
+    assert await ids(run_metadata="gt:x:1") == [other["id"]]
+    assert await ids(run_metadata=":x") == []
     bad = await tracking.get(RUNS, params={"run_metadata": "no-key"}, headers=auth)
     assert bad.status_code == 422, bad.text
 

@@ -24,7 +24,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from shared.db import core_execute
 from shared.errors import RequestValidationFailed
-from shared.listing import Listing, ListParams, listing_of, where_clause
+from shared.listing import Kind, Listing, ListParams, listing_of, where_clause
 from tracking.core.service import ScopedService
 from tracking.models import (
     PipelineRun,
@@ -96,10 +96,19 @@ Grouping = SimpleGrouping | TimeGrouping | MetadataGrouping
 Metric = SimpleMetric | MetadataMetric
 
 
+# The JSON values a filter of a kind also takes for its plain equality (as the reference's
+# ``PipelineRunFilter`` takes ``Union[int, str]`` and ``Union[bool, str]``), beside text.
+_JSON_VALUES: dict[Kind, tuple[type, dict[str, str]]] = {
+    Kind.INT: (int, {"type": "integer"}),
+    Kind.BOOL: (bool, {"type": "boolean"}),
+}
+
+
 def _document_filter(schema: dict[str, Any]) -> None:
     """The filter's keys as :func:`filter_listing` takes them, each with the runs list's
-    query form of its parameter (a filter also as a list of them: one condition each), or
-    null for none; any other key is refused."""
+    query form of its parameter (an integer or boolean filter also as that JSON value; a
+    filter also as a list of them: one condition each), or null for none; any other key is
+    refused."""
     query = RUNS.query_model().model_json_schema()["properties"]
     none = {"type": "null"}
     uuid_text = {"type": "string", "format": "uuid"}
@@ -116,6 +125,9 @@ def _document_filter(schema: dict[str, Any]) -> None:
             forms = [one["items"], one]
         else:
             items = [{**one, **kind} for kind in kinds]
+            field = RUNS.field(name)
+            if field is not None and field.kind in _JSON_VALUES:
+                items.append(_JSON_VALUES[field.kind][1])
             forms = [*items, {"type": "array", "items": {"anyOf": items}}]
         properties[name] = {"anyOf": [*forms, none]}
     schema.update(properties=properties, additionalProperties=False)
@@ -160,9 +172,21 @@ _LIST_PARAMS = frozenset(ListParams.model_fields)
 _SCOPE = frozenset({"project", "scope_user"})
 
 
-def _texts(value: Any) -> list[str]:
-    values = value if isinstance(value, list) else [value]
-    return [("true" if v else "false") if isinstance(v, bool) else str(v) for v in values]
+def _texts(key: str, kind: Kind, value: Any) -> list[str]:
+    """A filter's values as query texts: text as it is, the JSON values its kind also
+    takes (:data:`_JSON_VALUES`) as their query form; 422 on any other."""
+    texts = []
+    for item in value if isinstance(value, list) else [value]:
+        taken = _JSON_VALUES.get(kind)
+        if isinstance(item, str):
+            texts.append(item)
+        elif taken is not None and type(item) is taken[0]:
+            texts.append(str(item).lower() if kind is Kind.BOOL else str(item))
+        else:
+            also = f" or {taken[1]['type']}" if taken else ""
+            message = f"Run statistics' '{key}' filter takes text{also} values."
+            raise RequestValidationFailed.single(["body", "filter", key], message)
+    return texts
 
 
 def filter_listing(raw: Mapping[str, Any]) -> Listing:
@@ -179,10 +203,11 @@ def filter_listing(raw: Mapping[str, Any]) -> Listing:
     for key, value in raw.items():
         if value is None or key in _LIST_PARAMS or key in _SCOPE:
             continue
-        if RUNS.field(key) is None:
+        field = RUNS.field(key)
+        if field is None:
             message = f"Run statistics can not be filtered by '{key}'."
             raise RequestValidationFailed.single([*location, key], message)
-        values[key] = _texts(value)
+        values[key] = _texts(key, field.kind, value)
     return listing_of(RUNS, parsed, values, location)
 
 

@@ -9,8 +9,7 @@ from sqlalchemy import and_, case, exists, func
 from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import col
 
-from shared.errors import RequestValidationFailed
-from shared.listing import Condition, Field, FilterError, Kind, parse
+from shared.listing import Condition, Field, FilterError, Kind, Op, parse
 from shared.listing.forms import TEXT_FILTER_VALUE, whole
 from shared.listing.sql import condition_sql
 from tracking.models import RunMetadata
@@ -24,19 +23,24 @@ def _unquoted(column: Any) -> ColumnElement[str]:
 
 
 def metadata_condition(raw: str) -> tuple[str, Condition]:
-    """``key:value`` or ``key:op:value`` (422 without a key)."""
+    """``key:value`` or ``key:op:value``: the key is the text before the first colon (any,
+    empty too, as the reference reads it: ``:x`` and ``gt:x`` name the keys ``""`` and
+    ``gt``); 422 without a colon or on a malformed filter after the key."""
     key, sep, rest = raw.partition(":")
-    if not sep or not key:
+    if not sep:
         raise FilterError(
             f"Invalid run_metadata filter '{raw}': use 'key:value' or 'key:operator:value'."
         )
     return key, parse(rest, Kind.STRING)
 
 
-# A key, then a text filter on its value. The whole value is read as a text filter first
-# (see shared.listing.parse_conditions): a key that is an operator taking no text is not one.
-_KEY = "(?!(gt|gte|in|isnotnull|isnull|lt|lte|notoneof|oneof):)[^:]+"
-METADATA_FILTER = whole(f"{_KEY}:{TEXT_FILTER_VALUE}")
+def _read(raw: str) -> Condition:
+    """The value as one condition, kept whole (its key and filter are read again to build)."""
+    metadata_condition(raw)
+    return Condition(Op.EQUALS, raw, raw)
+
+
+METADATA_FILTER = whole(f"[^:]*:{TEXT_FILTER_VALUE}")
 
 
 def metadata_field(resource_type: str, id_column: Any, description: str) -> Field:
@@ -44,10 +48,7 @@ def metadata_field(resource_type: str, id_column: Any, description: str) -> Fiel
     condition on a key of its own)."""
 
     def build(cond: Condition) -> ColumnElement[bool]:
-        try:
-            key, inner = metadata_condition(cond.raw)
-        except FilterError as exc:
-            raise RequestValidationFailed.single(["query", "run_metadata"], str(exc)) from None
+        key, inner = metadata_condition(cond.raw)
         match = condition_sql(_unquoted(col(RunMetadata.value)), Kind.STRING, inner)
         return exists().where(
             col(RunMetadata.resource_type) == resource_type,
@@ -62,5 +63,10 @@ def metadata_field(resource_type: str, id_column: Any, description: str) -> Fiel
         "description": description,
     }
     return Field(
-        name="run_metadata", kind=Kind.STRING, build=build, description=description, schema=schema
+        name="run_metadata",
+        kind=Kind.STRING,
+        build=build,
+        description=description,
+        schema=schema,
+        read=_read,
     )
