@@ -175,12 +175,16 @@ class RequestValidationFailed(PlatformError):
         super().__init__(summary)
 
     @classmethod
-    def from_pydantic(cls, exc: ValidationError, location: str) -> RequestValidationFailed:
-        """Convert a pydantic error, prefixing each ``loc`` with where the value came from."""
+    def from_pydantic(
+        cls, exc: ValidationError, location: str | Sequence[str]
+    ) -> RequestValidationFailed:
+        """Convert a pydantic error, prefixing each ``loc`` with where the value came from
+        (``"body"``, or a path such as ``("body", "filter")``)."""
+        prefix = [location] if isinstance(location, str) else list(location)
         return cls(
             [
                 {
-                    "loc": [location, *err["loc"]],
+                    "loc": [*prefix, *err["loc"]],
                     "msg": err["msg"],
                     "type": err["type"],
                 }

@@ -383,6 +383,11 @@ ACCEPTED_ANSWERS: dict[tuple[str, str, str, str], str] = {
         "every list's datetime filters take the one format the reference's take"
         " (its document says date-time; the reference refuses the same)"
     ),
+    ("reference", "positive_data_acceptance", "422", "Invalid run_metadata filter"): (
+        "a run_metadata entry with no colon (no key), which the reference refuses too"
+        " ('Invalid run_metadata entry format', 422; an empty one it fails on) though its"
+        " document says any text"
+    ),
     **{
         (document, "positive_data_acceptance", "422", "may not contain the NUL character"): NUL
         for document in ("reference", "platform")

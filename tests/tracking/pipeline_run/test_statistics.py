@@ -181,6 +181,8 @@ async def test_bad_requests_get_a_422_and_an_unknown_project_a_404(
         {"filter": {"project": project, "index": False}},
         {"filter": {"project": project, "index": [[1]]}},
         {"filter": {"project": project, "index": 1.5}},
+        {"filter": {"project": project, "hydrate": "true"}},
+        {"filter": {"project": project, "page": "2"}},
     ]
     for body in bodies:
         response = await tracking.post(STATISTICS, json=body, headers=auth)

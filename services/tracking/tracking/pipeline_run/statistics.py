@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, ValidationError, model_validator
 from sqlalchemy import Numeric, Select, case, cast, distinct, extract, func
 from sqlalchemy import select as sa_select
 from sqlalchemy.sql.elements import ColumnElement
@@ -196,9 +196,10 @@ def filter_listing(raw: Mapping[str, Any]) -> Listing:
     location = ("body", "filter")
     params = {k: v for k, v in raw.items() if k in _LIST_PARAMS and v is not None}
     try:
-        parsed = ListParams.model_validate(params)
-    except ValueError as exc:
-        raise RequestValidationFailed.single(list(location), str(exc)) from None
+        # Strictly, as a JSON body is read: ``"true"`` is no boolean, ``"2"`` no page.
+        parsed = ListParams.model_validate_json(json.dumps(params), strict=True)
+    except ValidationError as exc:
+        raise RequestValidationFailed.from_pydantic(exc, location) from None
     values: dict[str, list[str]] = {}
     for key, value in raw.items():
         if value is None or key in _LIST_PARAMS or key in _SCOPE:
