@@ -26,7 +26,6 @@ from shared.routing import ApiRoute
 from tracking.core.aliases import PREFIX, WORKSPACE_TARGETS
 
 NOT_A_LIST = "refused (501) as the reference's open-source server refuses it: nothing to filter"
-NO_FLOAT = "a float filter: the list engine has no float kind (integers only)"
 UNFIXED = "not taken yet (issue 39): identity's list, outside this change"
 
 # (resource path, parameter) -> why that list does not take the reference's parameter.
@@ -48,7 +47,6 @@ NOT_TAKEN: Mapping[tuple[str, str], str] = {
         }.items()
         for name in names
     },
-    ("/api/v1/schedules", "interval_second"): NO_FLOAT,
     ("/api/v1/devices", "scope_user"): UNFIXED,
     ("/api/v1/users", "email_opted_in"): UNFIXED,
     ("/api/v1/users", "external_user_id"): UNFIXED,
