@@ -48,8 +48,6 @@ NOT_TAKEN: Mapping[tuple[str, str], str] = {
         for name in names
     },
     ("/api/v1/devices", "scope_user"): UNFIXED,
-    ("/api/v1/users", "email_opted_in"): UNFIXED,
-    ("/api/v1/users", "external_user_id"): UNFIXED,
     ("/api/v1/service_accounts/{service_account_id}/api_keys", "service_account"): UNFIXED,
 }
 
