@@ -23,6 +23,7 @@ from shared.listing.spec import (
     base_fields,
     column_field,
     name_or_id,
+    query_extras,
 )
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "parse",
     "parse_conditions",
     "parse_list",
+    "query_extras",
     "read_list",
     "resolve_lookups",
     "resolve_sort",

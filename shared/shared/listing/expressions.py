@@ -7,16 +7,18 @@ its own way; a bad value or operator is a :class:`FilterError` (422).
 
 Datetimes take the reference's ``%Y-%m-%d %H:%M:%S`` or ISO 8601 (what its OpenAPI document
 promises: ``T`` or a space, a fraction, ``Z`` or an offset); a value with an offset is
-compared in UTC, one without is taken as UTC. An enum field's value outside its enum
-matches nothing (``notequals`` everything), as the reference's string comparison does. A
-filter left blank (``created=``) on a field
-whose values are never blank (a datetime, number, boolean or enum) is no filter.
+compared in UTC, one without is taken as UTC. A float field's value is a number as
+``float()`` reads one, but NaN. An enum field's value outside its enum matches nothing
+(``notequals`` everything), as the reference's string comparison does. A filter left
+blank (``created=``) on a field whose values are never blank (a datetime, number, boolean
+or enum) is no filter.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import uuid
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -47,6 +49,7 @@ class Kind(StrEnum):
     STRING = "string"
     UUID = "uuid"
     INT = "int"
+    FLOAT = "float"
     BOOL = "bool"
     DATETIME = "datetime"
     ENUM = "enum"
@@ -62,6 +65,7 @@ ALLOWED: dict[Kind, frozenset[Op]] = {
     Kind.STRING: frozenset(Op) - {Op.IN},
     Kind.UUID: frozenset(Op) - {Op.IN},
     Kind.INT: EQUALITY_OPS | ORDER_OPS | NULL_OPS,
+    Kind.FLOAT: EQUALITY_OPS | ORDER_OPS | NULL_OPS,
     Kind.BOOL: EQUALITY_OPS | NULL_OPS,
     Kind.DATETIME: EQUALITY_OPS | ORDER_OPS | NULL_OPS | {Op.IN},
     Kind.ENUM: frozenset(Op) - {Op.IN} - ORDER_OPS,
@@ -144,9 +148,23 @@ def parse_float(text: str) -> float:
         ) from None
 
 
+def parse_number(text: str) -> float:
+    """A float field's value: NaN is refused (no stored number equals or orders against
+    it as a number would), an infinity taken (``1e999`` reads as one)."""
+    try:
+        value = float(text.strip())
+    except ValueError:
+        value = math.nan
+    if math.isnan(value):
+        raise FilterError(f"'{text}' is not a number.")
+    return value
+
+
 def _scalar(kind: Kind, op: Op, text: str) -> Any:
     if kind is Kind.INT:
         return parse_int(text)
+    if kind is Kind.FLOAT:
+        return parse_number(text)
     if kind is Kind.BOOL:
         return parse_bool(text)
     if kind is Kind.DATETIME:
@@ -182,7 +200,7 @@ def _list(text: str) -> list[str]:
     return [str(i).lower() if isinstance(i, bool) else str(i) for i in items]
 
 
-NEVER_BLANK = frozenset({Kind.DATETIME, Kind.INT, Kind.BOOL, Kind.ENUM})
+NEVER_BLANK = frozenset({Kind.DATETIME, Kind.INT, Kind.FLOAT, Kind.BOOL, Kind.ENUM})
 
 
 def is_blank(raw: str, kind: Kind) -> bool:

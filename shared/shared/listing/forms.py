@@ -32,6 +32,7 @@ from shared.listing.expressions import (
 __all__ = [
     "BOOL_FILTER",
     "DATETIME_FILTER",
+    "FLOAT_FILTER",
     "INT_FILTER",
     "TEXT_FILTER_VALUE",
     "declare",
@@ -73,7 +74,7 @@ def _at_most(limit: str) -> str:
 # sign, leading zeros and spaces int() takes.
 _INT = rf"{_SPACE}([+-]?0*{_at_most(_INT32_MAX)}|-0*{int(_INT32_MAX) + 1}){_SPACE}"
 _BOOL = rf"{_SPACE}([Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee]|1|0){_SPACE}"
-# A number as float() reads one (ordering a text field compares numbers).
+# A number as float() reads one (a float filter's; ordering a text field compares numbers).
 _NUMBER = rf"{_SPACE}[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?{_SPACE}"
 # A JSON list of strings (json.loads refuses control characters in a string).
 _JSON_TEXT = r'"[^"\\\x00-\x1f]*"'
@@ -113,33 +114,53 @@ TEXT_FILTER_VALUE = (
 before a ``:`` is no operator), a text operator or ``equals``/``notequals`` on any text, a
 null test, ``oneof``/``notoneof`` over a JSON list of strings, or an order over a number."""
 
-DATETIME_FILTER: dict[str, Any] = {
-    "type": "string",
-    "pattern": whole(*_expression(Kind.DATETIME, _DATETIME)),
-    "description": "datetime filter: [<operator>:]<datetime> (equals, notequals, gt, gte, "
-    "lt, lte), in:<datetime>,<datetime>, isnull: or isnotnull:; a datetime is "
-    "'%Y-%m-%d %H:%M:%S' or ISO 8601 (without an offset: UTC); left blank, no filter",
-}
+
+def _kind_filter(kind: Kind, operand: str, description: str) -> dict[str, Any]:
+    """The schema of a filter of ``kind`` whose operand is ``operand`` (a pattern)."""
+    pattern = whole(*_expression(kind, operand))
+    return {"type": "string", "pattern": pattern, "description": description}
+
+
+DATETIME_FILTER = _kind_filter(
+    Kind.DATETIME,
+    _DATETIME,
+    "datetime filter: [<operator>:]<datetime> (equals, notequals, gt, gte, lt, lte), "
+    "in:<datetime>,<datetime>, isnull: or isnotnull:; a datetime is '%Y-%m-%d %H:%M:%S' or "
+    "ISO 8601 (without an offset: UTC); left blank, no filter",
+)
 """A list's datetime filter parameter, in the forms :mod:`shared.listing` takes."""
 
-INT_FILTER: dict[str, Any] = {
-    "type": "string",
-    "pattern": whole(*_expression(Kind.INT, _INT)),
-    "description": "int filter: [<operator>:]<integer> (equals, notequals, gt, gte, lt, "
+INT_FILTER = _kind_filter(
+    Kind.INT,
+    _INT,
+    "int filter: [<operator>:]<integer> (equals, notequals, gt, gte, lt, "
     f"lte; from -{int(_INT32_MAX) + 1} to {_INT32_MAX}), isnull: or isnotnull:; "
     "left blank, no filter",
-}
+)
 """A list's integer filter parameter."""
 
-BOOL_FILTER: dict[str, Any] = {
-    "type": "string",
-    "pattern": whole(*_expression(Kind.BOOL, _BOOL)),
-    "description": "bool filter: [equals:|notequals:]<true, false, 1 or 0>, isnull: or "
-    "isnotnull:; left blank, no filter",
-}
+FLOAT_FILTER = _kind_filter(
+    Kind.FLOAT,
+    _NUMBER,
+    "float filter: [<operator>:]<number> (equals, notequals, gt, gte, lt, lte; a decimal "
+    "number, with an optional exponent), isnull: or isnotnull:; left blank, no filter",
+)
+"""A list's number filter parameter."""
+
+BOOL_FILTER = _kind_filter(
+    Kind.BOOL,
+    _BOOL,
+    "bool filter: [equals:|notequals:]<true, false, 1 or 0>, isnull: or isnotnull:; "
+    "left blank, no filter",
+)
 """A list's boolean filter parameter."""
 
-_BY_KIND = {Kind.DATETIME: DATETIME_FILTER, Kind.INT: INT_FILTER, Kind.BOOL: BOOL_FILTER}
+_BY_KIND = {
+    Kind.DATETIME: DATETIME_FILTER,
+    Kind.INT: INT_FILTER,
+    Kind.FLOAT: FLOAT_FILTER,
+    Kind.BOOL: BOOL_FILTER,
+}
 
 
 def filter_schema(kind: Kind, description: str = "") -> dict[str, Any] | None:

@@ -41,6 +41,7 @@ __all__ = [
     "base_fields",
     "column_field",
     "name_or_id",
+    "query_extras",
 ]
 
 # Builds the WHERE clause of one condition for a field.
@@ -219,6 +220,12 @@ def as_uuid_condition(cond: Condition) -> Condition:
     if cond.value is None:
         return cond
     return Condition(cond.op, str(cond.value).replace("-", "").lower())
+
+
+def query_extras(model: type[BaseModel]) -> dict[str, Any]:
+    """``model``'s fields as ``extra`` parameters of :meth:`ListSpec.query_model`: those
+    a list's handler reads besides its filters, for the OpenAPI document."""
+    return {name: (info.annotation, info) for name, info in model.model_fields.items()}
 
 
 @dataclass(frozen=True)

@@ -115,6 +115,26 @@ async def test_bad_keys_are_refused_in_the_reference_shape(
     )
 
 
+async def test_the_list_s_service_account_is_the_path_s_whatever_is_sent(
+    identity: httpx.AsyncClient, login: Login
+):
+    token = await login()
+    ci = await create_account(identity, token)
+    other = await create_account(identity, token, "other-bot")
+    key = await create_key(identity, token, ci["id"])
+    await create_key(identity, token, other["id"], "deploy")
+    keys = f"/api/v1/service_accounts/{ci['id']}/api_keys"
+    for account in (ci, other):  # the reference's server sets it to the path's account
+        params = {"service_account": account["id"]}
+        response = await identity.get(keys, params=params, headers=bearer(token))
+        assert response.status_code == 200, response.text
+        assert [k["id"] for k in response.json()["items"]] == [key["id"]]
+    for value in ("ci-bot", "", "equals:" + ci["id"]):
+        refused = await identity.get(keys, params={"service_account": value}, headers=bearer(token))
+        assert refused.status_code == 422, value
+        assert refused.json()["detail"][0]["loc"] == ["query", "service_account"]
+
+
 async def test_bad_requests_are_404_409_422(identity: httpx.AsyncClient, login: Login):
     token = await login()
     admin = bearer(token)

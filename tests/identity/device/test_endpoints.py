@@ -356,6 +356,21 @@ async def test_list_shows_only_the_callers_devices(identity: httpx.AsyncClient, 
     assert page["total"] == 1
     assert [item["id"] for item in page["items"]] == [device_id(mine)]
     assert page["items"][0]["metadata"] is None  # lists default to hydrate=false
+    # Whatever user is sent: the reference's server sets scope_user to the caller.
+    users = (await identity.get("/api/v1/users", headers=bearer(admin))).json()["items"]
+    for user in users:
+        params = {"scope_user": user["id"]}
+        scoped = await identity.get("/api/v1/devices", params=params, headers=bearer(admin))
+        assert [item["id"] for item in scoped.json()["items"]] == [device_id(mine)]
+
+
+async def test_list_scope_user_that_is_not_a_uuid_is_422(identity: httpx.AsyncClient, login: Login):
+    token = await login()
+    for value in ("mallory", "", "isnull:"):
+        params = {"scope_user": value}
+        response = await identity.get("/api/v1/devices", params=params, headers=bearer(token))
+        assert response.status_code == 422, value
+        assert response.json()["detail"][0]["loc"] == ["query", "scope_user"]
 
 
 async def test_list_filters_by_status_client_and_trust(identity: httpx.AsyncClient, login: Login):

@@ -142,6 +142,47 @@ async def test_list_users_filters_by_name(identity: httpx.AsyncClient, login: Lo
     assert [u["name"] for u in response.json()["items"]] == ["zed"]
 
 
+async def _listed(identity: httpx.AsyncClient, token: str, **params: str) -> list[str]:
+    response = await identity.get(
+        "/api/v1/users", params={**params, "sort_by": "name"}, headers=bearer(token)
+    )
+    assert response.status_code == 200, response.text
+    return [u["name"] for u in response.json()["items"]]
+
+
+async def test_list_users_filters_by_email_opt_in(identity: httpx.AsyncClient, login: Login):
+    token = await login()
+    await _create(identity, token, name="keen", email_opted_in=True)
+    await _create(identity, token, name="quiet", email_opted_in=False)
+    assert await _listed(identity, token, email_opted_in="true") == ["keen"]
+    assert await _listed(identity, token, email_opted_in="0") == ["quiet"]
+    assert await _listed(identity, token, email_opted_in="isnull:") == [ADMIN]
+
+
+async def test_list_users_filters_by_external_user_id(identity: httpx.AsyncClient, login: Login):
+    token = await login()
+    external = "0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0"
+    await _create(identity, token, name="linked", external_user_id=external)
+    await _create(identity, token, name="local")
+    assert await _listed(identity, token, external_user_id=external) == ["linked"]
+    assert await _listed(identity, token, external_user_id="startswith:0f1e2d3c") == ["linked"]
+    assert await _listed(identity, token, external_user_id="isnull:") == [ADMIN, "local"]
+
+
+@pytest.mark.parametrize(
+    ("param", "value"),
+    [("email_opted_in", "maybe"), ("email_opted_in", "gt:1"), ("external_user_id", 'oneof:["x"]')],
+)
+async def test_malformed_user_filter_is_422(
+    identity: httpx.AsyncClient, login: Login, param: str, value: str
+):
+    response = await identity.get(
+        "/api/v1/users", params={param: value}, headers=bearer(await login())
+    )
+    assert response.status_code == 422
+    assert response.json()["detail"][0]["loc"] == ["query", param]
+
+
 async def test_page_past_the_end_is_an_empty_page(identity: httpx.AsyncClient, login: Login):
     response = await identity.get("/api/v1/users?page=5", headers=bearer(await login()))
     assert response.status_code == 200

@@ -116,6 +116,9 @@ def test_repeated_parameters_give_one_condition_each():
         ("name", "in:a,b", "not supported"),
         ("count", "gt:many", "The int filter only works with integer values."),
         ("count", "contains:1", "not supported"),
+        ("weight", "heavy", "not a number"),
+        ("weight", "gte:nan", "not a number"),
+        ("weight", "oneof:[1.5]", "not supported"),
         ("flag", "maybe", "not a boolean"),
         ("flag", "gt:1", "not supported"),
         ("created", "yesterday", "not a datetime"),
@@ -174,7 +177,7 @@ def test_datetime_range_takes_both_forms():
     assert (cond.op, cond.value) == (Op.IN, (NOON, NOON + dt.timedelta(days=1)))
 
 
-@pytest.mark.parametrize("param", ["created", "count", "flag", "color"])
+@pytest.mark.parametrize("param", ["created", "count", "weight", "flag", "color"])
 @pytest.mark.parametrize("value", ["", " "])
 def test_blank_filter_of_a_never_blank_field_is_no_filter(param, value):
     listing = parse_list(request((param, value), ("name", "a")), SPEC)

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import Boolean, Column, Integer, MetaData, String, Table, Uuid, select, sql
+from sqlalchemy import Boolean, Column, Float, Integer, MetaData, String, Table, Uuid, select, sql
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlmodel.sql.sqltypes import UTCDateTime
 
@@ -41,6 +41,7 @@ items = Table(
     Column("id", Uuid, primary_key=True),
     Column("name", String(50), nullable=True),
     Column("count", Integer, nullable=True),
+    Column("weight", Float, nullable=True),
     Column("flag", Boolean, nullable=True),
     Column("created", UTCDateTime(), nullable=True),
     Column("color", String(10), nullable=True),
@@ -57,6 +58,7 @@ FIELDS = {
     "id": column_field("id", items.c.id, Kind.UUID),
     "name": column_field("name", items.c.name, Kind.STRING),
     "count": column_field("count", items.c.count, Kind.INT),
+    "weight": column_field("weight", items.c.weight, Kind.FLOAT),
     "flag": column_field("flag", items.c.flag, Kind.BOOL),
     "created": column_field("created", items.c.created, Kind.DATETIME),
     "color": column_field("color", items.c.color, Kind.ENUM, enum=Color),
@@ -83,6 +85,7 @@ def make_rows(count: int = 80) -> list[dict[str, Any]]:
                 "id": uuid.UUID(int=rng.getrandbits(128)),
                 "name": rng.choice([*WORDS, None]),
                 "count": rng.choice([None, -3, 0, 1, 2, 5, 42]),
+                "weight": rng.choice([None, -1.5, 0.0, 0.25, 2.0, 3600.0]),
                 "flag": rng.choice([None, True, False]),
                 "created": None
                 if i % 11 == 0
@@ -178,6 +181,10 @@ VALUES: dict[Kind, st.SearchStrategy[str]] = {
         st.just("not-a-uuid"),
     ),
     Kind.INT: st.integers(-5, 50).map(str),
+    Kind.FLOAT: st.one_of(
+        st.sampled_from(["0.25", "-1.5", "3.6e3", "2", "1e999", "-inf"]),
+        st.floats(-5, 4000, allow_nan=False).map(repr),
+    ),
     Kind.BOOL: st.sampled_from(["true", "false", "1", "0", "True"]),
     Kind.DATETIME: DATETIMES,
     Kind.ENUM: st.sampled_from(["red", "green", "blue", "purple"]),

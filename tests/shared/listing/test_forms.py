@@ -3,6 +3,7 @@ refuses the engine refuses, and the validator schemathesis uses reads it as Pyth
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -19,6 +20,7 @@ from shared.listing.expressions import FilterError, is_blank
 from shared.listing.forms import (
     BOOL_FILTER,
     DATETIME_FILTER,
+    FLOAT_FILTER,
     INT_FILTER,
     TEXT_FILTER_VALUE,
     filter_schema,
@@ -36,6 +38,7 @@ SPEC = ListSpec(
     fields=[
         column_field("created", None, Kind.DATETIME),
         column_field("count", None, Kind.INT),
+        column_field("weight", None, Kind.FLOAT),
         column_field("active", None, Kind.BOOL, description="Whether it is on"),
         column_field("name", None, Kind.STRING),
     ],
@@ -66,7 +69,12 @@ def taken(value: str, kind: Kind) -> Any:
 @given(st.data())
 @pytest.mark.parametrize(
     ("schema", "kind"),
-    [(DATETIME_FILTER, Kind.DATETIME), (INT_FILTER, Kind.INT), (BOOL_FILTER, Kind.BOOL)],
+    [
+        (DATETIME_FILTER, Kind.DATETIME),
+        (INT_FILTER, Kind.INT),
+        (FLOAT_FILTER, Kind.FLOAT),
+        (BOOL_FILTER, Kind.BOOL),
+    ],
 )
 def test_what_a_filter_pattern_admits_the_filter_takes(
     schema: dict[str, Any], kind: Kind, data: st.DataObject
@@ -93,6 +101,14 @@ def test_what_a_filter_pattern_admits_the_filter_takes(
         (INT_FILTER, Kind.INT, "contains:1"),
         (INT_FILTER, Kind.INT, "oneof:[1]"),
         (INT_FILTER, Kind.INT, "isnull:1"),
+        (FLOAT_FILTER, Kind.FLOAT, "x"),
+        (FLOAT_FILTER, Kind.FLOAT, "gt:"),
+        (FLOAT_FILTER, Kind.FLOAT, "nan"),
+        (FLOAT_FILTER, Kind.FLOAT, "1.5.0"),
+        (FLOAT_FILTER, Kind.FLOAT, "contains:1"),
+        (FLOAT_FILTER, Kind.FLOAT, "oneof:[1.5]"),
+        (FLOAT_FILTER, Kind.FLOAT, "in:1,2"),
+        (FLOAT_FILTER, Kind.FLOAT, "isnull:1"),
         (BOOL_FILTER, Kind.BOOL, "yes"),
         (BOOL_FILTER, Kind.BOOL, "equals:"),
         (BOOL_FILTER, Kind.BOOL, "gt:1"),
@@ -128,6 +144,21 @@ def test_the_int_filter_pattern_admits_what_postgresql_s_integer_holds(
 ) -> None:
     assert admits(INT_FILTER["pattern"], value) is admitted
     assert (parse(value, Kind.INT).value in INT32) is admitted
+
+
+@pytest.mark.parametrize(
+    ("value", "number"),
+    [("1.5", 1.5), ("gte:-.5", -0.5), (" 3.6E3 ", 3600.0), ("lt:7.", 7.0), ("1e999", math.inf)],
+)
+def test_the_float_filter_pattern_admits_decimal_numbers(value: str, number: float) -> None:
+    assert admits(FLOAT_FILTER["pattern"], value)
+    assert parse(value, Kind.FLOAT).value == number
+
+
+@pytest.mark.parametrize("value", ["isnotnull:", " ", ""])
+def test_a_blank_or_null_test_float_filter_is_admitted(value: str) -> None:
+    assert admits(FLOAT_FILTER["pattern"], value)
+    taken(value, Kind.FLOAT)
 
 
 @pytest.mark.parametrize("value", ["true", "FALSE", "1", "notequals:0", "isnotnull:", " ", ""])
@@ -180,9 +211,10 @@ def test_a_datetime_filter_parameter_is_documented_with_its_forms() -> None:
     assert parameters(SPEC)["created"]["schema"] == DATETIME_FILTER
 
 
-def test_int_and_bool_filters_are_documented_with_their_forms() -> None:
+def test_int_float_and_bool_filters_are_documented_with_their_forms() -> None:
     documented = parameters(SPEC)
     assert documented["count"]["schema"] == INT_FILTER
+    assert documented["weight"]["schema"] == FLOAT_FILTER
     assert documented["active"]["schema"] == filter_schema(Kind.BOOL, "Whether it is on")
     assert documented["active"]["description"].startswith("Whether it is on. bool filter")
 

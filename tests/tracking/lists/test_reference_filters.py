@@ -26,33 +26,24 @@ from shared.routing import ApiRoute
 from tracking.core.aliases import PREFIX, WORKSPACE_TARGETS
 
 NOT_A_LIST = "refused (501) as the reference's open-source server refuses it: nothing to filter"
-NO_FLOAT = "a float filter: the list engine has no float kind (integers only)"
-UNFIXED = "not taken yet (issue 39): identity's list, outside this change"
 
 # (resource path, parameter) -> why that list does not take the reference's parameter.
 # A deprecated ``/workspaces/{project}/<name>`` path shares its resource path's entries.
 NOT_TAKEN: Mapping[tuple[str, str], str] = {
-    **{
-        (path, name): NOT_A_LIST
-        for path, names in {
-            "/api/v1/resource_pools": ("id", "created", "updated", "scope_user", "user", "name"),
-            "/api/v1/resource_pool_subject_policies": (
-                *("id", "created", "updated", "scope_user", "user"),
-                *("pool_id", "component_id", "priority"),
-            ),
-            "/api/v1/resource_requests": (
-                *("id", "created", "updated", "scope_user", "user", "preemptible"),
-                *("component_id", "step_run_id", "preemption_initiated_by_id", "status"),
-                "pipeline_run_id",
-            ),
-        }.items()
-        for name in names
-    },
-    ("/api/v1/schedules", "interval_second"): NO_FLOAT,
-    ("/api/v1/devices", "scope_user"): UNFIXED,
-    ("/api/v1/users", "email_opted_in"): UNFIXED,
-    ("/api/v1/users", "external_user_id"): UNFIXED,
-    ("/api/v1/service_accounts/{service_account_id}/api_keys", "service_account"): UNFIXED,
+    (path, name): NOT_A_LIST
+    for path, names in {
+        "/api/v1/resource_pools": ("id", "created", "updated", "scope_user", "user", "name"),
+        "/api/v1/resource_pool_subject_policies": (
+            *("id", "created", "updated", "scope_user", "user"),
+            *("pool_id", "component_id", "priority"),
+        ),
+        "/api/v1/resource_requests": (
+            *("id", "created", "updated", "scope_user", "user", "preemptible"),
+            *("component_id", "step_run_id", "preemption_initiated_by_id", "status"),
+            "pipeline_run_id",
+        ),
+    }.items()
+    for name in names
 }
 
 

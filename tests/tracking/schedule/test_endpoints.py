@@ -100,6 +100,37 @@ async def test_list_filters_and_delete(
     assert (await tracking.get(f"{SCHEDULES}/{first['id']}", headers=auth)).status_code == 404
 
 
+async def test_list_filters_on_the_interval_in_seconds(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    for name, interval in (("hourly", "PT1H"), ("brisk", "PT1.5S"), ("cron", None)):
+        body = schedule_body(default_project, name, interval_second=interval)
+        assert (await tracking.post(SCHEDULES, json=body, headers=auth)).status_code == 200
+
+    async def names(interval_second: str) -> list[str]:
+        params = {"interval_second": interval_second, "sort_by": "name"}
+        response = await tracking.get(SCHEDULES, params=params, headers=auth)
+        assert response.status_code == 200, response.text
+        return [s["name"] for s in response.json()["items"]]
+
+    assert await names("3600") == ["hourly"]
+    assert await names("equals:1.5") == ["brisk"]
+    assert await names("gt:1.5") == ["hourly"]
+    assert await names("lte:3.6e3") == ["brisk", "hourly"]
+    assert await names("notequals:3600") == ["brisk", "cron"]
+    assert await names("isnull:") == ["cron"]
+    assert await names("") == ["brisk", "cron", "hourly"]
+
+
+async def test_a_malformed_interval_filter_is_422(
+    tracking: httpx.AsyncClient, auth: Headers, default_project: Json
+) -> None:
+    for value in ("hourly", "nan", "gt:", "contains:1", "oneof:[1]", "isnull:1"):
+        response = await tracking.get(SCHEDULES, params={"interval_second": value}, headers=auth)
+        assert response.status_code == 422, value
+        assert response.json()["detail"][0]["loc"] == ["query", "interval_second"], value
+
+
 async def test_update_deactivates_and_renames_a_schedule(
     tracking: httpx.AsyncClient, auth: Headers, default_project: Json
 ) -> None:

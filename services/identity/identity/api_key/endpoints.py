@@ -11,6 +11,7 @@ from starlette.responses import Response
 
 from identity.api_key.repository import API_KEYS
 from identity.api_key.schemas import (
+    APIKeyListQuery,
     APIKeyQuery,
     APIKeyRequest,
     APIKeyResponse,
@@ -22,12 +23,14 @@ from identity.api_key.service import APIKeyService, NewAPIKey
 from identity.state import IdentityState
 from shared.auth import require_principal
 from shared.db import transaction
-from shared.listing import page_of, parse_list
+from shared.listing import page_of, parse_list, query_extras
 from shared.pagination import Page
 from shared.responses import NO_STORE, render, render_null
 from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
 
 NAME_OR_ID = "api_key_name_or_id"
+
+LIST_QUERY = API_KEYS.query_model(extra=query_extras(APIKeyListQuery))
 
 
 def _keys(request: Request, session: AsyncSession) -> APIKeyService:
@@ -58,6 +61,7 @@ async def create(request: Request) -> Response:
 
 async def list_keys(request: Request) -> Response:
     account_id = _account_id(request)
+    parse_query(request, APIKeyListQuery)  # its service_account is the path's (see there)
     listing = parse_list(request, API_KEYS)
     caller = require_principal(request)
     async with transaction(request) as session:
@@ -125,7 +129,7 @@ def routes() -> list[ApiRoute]:
             method="GET",
             summary="List Api Keys",
             tags=tags,
-            query=API_KEYS.query_model(),
+            query=LIST_QUERY,
             response=Page[APIKeyResponse],
             errors=(400, 404),
         ),

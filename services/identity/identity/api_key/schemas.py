@@ -3,6 +3,7 @@ encoding is :class:`shared.auth.EncodedKey`: every service reads keys."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
@@ -74,6 +75,17 @@ class APIKeyResponse(
     NamedEnvelope[APIKeyResponseBody, APIKeyResponseMetadata, APIKeyResponseResources]
 ):
     pass
+
+
+class APIKeyListQuery(BaseModel):
+    """``service_account`` is typed as the reference types it (a UUID, else 422), then set
+    to the path's account as the reference's server sets it: the list holds that account's
+    keys, whatever account is sent."""
+
+    service_account: uuid.UUID | None = Field(
+        default=None,
+        description="The service account to scope this query to: the path's, whatever is sent.",
+    )
 
 
 class APIKeyQuery(BaseModel):

@@ -11,6 +11,7 @@ from starlette.responses import Response
 from identity.device.repository import DEVICES
 from identity.device.schemas import (
     DeviceAuthorizationForm,
+    DeviceListQuery,
     DeviceQuery,
     OAuthDeviceAuthorizationResponse,
     OAuthDeviceResponse,
@@ -23,10 +24,12 @@ from identity.models import User
 from identity.state import IdentityState
 from shared.auth import require_principal
 from shared.db import transaction
-from shared.listing import page_of, parse_list
+from shared.listing import page_of, parse_list, query_extras
 from shared.pagination import Page
 from shared.responses import NO_STORE, render, render_null
 from shared.routing import ApiRoute, api_route, parse_form, parse_json, parse_query, path_param
+
+LIST_QUERY = DEVICES.query_model(extra=query_extras(DeviceListQuery))
 
 
 def _service(request: Request, session: AsyncSession) -> DeviceService:
@@ -60,6 +63,7 @@ async def authorize(request: Request) -> Response:
 
 
 async def list_devices(request: Request) -> Response:
+    parse_query(request, DeviceListQuery)  # its scope_user is the caller's (see there)
     listing = parse_list(request, DEVICES)
     async with transaction(request) as session:
         user = await _owner(request, session)
@@ -147,7 +151,7 @@ def routes() -> list[ApiRoute]:
             method="GET",
             summary="List Authorized Devices",
             tags=tags,
-            query=DEVICES.query_model(),
+            query=LIST_QUERY,
             response=Page[OAuthDeviceResponse],
             errors=(400, 401, 422),
         ),

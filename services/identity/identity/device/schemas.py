@@ -45,6 +45,16 @@ class OAuthDeviceUpdate(BaseModel):
     locked: bool | None = None
 
 
+class DeviceListQuery(BaseModel):
+    """``scope_user`` is typed as the reference types it (a UUID, else 422), then set to
+    the caller as the reference's server sets it: the list holds the caller's devices,
+    whatever user is sent."""
+
+    scope_user: uuid.UUID | None = Field(
+        default=None, description="The user to scope this query to: the caller, whatever is sent."
+    )
+
+
 class DeviceQuery(BaseModel):
     user_code: str | None = Field(default=None, max_length=255)
     hydrate: bool = True

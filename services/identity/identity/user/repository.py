@@ -19,6 +19,18 @@ USERS = ListSpec(
         column_field("full_name", col(User.full_name), Kind.STRING),
         column_field("email", col(User.email), Kind.STRING),
         column_field("active", col(User.active), Kind.BOOL),
+        column_field(
+            "email_opted_in",
+            col(User.email_opted_in),
+            Kind.BOOL,
+            description="Whether the user has opted in to emails",
+        ),
+        column_field(
+            "external_user_id",
+            col(User.external_user_id),
+            Kind.UUID,
+            description="The external user ID associated with the account",
+        ),
     ],
     sort_keys=[
         SortKey(name, col(getattr(User, name)))

@@ -9,7 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from shared.db import transaction
-from shared.listing import read_list
+from shared.listing import query_extras, read_list
 from shared.pagination import Page
 from shared.responses import render, render_null
 from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
@@ -24,7 +24,6 @@ from tracking.artifact_version.schemas import (
 )
 from tracking.artifact_version.service import ArtifactVersionService, VersionListQuery
 from tracking.core.auth import caller, caller_id
-from tracking.core.listing import query_extras
 from tracking.core.rendering import render_many, render_one, render_page
 from tracking.core.schemas import HydrateQuery
 from tracking.settings import Settings

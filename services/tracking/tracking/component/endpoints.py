@@ -8,7 +8,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from shared.db import transaction
-from shared.listing import read_list
+from shared.listing import query_extras, read_list
 from shared.pagination import Page
 from shared.responses import render_null
 from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
@@ -23,7 +23,6 @@ from tracking.component.schemas import (
 from tracking.component.secrets import ComponentSecrets
 from tracking.component.service import ComponentService
 from tracking.core.auth import caller, caller_id
-from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
 from tracking.core.schemas import HydrateQuery, ProjectQuery
 from tracking.state import TrackingState

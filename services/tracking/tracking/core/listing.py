@@ -1,13 +1,11 @@
 """List declarations tracking's resources share: the fields and sort keys of named,
-project-scoped tables, a page's scope, filters across link tables, and the extra
-parameters a list's OpenAPI declaration names."""
+project-scoped tables, a page's scope and filters across link tables."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel
 from sqlalchemy import Table, bindparam
 from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import col, select
@@ -15,11 +13,6 @@ from sqlmodel import col, select
 from shared.listing import Condition, Field, Kind, SortKey, base_fields, column_field
 from shared.users import user_field
 from tracking.core.rows import ScopedRow
-
-
-def query_extras(model: type[BaseModel]) -> dict[str, Any]:
-    """``model``'s fields as extra parameters of :meth:`ListSpec.query_model` (OpenAPI)."""
-    return {name: (info.annotation, info) for name, info in model.model_fields.items()}
 
 
 def scoped_fields(model: type[ScopedRow]) -> list[Field]:

@@ -11,14 +11,13 @@ from starlette.responses import Response
 from shared.auth import ScopeKind
 from shared.db import transaction
 from shared.errors import Conflict, HTTPDetailError
-from shared.listing import read_list, resolve_lookups
+from shared.listing import query_extras, read_list, resolve_lookups
 from shared.pagination import Page
 from shared.responses import render, render_null
 from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_ids, path_param
 from shared.users import users_by_id
 from tracking.core.aliases import scoped_body, scoped_query
 from tracking.core.auth import caller, caller_id, object_id, snapshot_runner
-from tracking.core.listing import query_extras
 from tracking.core.rendering import render_one, render_page
 from tracking.core.schemas import ProjectQuery, ScopedListQuery
 from tracking.logs.entries import LogEntry

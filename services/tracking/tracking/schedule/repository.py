@@ -24,6 +24,12 @@ SCHEDULES = ListSpec(
         column_field("start_time", col(Schedule.start_time), Kind.DATETIME),
         column_field("end_time", col(Schedule.end_time), Kind.DATETIME),
         column_field("run_once_start_time", col(Schedule.run_once_start_time), Kind.DATETIME),
+        column_field(
+            "interval_second",
+            col(Schedule.interval_second),
+            Kind.FLOAT,
+            description="The interval between runs, in seconds",
+        ),
         # A schedule here is deleted, never archived (the reference's soft deletion).
         column_field(
             "is_archived",

@@ -10,13 +10,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from shared.db import transaction
-from shared.listing import page_of, read_list
+from shared.listing import page_of, query_extras, read_list
 from shared.pagination import Page
 from shared.responses import NO_STORE, render, render_null
 from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
 from shared.users import users_by_id
 from tracking.core.auth import caller
-from tracking.core.listing import query_extras
 from tracking.core.schemas import ProjectQuery
 from tracking.models import ServiceConnector
 from tracking.service_connector import catalog

@@ -9,7 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from shared.db import transaction
-from shared.listing import page_of, read_list
+from shared.listing import page_of, query_extras, read_list
 from shared.pagination import Page
 from shared.responses import render, render_null
 from shared.routing import ApiRoute, api_route, parse_json, parse_query, path_param
@@ -32,9 +32,7 @@ from webhooks.trigger.schemas import (
 )
 from webhooks.trigger.service import TriggerService
 
-LIST_QUERY = TRIGGERS.query_model(
-    extra={n: (i.annotation, i) for n, i in TriggerListQuery.model_fields.items()}
-)
+LIST_QUERY = TRIGGERS.query_model(extra=query_extras(TriggerListQuery))
 EXECUTIONS_QUERY = EXECUTIONS.query_model()
 TRIGGER_ID = "trigger_id"
 

@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from shared.db import transaction
-from shared.listing import page_of, read_list
+from shared.listing import page_of, query_extras, read_list
 from shared.pagination import Page
 from shared.responses import render, render_null
 from shared.routing import ApiRoute, api_route, parse_json, parse_query
@@ -42,9 +42,7 @@ from webhooks.webhook.schemas import (
 )
 from webhooks.webhook.service import WebhookService
 
-LIST_QUERY = WEBHOOKS.query_model(
-    extra={n: (i.annotation, i) for n, i in WebhookListQuery.model_fields.items()}
-)
+LIST_QUERY = WEBHOOKS.query_model(extra=query_extras(WebhookListQuery))
 REFERENCE = "webhook_name_or_id"
 
 
