@@ -383,6 +383,14 @@ ACCEPTED_ANSWERS: dict[tuple[str, str, str, str], str] = {
         "every list's datetime filters take the one format the reference's take"
         " (its document says date-time; the reference refuses the same)"
     ),
+    **{
+        (document, "positive_data_acceptance", "422", words): (
+            "run statistics with two time groupings, or two groupings or metrics of one name,"
+            " which the reference's RunStatisticsRequest refuses the same (cross-field)"
+        )
+        for document in ("reference", "platform")
+        for words in ("At most one time grouping", "names are not allowed")
+    },
     ("reference", "positive_data_acceptance", "422", "Invalid run_metadata filter"): (
         "a run_metadata entry with no colon (no key), which the reference refuses too"
         " ('Invalid run_metadata entry format', 422; an empty one it fails on) though its"
