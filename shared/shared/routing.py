@@ -49,6 +49,7 @@ __all__ = [
     "parse_query",
     "path_ids",
     "path_param",
+    "validate_json",
 ]
 
 M = TypeVar("M", bound=BaseModel)
@@ -273,7 +274,16 @@ def _content_type(request: Request) -> str:
 
 
 async def parse_json(request: Request, kind: type[T]) -> T:
-    """Validate a JSON body (any type pydantic can validate: a model, ``list[Model]`` …).
+    """Validate a JSON body (any type pydantic can validate: a model, ``list[Model]`` …) as
+    :func:`validate_json` does; 415 on a content type other than JSON's."""
+    content_type = _content_type(request)
+    if content_type and content_type != "application/json" and not content_type.endswith("+json"):
+        raise UnsupportedMediaType(f"Unsupported content type '{content_type}'; send JSON.")
+    return validate_json(await request.body(), kind)
+
+
+def validate_json(raw: bytes, kind: type[T], location: Sequence[str] = ("body",)) -> T:
+    """Validate JSON text as a request's JSON at ``location`` (422s say it).
 
     pydantic parses and validates the bytes in one pass, in strict mode for JSON input:
     a value must have the JSON type its schema states (``"true"`` or ``1`` is no boolean,
@@ -281,13 +291,9 @@ async def parse_json(request: Request, kind: type[T]) -> T:
     spells as strings still come from strings (UUIDs, datetimes, durations, enums). As
     JSON Schema has it, an integer is a number and ``2.0`` an integer. What a ``mode="before"``
     validator returns is validated as Python input, where strict mode takes no string for
-    a datetime: such a validator hands datetimes on parsed. An empty body validates as
+    a datetime: such a validator hands datetimes on parsed. Empty text validates as
     ``None``.
     """
-    content_type = _content_type(request)
-    if content_type and content_type != "application/json" and not content_type.endswith("+json"):
-        raise UnsupportedMediaType(f"Unsupported content type '{content_type}'; send JSON.")
-    raw = await request.body()
     adapter = type_adapter(kind)
     try:
         result: T = (
@@ -302,12 +308,15 @@ async def parse_json(request: Request, kind: type[T]) -> T:
         refused = [e for e in errors if not _integral_float(e)]
         if refused:
             raise RequestValidationFailed(
-                [{"loc": ["body", *e["loc"]], "msg": e["msg"], "type": e["type"]} for e in refused]
+                [
+                    {"loc": [*location, *e["loc"]], "msg": e["msg"], "type": e["type"]}
+                    for e in refused
+                ]
             ) from None
         try:
             result = adapter.validate_json(raw)
         except ValidationError as lax:  # 1e300: an integer too large for lax mode
-            raise _validation_failed(lax, "body") from None
+            raise RequestValidationFailed.from_pydantic(lax, location) from None
     return result
 
 

@@ -204,7 +204,7 @@ async def test_the_clients_whole_filter_is_read_as_the_runs_list_reads_it(
         "sort_by": "created",
         "logical_operator": "and",
         "page": 1,
-        "size": 20,
+        "size": 20.0,  # an integer to JSON Schema, as a body reads it
         "scope_user": None,
         "status": "completed",
         "root_runs_only": True,  # every run here is a root run

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, model_validator
 from sqlalchemy import Numeric, Select, case, cast, distinct, extract, func
 from sqlalchemy import select as sa_select
 from sqlalchemy.sql.elements import ColumnElement
@@ -25,6 +25,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from shared.db import core_execute
 from shared.errors import RequestValidationFailed
 from shared.listing import Kind, Listing, ListParams, listing_of, where_clause
+from shared.routing import validate_json
 from tracking.core.service import ScopedService
 from tracking.models import (
     PipelineRun,
@@ -176,8 +177,8 @@ def _texts(key: str, kind: Kind, value: Any) -> list[str]:
     """A filter's values as query texts: text as it is, the JSON values its kind also
     takes (:data:`_JSON_VALUES`) as their query form; 422 on any other."""
     texts = []
+    taken = _JSON_VALUES.get(kind)
     for item in value if isinstance(value, list) else [value]:
-        taken = _JSON_VALUES.get(kind)
         if isinstance(item, str):
             texts.append(item)
         elif taken is not None and type(item) is taken[0]:
@@ -195,11 +196,8 @@ def filter_listing(raw: Mapping[str, Any]) -> Listing:
     any other filter given a value is refused (422) rather than ignored."""
     location = ("body", "filter")
     params = {k: v for k, v in raw.items() if k in _LIST_PARAMS and v is not None}
-    try:
-        # Strictly, as a JSON body is read: ``"true"`` is no boolean, ``"2"`` no page.
-        parsed = ListParams.model_validate_json(json.dumps(params), strict=True)
-    except ValidationError as exc:
-        raise RequestValidationFailed.from_pydantic(exc, location) from None
+    # As a JSON body is read: ``"true"`` is no boolean, ``"2"`` no page.
+    parsed = validate_json(json.dumps(params).encode(), ListParams, location)
     values: dict[str, list[str]] = {}
     for key, value in raw.items():
         if value is None or key in _LIST_PARAMS or key in _SCOPE:

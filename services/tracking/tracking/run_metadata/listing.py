@@ -35,9 +35,8 @@ def metadata_condition(raw: str) -> tuple[str, Condition]:
 
 
 def _read(raw: str) -> Condition:
-    """The value as one condition, kept whole (its key and filter are read again to build)."""
-    metadata_condition(raw)
-    return Condition(Op.EQUALS, raw, raw)
+    """The value as one condition whose value is its key and its filter on the key's value."""
+    return Condition(Op.EQUALS, metadata_condition(raw), raw)
 
 
 METADATA_FILTER = whole(f"[^:]*:{TEXT_FILTER_VALUE}")
@@ -48,7 +47,7 @@ def metadata_field(resource_type: str, id_column: Any, description: str) -> Fiel
     condition on a key of its own)."""
 
     def build(cond: Condition) -> ColumnElement[bool]:
-        key, inner = metadata_condition(cond.raw)
+        key, inner = cond.value
         match = condition_sql(_unquoted(col(RunMetadata.value)), Kind.STRING, inner)
         return exists().where(
             col(RunMetadata.resource_type) == resource_type,
