@@ -136,16 +136,14 @@ def api_route(
 _PARAMETER = re.compile(r"^\{[^{}]*\}$")
 
 
-def _segments(route: Route) -> list[str | None]:
-    """A route's path segments, ``None`` for a whole-segment parameter."""
-    return [None if _PARAMETER.match(s) else s for s in route.path_format.split("/")]
+def _segments(path_format: str) -> tuple[str | None, ...]:
+    """A path's segments, ``None`` for a whole-segment parameter."""
+    return tuple(None if _PARAMETER.match(s) else s for s in path_format.split("/"))
 
 
-def _more_specific(first: list[str | None], second: list[str | None]) -> bool:
-    """Whether some path matches both templates and, where they first differ, ``first``
-    spells a literal segment and ``second`` a parameter."""
-    if len(first) != len(second):
-        return False
+def _more_specific(first: tuple[str | None, ...], second: tuple[str | None, ...]) -> bool:
+    """Whether some path matches both templates (of as many segments) and, where they
+    first differ, ``first`` spells a literal segment and ``second`` a parameter."""
     decided = False
     for mine, theirs in zip(first, second, strict=True):
         if mine is not None and theirs is not None and mine != theirs:
@@ -155,6 +153,25 @@ def _more_specific(first: list[str | None], second: list[str | None]) -> bool:
                 return False
             decided = True
     return decided
+
+
+@functools.lru_cache(maxsize=32)
+def _step_aside_plan(paths: tuple[str, ...]) -> tuple[tuple[int, ...], ...]:
+    """For each of ``paths``, the indexes of those it steps aside for. Only paths of as
+    many segments can both match one path, so each is compared within its length; an app
+    built again (each in-process test builds its own) reuses the plan of its path list."""
+    shapes = [_segments(path) for path in paths]
+    by_length: dict[int, list[int]] = {}
+    for index, shape in enumerate(shapes):
+        by_length.setdefault(len(shape), []).append(index)
+    return tuple(
+        tuple(
+            other
+            for other in by_length[len(shape)]
+            if None in shape and _more_specific(shapes[other], shape)
+        )
+        for shape in shapes
+    )
 
 
 def literal_segments_first(routes: Sequence[BaseRoute]) -> list[BaseRoute]:
@@ -167,12 +184,10 @@ def literal_segments_first(routes: Sequence[BaseRoute]) -> list[BaseRoute]:
     matches ``/flavors/sync``, whose route answers 405 with the methods it takes.
     """
     flat = [route for route in routes if isinstance(route, Route)]
-    shapes = {id(route): _segments(route) for route in flat}
-    for route in flat:
+    plan = _step_aside_plan(tuple(route.path_format for route in flat))
+    for route, yields in zip(flat, plan, strict=True):
         if isinstance(route, ApiRoute):
-            route.yields_to = tuple(
-                other for other in flat if _more_specific(shapes[id(other)], shapes[id(route)])
-            )
+            route.yields_to = tuple(flat[other] for other in yields)
     for mount in routes:
         if isinstance(mount, Mount):
             literal_segments_first(mount.routes)
