@@ -94,6 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         directory / part,
                         seed=args.seed,
                         examples=args.examples,
+                        whole=True,
                     )
                 ]
     print(grouped(found) or "no failures")

@@ -391,6 +391,10 @@ ACCEPTED_ANSWERS: dict[tuple[str, str, str, str], str] = {
         for document in ("reference", "platform")
         for words in ("At most one time grouping", "names are not allowed")
     },
+    ("reference", "positive_data_acceptance", "422", "is not a boolean"): (
+        "a boolean filter given text that names no boolean (its document says any text):"
+        " the reference's BoolFilter.parse_bool_value refuses it the same"
+    ),
     ("reference", "positive_data_acceptance", "422", "Invalid run_metadata filter"): (
         "a run_metadata entry with no colon (no key), which the reference refuses too"
         " ('Invalid run_metadata entry format', 422; an empty one it fails on) though its"
