@@ -64,8 +64,8 @@ test: sync
 # (which `make test` runs): the oldest and the newest on PyPI, each installed once into the
 # cache beside 0.96.3's. By hand: it installs what `make test` does not need.
 COMPAT_CLIENTS ?= 0.96.0 0.96.4
-COMPAT_TESTS := tests/compat/test_zenml_client.py tests/compat/test_zenml_secrets.py \
-	tests/compat/test_zenml_flavors.py tests/e2e/test_device_flow.py
+COMPAT_TESTS := tests/compat/test_zenml_client.py tests/compat/test_zenml_cli.py \
+	tests/e2e/test_device_flow.py
 compat-clients: sync
 	@for version in $(COMPAT_CLIENTS); do echo "the zenml $$version client"; \
 	  COMPAT_ZENML_CLIENT=$$version $(UV) run --frozen --no-sync pytest -n $(PYTEST_WORKERS) \

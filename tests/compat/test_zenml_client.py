@@ -432,8 +432,11 @@ def test_against_reference(zenml_client, tmp_path):
 MODEL_SCENARIO = Path(__file__).with_name("model_scenario.py")
 
 
-def run_models(client: ZenmlVenv, store_url: str, password: str, workdir: Path) -> Any:
-    """``model_scenario.py`` against ``store_url``; what it emitted."""
+def run_client_snippet(
+    client: ZenmlVenv, store_url: str, password: str, workdir: Path, scenario: str, what: str
+) -> Any:
+    """What ``scenario`` emitted, run by one client process logged in to ``store_url`` as
+    the admin (Rich's tables as wide as their values)."""
     env = client_environment(
         store_url=store_url,
         username=USERNAME,
@@ -443,11 +446,16 @@ def run_models(client: ZenmlVenv, store_url: str, password: str, workdir: Path) 
     )
     env["COLUMNS"] = "200"
     try:
-        return run_snippet(
-            client.python, MODEL_SCENARIO.read_text(), env=env, cwd=workdir, timeout=600
-        ).value
+        return run_snippet(client.python, scenario, env=env, cwd=workdir, timeout=600).value
     except ZenmlEnvError as exc:
-        pytest.fail(f"the model scenario did not report: {exc}", pytrace=False)
+        pytest.fail(f"the {what} scenario did not report: {exc}", pytrace=False)
+
+
+def run_models(client: ZenmlVenv, store_url: str, password: str, workdir: Path) -> Any:
+    """``model_scenario.py`` against ``store_url``; what it emitted."""
+    return run_client_snippet(
+        client, store_url, password, workdir, MODEL_SCENARIO.read_text(), "model"
+    )
 
 
 def check_models(out: dict[str, Any]) -> None:

@@ -1,9 +1,17 @@
-"""The unmodified ``zenml secret`` CLI (0.96.3) against our stack: create (public and
-private), list, get, update (change, add and remove keys), rename and delete, each as its
-own ``zenml`` process, as a user types them. Then a real pipeline run on a stack whose
-orchestrator links a secret (``--secret``: its values become the step's environment, with
-the component's ``--env``) and whose deployer's ``address`` is a secret reference
-(``{{name.key}}``), which the client resolves when it reads the configuration."""
+"""The unmodified ``zenml`` CLI (0.96.3) against our stack, each command its own ``zenml``
+process, as a user types them, on one stack (a stack start is the dearest part of such a
+module):
+
+- ``zenml secret``: create (public and private), list, get, update (change, add and
+  remove keys), rename and delete. Then a real pipeline run on a stack whose orchestrator
+  links a secret (``--secret``: its values become the step's environment, with the
+  component's ``--env``) and whose deployer's ``address`` is a secret reference
+  (``{{name.key}}``), which the client resolves when it reads the configuration;
+- ``zenml service-connector``: register with and without verification, list, describe,
+  update, delete, list-types;
+- ``zenml <component> flavor``: register a custom orchestrator flavor from the user's
+  code, list and describe it, register a component of it (configured as the flavor's
+  config class says, validated by the client), and delete both."""
 
 from __future__ import annotations
 
@@ -13,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from tests.compat.test_zenml_client import ADMIN_PASSWORD, USERNAME, stack, zenml_client
+from tests.compat.test_zenml_client import ADMIN_PASSWORD, run_client_snippet, stack, zenml_client
 from tests.support.processes import LaunchedStack
-from tests.support.zenml_env import ZenmlEnvError, ZenmlVenv, client_environment, run_snippet
+from tests.support.zenml_env import ZenmlVenv
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
@@ -100,21 +108,9 @@ def run_cli(
     client: ZenmlVenv, stack: LaunchedStack, workdir: Path, scenario: str, what: str
 ) -> dict[str, Any]:
     """The steps ``scenario`` emitted, run by one client process."""
-    env = client_environment(
-        store_url=stack.url("platform", ""),
-        username=USERNAME,
-        password=ADMIN_PASSWORD,
-        config_dir=workdir,
-        verbosity="INFO",
+    steps: dict[str, Any] = run_client_snippet(
+        client, stack.url("platform", ""), ADMIN_PASSWORD, workdir, scenario, what
     )
-    # Rich tables wrap at the terminal's width: wide enough for the values.
-    env["COLUMNS"] = "200"
-    try:
-        steps: dict[str, Any] = run_snippet(
-            client.python, scenario, env=env, cwd=workdir, timeout=600
-        ).value
-    except ZenmlEnvError as exc:
-        pytest.fail(f"the {what} scenario did not report: {exc}", pytrace=False)
     return steps
 
 
@@ -226,3 +222,86 @@ def test_zenml_service_connector_cli_against_our_stack(zenml_client, stack, tmp_
     ok("delete")
     ok("delete unverified")
     assert "compat-hub" not in ok("list after")
+
+
+FLAVOR_CODE = '''
+from zenml.orchestrators import BaseOrchestratorConfig, BaseOrchestratorFlavor
+from zenml.orchestrators.local.local_orchestrator import LocalOrchestrator
+
+
+class CompatOrchestratorConfig(BaseOrchestratorConfig):
+    """Where the compat orchestrator sends its runs."""
+
+    endpoint: str
+    retries: int = 1
+
+
+class CompatOrchestratorFlavor(BaseOrchestratorFlavor):
+    @property
+    def name(self) -> str:
+        return "compat_orch"
+
+    @property
+    def config_class(self):
+        return CompatOrchestratorConfig
+
+    @property
+    def implementation_class(self):
+        return LocalOrchestrator
+'''
+
+FLAVOR_SCENARIO = f"""
+from pathlib import Path
+
+Path("compat_flavor.py").write_text({FLAVOR_CODE!r})
+steps = {{}}
+steps["register"] = zenml(
+    "orchestrator", "flavor", "register", "compat_flavor.CompatOrchestratorFlavor"
+)
+steps["register again"] = zenml(
+    "orchestrator", "flavor", "register", "compat_flavor.CompatOrchestratorFlavor"
+)
+steps["list"] = zenml("orchestrator", "flavor", "list")
+steps["describe"] = zenml("orchestrator", "flavor", "describe", "compat_orch")
+steps["component unconfigured"] = zenml(
+    "orchestrator", "register", "compat-bad", "--flavor", "compat_orch"
+)
+steps["component"] = zenml(
+    "orchestrator", "register", "compat-custom", "--flavor", "compat_orch",
+    "--endpoint=https://orch.example", "--retries=3",
+)
+steps["component describe"] = zenml("orchestrator", "describe", "compat-custom")
+steps["delete in use"] = zenml("orchestrator", "flavor", "delete", "compat_orch")
+steps["component delete"] = zenml("orchestrator", "delete", "compat-custom")
+steps["delete"] = zenml("orchestrator", "flavor", "delete", "compat_orch")
+steps["list after"] = zenml("orchestrator", "flavor", "list")
+emit(steps)
+"""
+
+
+def test_zenml_flavor_cli_against_our_stack(zenml_client, stack, tmp_path):
+    steps = run_cli(zenml_client, stack, tmp_path, FLAVOR_SCENARIO, "flavor CLI")
+    ok = succeeded(steps)
+
+    assert "Successfully registered new flavor 'compat_orch'" in ok("register")
+    assert steps["register again"]["code"] != 0
+    assert (
+        "Found an existing flavor with the same name and type" in (steps["register again"]["out"])
+    )
+    listed = ok("list")
+    assert "compat_orch" in listed
+    assert "local" in listed
+    described = ok("describe")
+    assert "endpoint" in described
+    assert "retries" in described
+    # The client checks the configuration against the flavor's config class.
+    assert steps["component unconfigured"]["code"] != 0
+    ok("component")
+    component = ok("component describe")
+    assert "https://orch.example" in component
+    assert "compat_orch" in component
+    assert steps["delete in use"]["code"] != 0
+    assert "cannot be deleted as it is used by 1 components" in steps["delete in use"]["out"]
+    ok("component delete")
+    ok("delete")
+    assert "compat_orch" not in ok("list after")
