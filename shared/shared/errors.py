@@ -180,15 +180,19 @@ class RequestValidationFailed(PlatformError):
     ) -> RequestValidationFailed:
         """Convert a pydantic error, prefixing each ``loc`` with where the value came from
         (``"body"``, or a path such as ``("body", "filter")``)."""
+        return cls.from_errors(exc.errors(include_url=False, include_input=False), location)
+
+    @classmethod
+    def from_errors(
+        cls, errors: Sequence[Mapping[str, Any]], location: str | Sequence[str]
+    ) -> RequestValidationFailed:
+        """Pydantic's error entries (some of a :class:`ValidationError`'s), each ``loc``
+        prefixed with ``location`` as :meth:`from_pydantic` does."""
         prefix = [location] if isinstance(location, str) else list(location)
         return cls(
             [
-                {
-                    "loc": [*prefix, *err["loc"]],
-                    "msg": err["msg"],
-                    "type": err["type"],
-                }
-                for err in exc.errors(include_url=False, include_input=False)
+                {"loc": [*prefix, *err["loc"]], "msg": err["msg"], "type": err["type"]}
+                for err in errors
             ]
         )
 

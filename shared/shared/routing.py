@@ -194,10 +194,6 @@ def literal_segments_first(routes: Sequence[BaseRoute]) -> list[BaseRoute]:
     return list(routes)
 
 
-def _validation_failed(exc: ValidationError, location: str) -> RequestValidationFailed:
-    return RequestValidationFailed.from_pydantic(exc, location)
-
-
 def _path_errors(name: str, exc: ValidationError) -> list[dict[str, Any]]:
     return [
         {"loc": ["path", name, *e["loc"]], "msg": e["msg"], "type": e["type"]}
@@ -281,7 +277,7 @@ def parse_query(request: Request, model: type[M]) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise _validation_failed(exc, "query") from None
+        raise RequestValidationFailed.from_pydantic(exc, "query") from None
 
 
 def _content_type(request: Request) -> str:
@@ -322,12 +318,7 @@ def validate_json(raw: bytes, kind: type[T], location: Sequence[str] = ("body",)
         # is all strict mode refused, lax mode takes it (every other value has its type).
         refused = [e for e in errors if not _integral_float(e)]
         if refused:
-            raise RequestValidationFailed(
-                [
-                    {"loc": [*location, *e["loc"]], "msg": e["msg"], "type": e["type"]}
-                    for e in refused
-                ]
-            ) from None
+            raise RequestValidationFailed.from_errors(refused, location) from None
         try:
             result = adapter.validate_json(raw)
         except ValidationError as lax:  # 1e300: an integer too large for lax mode
@@ -371,4 +362,4 @@ async def parse_form(request: Request, model: type[M]) -> M:
     try:
         return model.model_validate(flat)
     except ValidationError as exc:
-        raise _validation_failed(exc, "body") from None
+        raise RequestValidationFailed.from_pydantic(exc, "body") from None
