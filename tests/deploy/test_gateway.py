@@ -31,10 +31,12 @@ STACK = load_stack()
 
 
 def nginx_test(config_text: str, prefix: Path) -> subprocess.CompletedProcess[str]:
-    """Run the real ``nginx -t`` on a configuration inside a private prefix."""
+    """Run the real ``nginx -t`` on a configuration inside a private prefix. ``-t`` creates
+    the pid file the configuration names, so an image's (``/tmp/nginx.pid``) moves into the
+    prefix: a test leaves nothing in the host's ``/tmp``."""
     prefix.mkdir(parents=True, exist_ok=True)
     config = prefix / "nginx.conf"
-    config.write_text(config_text)
+    config.write_text(re.sub(r"^pid /\S+;$", f"pid {prefix}/nginx.pid;", config_text, flags=re.M))
     return subprocess.run(
         [str(nginx_binary()), "-t", "-p", f"{prefix}/", "-c", str(config), "-e", "stderr"],
         capture_output=True,
