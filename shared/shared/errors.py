@@ -176,7 +176,7 @@ class RequestValidationFailed(PlatformError):
 
     @classmethod
     def from_pydantic(
-        cls, exc: ValidationError, location: str | Sequence[str]
+        cls, exc: ValidationError, location: str | Sequence[str | int]
     ) -> RequestValidationFailed:
         """Convert a pydantic error, prefixing each ``loc`` with where the value came from
         (``"body"``, or a path such as ``("body", "filter")``)."""
@@ -184,7 +184,7 @@ class RequestValidationFailed(PlatformError):
 
     @classmethod
     def from_errors(
-        cls, errors: Sequence[Mapping[str, Any]], location: str | Sequence[str]
+        cls, errors: Sequence[Mapping[str, Any]], location: str | Sequence[str | int]
     ) -> RequestValidationFailed:
         """Pydantic's error entries (some of a :class:`ValidationError`'s), each ``loc``
         prefixed with ``location`` as :meth:`from_pydantic` does."""

@@ -194,13 +194,6 @@ def literal_segments_first(routes: Sequence[BaseRoute]) -> list[BaseRoute]:
     return list(routes)
 
 
-def _path_errors(name: str, exc: ValidationError) -> list[dict[str, Any]]:
-    return [
-        {"loc": ["path", name, *e["loc"]], "msg": e["msg"], "type": e["type"]}
-        for e in exc.errors(include_url=False, include_input=False)
-    ]
-
-
 def path_param(request: Request, name: str, kind: type[T]) -> T:
     """A path parameter converted to ``kind`` (422 when it does not convert)."""
     raw = request.path_params[name]
@@ -208,7 +201,7 @@ def path_param(request: Request, name: str, kind: type[T]) -> T:
         value: T = type_adapter(kind).validate_python(raw)
         return value
     except ValidationError as exc:
-        raise RequestValidationFailed(_path_errors(name, exc)) from None
+        raise RequestValidationFailed.from_pydantic(exc, ("path", name)) from None
 
 
 def path_ids(request: Request) -> dict[str, uuid.UUID]:
@@ -216,14 +209,14 @@ def path_ids(request: Request) -> dict[str, uuid.UUID]:
     whose path holds only ids: one that refuses the operation still checks its path
     first, as the reference (FastAPI) does before its endpoint runs."""
     ids: dict[str, uuid.UUID] = {}
-    errors: list[dict[str, Any]] = []
+    errors: list[dict[str, Any]] = []  # pydantic's, each ``loc`` under its parameter's name
     for name, raw in request.path_params.items():
         try:
             ids[name] = type_adapter(uuid.UUID).validate_python(raw)
         except ValidationError as exc:
-            errors.extend(_path_errors(name, exc))
+            errors += [{**e, "loc": (name, *e["loc"])} for e in exc.errors(include_url=False)]
     if errors:
-        raise RequestValidationFailed(errors)
+        raise RequestValidationFailed.from_errors(errors, "path")
     return ids
 
 

@@ -192,3 +192,11 @@ def test_paths_resolve_scalars_as_json_text():
     assert [resolve(payload, parse_path(f"a.{k}")) for k in "ntzo"] == ["1.5", "true", "null", None]
     assert resolve({"x": [1, 2]}, parse_path("x[1]")) == "2"
     assert resolve({"odd key": "v"}, parse_path('["odd key"]')) == "v"
+
+
+def test_a_refused_target_field_is_located_under_its_target_and_type():
+    with pytest.raises(RequestValidationFailed) as info:
+        normalize(CODEHOST, targets({"type": "push"}, {"type": "push", "brnch": "main"}))
+    assert [(e["loc"], e["type"]) for e in info.value.errors] == [
+        (["body", "configuration", "target_events", 1, "push", "brnch"], "extra_forbidden")
+    ]

@@ -38,15 +38,8 @@ def _target(provider: Provider, index: int, raw: Any) -> BaseModel:
     try:
         return model.model_validate(raw)
     except ValidationError as exc:
-        raise RequestValidationFailed(
-            [
-                {
-                    "loc": ["body", "configuration", *location, kind, *e["loc"]],
-                    "msg": e["msg"],
-                    "type": e["type"],
-                }
-                for e in exc.errors(include_url=False, include_input=False)
-            ]
+        raise RequestValidationFailed.from_pydantic(
+            exc, ["body", "configuration", *location, kind]
         ) from None
 
 
