@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +78,38 @@ OUR_SECTIONS = (
 )
 
 
+def run_client_snippet(
+    client: ZenmlVenv,
+    store_url: str,
+    password: str,
+    workdir: Path,
+    scenario: str,
+    what: str,
+    *,
+    timeout: float = 600.0,
+    filename: str = "snippet.py",
+    extra: Mapping[str, str] | None = None,
+) -> Any:
+    """What ``scenario`` emitted, run by one client process logged in to ``store_url`` as
+    the admin, with ``extra`` in its environment. zenml's default verbosity (below it a
+    step's printed output is not logged at all, and a scenario may read a step's logs
+    back); Rich's tables as wide as their values."""
+    env = client_environment(
+        store_url=store_url,
+        username=USERNAME,
+        password=password,
+        config_dir=workdir,
+        verbosity="INFO",
+        extra={"COLUMNS": "200", **(extra or {})},
+    )
+    try:
+        return run_snippet(
+            client.python, scenario, env=env, cwd=workdir, timeout=timeout, filename=filename
+        ).value
+    except ZenmlEnvError as exc:
+        pytest.fail(f"the {what} scenario did not report: {exc}", pytrace=False)
+
+
 def run_scenario(
     client: ZenmlVenv,
     store_url: str,
@@ -87,29 +119,17 @@ def run_scenario(
 ) -> Any:
     """Run ``client_scenario.py`` against ``store_url`` (``sections`` only, when given);
     its JSON report."""
-    # zenml's default verbosity: below it a step's printed output is not logged at all,
-    # and the pipeline section reads a step's logs back.
-    env = client_environment(
-        store_url=store_url,
-        username=USERNAME,
-        password=password,
-        config_dir=workdir,
-        verbosity="INFO",
+    return run_client_snippet(
+        client,
+        store_url,
+        password,
+        workdir,
+        SCENARIO.read_text(),
+        "client",
+        timeout=300,
+        filename=SCENARIO.name,
+        extra=None if sections is None else {"COMPAT_SECTIONS": ",".join(sections)},
     )
-    if sections is not None:
-        env["COMPAT_SECTIONS"] = ",".join(sections)
-    try:
-        result = run_snippet(
-            client.python,
-            SCENARIO.read_text(),
-            env=env,
-            cwd=workdir,
-            timeout=300,
-            filename=SCENARIO.name,
-        )
-    except ZenmlEnvError as exc:
-        pytest.fail(f"the client scenario did not report: {exc}", pytrace=False)
-    return result.value
 
 
 def describe_failure(failure: dict[str, Any]) -> str:
@@ -368,16 +388,15 @@ def test_zenml_client_explains_what_our_stack_does_not_serve(zenml_client, stack
     NotImplementedError, an unknown path its KeyError, each with a sentence (not
     ``KeyError: 'Not Found'``); resource pools are refused as the reference's open-source
     server refuses them."""
-    env = client_environment(
-        store_url=stack.url("platform", ""),
-        username=USERNAME,
-        password=ADMIN_PASSWORD,
-        config_dir=tmp_path,
+    answers = run_client_snippet(
+        zenml_client,
+        stack.url("platform", ""),
+        ADMIN_PASSWORD,
+        tmp_path,
+        UNSERVED,
+        "unserved",
+        timeout=300,
     )
-    try:
-        answers = run_snippet(zenml_client.python, UNSERVED, env=env, cwd=tmp_path).value
-    except ZenmlEnvError as exc:
-        pytest.fail(f"the snippet did not report: {exc}", pytrace=False)
     assert answers["stack deployment"] == [
         "NotImplementedError",
         "/api/v1/stack-deployment is not implemented by this server.",
@@ -430,25 +449,6 @@ def test_against_reference(zenml_client, tmp_path):
 
 
 MODEL_SCENARIO = Path(__file__).with_name("model_scenario.py")
-
-
-def run_client_snippet(
-    client: ZenmlVenv, store_url: str, password: str, workdir: Path, scenario: str, what: str
-) -> Any:
-    """What ``scenario`` emitted, run by one client process logged in to ``store_url`` as
-    the admin (Rich's tables as wide as their values)."""
-    env = client_environment(
-        store_url=store_url,
-        username=USERNAME,
-        password=password,
-        config_dir=workdir,
-        verbosity="INFO",
-    )
-    env["COLUMNS"] = "200"
-    try:
-        return run_snippet(client.python, scenario, env=env, cwd=workdir, timeout=600).value
-    except ZenmlEnvError as exc:
-        pytest.fail(f"the {what} scenario did not report: {exc}", pytrace=False)
 
 
 def run_models(client: ZenmlVenv, store_url: str, password: str, workdir: Path) -> Any:
